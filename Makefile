@@ -1,0 +1,102 @@
+# sbx - build, test, benchmark, install.  Plain GNU make.
+#
+#   make                 build everything into $(BUILD)
+#   make check           unit tests (TAP) + bats suite; ends "N passed, N failed"
+#   make check SANITIZE=1  the same under ASan+UBSan (separate build dir)
+#   make bench           benchmarks, side by side with baselines, as ratios
+#   make demo            the main job: skill install -> snapshot -> sessions -> reap
+#   make fuzz            libFuzzer on the document reader (clang, bounded time)
+#   make install PREFIX=/usr/local DESTDIR=
+
+CC       ?= cc
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+VERSION  := 0.1.0
+
+ifeq ($(SANITIZE),1)
+BUILD    ?= build-san
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else
+BUILD    ?= build
+SANFLAGS :=
+endif
+
+CFLAGS   ?= -O2 -g
+XCFLAGS  := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
+            -DSBX_VERSION='"$(VERSION)"' -Wno-format-truncation -Icommon -Ibackends -MMD -MP $(SANFLAGS)
+LDLIBS   := -lcurl -lhiredis -ljson-c -lcrypto -lpthread
+XLDFLAGS := $(SANFLAGS)
+
+LIB_SRC  := $(wildcard common/*.c) $(wildcard backends/*.c)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CMD_SRC  := $(wildcard cmd/*.c)
+PROGS    := $(CMD_SRC:cmd/%.c=$(BUILD)/bin/%)
+UNIT_SRC := $(wildcard tests/unit/test-*.c)
+UNITS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+MAN_SRC  := $(wildcard man/*.scd)
+MANS     := $(MAN_SRC:man/%.scd=$(BUILD)/man/%)
+LIB      := $(BUILD)/libsbx.a
+# Backends register themselves through weak symbols, so the archive is
+# linked whole: nothing in it is dropped for lack of a strong reference.
+LINKLIB  := -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
+
+.PHONY: all check bench demo fuzz install clean man unit
+all: $(PROGS) $(UNITS) man
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(XCFLAGS) -c -o $@ $<
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/bin/%: $(BUILD)/obj/cmd/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $< $(LINKLIB) $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $< $(LINKLIB) $(LDLIBS)
+
+man: $(MANS)
+$(BUILD)/man/%: man/%.scd
+	@mkdir -p $(dir $@)
+	scdoc < $< > $@
+
+check: all
+	BUILD=$(abspath $(BUILD)) SANITIZE=$(SANITIZE) tests/run
+
+unit: $(UNITS)
+	BUILD=$(abspath $(BUILD)) tests/run --unit
+
+bench: all
+	BUILD=$(abspath $(BUILD)) tests/bench/run
+
+demo: all
+	BUILD=$(abspath $(BUILD)) examples/demo.sh
+
+FUZZ_SECONDS ?= 30
+fuzz:
+	@mkdir -p $(BUILD)/fuzz
+	clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Icommon \
+	  -o $(BUILD)/fuzz/fuzz-doc tests/fuzz/fuzz-doc.c common/doc.c common/err.c common/util.c -ljson-c
+	$(BUILD)/fuzz/fuzz-doc -max_total_time=$(FUZZ_SECONDS) -max_len=4096 tests/fuzz/corpus
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+	  $(DESTDIR)$(PREFIX)/share/man/man7 \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+	  $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
+	for m in $(MANS); do case $$m in *.7) d=man7;; *) d=man1;; esac; \
+	  install -m 644 $$m $(DESTDIR)$(PREFIX)/share/man/$$d/; done
+	for f in completions/bash/*; do install -m 644 $$f $(DESTDIR)$(PREFIX)/share/bash-completion/completions/; done
+	install -m 644 completions/zsh/_sbx $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_sbx
+	install -m 644 completions/fish/*.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/
+
+clean:
+	rm -rf build build-san
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,67 @@
+/* backend.c - the registry: profile's backend name -> vtable.  Backends are
+ * linked in whole (see the Makefile); a weak symbol left NULL is a backend
+ * that was not built, and is simply absent from the registry. */
+#include "backend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+static const struct sbx_backend_ops *registry(size_t i)
+{
+	const struct sbx_backend_ops *all[] = {
+		&sbx_backend_local, &sbx_backend_docker, &sbx_backend_e2b, &sbx_backend_cube,
+	};
+	return i < SBX_ARRAY_LEN(all) ? all[i] : NULL;
+}
+#define REGISTRY_SIZE 4
+
+const char *const *sbx_backend_names(void)
+{
+	static const char *names[REGISTRY_SIZE + 1];
+	size_t n = 0;
+	for (size_t i = 0; i < REGISTRY_SIZE; i++)
+		if (registry(i))
+			names[n++] = registry(i)->name;
+	names[n] = NULL;
+	return names;
+}
+
+int sbx_backend_open(struct sbx_profile *p, struct sbx_backend **out, struct sbx_err *err)
+{
+	const char *want = p->backend ? p->backend : "local";
+	for (size_t i = 0; i < REGISTRY_SIZE; i++) {
+		const struct sbx_backend_ops *ops = registry(i);
+		if (!ops || strcmp(ops->name, want) != 0)
+			continue;
+		struct sbx_backend *b = sbx_xcalloc(1, sizeof(*b));
+		b->ops = ops;
+		b->profile = p;
+		if (ops->open && ops->open(b, err) < 0) {
+			free(b);
+			return -1;
+		}
+		*out = b;
+		return 0;
+	}
+	return sbx_fail_config(err, "config", "backend '%s' is not available in this build", want);
+}
+
+void sbx_backend_close(struct sbx_backend *b)
+{
+	if (!b)
+		return;
+	if (b->ops->close)
+		b->ops->close(b);
+	free(b);
+}
+
+int sbx_backend_require(struct sbx_backend *b, unsigned need, const char *op,
+			struct sbx_err *err)
+{
+	unsigned have = b->ops->caps ? b->ops->caps(b) : 0;
+	if ((have & need) == need)
+		return 0;
+	return sbx_fail(err, SBX_UNSUPPORTED, op, "the %s backend cannot %s", b->ops->name, op);
+}

@@ -1,0 +1,272 @@
+/* backend.h - the one interface every backend implements.
+ *
+ * Programs talk to a `struct sbx_backend` and never know which one it is.
+ * A backend advertises what it can do (sbx_caps); a missing capability is
+ * an `unsupported` error, never a silent no-op.  Every call returns -1 with
+ * `err` filled on failure; `not_found` means the object does not exist
+ * (delete of a missing object is NOT an error: it returns 0 and sets
+ * *gone = 1 where the signature has it).
+ *
+ * Handles: `struct sbx_sandbox` is the in-memory form of the document's
+ * `sandbox` object (sandbox.c converts both ways); `extra` carries
+ * backend-private fields that later stages need, passed through verbatim. */
+#ifndef SBX_BACKEND_H
+#define SBX_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+#include "config.h"
+#include "err.h"
+
+enum sbx_state {
+	SBX_STATE_UNKNOWN = 0,
+	SBX_STATE_RUNNING,
+	SBX_STATE_PAUSED,
+	SBX_STATE_TRANSITIONING,
+	SBX_STATE_TERMINAL,      /* gone for good: killed, stopped, failed */
+	SBX_STATE_DEAD,          /* local: its init died; replaceable like terminal */
+};
+const char *sbx_state_name(enum sbx_state s);
+enum sbx_state sbx_state_from_name(const char *s);
+
+struct sbx_sandbox {
+	char *id;
+	char *backend;
+	char *profile;
+	char *template_id;
+	char *tenant;            /* NULL when not a session sandbox */
+	char *session;
+	enum sbx_state state;
+	json_object *metadata;   /* object: string -> string (owned) */
+	int64_t created_at;      /* unix seconds */
+	json_object *extra;      /* backend-private (owned, may be NULL) */
+};
+void sbx_sandbox_clear(struct sbx_sandbox *sb);          /* frees fields */
+/* The document form: {"id","backend",...,"created_at": ISO-8601, extra...}. */
+json_object *sbx_sandbox_to_json(const struct sbx_sandbox *sb);
+/* From a document's `sandbox` object; needs at least "id". */
+int sbx_sandbox_from_json(json_object *o, struct sbx_sandbox *sb, struct sbx_err *err);
+
+struct sbx_timeout_policy {
+	int64_t seconds;         /* idle seconds; 0 = never */
+	int on_timeout_pause;    /* 1 pause, 0 kill */
+	int auto_resume;         /* requires on_timeout_pause */
+};
+
+struct sbx_network {
+	int allow_internet;      /* always sent explicitly */
+	int allow_public;
+	json_object *allow_out;  /* array of CIDR/domain strings, or NULL */
+	json_object *deny_out;
+};
+
+struct sbx_create_req {
+	const char *template_id; /* NULL = the profile's template */
+	struct sbx_timeout_policy timeout;
+	json_object *metadata;   /* string -> string, may be NULL */
+	json_object *env;        /* string -> string, may be NULL */
+	struct sbx_network net;
+	struct sbx_limits limits;
+};
+
+struct sbx_exec_req {
+	char *const *argv;       /* NULL-terminated; argv[0] looked up in PATH */
+	const char *stdin_data;  /* NULL = no stdin (EOF) */
+	size_t stdin_len;
+	char *const *env;        /* "KEY=VALUE" entries added to the default env */
+	const char *cwd;         /* NULL = /workspace */
+	int as_root;             /* else uid/gid 1000 */
+	int64_t timeout_ms;      /* 0 = none; kills the whole process tree */
+	size_t output_cap;       /* per stream; 0 = default 1 MiB */
+	int raw_out_fd;          /* >= 0: stream stdout here instead of capturing */
+	int raw_err_fd;          /* >= 0: stream stderr here */
+	int raw_in_fd;           /* >= 0: stdin from this fd instead of stdin_data */
+};
+
+struct sbx_exec_result {
+	int exit_code;           /* -1 when killed by the timeout or a signal */
+	int signal;              /* terminating signal, 0 if none */
+	int timed_out;
+	char *out, *err;         /* captured (NUL-terminated), NULL in raw mode */
+	size_t out_len, err_len;
+	int out_truncated, err_truncated;
+	int64_t duration_ms;
+};
+void sbx_exec_result_clear(struct sbx_exec_result *r);
+
+enum sbx_ftype { SBX_FT_FILE, SBX_FT_DIR, SBX_FT_SYMLINK, SBX_FT_OTHER };
+const char *sbx_ftype_name(enum sbx_ftype t);
+
+struct sbx_dirent {
+	char *name;
+	char *path;              /* absolute, inside the sandbox */
+	enum sbx_ftype type;
+	int64_t size;
+	int64_t mtime;           /* unix seconds */
+	unsigned mode;           /* permission bits */
+	unsigned uid, gid;
+	char *link_target;       /* symlinks only */
+};
+void sbx_dirents_free(struct sbx_dirent *e, size_t n);
+
+struct sbx_snapshot_ref {
+	char *id;                /* usable as a template id */
+	char *name;
+	char *parent;            /* the template it was taken over, if known */
+	int64_t created_at;
+	int64_t size_bytes;      /* -1 unknown */
+	int layers;              /* -1 unknown */
+};
+void sbx_snapshot_refs_free(struct sbx_snapshot_ref *r, size_t n);
+
+struct sbx_template {
+	char *id;
+	char *name;
+	char *kind;              /* "builtin", "rootfs", "image", "snapshot"... */
+	int64_t created_at;
+	int64_t size_bytes;
+};
+void sbx_templates_free(struct sbx_template *t, size_t n);
+
+/* A listing filter: every metadata pair must match; states is a bitmask of
+ * (1 << enum sbx_state), 0 = any. */
+struct sbx_list_filter {
+	json_object *metadata;
+	unsigned states;
+};
+
+/* One page of a listing.  `next` is the page token to pass back (NULL when
+ * the listing is complete).  Backends that list everything at once return a
+ * single page. */
+struct sbx_page {
+	struct sbx_sandbox *items;
+	size_t n;
+	char *next;
+};
+void sbx_page_clear(struct sbx_page *p);
+
+enum sbx_cap {
+	SBX_CAP_EXEC        = 1 << 0,
+	SBX_CAP_FILES       = 1 << 1,
+	SBX_CAP_PAUSE       = 1 << 2,    /* memory-preserving pause/resume */
+	SBX_CAP_SNAPSHOTS   = 1 << 3,
+	SBX_CAP_METADATA    = 1 << 4,    /* metadata stored and filterable */
+	SBX_CAP_LIST        = 1 << 5,
+	SBX_CAP_TEMPLATES   = 1 << 6,
+	SBX_CAP_TIMEOUT     = 1 << 7,    /* set_timeout */
+	SBX_CAP_NETPOLICY   = 1 << 8,
+	SBX_CAP_INBOUND_TOKEN = 1 << 9,
+	SBX_CAP_IDLE_KILL   = 1 << 10,   /* idle sandboxes are killed, not paused */
+	SBX_CAP_INSTALL     = 1 << 11,   /* exec as root */
+};
+/* Names for documents and `sbx-ctl caps`: {"exec": true, ...}. */
+json_object *sbx_caps_to_json(unsigned caps);
+
+struct sbx_backend;
+
+struct sbx_backend_ops {
+	const char *name;        /* "local", "docker", ... */
+	int (*open)(struct sbx_backend *b, struct sbx_err *err);
+	void (*close)(struct sbx_backend *b);
+	unsigned (*caps)(struct sbx_backend *b);
+	int (*health)(struct sbx_backend *b, struct sbx_err *err);
+	/* The fingerprint inputs (provider, key, url) for skill images. */
+	int (*fingerprint)(struct sbx_backend *b, char out[65], struct sbx_err *err);
+
+	int (*create)(struct sbx_backend *b, const struct sbx_create_req *req,
+		      struct sbx_sandbox *out, struct sbx_err *err);
+	/* Make the sandbox usable (resume if paused) and refresh *sb. */
+	int (*connect)(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err);
+	/* Look a sandbox up by id without touching it; not_found when gone. */
+	int (*get)(struct sbx_backend *b, const char *id, struct sbx_sandbox *out,
+		   struct sbx_err *err);
+	int (*list)(struct sbx_backend *b, const struct sbx_list_filter *f,
+		    const char *page_token, struct sbx_page *out, struct sbx_err *err);
+	int (*remove)(struct sbx_backend *b, const char *id, int *gone, struct sbx_err *err);
+	int (*pause)(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err);
+	int (*set_timeout)(struct sbx_backend *b, struct sbx_sandbox *sb,
+			   const struct sbx_timeout_policy *t, struct sbx_err *err);
+
+	int (*exec)(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_exec_req *req,
+		    struct sbx_exec_result *res, struct sbx_err *err);
+
+	/* Files.  Paths are absolute inside the sandbox; the backend confines
+	 * them (no escape through "..", symlinks or races).  as_root = 0 acts
+	 * with uid 1000's permissions. */
+	int (*file_write)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
+			  const void *data, size_t len, unsigned mode, int as_root,
+			  struct sbx_err *err);
+	int (*file_read)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
+			 size_t max, char **data, size_t *len, struct sbx_err *err);
+	int (*file_list)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
+			 struct sbx_dirent **out, size_t *n, struct sbx_err *err);
+	int (*file_stat)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
+			 struct sbx_dirent *out, struct sbx_err *err);
+	int (*file_mkdir)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
+			  unsigned mode, int as_root, struct sbx_err *err);
+	int (*file_remove)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
+			   int recursive, int as_root, struct sbx_err *err);
+	int (*file_move)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *from,
+			 const char *to, int as_root, struct sbx_err *err);
+	/* Trees as tar streams (ustar/pax, see tar.h): extract `fd`'s tar
+	 * under `dir` / write `path` as a tar to `fd`. */
+	int (*tar_put)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *dir, int fd,
+		       int as_root, struct sbx_err *err);
+	int (*tar_get)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path, int fd,
+		       struct sbx_err *err);
+
+	/* Snapshots: taken from a running sandbox, which keeps running. */
+	int (*snapshot_create)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *name,
+			       struct sbx_snapshot_ref *out, struct sbx_err *err);
+	int (*snapshot_list)(struct sbx_backend *b, const char *page_token,
+			     struct sbx_snapshot_ref **out, size_t *n, char **next,
+			     struct sbx_err *err);
+	int (*snapshot_delete)(struct sbx_backend *b, const char *id, int *gone,
+			       struct sbx_err *err);
+
+	/* Templates: never include snapshots. */
+	int (*template_list)(struct sbx_backend *b, struct sbx_template **out, size_t *n,
+			     struct sbx_err *err);
+	int (*template_get)(struct sbx_backend *b, const char *id, struct sbx_template *out,
+			    struct sbx_err *err);
+	/* Import from a tar stream on fd, or from a host folder (dir != NULL). */
+	int (*template_import)(struct sbx_backend *b, const char *name, int fd, const char *dir,
+			       struct sbx_template *out, struct sbx_err *err);
+	int (*template_delete)(struct sbx_backend *b, const char *id, int *gone,
+			       struct sbx_err *err);
+};
+
+struct sbx_backend {
+	const struct sbx_backend_ops *ops;
+	struct sbx_profile *profile;   /* borrowed; outlives the backend */
+	void *priv;
+};
+
+/* Open the backend the profile names (registry lookup).  Unknown name or
+ * a backend not compiled in: configuration error. */
+int sbx_backend_open(struct sbx_profile *p, struct sbx_backend **out, struct sbx_err *err);
+void sbx_backend_close(struct sbx_backend *b);
+/* The registry (names of compiled-in backends, NULL-terminated). */
+const char *const *sbx_backend_names(void);
+/* Fails with `unsupported` unless every bit of `need` is advertised. */
+int sbx_backend_require(struct sbx_backend *b, unsigned need, const char *op,
+			struct sbx_err *err);
+
+/* Registered backends: each backends/<name>.c defines one; missing ones are
+ * weak and left out of the registry. */
+extern const struct sbx_backend_ops sbx_backend_local __attribute__((weak));
+extern const struct sbx_backend_ops sbx_backend_docker __attribute__((weak));
+extern const struct sbx_backend_ops sbx_backend_e2b __attribute__((weak));
+extern const struct sbx_backend_ops sbx_backend_cube __attribute__((weak));
+
+/* Call an operation, or fail with `unsupported` when the backend has none:
+ *   if (sbx_call(b, pause, err, sb) < 0) ... */
+#define sbx_call(b, fn, err, ...)                                              \
+	((b)->ops->fn ? (b)->ops->fn((b), __VA_ARGS__, (err))                  \
+		      : sbx_fail((err), SBX_UNSUPPORTED, #fn,                  \
+				 "the %s backend does not support %s",         \
+				 (b)->ops->name, #fn))
+
+#endif

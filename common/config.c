@@ -1,0 +1,224 @@
+/* config.c - see config.h. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "doc.h"
+#include "util.h"
+
+#define CONFIG_MAX (1u << 20)
+#define SECRET_MAX (64u << 10)
+
+void sbx_secret_free(char *s)
+{
+	if (!s)
+		return;
+	explicit_bzero(s, strlen(s));
+	free(s);
+}
+
+void sbx_profile_free(struct sbx_profile *p)
+{
+	if (!p)
+		return;
+	char **strs[] = {&p->name, &p->backend, &p->endpoint, &p->template_id, &p->state_dir,
+			 &p->redis_url, &p->redis_password_file, &p->prefix, &p->api_key_file,
+			 &p->api_key_env, &p->tls_cert_path};
+	for (size_t i = 0; i < SBX_ARRAY_LEN(strs); i++)
+		free(*strs[i]);
+	json_object_put(p->raw);
+	free(p);
+}
+
+static void set_str(char **dst, const char *v)
+{
+	if (!v)
+		return;
+	free(*dst);
+	*dst = sbx_xstrdup(v);
+}
+
+static const char *config_path(int *explicit)
+{
+	static char buf[4096];
+	const char *p = getenv("SBX_CONFIG");
+	*explicit = 0;
+	if (p && *p) {
+		*explicit = 1;
+		return p;
+	}
+	const char *xdg = getenv("XDG_CONFIG_HOME");
+	const char *home = getenv("HOME");
+	if (xdg && *xdg)
+		snprintf(buf, sizeof(buf), "%s/sbx/config.json", xdg);
+	else if (home && *home)
+		snprintf(buf, sizeof(buf), "%s/.config/sbx/config.json", home);
+	else
+		buf[0] = '\0';
+	if (buf[0] && access(buf, F_OK) == 0)
+		return buf;
+	return "/etc/sbx/config.json";
+}
+
+/* Known keys of a profile; anything else is refused so that a typo in a
+ * security setting ("allow_privte") is not silently ignored. */
+static const char *const profile_keys[] = {
+	"backend", "endpoint", "template", "state_dir", "redis_url", "redis_password_file",
+	"prefix", "api_key_file", "api_key_env", "tls_cert_path", "allow_private",
+	"allow_internet", "allow_public", "memory", "pids", "cpus", "idle_timeout",
+	"on_timeout", "auto_resume", "description", "options",
+};
+
+static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *err)
+{
+	json_object_object_foreach(o, k, v) {
+		size_t i;
+		(void)v;
+		for (i = 0; i < SBX_ARRAY_LEN(profile_keys); i++)
+			if (strcmp(k, profile_keys[i]) == 0)
+				break;
+		if (i == SBX_ARRAY_LEN(profile_keys))
+			return sbx_fail_config(err, "config", "profile '%s': unknown key '%s'", p->name, k);
+	}
+	if (sbx_json_obj(o, "api_key") || sbx_json_str(o, "api_key"))
+		return sbx_fail_config(err, "config", "profile '%s': put the key in a file (api_key_file)", p->name);
+	set_str(&p->backend, sbx_json_str(o, "backend"));
+	set_str(&p->endpoint, sbx_json_str(o, "endpoint"));
+	set_str(&p->template_id, sbx_json_str(o, "template"));
+	set_str(&p->state_dir, sbx_json_str(o, "state_dir"));
+	set_str(&p->redis_url, sbx_json_str(o, "redis_url"));
+	set_str(&p->redis_password_file, sbx_json_str(o, "redis_password_file"));
+	set_str(&p->prefix, sbx_json_str(o, "prefix"));
+	set_str(&p->api_key_file, sbx_json_str(o, "api_key_file"));
+	set_str(&p->api_key_env, sbx_json_str(o, "api_key_env"));
+	set_str(&p->tls_cert_path, sbx_json_str(o, "tls_cert_path"));
+	p->allow_private = sbx_json_bool(o, "allow_private", p->allow_private);
+	p->allow_internet = sbx_json_bool(o, "allow_internet", p->allow_internet);
+	p->allow_public = sbx_json_bool(o, "allow_public", p->allow_public);
+	p->auto_resume = sbx_json_bool(o, "auto_resume", p->auto_resume);
+	const char *s;
+	if ((s = sbx_json_str(o, "memory")) && sbx_parse_size(s, &p->limits.memory_bytes, err) < 0)
+		return sbx_err_prefix(err, "profile '%s': memory", p->name), err->exit_status = SBX_EXIT_CONFIG, -1;
+	p->limits.pids = sbx_json_int(o, "pids", p->limits.pids);
+	json_object *cpus;
+	if (json_object_object_get_ex(o, "cpus", &cpus))
+		p->limits.cpus = json_object_get_double(cpus);
+	if ((s = sbx_json_str(o, "idle_timeout")) && sbx_parse_duration_ms(s, &p->idle_timeout_ms, err) < 0)
+		return sbx_err_prefix(err, "profile '%s': idle_timeout", p->name), err->exit_status = SBX_EXIT_CONFIG, -1;
+	if ((s = sbx_json_str(o, "on_timeout"))) {
+		if (strcmp(s, "pause") && strcmp(s, "kill"))
+			return sbx_fail_config(err, "config", "profile '%s': on_timeout must be pause or kill", p->name);
+		p->on_timeout_pause = strcmp(s, "pause") == 0;
+	}
+	if (p->auto_resume && !p->on_timeout_pause)
+		return sbx_fail_config(err, "config", "profile '%s': auto_resume needs on_timeout pause", p->name);
+	return 0;
+}
+
+int sbx_config_load(const char *name, struct sbx_profile **out, struct sbx_err *err)
+{
+	struct sbx_profile *p = sbx_xcalloc(1, sizeof(*p));
+	int explicit;
+	const char *path = config_path(&explicit);
+	json_object *file = NULL;
+	SBX_AUTOFREE char *text = NULL;
+	size_t len;
+	struct sbx_err ferr;
+
+	if (sbx_read_file(path, CONFIG_MAX, &text, &len, &ferr) == 0) {
+		file = json_tokener_parse(text);
+		if (!file || !json_object_is_type(file, json_type_object)) {
+			json_object_put(file);
+			sbx_profile_free(p);
+			return sbx_fail_config(err, "config", "%s: not a JSON object", path);
+		}
+	} else if (explicit || ferr.kind != SBX_NOT_FOUND) {
+		sbx_profile_free(p);
+		*err = ferr;
+		err->exit_status = SBX_EXIT_CONFIG;
+		return -1;
+	}
+
+	int named = 1;
+	if (!name || !*name)
+		name = getenv("SBX_PROFILE");
+	if (!name || !*name)
+		name = sbx_json_str(file, "default_profile");
+	if (!name || !*name) {
+		name = "default";
+		named = 0;
+	}
+	p->name = sbx_xstrdup(name);
+	p->backend = sbx_xstrdup("local");
+	p->prefix = sbx_xstrdup("sbx");
+	p->on_timeout_pause = 1;
+
+	json_object *profiles = sbx_json_obj(file, "profiles");
+	json_object *po = sbx_json_obj(profiles, name);
+	if (!po && named) {
+		json_object_put(file);
+		sbx_fail_config(err, "config", "no profile named '%s' in %s", name, path);
+		sbx_profile_free(p);
+		return -1;
+	}
+	if (po) {
+		p->raw = json_object_get(po);
+		if (apply_profile(p, po, err) < 0) {
+			json_object_put(file);
+			sbx_profile_free(p);
+			return -1;
+		}
+	}
+	json_object_put(file);
+
+	/* Environment overrides.  SBX_BACKEND only picks a backend: it never
+	 * brings an endpoint or credentials with it. */
+	const char *e;
+	if ((e = getenv("SBX_BACKEND")) && *e && (!p->backend || strcmp(e, p->backend))) {
+		set_str(&p->backend, e);
+		free(p->endpoint);
+		p->endpoint = NULL;
+	}
+	if ((e = getenv("SBX_REDIS_URL")) && *e)
+		set_str(&p->redis_url, e);
+	if ((e = getenv("SBX_STATE_DIR")) && *e)
+		set_str(&p->state_dir, e);
+	if ((e = getenv("SBX_PREFIX")) && *e)
+		set_str(&p->prefix, e);
+	if (!p->state_dir)
+		p->state_dir = sbx_xstrdup(geteuid() == 0 ? "/var/lib/sbx" : "/tmp/sbx-state");
+	*out = p;
+	return 0;
+}
+
+int sbx_profile_secret(const struct sbx_profile *p, char **out, struct sbx_err *err)
+{
+	*out = NULL;
+	if (p->api_key_file) {
+		char *s;
+		size_t len;
+		if (sbx_read_file(p->api_key_file, SECRET_MAX, &s, &len, err) < 0) {
+			/* The path is not secret; the content never reaches a message. */
+			err->exit_status = SBX_EXIT_CONFIG;
+			return -1;
+		}
+		char *t = sbx_trim(s);
+		memmove(s, t, strlen(t) + 1);
+		*out = s;
+		return 0;
+	}
+	if (p->api_key_env) {
+		const char *v = getenv(p->api_key_env);
+		if (!v || !*v)
+			return sbx_fail_config(err, "config", "profile '%s': variable %s is not set",
+					       p->name, p->api_key_env);
+		char *s = sbx_xstrdup(v);
+		char *t = sbx_trim(s);
+		memmove(s, t, strlen(t) + 1);
+		*out = s;
+	}
+	return 0;
+}

@@ -1,0 +1,64 @@
+/* config.h - profiles: which backend, where, with which credentials.
+ *
+ * Sources, later wins: built-in defaults < the config file's profile <
+ * environment (SBX_BACKEND, SBX_REDIS_URL, SBX_STATE_DIR) < flags.
+ * The config file is $SBX_CONFIG, else $XDG_CONFIG_HOME/sbx/config.json,
+ * else /etc/sbx/config.json (missing is fine unless SBX_CONFIG names it):
+ *
+ *   {"default_profile": "prod",
+ *    "profiles": {"prod": {"backend": "e2b", "endpoint": "https://...",
+ *                          "api_key_file": "/etc/sbx/e2b.key", ...}}}
+ *
+ * A profile is self-contained: it never inherits an endpoint or credentials
+ * from another profile or from a default.  Secrets are read from a file or an
+ * environment variable that the profile names; the values live only in
+ * memory returned by sbx_profile_secret and never in error messages. */
+#ifndef SBX_CONFIG_H
+#define SBX_CONFIG_H
+
+#include <stdint.h>
+#include <json-c/json.h>
+
+#include "err.h"
+
+struct sbx_limits {
+	int64_t memory_bytes;   /* 0 = unlimited */
+	int64_t pids;           /* 0 = unlimited */
+	double cpus;            /* 0 = unlimited */
+};
+
+struct sbx_profile {
+	char *name;             /* "default" when none is configured */
+	char *backend;          /* "local", "docker", "e2b", "cube" */
+	char *endpoint;         /* backend-specific; NULL = the backend's default */
+	char *template_id;      /* base template for new sandboxes */
+	char *state_dir;        /* local backend state ($SBX_STATE_DIR) */
+	char *redis_url;        /* $SBX_REDIS_URL */
+	char *redis_password_file;
+	char *prefix;           /* Redis key prefix, default "sbx" */
+	char *api_key_file;     /* secret sources (never the secret itself) */
+	char *api_key_env;
+	char *tls_cert_path;    /* docker tcp:// */
+	int allow_private;      /* SSRF: loopback and private ranges allowed */
+	int allow_internet;     /* egress; default 0 */
+	int allow_public;       /* inbound by URL; default 0 */
+	struct sbx_limits limits;
+	int64_t idle_timeout_ms;  /* idle timer; 0 = never */
+	int on_timeout_pause;     /* 1 = pause when idle, 0 = kill */
+	int auto_resume;
+	json_object *raw;       /* the profile object as configured (may be NULL) */
+};
+
+/* Load `name` (NULL: $SBX_PROFILE, else the file's default_profile, else
+ * "default").  A named profile that does not exist is a configuration error
+ * (exit 78); the implicit "default" may be absent (built-in defaults). */
+int sbx_config_load(const char *name, struct sbx_profile **out, struct sbx_err *err);
+void sbx_profile_free(struct sbx_profile *p);
+/* Read the profile's API key (from api_key_file or the variable named by
+ * api_key_env).  *out is heap memory the caller must wipe and free;
+ * *out = NULL when the profile names no secret. */
+int sbx_profile_secret(const struct sbx_profile *p, char **out, struct sbx_err *err);
+/* Free a secret after overwriting it. */
+void sbx_secret_free(char *s);
+
+#endif

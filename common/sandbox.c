@@ -1,0 +1,183 @@
+/* sandbox.c - the handle and the backend value types: names, conversion to
+ * and from documents, and freeing. */
+#include "backend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "doc.h"
+#include "util.h"
+
+static const char *const state_names[] = {
+	[SBX_STATE_UNKNOWN] = "unknown", [SBX_STATE_RUNNING] = "running",
+	[SBX_STATE_PAUSED] = "paused", [SBX_STATE_TRANSITIONING] = "transitioning",
+	[SBX_STATE_TERMINAL] = "terminal", [SBX_STATE_DEAD] = "dead",
+};
+
+const char *sbx_state_name(enum sbx_state s)
+{
+	return (unsigned)s < SBX_ARRAY_LEN(state_names) ? state_names[s] : "unknown";
+}
+
+enum sbx_state sbx_state_from_name(const char *s)
+{
+	for (size_t i = 0; s && i < SBX_ARRAY_LEN(state_names); i++)
+		if (strcmp(s, state_names[i]) == 0)
+			return (enum sbx_state)i;
+	return SBX_STATE_UNKNOWN;
+}
+
+const char *sbx_ftype_name(enum sbx_ftype t)
+{
+	switch (t) {
+	case SBX_FT_FILE: return "file";
+	case SBX_FT_DIR: return "dir";
+	case SBX_FT_SYMLINK: return "symlink";
+	default: return "other";
+	}
+}
+
+void sbx_sandbox_clear(struct sbx_sandbox *sb)
+{
+	free(sb->id);
+	free(sb->backend);
+	free(sb->profile);
+	free(sb->template_id);
+	free(sb->tenant);
+	free(sb->session);
+	json_object_put(sb->metadata);
+	json_object_put(sb->extra);
+	memset(sb, 0, sizeof(*sb));
+}
+
+static const char *const core_keys[] = {
+	"id", "backend", "profile", "template", "state", "tenant", "session",
+	"metadata", "created_at",
+};
+
+json_object *sbx_sandbox_to_json(const struct sbx_sandbox *sb)
+{
+	json_object *o = json_object_new_object();
+	char when[32];
+	/* Backend-private fields first, so the core fields always win. */
+	if (sb->extra) {
+		json_object_object_foreach(sb->extra, k, v)
+			json_object_object_add(o, k, json_object_get(v));
+	}
+	sbx_json_set_str(o, "id", sb->id);
+	sbx_json_set_str(o, "backend", sb->backend);
+	sbx_json_set_str(o, "profile", sb->profile);
+	sbx_json_set_str(o, "template", sb->template_id);
+	sbx_json_set_str(o, "state", sbx_state_name(sb->state));
+	sbx_json_set_str(o, "tenant", sb->tenant);
+	sbx_json_set_str(o, "session", sb->session);
+	json_object_object_add(o, "metadata",
+			       sb->metadata ? json_object_get(sb->metadata) : json_object_new_object());
+	sbx_time_iso(sb->created_at, when, sizeof(when));
+	sbx_json_set_str(o, "created_at", sb->created_at ? when : NULL);
+	return o;
+}
+
+static char *dup_or_null(json_object *o, const char *k)
+{
+	const char *s = sbx_json_str(o, k);
+	return s ? sbx_xstrdup(s) : NULL;
+}
+
+int sbx_sandbox_from_json(json_object *o, struct sbx_sandbox *sb, struct sbx_err *err)
+{
+	memset(sb, 0, sizeof(*sb));
+	if (!o || !json_object_is_type(o, json_type_object))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "input", "the document has no sandbox object");
+	const char *id = sbx_json_str(o, "id");
+	if (!id || !*id)
+		return sbx_fail(err, SBX_INVALID_REQUEST, "input", "the sandbox object has no id");
+	sb->id = sbx_xstrdup(id);
+	sb->backend = dup_or_null(o, "backend");
+	sb->profile = dup_or_null(o, "profile");
+	sb->template_id = dup_or_null(o, "template");
+	sb->tenant = dup_or_null(o, "tenant");
+	sb->session = dup_or_null(o, "session");
+	sb->state = sbx_state_from_name(sbx_json_str(o, "state"));
+	json_object *md = sbx_json_obj(o, "metadata");
+	sb->metadata = md ? json_object_get(md) : json_object_new_object();
+	const char *when = sbx_json_str(o, "created_at");
+	sb->created_at = when ? sbx_time_parse_iso(when) : 0;
+	if (sb->created_at < 0)
+		sb->created_at = 0;
+	json_object_object_foreach(o, k, v) {
+		size_t i;
+		for (i = 0; i < SBX_ARRAY_LEN(core_keys); i++)
+			if (strcmp(k, core_keys[i]) == 0)
+				break;
+		if (i < SBX_ARRAY_LEN(core_keys))
+			continue;
+		if (!sb->extra)
+			sb->extra = json_object_new_object();
+		json_object_object_add(sb->extra, k, json_object_get(v));
+	}
+	return 0;
+}
+
+void sbx_exec_result_clear(struct sbx_exec_result *r)
+{
+	free(r->out);
+	free(r->err);
+	memset(r, 0, sizeof(*r));
+}
+
+void sbx_dirents_free(struct sbx_dirent *e, size_t n)
+{
+	for (size_t i = 0; e && i < n; i++) {
+		free(e[i].name);
+		free(e[i].path);
+		free(e[i].link_target);
+	}
+	free(e);
+}
+
+void sbx_snapshot_refs_free(struct sbx_snapshot_ref *r, size_t n)
+{
+	for (size_t i = 0; r && i < n; i++) {
+		free(r[i].id);
+		free(r[i].name);
+		free(r[i].parent);
+	}
+	free(r);
+}
+
+void sbx_templates_free(struct sbx_template *t, size_t n)
+{
+	for (size_t i = 0; t && i < n; i++) {
+		free(t[i].id);
+		free(t[i].name);
+		free(t[i].kind);
+	}
+	free(t);
+}
+
+void sbx_page_clear(struct sbx_page *p)
+{
+	for (size_t i = 0; p->items && i < p->n; i++)
+		sbx_sandbox_clear(&p->items[i]);
+	free(p->items);
+	free(p->next);
+	memset(p, 0, sizeof(*p));
+}
+
+static const struct { unsigned bit; const char *name; } cap_names[] = {
+	{SBX_CAP_EXEC, "exec"}, {SBX_CAP_FILES, "files"}, {SBX_CAP_PAUSE, "pause"},
+	{SBX_CAP_SNAPSHOTS, "snapshots"}, {SBX_CAP_METADATA, "metadata"},
+	{SBX_CAP_LIST, "list"}, {SBX_CAP_TEMPLATES, "templates"},
+	{SBX_CAP_TIMEOUT, "set_timeout"}, {SBX_CAP_NETPOLICY, "network_policy"},
+	{SBX_CAP_INBOUND_TOKEN, "inbound_token"}, {SBX_CAP_IDLE_KILL, "idle_kill"},
+	{SBX_CAP_INSTALL, "install"},
+};
+
+json_object *sbx_caps_to_json(unsigned caps)
+{
+	json_object *o = json_object_new_object();
+	for (size_t i = 0; i < SBX_ARRAY_LEN(cap_names); i++)
+		sbx_json_set_bool(o, cap_names[i].name, (caps & cap_names[i].bit) != 0);
+	return o;
+}

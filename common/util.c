@@ -1,0 +1,313 @@
+/* util.c - see util.h. */
+#include "util.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+void sbx_freep(void *p) { free(*(void **)p); }
+void sbx_closep(int *fd) { if (*fd >= 0) close(*fd); }
+void sbx_fclosep(FILE **f) { if (*f) fclose(*f); }
+
+static void *oom(void)
+{
+	static const char m[] = "sbx: out of memory\n";
+	ssize_t r = write(2, m, sizeof(m) - 1);
+	(void)r;
+	abort();
+}
+
+void *sbx_xmalloc(size_t n) { void *p = malloc(n ? n : 1); return p ? p : oom(); }
+void *sbx_xcalloc(size_t n, size_t m) { void *p = calloc(n ? n : 1, m ? m : 1); return p ? p : oom(); }
+void *sbx_xrealloc(void *p, size_t n) { p = realloc(p, n ? n : 1); return p ? p : oom(); }
+char *sbx_xstrdup(const char *s) { char *p = strdup(s ? s : ""); return p ? p : oom(); }
+
+char *sbx_xasprintf(const char *fmt, ...)
+{
+	char *s = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	return n < 0 ? oom() : s;
+}
+
+static int64_t clock_ms(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+int64_t sbx_now_ms(void) { return clock_ms(CLOCK_REALTIME); }
+int64_t sbx_mono_ms(void) { return clock_ms(CLOCK_MONOTONIC); }
+
+void sbx_time_iso(int64_t unix_s, char *buf, size_t len)
+{
+	time_t t = (time_t)unix_s;
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+int64_t sbx_time_parse_iso(const char *s)
+{
+	struct tm tm = {0};
+	const char *end = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+	if (!end)
+		return -1;
+	while (*end == '.' || isdigit((unsigned char)*end))
+		end++;
+	if (*end != 'Z' || end[1])
+		return -1;
+	return (int64_t)timegm(&tm);
+}
+
+static int parse_scaled(const char *s, const char *what, const char *const units[],
+			const int64_t scales[], size_t nunits, int64_t dflt_scale,
+			int64_t *out, struct sbx_err *err)
+{
+	char *end;
+	if (!s || !*s || !isdigit((unsigned char)*s))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "parse", "invalid %s '%s'", what, s ? s : "");
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return sbx_fail(err, SBX_INVALID_REQUEST, "parse", "invalid %s '%s'", what, s);
+	int64_t scale = dflt_scale;
+	if (*end) {
+		size_t i;
+		for (i = 0; i < nunits; i++)
+			if (strcmp(end, units[i]) == 0)
+				break;
+		if (i == nunits)
+			return sbx_fail(err, SBX_INVALID_REQUEST, "parse", "invalid %s '%s'", what, s);
+		scale = scales[i];
+	}
+	if (v > (unsigned long long)(INT64_MAX / scale))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "parse", "%s '%s' is too large", what, s);
+	*out = (int64_t)v * scale;
+	return 0;
+}
+
+int sbx_parse_duration_ms(const char *s, int64_t *ms, struct sbx_err *err)
+{
+	static const char *const u[] = {"ms", "s", "m", "h", "d"};
+	static const int64_t sc[] = {1, 1000, 60000, 3600000, 86400000};
+	return parse_scaled(s, "duration", u, sc, SBX_ARRAY_LEN(u), 1000, ms, err);
+}
+
+int sbx_parse_size(const char *s, int64_t *bytes, struct sbx_err *err)
+{
+	static const char *const u[] = {"K", "M", "G", "T", "k", "KiB", "MiB", "GiB"};
+	static const int64_t sc[] = {1LL << 10, 1LL << 20, 1LL << 30, 1LL << 40,
+				     1LL << 10, 1LL << 10, 1LL << 20, 1LL << 30};
+	return parse_scaled(s, "size", u, sc, SBX_ARRAY_LEN(u), 1, bytes, err);
+}
+
+int sbx_random_hex(char *buf, size_t nbytes, struct sbx_err *err)
+{
+	unsigned char raw[64];
+	if (nbytes > sizeof(raw))
+		return sbx_fail(err, SBX_INTERNAL, "random", "too many random bytes requested");
+	size_t got = 0;
+	while (got < nbytes) {
+		ssize_t r = getrandom(raw + got, nbytes - got, 0);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return sbx_fail_errno(err, SBX_INTERNAL, "random", "getrandom");
+		}
+		got += (size_t)r;
+	}
+	for (size_t i = 0; i < nbytes; i++)
+		sprintf(buf + 2 * i, "%02x", raw[i]);
+	buf[2 * nbytes] = '\0';
+	return 0;
+}
+
+int sbx_read_all_fd(int fd, size_t max, char **out, size_t *len, struct sbx_err *err)
+{
+	size_t cap = 4096, n = 0;
+	char *buf = sbx_xmalloc(cap);
+	for (;;) {
+		if (n + 1 >= cap) {
+			cap *= 2;
+			buf = sbx_xrealloc(buf, cap);
+		}
+		ssize_t r = read(fd, buf + n, cap - n - 1);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			free(buf);
+			return sbx_fail_errno(err, SBX_INTERNAL, "read", "read");
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+		if (n > max) {
+			free(buf);
+			return sbx_fail(err, SBX_INVALID_REQUEST, "read",
+					"input larger than %zu bytes", max);
+		}
+	}
+	buf[n] = '\0';
+	*out = buf;
+	if (len)
+		*len = n;
+	return 0;
+}
+
+int sbx_read_file(const char *path, size_t max, char **out, size_t *len,
+		  struct sbx_err *err)
+{
+	SBX_AUTOCLOSE int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return sbx_fail_errno(err, errno == ENOENT ? SBX_NOT_FOUND : SBX_INTERNAL,
+				      "read", "%s", path);
+	if (sbx_read_all_fd(fd, max, out, len, err) < 0) {
+		sbx_err_prefix(err, "%s", path);
+		return -1;
+	}
+	return 0;
+}
+
+int sbx_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+int sbx_write_file_atomic(const char *path, const void *data, size_t len,
+			  unsigned mode, struct sbx_err *err)
+{
+	SBX_AUTOFREE char *tmp = sbx_xasprintf("%s.tmp.%d", path, (int)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (fd < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "write", "%s", tmp);
+	if (sbx_write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+		sbx_fail_errno(err, SBX_INTERNAL, "write", "%s", tmp);
+		close(fd);
+		unlink(tmp);
+		return -1;
+	}
+	close(fd);
+	if (rename(tmp, path) < 0) {
+		sbx_fail_errno(err, SBX_INTERNAL, "write", "rename %s", path);
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+int sbx_mkdir_p(const char *path, unsigned mode, struct sbx_err *err)
+{
+	SBX_AUTOFREE char *p = sbx_xstrdup(path);
+	for (char *s = p + 1; ; s++) {
+		if (*s == '/' || *s == '\0') {
+			char c = *s;
+			*s = '\0';
+			if (mkdir(p, mode) < 0 && errno != EEXIST)
+				return sbx_fail_errno(err, SBX_INTERNAL, "mkdir", "%s", p);
+			*s = c;
+			if (!c)
+				break;
+		}
+	}
+	return 0;
+}
+
+static int rm_at(int dirfd, const char *name, dev_t dev, struct sbx_err *err)
+{
+	struct stat st;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : sbx_fail_errno(err, SBX_INTERNAL, "rm", "%s", name);
+	if (S_ISDIR(st.st_mode)) {
+		if (st.st_dev != dev)
+			return sbx_fail(err, SBX_INTERNAL, "rm", "%s is a mount point", name);
+		int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "rm", "%s", name);
+		DIR *d = fdopendir(fd);
+		if (!d) {
+			close(fd);
+			return sbx_fail_errno(err, SBX_INTERNAL, "rm", "%s", name);
+		}
+		struct dirent *e;
+		int rc = 0;
+		while ((e = readdir(d))) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			if (rm_at(fd, e->d_name, dev, err) < 0) {
+				rc = -1;
+				break;
+			}
+		}
+		closedir(d);
+		if (rc < 0)
+			return -1;
+		if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+			return sbx_fail_errno(err, SBX_INTERNAL, "rm", "%s", name);
+		return 0;
+	}
+	if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
+		return sbx_fail_errno(err, SBX_INTERNAL, "rm", "%s", name);
+	return 0;
+}
+
+int sbx_rm_rf(const char *path, struct sbx_err *err)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : sbx_fail_errno(err, SBX_INTERNAL, "rm", "%s", path);
+	return rm_at(AT_FDCWD, path, st.st_dev, err);
+}
+
+char *sbx_trim(char *s)
+{
+	char *e;
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+bool sbx_str_starts(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+void sbx_fault(const char *point)
+{
+	const char *f = getenv("SBX_FAULT");
+	if (!f || !*f)
+		return;
+	size_t n = strlen(point);
+	for (const char *p = f; (p = strstr(p, point)); p += n) {
+		bool start = p == f || p[-1] == ',';
+		bool end = p[n] == '\0' || p[n] == ',';
+		if (start && end)
+			kill(getpid(), SIGKILL);
+	}
+}

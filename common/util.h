@@ -1,0 +1,72 @@
+/* util.h - small things every module uses: scoped cleanup, time, durations,
+ * random tokens, whole-file reads.  No policy lives here. */
+#ifndef SBX_UTIL_H
+#define SBX_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdbool.h>
+
+#include "err.h"
+
+void sbx_freep(void *p);
+void sbx_closep(int *fd);
+void sbx_fclosep(FILE **f);
+#define SBX_AUTOFREE __attribute__((cleanup(sbx_freep)))
+#define SBX_AUTOCLOSE __attribute__((cleanup(sbx_closep)))
+#define SBX_AUTOFCLOSE __attribute__((cleanup(sbx_fclosep)))
+
+#define SBX_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Allocation failures abort: there is no useful recovery in a CLI, and an
+ * unchecked NULL is worse.  These are the only functions that may abort. */
+void *sbx_xmalloc(size_t n);
+void *sbx_xcalloc(size_t n, size_t m);
+void *sbx_xrealloc(void *p, size_t n);
+char *sbx_xstrdup(const char *s);
+char *sbx_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+int64_t sbx_now_ms(void);          /* CLOCK_REALTIME, milliseconds */
+int64_t sbx_mono_ms(void);         /* CLOCK_MONOTONIC, milliseconds */
+/* "2026-11-29T08:30:00Z" for a unix time in seconds; buf >= 21. */
+void sbx_time_iso(int64_t unix_s, char *buf, size_t len);
+/* Inverse of sbx_time_iso; -1 when malformed. */
+int64_t sbx_time_parse_iso(const char *s);
+
+/* "1500ms", "10s", "5m", "2h", "1d", or a bare number of seconds.
+ * Returns 0 and sets *ms, or -1 with an invalid_request error. */
+int sbx_parse_duration_ms(const char *s, int64_t *ms, struct sbx_err *err);
+/* "512M", "2G", "1048576" -> bytes. */
+int sbx_parse_size(const char *s, int64_t *bytes, struct sbx_err *err);
+
+/* `n` random bytes from getrandom(2) as lowercase hex into buf (2n+1). */
+int sbx_random_hex(char *buf, size_t nbytes, struct sbx_err *err);
+
+/* Read a whole file (at most `max` bytes; more is invalid_request).
+ * *out is NUL-terminated; *len excludes the NUL. */
+int sbx_read_file(const char *path, size_t max, char **out, size_t *len,
+		  struct sbx_err *err);
+/* Write `data` to path atomically (tmp + fsync + rename) with `mode`. */
+int sbx_write_file_atomic(const char *path, const void *data, size_t len,
+			  unsigned mode, struct sbx_err *err);
+/* mkdir -p with `mode` for the directories it creates. */
+int sbx_mkdir_p(const char *path, unsigned mode, struct sbx_err *err);
+/* rm -rf that never crosses a mount point and never follows symlinks. */
+int sbx_rm_rf(const char *path, struct sbx_err *err);
+
+/* Read all of fd until EOF (at most max bytes; beyond -> invalid_request). */
+int sbx_read_all_fd(int fd, size_t max, char **out, size_t *len, struct sbx_err *err);
+/* write(2) until done, retrying EINTR. 0 or -1 (errno set). */
+int sbx_write_all(int fd, const void *buf, size_t len);
+
+/* Trim ASCII whitespace at both ends, in place; returns s. */
+char *sbx_trim(char *s);
+bool sbx_str_starts(const char *s, const char *prefix);
+
+/* Fault injection for crash tests: when the environment variable
+ * SBX_FAULT names `point` (a comma-separated list is allowed), the process
+ * kills itself with SIGKILL right here.  Costs one getenv otherwise. */
+void sbx_fault(const char *point);
+
+#endif
