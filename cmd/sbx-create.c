@@ -1,0 +1,205 @@
+/* sbx-create - create a sandbox, or resolve a session's sandbox.
+ *
+ *   sbx-create [--template ID] [--label K=V]... [options]      a new sandbox
+ *   sbx-create --tenant T --session S                          the session's sandbox
+ *   sbx-create --tenant T --skill-image                        an installer sandbox
+ *
+ * Writes {"sandbox": handle} (plus "resolved" for sessions).  Reads no
+ * documents unless --in is given; then it acts once per input document
+ * and adds its result to it. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "app.h"
+#include "cli.h"
+#include "doc.h"
+#include "session.h"
+#include "util.h"
+
+enum { O_PROFILE, O_TEMPLATE, O_LABEL, O_ENV, O_TIMEOUT, O_ON_TIMEOUT, O_AUTO_RESUME,
+       O_MEMORY, O_PIDS, O_CPUS, O_INTERNET, O_TENANT, O_SESSION, O_SKILL_IMAGE, O_IN };
+
+static const struct sbx_opt opts[] = {
+	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE},
+	{"template", 't', "ID", "template or snapshot id to start from", O_TEMPLATE},
+	{"label", 'l', "KEY=VALUE", "metadata stored with the sandbox (repeatable)", O_LABEL},
+	{"env", 'e', "KEY=VALUE", "environment variable for every command (repeatable)", O_ENV},
+	{"timeout", 0, "DURATION", "idle time before the sandbox is paused or killed", O_TIMEOUT},
+	{"on-timeout", 0, "ACTION", "what the idle timer does: pause or kill", O_ON_TIMEOUT},
+	{"auto-resume", 0, NULL, "resume a paused sandbox on the next command", O_AUTO_RESUME},
+	{"memory", 0, "SIZE", "memory limit (e.g. 512M)", O_MEMORY},
+	{"pids", 0, "N", "process limit", O_PIDS},
+	{"cpus", 0, "N", "CPU limit (e.g. 1.5)", O_CPUS},
+	{"allow-internet", 0, NULL, "allow egress (default: no network but lo)", O_INTERNET},
+	{"tenant", 0, "TENANT", "tenant of the session", O_TENANT},
+	{"session", 's', "SESSION", "resolve this session's sandbox", O_SESSION},
+	{"skill-image", 0, NULL, "start from the tenant's skill image (installer)", O_SKILL_IMAGE},
+	{"in", 0, NULL, "read documents from stdin and act once per document", O_IN},
+	{0},
+};
+
+static const struct sbx_cmd cmd = {
+	.name = "sbx-create",
+	.synopsis = "[OPTIONS]",
+	.summary = "Create a sandbox, or resolve a session's sandbox.",
+	.opts = opts,
+};
+
+struct create_opts {
+	struct sbx_app app;
+	const char *template_id;
+	json_object *labels, *env;
+	int64_t timeout_ms;
+	int timeout_set;
+	int on_timeout_pause, on_timeout_set, auto_resume;
+	struct sbx_limits limits;
+	int allow_internet;
+	const char *tenant, *session;
+	int skill_image, read_input;
+};
+
+static int add_pair(json_object *o, const char *arg, const char *what, struct sbx_err *err)
+{
+	const char *eq = strchr(arg, '=');
+	if (!eq || eq == arg)
+		return sbx_usage_err(err, "%s must be KEY=VALUE, got '%s'", what, arg);
+	char *k = strndup(arg, (size_t)(eq - arg));
+	json_object_object_add(o, k, json_object_new_string(eq + 1));
+	free(k);
+	return 0;
+}
+
+static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
+{
+	struct create_opts *o = ctx;
+	switch (key) {
+	case O_PROFILE: o->app.profile_flag = arg; return 0;
+	case O_TEMPLATE: o->template_id = arg; return 0;
+	case O_LABEL:
+		if (strncmp(arg, "sbx.", 4) == 0)
+			return sbx_usage_err(err, "labels starting with sbx. are reserved");
+		return add_pair(o->labels, arg, "--label", err);
+	case O_ENV: return add_pair(o->env, arg, "--env", err);
+	case O_TIMEOUT:
+		o->timeout_set = 1;
+		return sbx_parse_duration_ms(arg, &o->timeout_ms, err);
+	case O_ON_TIMEOUT:
+		if (strcmp(arg, "pause") && strcmp(arg, "kill"))
+			return sbx_usage_err(err, "--on-timeout must be pause or kill");
+		o->on_timeout_set = 1;
+		o->on_timeout_pause = strcmp(arg, "pause") == 0;
+		return 0;
+	case O_AUTO_RESUME: o->auto_resume = 1; return 0;
+	case O_MEMORY: return sbx_parse_size(arg, &o->limits.memory_bytes, err);
+	case O_PIDS: {
+		char *end;
+		long long n = strtoll(arg, &end, 10);
+		if (*end || n <= 0)
+			return sbx_usage_err(err, "--pids must be a positive number");
+		o->limits.pids = n;
+		return 0;
+	}
+	case O_CPUS: {
+		char *end;
+		double c = strtod(arg, &end);
+		if (*end || c <= 0)
+			return sbx_usage_err(err, "--cpus must be a positive number");
+		o->limits.cpus = c;
+		return 0;
+	}
+	case O_INTERNET: o->allow_internet = 1; return 0;
+	case O_TENANT: o->tenant = arg; return 0;
+	case O_SESSION: o->session = arg; return 0;
+	case O_SKILL_IMAGE: o->skill_image = 1; return 0;
+	case O_IN: o->read_input = 1; return 0;
+	}
+	return 0;
+}
+
+/* Fill the create request from flags, the profile's defaults below them. */
+static void build_request(struct create_opts *o, const struct sbx_profile *p,
+			  struct sbx_create_req *req)
+{
+	memset(req, 0, sizeof(*req));
+	req->template_id = o->template_id ? o->template_id : p->template_id;
+	req->metadata = o->labels;
+	req->env = o->env;
+	req->timeout.seconds = (o->timeout_set ? o->timeout_ms : p->idle_timeout_ms) / 1000;
+	req->timeout.on_timeout_pause = o->on_timeout_set ? o->on_timeout_pause : p->on_timeout_pause;
+	req->timeout.auto_resume = o->auto_resume || p->auto_resume;
+	req->net.allow_internet = o->allow_internet || p->allow_internet;
+	req->net.allow_public = p->allow_public;
+	req->limits = p->limits;
+	if (o->limits.memory_bytes)
+		req->limits.memory_bytes = o->limits.memory_bytes;
+	if (o->limits.pids)
+		req->limits.pids = o->limits.pids;
+	if (o->limits.cpus > 0)
+		req->limits.cpus = o->limits.cpus;
+}
+
+static int create_one(json_object *doc, void *ctx, struct sbx_err *err)
+{
+	struct create_opts *o = ctx;
+	struct sbx_backend *b;
+	struct sbx_create_req req;
+	struct sbx_sandbox sb = {0};
+	const char *how = NULL;
+
+	if (sbx_app_backend(&o->app, NULL, &b, err) < 0)
+		return -1;
+	build_request(o, o->app.profile, &req);
+	if (req.timeout.auto_resume && !req.timeout.on_timeout_pause)
+		return sbx_fail(err, SBX_INVALID_REQUEST, "create", "--auto-resume needs --on-timeout pause");
+
+	int rc;
+	if (o->tenant) {
+		struct sbx_redis *r;
+		if (sbx_app_redis(&o->app, &r, err) < 0)
+			return -1;
+		struct sbx_resolve_req rr = {
+			.tenant = o->tenant, .session = o->session,
+			.skill_image = o->skill_image, .create = &req,
+		};
+		rc = sbx_session_resolve(b, r, &rr, &sb, &how, err);
+	} else {
+		rc = sbx_call(b, create, err, &req, &sb);
+	}
+	if (rc < 0)
+		return -1;
+	json_object_object_add(doc, "sandbox", sbx_sandbox_to_json(&sb));
+	if (how)
+		sbx_json_set_str(doc, "resolved", how);
+	sbx_sandbox_clear(&sb);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct create_opts o = {0};
+	struct sbx_err err = {0};
+	o.labels = json_object_new_object();
+	o.env = json_object_new_object();
+	int i = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &err);
+	if (i >= 0 && i < argc)
+		i = sbx_usage_err(&err, "unexpected argument '%s'", argv[i]);
+	if (i >= 0 && (o.session || o.skill_image) && !o.tenant)
+		i = sbx_usage_err(&err, "--session and --skill-image need --tenant");
+	if (i >= 0 && o.tenant && !o.session && !o.skill_image)
+		i = sbx_usage_err(&err, "--tenant needs --session or --skill-image");
+	if (i >= 0 && o.session && o.skill_image)
+		i = sbx_usage_err(&err, "--session and --skill-image exclude each other");
+	if (i < 0) {
+		json_object_put(o.labels);
+		json_object_put(o.env);
+		return sbx_cli_report(cmd.name, &err);
+	}
+	json_object *seed = o.read_input ? NULL : json_object_new_object();
+	int st = sbx_cli_run_docs(cmd.name, seed, create_one, &o);
+	json_object_put(seed);
+	json_object_put(o.labels);
+	json_object_put(o.env);
+	sbx_app_close(&o.app);
+	return st;
+}
