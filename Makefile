@@ -40,7 +40,7 @@ LIB      := $(BUILD)/libsbx.a
 # linked whole: nothing in it is dropped for lack of a strong reference.
 LINKLIB  := -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
 
-.PHONY: all check bench demo fuzz install clean man unit
+.PHONY: all check bench demo fuzz install clean man unit completions
 all: $(PROGS) $(UNITS) man
 
 $(BUILD)/obj/%.o: %.c
@@ -63,6 +63,9 @@ man: $(MANS)
 $(BUILD)/man/%: man/%.scd
 	@mkdir -p $(dir $@)
 	scdoc < $< > $@
+
+completions: all
+	tools/gen-completions $(BUILD)/bin completions
 
 check: all
 	BUILD=$(abspath $(BUILD)) SANITIZE=$(SANITIZE) tests/run
