@@ -40,7 +40,7 @@ LIB      := $(BUILD)/libsbx.a
 # linked whole: nothing in it is dropped for lack of a strong reference.
 LINKLIB  := -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
 
-.PHONY: all check bench demo fuzz install clean man unit completions
+.PHONY: deps all check bench demo fuzz install clean man unit completions
 all: $(PROGS) $(UNITS) man
 
 $(BUILD)/obj/%.o: %.c
@@ -67,7 +67,11 @@ $(BUILD)/man/%: man/%.scd
 completions: all
 	tools/gen-completions $(BUILD)/bin completions
 
-check: all
+deps:
+	@tools/deps
+
+check: deps
+	$(MAKE) all
 	BUILD=$(abspath $(BUILD)) SANITIZE=$(SANITIZE) tests/run
 
 unit: $(UNITS)
@@ -76,7 +80,8 @@ unit: $(UNITS)
 bench: all
 	BUILD=$(abspath $(BUILD)) tests/bench/run
 
-demo: all
+demo: deps
+	$(MAKE) all
 	BUILD=$(abspath $(BUILD)) examples/demo.sh
 
 FUZZ_SECONDS ?= 30
