@@ -236,6 +236,13 @@ struct sbx_backend_ops {
 			       struct sbx_template *out, struct sbx_err *err);
 	int (*template_delete)(struct sbx_backend *b, const char *id, int *gone,
 			       struct sbx_err *err);
+
+	/* Backends whose idle policy is kill (SBX_CAP_IDLE_KILL): delete the
+	 * sandboxes idle past their timeout, re-checking each right before
+	 * deleting.  Adds {"id", "idle_seconds", "deleted"} objects to the
+	 * `report` array.  NULL when the backend pauses instead. */
+	int (*reap_idle)(struct sbx_backend *b, int dry_run, json_object *report,
+			 struct sbx_err *err);
 };
 
 struct sbx_backend {
