@@ -1,0 +1,121 @@
+/* Profiles: sources and precedence, self-contained profiles, secrets that
+ * never reach a message. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "util.h"
+#include "tap.h"
+
+static char dir[] = "/tmp/sbx-config-XXXXXX";
+
+static void write_config(const char *text)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/config.json", dir);
+	struct sbx_err err;
+	sbx_write_file_atomic(path, text, strlen(text), 0600, &err);
+	setenv("SBX_CONFIG", path, 1);
+}
+
+int main(void)
+{
+	struct sbx_profile *p = NULL;
+	struct sbx_err err = {0};
+	char keyfile[256];
+	if (!mkdtemp(dir))
+		return 1;
+	unsetenv("SBX_PROFILE");
+	unsetenv("SBX_BACKEND");
+	unsetenv("SBX_REDIS_URL");
+	unsetenv("SBX_STATE_DIR");
+
+	snprintf(keyfile, sizeof(keyfile), "%s/key", dir);
+	sbx_write_file_atomic(keyfile, "  e2b_sekrit123\n", 16, 0600, &err);
+
+	char text[2048];
+	snprintf(text, sizeof(text),
+		 "{\"default_profile\": \"a\", \"profiles\": {"
+		 "\"a\": {\"backend\": \"docker\", \"endpoint\": \"unix:///a.sock\", \"memory\": \"512M\","
+		 "        \"idle_timeout\": \"5m\", \"on_timeout\": \"kill\"},"
+		 "\"b\": {\"backend\": \"e2b\", \"api_key_file\": \"%s\"},"
+		 "\"c\": {\"backend\": \"e2b\", \"api_key_env\": \"SBX_TEST_KEY\"},"
+		 "\"typo\": {\"allow_privte\": true},"
+		 "\"inline\": {\"api_key\": \"e2b_inline_sekrit\"},"
+		 "\"badresume\": {\"on_timeout\": \"kill\", \"auto_resume\": true}}}", keyfile);
+	write_config(text);
+
+	ok(sbx_config_load(NULL, &p, &err) == 0, "the file's default profile loads");
+	is_str(p->name, "a", "default_profile is used");
+	is_str(p->backend, "docker", "backend from the profile");
+	is_str(p->endpoint, "unix:///a.sock", "endpoint from the profile");
+	is_int(p->limits.memory_bytes, 512LL << 20, "memory parsed");
+	is_int(p->idle_timeout_ms, 300000, "idle timeout parsed");
+	is_int(p->on_timeout_pause, 0, "on_timeout kill");
+	sbx_profile_free(p);
+
+	setenv("SBX_PROFILE", "b", 1);
+	ok(sbx_config_load(NULL, &p, &err) == 0, "SBX_PROFILE picks a profile");
+	is_str(p->name, "b", "profile b");
+	ok(p->endpoint == NULL, "a profile never inherits an endpoint from another");
+	char *secret = NULL;
+	ok(sbx_profile_secret(p, &secret, &err) == 0, "secret read from its file");
+	is_str(secret, "e2b_sekrit123", "secret trimmed");
+	sbx_secret_free(secret);
+	sbx_profile_free(p);
+
+	ok(sbx_config_load("a", &p, &err) == 0, "an explicit name wins over SBX_PROFILE");
+	is_str(p->name, "a", "explicit profile a");
+	sbx_profile_free(p);
+	unsetenv("SBX_PROFILE");
+
+	setenv("SBX_BACKEND", "local", 1);
+	ok(sbx_config_load("a", &p, &err) == 0, "SBX_BACKEND overrides the backend");
+	is_str(p->backend, "local", "backend overridden");
+	ok(p->endpoint == NULL, "switching backend drops the profile's endpoint");
+	sbx_profile_free(p);
+	unsetenv("SBX_BACKEND");
+
+	ok(sbx_config_load("c", &p, &err) == 0, "profile c");
+	unsetenv("SBX_TEST_KEY");
+	ok(sbx_profile_secret(p, &secret, &err) < 0, "a missing secret variable is an error");
+	is_int(sbx_err_exit_status(&err), 78, "... a configuration error");
+	setenv("SBX_TEST_KEY", "e2b_fromenv", 1);
+	ok(sbx_profile_secret(p, &secret, &err) == 0 && strcmp(secret, "e2b_fromenv") == 0,
+	   "secret from the named variable");
+	sbx_secret_free(secret);
+	sbx_profile_free(p);
+
+	ok(sbx_config_load("typo", &p, &err) < 0, "an unknown key is refused");
+	ok(strstr(err.msg, "allow_privte") != NULL, "... and named: %s", err.msg);
+	is_int(sbx_err_exit_status(&err), 78, "... exit 78");
+
+	ok(sbx_config_load("inline", &p, &err) < 0, "an inline api_key is refused");
+	ok(strstr(err.msg, "sekrit") == NULL, "... without echoing the secret: %s", err.msg);
+
+	ok(sbx_config_load("badresume", &p, &err) < 0, "auto_resume without pause is refused");
+
+	ok(sbx_config_load("nosuch", &p, &err) < 0, "a named profile that does not exist");
+	is_int(sbx_err_exit_status(&err), 78, "... is a configuration error");
+
+	write_config("{not json");
+	ok(sbx_config_load(NULL, &p, &err) < 0, "a broken config file is an error");
+	is_int(sbx_err_exit_status(&err), 78, "... exit 78");
+
+	setenv("SBX_CONFIG", "/nonexistent/sbx.json", 1);
+	ok(sbx_config_load(NULL, &p, &err) < 0, "SBX_CONFIG naming a missing file is an error");
+	unsetenv("SBX_CONFIG");
+	setenv("XDG_CONFIG_HOME", dir, 1);
+	ok(sbx_config_load(NULL, &p, &err) == 0, "no config file at all: built-in defaults");
+	is_str(p->name, "default", "profile 'default'");
+	is_str(p->backend, "local", "local backend by default");
+	is_str(p->prefix, "sbx", "key prefix sbx");
+	sbx_profile_free(p);
+
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		return 1;
+	return tap_done();
+}
