@@ -24,6 +24,9 @@ struct sbx_http_opts {
 	int64_t timeout_ms;        /* per request default; 0 = 30 s */
 	const char *const *resolve; /* test hook: CURLOPT_RESOLVE entries "host:port:addr" */
 };
+/* sbx_http_open checks base_url with sbx_ssrf_check_url (TCP only) and
+ * fails with that error; redirects are never followed, only http/https are
+ * spoken, and proxy environment variables are ignored. */
 
 struct sbx_http;
 
@@ -36,11 +39,18 @@ struct sbx_http_req {
 	const char *const *headers;/* NULL-terminated "Name: value" lines, may be NULL */
 	const void *body;          /* request body, or NULL */
 	size_t body_len;
-	int body_fd;               /* >= 0: stream the body from this fd instead */
-	int out_fd;                /* >= 0: stream the response body to this fd */
+	int body_fd;               /* > 0: stream the body from this fd instead */
+	int out_fd;                /* > 0: stream the response body to this fd */
 	size_t max_body;           /* cap on a buffered response; 0 = 64 MiB */
-	int64_t timeout_ms;        /* 0 = the handle's default */
+	int64_t timeout_ms;        /* 0 = the handle's default; < 0 = no overall
+	                            * limit (long streams; connecting is still
+	                            * bounded by 10 s) */
 };
+/* body_fd / out_fd: 0 and -1 both mean "none", so a zero-initialised
+ * request never reads or writes stdin; dup(0) to stream stdin.  A body_fd
+ * on a regular file is sent with Content-Length (from the current offset),
+ * any other fd (a pipe) with chunked encoding.  The request method is kept
+ * as given with a body (e.g. PUT /archive, POST /build). */
 
 struct sbx_http_resp {
 	int status;
@@ -58,7 +68,27 @@ char *sbx_http_header(const struct sbx_http_resp *r, const char *name);
 int sbx_http_do(struct sbx_http *h, const struct sbx_http_req *req,
 		struct sbx_http_resp *resp, struct sbx_err *err);
 
-/* Percent-encode a query value (malloc'd). */
+/* Percent-encode a query value (malloc'd): everything except
+ * A-Z a-z 0-9 - . _ ~ becomes %XX. */
 char *sbx_http_escape(const char *s);
+
+/* Hijack a connection (Docker exec start with stdin, attach): send `req`
+ * with "Connection: Upgrade" and "Upgrade: tcp" on a fresh connection
+ * (dialled through the same SSRF hook, unix socket or plain TCP), read the
+ * response headers, and
+ *   - on 101 or any 2xx: return 0 with *fd = the raw socket (blocking,
+ *     CLOEXEC, positioned after the headers; the caller reads and writes
+ *     the stream and closes it; shutdown(fd, SHUT_WR) half-closes stdin).
+ *     Bytes that arrived after the headers are NOT lost: they are in
+ *     resp->body / resp->len and come before anything read from *fd.
+ *   - on any other status: return 0 with *fd = -1 and the error body
+ *     (Content-Length or to EOF, capped by max_body) in resp->body.
+ * req->body (in memory) is sent with Content-Length; body_fd and out_fd are
+ * not supported here.  Over https:// this is unsupported (-1, kind
+ * unsupported): the raw socket would carry TLS. -1 on transport failures
+ * with the same kinds as sbx_http_do; the timeout covers connecting and
+ * the response headers, not the stream. */
+int sbx_http_upgrade(struct sbx_http *h, const struct sbx_http_req *req, int *fd,
+		     struct sbx_http_resp *resp, struct sbx_err *err);
 
 #endif

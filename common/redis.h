@@ -6,6 +6,15 @@
  * Redis that is down or wedged is an `unavailable` (or `timeout`) error,
  * never a hang.  hiredis 0.14: RESP2 only, no TLS.
  *
+ * URL forms: redis://[[user]:password@]host[:port][/db] (IPv6 as [::1]),
+ * unix:///path/to/sock[?db=N], unix://:password@/path[?db=N].  A password
+ * in the URL wins over redis_password_file.  Any connection failure, I/O
+ * error or refused AUTH leaves the connection closed; later calls fail fast
+ * with `unavailable` (no reconnect: a CLI run is short).
+ *
+ * hiredis writes with write(2): the process must ignore SIGPIPE (every
+ * program does, in cli.c) or a server that goes away kills it.
+ *
  * Scripts are sent by EVALSHA and fall back to EVAL on NOSCRIPT, so a
  * flushed or restarted server costs one extra round trip, never an error. */
 #ifndef SBX_REDIS_H
@@ -18,10 +27,17 @@
 #include "config.h"
 #include "err.h"
 
+struct sbx_redis_addr;
+
 struct sbx_redis {
-	redisContext *c;
+	redisContext *c;         /* NULL once the connection broke */
 	int64_t timeout_ms;
-	long long round_trips;   /* replies read: for tests and benchmarks */
+	long long round_trips;   /* network round trips (a pipeline counts once) */
+	/* Added by the sessions work (compatible extension): */
+	char *prefix;            /* key prefix (profile `prefix`, default "sbx") */
+	char *safe_url;          /* the URL without any password, for messages */
+	struct sbx_redis_addr *addr;  /* private: how to connect again (sbx_redis_dup) */
+	int unflushed;           /* appended commands not yet sent */
 };
 
 /* Connect with the profile's redis_url ($SBX_REDIS_URL overrides it).
@@ -31,6 +47,17 @@ int sbx_redis_open(const struct sbx_profile *p, struct sbx_redis **out, struct s
 int sbx_redis_open_url(const char *url, const char *password_file, int64_t timeout_ms,
 		       struct sbx_redis **out, struct sbx_err *err);
 void sbx_redis_close(struct sbx_redis *r);
+/* A second, independent connection to the same server, db and prefix (a
+ * background thread must not share a hiredis context). */
+int sbx_redis_dup(const struct sbx_redis *r, struct sbx_redis **out, struct sbx_err *err);
+/* The prefix must be non-empty, at most 64 bytes, without '{', '}',
+ * whitespace or control characters (it is not escaped in keys).
+ * Configuration error (exit 78) otherwise. */
+int sbx_redis_check_prefix(const char *prefix, struct sbx_err *err);
+/* Replace the prefix (tests); the string is copied.  Checked as above. */
+int sbx_redis_set_prefix(struct sbx_redis *r, const char *prefix, struct sbx_err *err);
+/* The command timeout: $SBX_REDIS_TIMEOUT (a duration) or 2 s. */
+int64_t sbx_redis_default_timeout_ms(void);
 
 /* One command from an argv (binary-safe lengths; lens NULL = strlen).
  * A Redis error reply is an `internal` error naming the command; a

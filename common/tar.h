@@ -18,13 +18,22 @@
 enum sbx_tar_type { SBX_TAR_FILE, SBX_TAR_DIR, SBX_TAR_SYMLINK, SBX_TAR_HARDLINK, SBX_TAR_OTHER };
 
 struct sbx_tar_entry {
-	char *name;              /* relative path, no leading "/" or "./" */
+	char *name;              /* relative path, no leading "./" and no trailing
+	                          * "/" ("." for the archive's root); the reader
+	                          * keeps a leading "/" so that extraction can
+	                          * refuse it */
 	enum sbx_tar_type type;
 	unsigned mode;           /* permission bits */
 	unsigned uid, gid;
-	int64_t size;
+	int64_t size;            /* data bytes (0 for everything but files) */
 	int64_t mtime;
 	char *link;              /* symlink / hardlink target */
+	/* Added: SBX_TAR_OTHER details.  typeflag is the raw ustar type ('3'
+	 * char device, '4' block device, '6' FIFO, or what the archive said);
+	 * the reader fills it for every entry, the writer uses it only for
+	 * SBX_TAR_OTHER. */
+	char typeflag;
+	unsigned devmajor, devminor;
 };
 void sbx_tar_entry_clear(struct sbx_tar_entry *e);
 
@@ -46,7 +55,8 @@ struct sbx_tar_reader {
 	int fd;
 	int64_t remaining;       /* data bytes left in the current entry */
 	int64_t pad;
-	int done;
+	int done;                /* 1 once the end of the archive was read */
+	long long entries;       /* added: entries returned so far (for messages) */
 };
 void sbx_tar_reader_init(struct sbx_tar_reader *r, int fd);
 /* 1 and *e / 0 at the end of the archive / -1 (invalid_request on a
@@ -57,9 +67,25 @@ ssize_t sbx_tar_read_data(struct sbx_tar_reader *r, void *buf, size_t n, struct 
 
 struct sbx_tar_extract_opts {
 	int keep_owner;          /* chown to the archive's uid/gid (root only) */
-	int force_uid, force_gid;/* >= 0: chown everything to this owner instead */
+	int force_uid, force_gid;/* chown everything to this owner instead; only
+	                          * when either is > 0, so a zeroed struct means
+	                          * "no forcing" (a -1 leaves that id as is) */
+	int allow_devices;       /* added: device nodes other than overlay
+	                          * whiteouts (0:0 char) are refused unless set;
+	                          * any device node needs root */
 };
-/* Extract the archive on fd below rootfd (confined, see above). */
+/* Extract the archive on fd below rootfd (confined, see above).  o may be
+ * NULL (defaults).  Symlinks in an entry's parent path are followed as if
+ * rootfd were "/" (an entry "x/passwd" after "x -> /etc" lands in
+ * <root>/etc/passwd); the final component is never followed: an existing
+ * file, symlink or FIFO there is replaced (unlink + O_EXCL create), so no
+ * entry writes through a link planted by an earlier one.  Hardlink targets
+ * must name something already inside the root.  Missing parent
+ * directories are created (0755).  Directory modes and mtimes are applied
+ * at the end (a read-only directory can still receive its entries).
+ * -1 on the first failure (entries before it stay extracted): invalid_request
+ * for a hostile or malformed entry (naming it), unsupported for an entry
+ * type we do not extract (sparse files), internal for I/O errors. */
 int sbx_tar_extract(int fd, int rootfd, const struct sbx_tar_extract_opts *o,
 		    struct sbx_err *err);
 

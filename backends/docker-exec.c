@@ -1,0 +1,480 @@
+/* docker-exec.c - commands in a Docker sandbox: the exec API.
+ *
+ * One exec = POST /containers/{id}/exec, then POST /exec/{eid}/start on a
+ * hijacked connection (common/http.c's sbx_http_upgrade) that carries stdin
+ * to the command and, back, the multiplexed stream: frames of an 8-byte
+ * header [stream, 0, 0, 0, size (big-endian u32)] and `size` bytes, stream
+ * 1 = stdout and 2 = stderr.  Then GET /exec/{eid}/json for the exit code.
+ *
+ * Promises:
+ *   - the sandbox is resumed first when it is paused (any command resumes)
+ *     and started when it had stopped; a container that is not ours is
+ *     not_found;
+ *   - the command runs as uid/gid 1000 unless as_root, in /workspace unless
+ *     told otherwise, and touches the activity marker first (the idle
+ *     sweep's clock);
+ *   - a timeout is enforced inside the sandbox (`timeout -s KILL n`, whole
+ *     seconds, rounded up); a command it kills is timed_out with exit_code
+ *     -1 and signal 9, which is a result, not an error;
+ *   - captured output is capped per stream (truncation is flagged, and the
+ *     stream is still drained so the command never blocks on a full pipe);
+ *     raw mode writes each frame to the caller's fd as it arrives;
+ *   - stdin is written while output is read (no deadlock on large inputs)
+ *     and half-closed at its end, so `cat` sees EOF.
+ * Over TCP+TLS the connection cannot be hijacked (http.c): output is
+ * spooled to a temporary file and demultiplexed after the command ends,
+ * and stdin is unsupported there. */
+#include "docker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "doc.h"
+#include "util.h"
+
+#define DEFAULT_CAP (1u << 20)
+#define GRACE_MS 10000
+
+struct sink {
+	int fd;                  /* >= 0: raw mode */
+	char *buf;
+	size_t len, alloc, cap;
+	int truncated;
+	int werr;                /* errno of a failed raw write */
+};
+
+struct demux {
+	unsigned char hdr[8];
+	size_t hlen;
+	uint32_t left;
+	int stream;
+	struct sink out, err;
+};
+
+static void sink_put(struct sink *s, const char *p, size_t n)
+{
+	if (s->fd >= 0) {
+		if (!s->werr && sbx_write_all(s->fd, p, n) < 0)
+			s->werr = errno ? errno : EIO;
+		return;
+	}
+	size_t room = s->cap > s->len ? s->cap - s->len : 0;
+	if (n > room) {
+		s->truncated = 1;
+		n = room;
+	}
+	if (!n)
+		return;
+	if (s->len + n + 1 > s->alloc) {
+		size_t a = s->alloc ? s->alloc : 4096;
+		while (a < s->len + n + 1)
+			a *= 2;
+		s->buf = sbx_xrealloc(s->buf, a);
+		s->alloc = a;
+	}
+	memcpy(s->buf + s->len, p, n);
+	s->len += n;
+	s->buf[s->len] = 0;
+}
+
+/* Feed bytes of the multiplexed stream.  Frames of unknown streams (0 is
+ * stdin echo, which Docker never sends without a tty) are skipped. */
+static void demux_feed(struct demux *d, const char *p, size_t n)
+{
+	while (n) {
+		if (d->hlen < 8) {
+			size_t k = 8 - d->hlen < n ? 8 - d->hlen : n;
+			memcpy(d->hdr + d->hlen, p, k);
+			d->hlen += k;
+			p += k;
+			n -= k;
+			if (d->hlen == 8) {
+				d->stream = d->hdr[0];
+				d->left = (uint32_t)d->hdr[4] << 24 | (uint32_t)d->hdr[5] << 16 |
+					  (uint32_t)d->hdr[6] << 8 | d->hdr[7];
+				if (!d->left)
+					d->hlen = 0;
+			}
+			continue;
+		}
+		size_t k = d->left < n ? d->left : n;
+		if (d->stream == 1)
+			sink_put(&d->out, p, k);
+		else if (d->stream == 2)
+			sink_put(&d->err, p, k);
+		p += k;
+		n -= k;
+		d->left -= (uint32_t)k;
+		if (!d->left)
+			d->hlen = 0;
+	}
+}
+
+static int valid_id(const char *id, struct sbx_err *err)
+{
+	if (!id || !*id || strlen(id) > 128)
+		return sbx_fail(err, SBX_INVALID_REQUEST, "exec", "the sandbox has no valid id");
+	for (const char *p = id; *p; p++)
+		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      *p == '_' || *p == '-' || *p == '.'))
+			return sbx_fail(err, SBX_INVALID_REQUEST, "exec", "invalid sandbox id '%s'", id);
+	return 0;
+}
+
+/* The exec's Cmd: a shell that touches the activity marker and then execs
+ * the argv, positionally (no quoting, no word splitting), under busybox
+ * `timeout` when a timeout is set.  Applied here and not to PID 1: a
+ * SIGKILL from inside the namespace to its PID 1 is ignored. */
+static json_object *exec_cmd(const struct sbx_exec_req *req, int64_t secs)
+{
+	json_object *a = json_object_new_array();
+	char script[256];
+	if (secs > 0)
+		snprintf(script, sizeof(script),
+			 "touch " DOCKER_MARKER " 2>/dev/null; exec timeout -s KILL %lld \"$@\"",
+			 (long long)secs);
+	else
+		snprintf(script, sizeof(script), "touch " DOCKER_MARKER " 2>/dev/null; exec \"$@\"");
+	json_object_array_add(a, json_object_new_string("/bin/sh"));
+	json_object_array_add(a, json_object_new_string("-c"));
+	json_object_array_add(a, json_object_new_string(script));
+	json_object_array_add(a, json_object_new_string("sbx-exec"));
+	for (char *const *v = req->argv; *v; v++)
+		json_object_array_add(a, json_object_new_string(*v));
+	return a;
+}
+
+/* POST /containers/{id}/exec.  A container paused or stopped between our
+ * check and the call (409) is brought back once and the call repeated. */
+static int exec_create(struct sbx_backend *b, const char *id, json_object *body, char **eid,
+		       struct sbx_err *err)
+{
+	SBX_AUTOFREE char *path = sbx_xasprintf("/containers/%s/exec", id);
+	for (int attempt = 0;; attempt++) {
+		json_object *resp;
+		if (docker_api(b, "exec", "POST", path, body, &resp, err) == 0) {
+			const char *e = sbx_json_str(resp, "Id");
+			*eid = e ? sbx_xstrdup(e) : NULL;
+			json_object_put(resp);
+			return *eid ? 0 : sbx_fail(err, SBX_INTERNAL, "exec", "docker returned no exec id");
+		}
+		if (err->kind != SBX_CONFLICT || attempt > 0)
+			return -1;
+		if (docker_ensure_running(b, id, err) < 0)
+			return -1;
+	}
+}
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+/* Pump the hijacked stream: stdin out (from memory or raw_in_fd, then
+ * half-close), the multiplexed output in, until the daemon closes. */
+static int pump(int sock, const struct sbx_exec_req *req, int attach_in, struct demux *dm,
+		int64_t deadline, struct sbx_err *err)
+{
+	const char *in = req->stdin_data;
+	size_t in_len = req->stdin_data ? req->stdin_len : 0, in_off = 0;
+	int from_fd = req->raw_in_fd >= 0;
+	char ibuf[65536];
+	int in_done = !attach_in, in_eof = 0;
+	char buf[65536];
+
+	if (from_fd) {
+		in = ibuf;
+		in_len = 0;
+	}
+	set_nonblock(sock);
+	for (;;) {
+		if (!in_done && in_off == in_len && (!from_fd || in_eof)) {
+			shutdown(sock, SHUT_WR);
+			in_done = 1;
+		}
+		struct pollfd p[2] = {{.fd = sock, .events = POLLIN}, {.fd = -1}};
+		if (!in_done && in_off < in_len)
+			p[0].events |= POLLOUT;
+		if (!in_done && from_fd && in_off == in_len && !in_eof)
+			p[1] = (struct pollfd){.fd = req->raw_in_fd, .events = POLLIN};
+		int ms = -1;
+		if (deadline > 0) {
+			int64_t left = deadline - sbx_mono_ms();
+			if (left <= 0)
+				return sbx_fail(err, SBX_TIMEOUT, "exec",
+						"the command outlived its timeout and the grace period");
+			ms = left > 1000000 ? 1000000 : (int)left;
+		}
+		int r = poll(p, 2, ms);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return sbx_fail_errno(err, SBX_INTERNAL, "exec", "poll");
+		}
+		if (p[1].fd >= 0 && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+			ssize_t n = read(req->raw_in_fd, ibuf, sizeof(ibuf));
+			if (n < 0 && errno != EINTR && errno != EAGAIN)
+				return sbx_fail_errno(err, SBX_INTERNAL, "exec", "reading stdin");
+			if (n == 0)
+				in_eof = 1;
+			if (n > 0) {
+				in_len = (size_t)n;
+				in_off = 0;
+			}
+		}
+		if (p[0].revents & POLLOUT) {
+			ssize_t w = send(sock, in + in_off, in_len - in_off, MSG_NOSIGNAL);
+			if (w > 0)
+				in_off += (size_t)w;
+			else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+				/* The command closed its stdin (or exited): drop
+				 * the rest, keep reading its output. */
+				in_done = 1;
+			}
+			if (from_fd && in_off == in_len) {
+				in_off = in_len = 0;
+			}
+		}
+		if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+			ssize_t n = recv(sock, buf, sizeof(buf), 0);
+			if (n == 0)
+				return 0;
+			if (n < 0) {
+				if (errno == EAGAIN || errno == EINTR)
+					continue;
+				if (errno == ECONNRESET)
+					return 0;
+				return sbx_fail_errno(err, SBX_UNAVAILABLE, "exec", "reading the output stream");
+			}
+			demux_feed(dm, buf, (size_t)n);
+		}
+	}
+}
+
+/* Start the exec and collect its output into dm. */
+static int exec_start(struct sbx_backend *b, const char *eid, const struct sbx_exec_req *req,
+		      int attach_in, struct demux *dm, int64_t deadline, struct sbx_err *err)
+{
+	struct docker *d = docker_of(b);
+	SBX_AUTOFREE char *path = sbx_xasprintf(DOCKER_API "/exec/%s/start", eid);
+	static const char body[] = "{\"Detach\":false,\"Tty\":false}";
+	const char *hdr[] = {"Content-Type: application/json", NULL};
+	struct sbx_http_req hr = {
+		.method = "POST", .path = path, .headers = hdr, .body = body,
+		.body_len = sizeof(body) - 1,
+	};
+	struct sbx_http_resp resp = {0};
+
+	if (!d->unix_path && sbx_str_starts(d->base_url, "https://")) {
+		/* No hijack over TLS: spool the whole stream, then demux. */
+		if (attach_in)
+			return sbx_fail(err, SBX_UNSUPPORTED, "exec",
+					"stdin is not supported over a tcp+TLS docker endpoint");
+		SBX_AUTOCLOSE int tmp = open("/tmp", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+		if (tmp < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "exec", "temporary file");
+		hr.out_fd = tmp;
+		hr.timeout_ms = deadline > 0 ? deadline - sbx_mono_ms() : -1;
+		if (hr.timeout_ms == 0)
+			hr.timeout_ms = 1;
+		if (sbx_http_do(d->http, &hr, &resp, err) < 0)
+			return -1;
+		if (resp.status < 200 || resp.status >= 300) {
+			docker_status_err("exec", &resp, err);
+			sbx_http_resp_clear(&resp);
+			return -1;
+		}
+		sbx_http_resp_clear(&resp);
+		if (lseek(tmp, 0, SEEK_SET) < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "exec", "lseek");
+		char buf[65536];
+		ssize_t n;
+		while ((n = read(tmp, buf, sizeof(buf))) > 0)
+			demux_feed(dm, buf, (size_t)n);
+		return n < 0 ? sbx_fail_errno(err, SBX_INTERNAL, "exec", "reading the spool") : 0;
+	}
+
+	int sock = -1;
+	hr.timeout_ms = 30000;
+	if (sbx_http_upgrade(d->http, &hr, &sock, &resp, err) < 0)
+		return -1;
+	if (sock < 0) {
+		docker_status_err("exec", &resp, err);
+		sbx_http_resp_clear(&resp);
+		return -1;
+	}
+	/* Bytes that came with the response headers belong to the stream. */
+	if (resp.len)
+		demux_feed(dm, resp.body, resp.len);
+	sbx_http_resp_clear(&resp);
+	int rc = pump(sock, req, attach_in, dm, deadline, err);
+	close(sock);
+	return rc;
+}
+
+/* GET /exec/{eid}/json until it reports the exit code.  The stream can end
+ * a moment before the daemon records the exit, so "still running" is
+ * asked again, a bounded number of times. */
+static int exec_exit_code(struct sbx_backend *b, const char *eid, int *code, struct sbx_err *err)
+{
+	SBX_AUTOFREE char *path = sbx_xasprintf("/exec/%s/json", eid);
+	for (int i = 0; i < 1000; i++) {
+		json_object *j;
+		if (docker_api(b, "exec", "GET", path, NULL, &j, err) < 0)
+			return -1;
+		int running = sbx_json_bool(j, "Running", 0);
+		json_object *ec = NULL;
+		int have = json_object_object_get_ex(j, "ExitCode", &ec) && ec &&
+			   json_object_is_type(ec, json_type_int);
+		*code = have ? json_object_get_int(ec) : -1;
+		json_object_put(j);
+		if (!running && have)
+			return 0;
+		usleep(i < 20 ? 2000 : 10000);
+	}
+	return sbx_fail(err, SBX_TIMEOUT, "exec", "the daemon never reported the exit code");
+}
+
+int docker_exec(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_exec_req *req,
+		struct sbx_exec_result *res, struct sbx_err *err)
+{
+	memset(res, 0, sizeof(*res));
+	if (!req->argv || !req->argv[0])
+		return sbx_fail(err, SBX_INVALID_REQUEST, "exec", "no command");
+	if (valid_id(sb->id, err) < 0)
+		return -1;
+	int64_t t0 = sbx_mono_ms();
+	if (docker_ensure_running(b, sb->id, err) < 0)
+		return -1;
+	int attach_in = req->stdin_data != NULL || req->raw_in_fd >= 0;
+	int64_t secs = req->timeout_ms > 0 ? (req->timeout_ms + 999) / 1000 : 0;
+
+	json_object *body = json_object_new_object();
+	json_object_object_add(body, "AttachStdin", json_object_new_boolean(attach_in));
+	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
+	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
+	json_object_object_add(body, "Tty", json_object_new_boolean(0));
+	json_object_object_add(body, "User", json_object_new_string(req->as_root ? "0" : "1000:1000"));
+	json_object_object_add(body, "WorkingDir",
+			       json_object_new_string(req->cwd && *req->cwd ? req->cwd : "/workspace"));
+	json_object *env = json_object_new_array();
+	for (char *const *e = req->env; e && *e; e++) {
+		if (!strchr(*e, '=') || **e == '=') {
+			json_object_put(env);
+			json_object_put(body);
+			return sbx_fail(err, SBX_INVALID_REQUEST, "exec", "invalid env entry '%s'", *e);
+		}
+		json_object_array_add(env, json_object_new_string(*e));
+	}
+	json_object_object_add(body, "Env", env);
+	json_object_object_add(body, "Cmd", exec_cmd(req, secs));
+
+	SBX_AUTOFREE char *eid = NULL;
+	int rc = exec_create(b, sb->id, body, &eid, err);
+	json_object_put(body);
+	if (rc < 0)
+		return -1;
+
+	size_t cap = req->output_cap ? req->output_cap : DEFAULT_CAP;
+	struct demux dm = {
+		.out = {.fd = req->raw_out_fd, .cap = cap},
+		.err = {.fd = req->raw_err_fd, .cap = cap},
+	};
+	int64_t deadline = secs > 0 ? sbx_mono_ms() + secs * 1000 + GRACE_MS : 0;
+	rc = exec_start(b, eid, req, attach_in, &dm, deadline, err);
+	int code = -1;
+	if (rc == 0)
+		rc = exec_exit_code(b, eid, &code, err);
+	if (rc == 0 && (dm.out.werr || dm.err.werr)) {
+		errno = dm.out.werr ? dm.out.werr : dm.err.werr;
+		rc = sbx_fail_errno(err, SBX_INTERNAL, "exec", "writing the command's output");
+		if (errno == EPIPE)
+			err->exit_status = SBX_EXIT_IOERR;
+	}
+	if (rc < 0) {
+		free(dm.out.buf);
+		free(dm.err.buf);
+		return -1;
+	}
+	res->duration_ms = sbx_mono_ms() - t0;
+	res->exit_code = code;
+	/* busybox timeout -s KILL: the command dies with 137 (124 for -s TERM
+	 * variants); only a kill at or after the limit counts as the timeout. */
+	if (secs > 0 && (code == 137 || code == 124) && res->duration_ms + 250 >= req->timeout_ms) {
+		res->timed_out = 1;
+		res->exit_code = -1;
+		res->signal = 9;
+	}
+	if (req->raw_out_fd < 0) {
+		res->out = dm.out.buf ? dm.out.buf : sbx_xstrdup("");
+		res->out_len = dm.out.len;
+	}
+	if (req->raw_err_fd < 0) {
+		res->err = dm.err.buf ? dm.err.buf : sbx_xstrdup("");
+		res->err_len = dm.err.len;
+	}
+	res->out_truncated = dm.out.truncated;
+	res->err_truncated = dm.err.truncated;
+	return 0;
+}
+
+/* The kind a failed helper command's stderr points to. */
+static enum sbx_kind kind_of_stderr(const char *s)
+{
+	if (!s)
+		return SBX_INTERNAL;
+	if (strstr(s, "No such file") || strstr(s, "can't stat") || strstr(s, "can't open"))
+		return SBX_NOT_FOUND;
+	if (strstr(s, "File exists") || strstr(s, "Directory not empty"))
+		return SBX_CONFLICT;
+	if (strstr(s, "No space left") || strstr(s, "quota"))
+		return SBX_CAPACITY;
+	if (strstr(s, "Permission denied") || strstr(s, "Not a directory") ||
+	    strstr(s, "Is a directory") || strstr(s, "Read-only") || strstr(s, "Operation not permitted") ||
+	    strstr(s, "Invalid argument"))
+		return SBX_INVALID_REQUEST;
+	return SBX_INTERNAL;
+}
+
+int docker_sh(struct sbx_backend *b, struct sbx_sandbox *sb, int as_root, const char *script,
+	      const char *const *args, const void *in, size_t in_len, int in_fd, size_t cap,
+	      struct sbx_exec_result *res, const char *op, struct sbx_err *err)
+{
+	size_t n = 0;
+	while (args && args[n])
+		n++;
+	SBX_AUTOFREE char **argv = sbx_xcalloc(n + 5, sizeof(char *));
+	argv[0] = (char *)"/bin/sh";
+	argv[1] = (char *)"-c";
+	argv[2] = (char *)script;
+	argv[3] = (char *)"sbx-fs";
+	for (size_t i = 0; i < n; i++)
+		argv[4 + i] = (char *)args[i];
+	struct sbx_exec_req req = {
+		.argv = argv, .stdin_data = in, .stdin_len = in_len, .cwd = "/",
+		.as_root = as_root, .output_cap = cap ? cap : DEFAULT_CAP,
+		.raw_out_fd = -1, .raw_err_fd = -1, .raw_in_fd = in_fd,
+	};
+	if (in && !in_len)
+		req.stdin_data = "";
+	if (docker_exec(b, sb, &req, res, err) < 0) {
+		snprintf(err->op, sizeof(err->op), "%s", op);
+		return -1;
+	}
+	if (res->exit_code != 0) {
+		char *msg = res->err && *res->err ? sbx_trim(res->err) : NULL;
+		/* "sbx-fs: line 1: can't create /x: Permission denied" → the tail. */
+		const char *shown = msg ? msg : "";
+		sbx_fail(err, msg ? kind_of_stderr(msg) : SBX_INTERNAL, op, "%s%s(exit %d)",
+			 shown, *shown ? " " : "", res->exit_code);
+		sbx_exec_result_clear(res);
+		return -1;
+	}
+	return 0;
+}

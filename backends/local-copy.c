@@ -1,0 +1,420 @@
+/* local-copy.c - copy or merge directory trees for local images (see
+ * local-copy.h).
+ *
+ * Promises: everything an overlay layer can hold survives a copy (types,
+ * modes incl. setuid, owners, nanosecond times, xattrs, whiteouts, hard
+ * links inside the tree); file data is shared by reflink when the
+ * filesystem supports it, so a copy on XFS/btrfs costs metadata only.  The
+ * copier never follows a symlink in either tree and never descends into
+ * another filesystem.  It works on paths (not fds) for simplicity; trees
+ * deeper than PATH_MAX fail cleanly with ENAMETOOLONG. */
+#include "local-copy.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/fs.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define OVL_OPAQUE "trusted.overlay.opaque"
+#define OVL_WHITEOUT "trusted.overlay.whiteout"
+
+struct link_seen {
+	ino_t ino;
+	char *dst;               /* where its first copy went */
+};
+
+struct walk {
+	unsigned flags;
+	dev_t dev;               /* the source root's filesystem */
+	int reflink;             /* 1 try FICLONE, 0 known not to work */
+	struct lcopy_stats *st;
+	struct link_seen *links; /* hard links seen in this walk (linear: they are rare) */
+	size_t nlinks, caplinks;
+	char *buf;               /* read/write fallback buffer */
+};
+
+/* Overlay bookkeeping xattrs that describe the *upper* filesystem they were
+ * written on (file handles, uuids, link counts): meaningless, even
+ * misleading, once the file lives in another layer. */
+static int xattr_skip(const char *name, unsigned flags)
+{
+	static const char *const upper_only[] = {
+		"trusted.overlay.origin", "trusted.overlay.impure", "trusted.overlay.nlink",
+		"trusted.overlay.uuid", "trusted.overlay.upper",
+	};
+	if (!sbx_str_starts(name, "trusted.overlay."))
+		return 0;
+	/* A merge without a layer below turns markers into plain content. */
+	if ((flags & LCOPY_MERGE) && !(flags & LCOPY_KEEP_WHITEOUTS))
+		return 1;
+	for (size_t i = 0; i < SBX_ARRAY_LEN(upper_only); i++)
+		if (strcmp(name, upper_only[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* Copy the xattrs of src onto dst (both paths, symlinks not followed).
+ * Names the destination filesystem refuses (EOPNOTSUPP, e.g. trusted.* on a
+ * filesystem without them) fail the copy: a silently dropped opaque marker
+ * would resurrect deleted directories. */
+static int copy_xattrs(const char *src, const char *dst, unsigned flags, struct sbx_err *err)
+{
+	ssize_t n = llistxattr(src, NULL, 0);
+	if (n < 0) {
+		if (errno == ENOTSUP)
+			return 0;
+		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "listxattr %s", src);
+	}
+	if (n == 0)
+		return 0;
+	SBX_AUTOFREE char *names = sbx_xmalloc((size_t)n + 1);
+	n = llistxattr(src, names, (size_t)n);
+	if (n < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "listxattr %s", src);
+	size_t cap = 4096;
+	SBX_AUTOFREE char *val = sbx_xmalloc(cap);
+	for (char *name = names; name < names + n; name += strlen(name) + 1) {
+		if (xattr_skip(name, flags))
+			continue;
+		ssize_t v;
+		while ((v = lgetxattr(src, name, val, cap)) < 0 && errno == ERANGE) {
+			cap *= 4;
+			val = sbx_xrealloc(val, cap);
+		}
+		if (v < 0) {
+			if (errno == ENODATA)
+				continue;
+			return sbx_fail_errno(err, SBX_INTERNAL, "copy", "getxattr %s %s", src, name);
+		}
+		if (lsetxattr(dst, name, val, (size_t)v, 0) < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "copy", "setxattr %s %s", dst, name);
+	}
+	return 0;
+}
+
+/* copy_xattrs for two open regular files: no path lookups. */
+static int copy_xattrs_fd(int in, int out, const char *dst, unsigned flags, struct sbx_err *err)
+{
+	char small[1024];
+	ssize_t n = flistxattr(in, small, sizeof(small));
+	if (n < 0 && errno == ERANGE)
+		n = flistxattr(in, NULL, 0);
+	if (n < 0)
+		return errno == ENOTSUP ? 0 : sbx_fail_errno(err, SBX_INTERNAL, "copy", "listxattr for %s", dst);
+	if (n == 0)
+		return 0;
+	SBX_AUTOFREE char *names = sbx_xmalloc((size_t)n + 1);
+	n = flistxattr(in, names, (size_t)n);
+	if (n < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "listxattr for %s", dst);
+	size_t cap = 4096;
+	SBX_AUTOFREE char *val = sbx_xmalloc(cap);
+	for (char *name = names; name < names + n; name += strlen(name) + 1) {
+		if (xattr_skip(name, flags))
+			continue;
+		ssize_t v;
+		while ((v = fgetxattr(in, name, val, cap)) < 0 && errno == ERANGE) {
+			cap *= 4;
+			val = sbx_xrealloc(val, cap);
+		}
+		if (v < 0) {
+			if (errno == ENODATA)
+				continue;
+			return sbx_fail_errno(err, SBX_INTERNAL, "copy", "getxattr for %s %s", dst, name);
+		}
+		if (fsetxattr(out, name, val, (size_t)v, 0) < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "copy", "setxattr %s %s", dst, name);
+	}
+	return 0;
+}
+
+/* Owner, mode (after chown: chown clears setuid), xattrs (after chown:
+ * chown clears security.capability), times last. */
+static int copy_meta(const char *src, const char *dst, const struct stat *s, unsigned flags,
+		     struct sbx_err *err)
+{
+	if (lchown(dst, s->st_uid, s->st_gid) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "chown %s", dst);
+	if (!S_ISLNK(s->st_mode) && chmod(dst, s->st_mode & 07777) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "chmod %s", dst);
+	if (copy_xattrs(src, dst, flags, err) < 0)
+		return -1;
+	struct timespec ts[2] = {s->st_atim, s->st_mtim};
+	if (utimensat(AT_FDCWD, dst, ts, AT_SYMLINK_NOFOLLOW) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "utimes %s", dst);
+	return 0;
+}
+
+/* File data: clone, else copy_file_range, else read/write. */
+static int copy_data(struct walk *w, int in, int out, off_t size, const char *dst,
+		     struct sbx_err *err)
+{
+	if (size == 0)
+		return 0;
+	if (w->reflink) {
+		if (ioctl(out, FICLONE, in) == 0) {
+			w->st->reflinked++;
+			return 0;
+		}
+		if (errno != EOPNOTSUPP && errno != EXDEV && errno != EINVAL && errno != ENOTTY &&
+		    errno != ENOSYS)
+			return sbx_fail_errno(err, SBX_INTERNAL, "copy", "clone %s", dst);
+		w->reflink = 0;      /* this filesystem cannot: stop asking */
+	}
+	off_t done = 0;
+	while (done < size) {
+		ssize_t r = copy_file_range(in, NULL, out, NULL, (size_t)(size - done), 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && done == 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
+					   errno == EOPNOTSUPP))
+			break;       /* fall back to read/write */
+		if (r < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "copy", "copy_file_range %s", dst);
+		if (r == 0)
+			return 0;    /* the file shrank under us: keep what we have */
+		done += r;
+	}
+	if (done >= size)
+		return 0;
+	if (!w->buf)
+		w->buf = sbx_xmalloc(1 << 20);
+	for (;;) {
+		ssize_t r = read(in, w->buf, 1 << 20);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "copy", "read for %s", dst);
+		if (r == 0)
+			return 0;
+		if (sbx_write_all(out, w->buf, (size_t)r) < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "copy", "write %s", dst);
+	}
+}
+
+static int copy_file(struct walk *w, const char *src, const char *dst, const struct stat *s,
+		     struct sbx_err *err)
+{
+	if (s->st_nlink > 1) {
+		for (size_t i = 0; i < w->nlinks; i++) {
+			if (w->links[i].ino != s->st_ino)
+				continue;
+			if (link(w->links[i].dst, dst) == 0)
+				return 0;
+			break;       /* the first copy went away (merge): copy again */
+		}
+	}
+	SBX_AUTOCLOSE int in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
+	if (in < 0 && errno == EPERM)
+		in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (in < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "open %s", src);
+	SBX_AUTOCLOSE int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (out < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "create %s", dst);
+	if (copy_data(w, in, out, s->st_size, dst, err) < 0)
+		return -1;
+	/* Metadata on the open fds (same order as copy_meta).  A file we
+	 * created is ours already: skip the chown when that is the owner. */
+	if ((s->st_uid != geteuid() || s->st_gid != getegid()) &&
+	    fchown(out, s->st_uid, s->st_gid) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "chown %s", dst);
+	if (fchmod(out, s->st_mode & 07777) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "chmod %s", dst);
+	if (copy_xattrs_fd(in, out, dst, w->flags, err) < 0)
+		return -1;
+	struct timespec ts[2] = {s->st_atim, s->st_mtim};
+	if (futimens(out, ts) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "utimes %s", dst);
+	w->st->files++;
+	w->st->bytes += s->st_size;
+	if (s->st_nlink > 1) {
+		if (w->nlinks == w->caplinks) {
+			w->caplinks = w->caplinks ? 2 * w->caplinks : 16;
+			w->links = sbx_xrealloc(w->links, w->caplinks * sizeof(*w->links));
+		}
+		w->links[w->nlinks++] = (struct link_seen){s->st_ino, sbx_xstrdup(dst)};
+	}
+	return 0;
+}
+
+static int copy_other(const char *src, const char *dst, const struct stat *s,
+		      struct sbx_err *err)
+{
+	if (S_ISLNK(s->st_mode)) {
+		char target[PATH_MAX + 1];
+		ssize_t n = readlink(src, target, sizeof(target) - 1);
+		if (n < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "copy", "readlink %s", src);
+		target[n] = '\0';
+		if (symlink(target, dst) < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "copy", "symlink %s", dst);
+		return 0;
+	}
+	/* Devices, fifos, sockets, and overlay whiteouts (char 0:0). */
+	if (mknod(dst, (s->st_mode & S_IFMT) | 0600, s->st_rdev) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "mknod %s", dst);
+	return 0;
+}
+
+static int is_whiteout(const char *path, const struct stat *s)
+{
+	if (S_ISCHR(s->st_mode) && s->st_rdev == makedev(0, 0))
+		return 1;
+	/* Newer overlay "xattr whiteouts": an empty file carrying the mark. */
+	return S_ISREG(s->st_mode) && s->st_size == 0 &&
+	       lgetxattr(path, OVL_WHITEOUT, NULL, 0) >= 0;
+}
+
+static int is_opaque(const char *path)
+{
+	char v[4];
+	ssize_t n = lgetxattr(path, OVL_OPAQUE, v, sizeof(v));
+	return n == 1 && v[0] == 'y';
+}
+
+static int walk_dir(struct walk *w, const char *src, const char *dst, struct sbx_err *err);
+
+/* One entry of a source directory.  In merge mode the destination entry
+ * may exist already (from a lower layer) and is replaced unless both are
+ * directories and the source is not opaque. */
+static int walk_entry(struct walk *w, const char *src, const char *dst, struct sbx_err *err)
+{
+	struct stat s, d;
+	if (lstat(src, &s) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "stat %s", src);
+	int merge = w->flags & LCOPY_MERGE;
+	int have = merge && lstat(dst, &d) == 0;
+
+	if (merge && is_whiteout(src, &s)) {
+		if (have && sbx_rm_rf(dst, err) < 0)
+			return -1;
+		if (!(w->flags & LCOPY_KEEP_WHITEOUTS))
+			return 0;
+		if (mknod(dst, S_IFCHR | 0600, makedev(0, 0)) < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "copy", "mknod %s", dst);
+		w->st->others++;
+		return 0;
+	}
+	if (S_ISDIR(s.st_mode)) {
+		if (have && (!S_ISDIR(d.st_mode) || is_opaque(src))) {
+			if (sbx_rm_rf(dst, err) < 0)
+				return -1;
+			have = 0;
+		}
+		if (!have && mkdir(dst, 0700) < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "copy", "mkdir %s", dst);
+		w->st->dirs++;
+		/* Another filesystem mounted here: an empty directory stands in. */
+		if (s.st_dev == w->dev && walk_dir(w, src, dst, err) < 0)
+			return -1;
+		return copy_meta(src, dst, &s, w->flags, err);
+	}
+	if (have && sbx_rm_rf(dst, err) < 0)
+		return -1;
+	if (S_ISREG(s.st_mode))
+		return copy_file(w, src, dst, &s, err);     /* metadata included */
+	{
+		if (copy_other(src, dst, &s, err) < 0)
+			return -1;
+		w->st->others++;
+	}
+	return copy_meta(src, dst, &s, w->flags, err);
+}
+
+static int walk_dir(struct walk *w, const char *src, const char *dst, struct sbx_err *err)
+{
+	DIR *d = opendir(src);
+	if (!d)
+		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "opendir %s", src);
+	size_t ls = strlen(src), ld = strlen(dst);
+	int rc = 0;
+	struct dirent *e;
+	errno = 0;
+	while (rc == 0 && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		size_t ln = strlen(e->d_name);
+		if (ls + ln + 2 > PATH_MAX || ld + ln + 2 > PATH_MAX) {
+			errno = ENAMETOOLONG;
+			rc = sbx_fail_errno(err, SBX_INTERNAL, "copy", "%s/%s", src, e->d_name);
+			break;
+		}
+		char s2[PATH_MAX], d2[PATH_MAX];
+		snprintf(s2, sizeof(s2), "%s/%s", src, e->d_name);
+		snprintf(d2, sizeof(d2), "%s/%s", dst, e->d_name);
+		rc = walk_entry(w, s2, d2, err);
+		errno = 0;
+	}
+	if (rc == 0 && errno)
+		rc = sbx_fail_errno(err, SBX_INTERNAL, "copy", "readdir %s", src);
+	closedir(d);
+	return rc;
+}
+
+int lcopy_tree(const char *src, const char *dst, unsigned flags, struct lcopy_stats *st,
+	       struct sbx_err *err)
+{
+	struct lcopy_stats dummy = {0};
+	struct stat s;
+	if (lstat(src, &s) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "%s", src);
+	if (!S_ISDIR(s.st_mode))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "copy", "%s is not a directory", src);
+	struct walk w = {.flags = flags, .dev = s.st_dev, .reflink = 1, .st = st ? st : &dummy};
+	if (mkdir(dst, 0700) < 0 && !(errno == EEXIST && (flags & LCOPY_MERGE)))
+		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "mkdir %s", dst);
+	int rc = walk_dir(&w, src, dst, err);
+	if (rc == 0)
+		rc = copy_meta(src, dst, &s, flags, err);
+	for (size_t i = 0; i < w.nlinks; i++)
+		free(w.links[i].dst);
+	free(w.links);
+	free(w.buf);
+	return rc;
+}
+
+static int du_dir(const char *path, dev_t dev, int64_t *bytes, struct sbx_err *err)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return sbx_fail_errno(err, SBX_INTERNAL, "du", "opendir %s", path);
+	int rc = 0;
+	struct dirent *e;
+	while (rc == 0 && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		struct stat s;
+		if (fstatat(dirfd(d), e->d_name, &s, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;    /* vanished: nothing to count */
+		if (S_ISREG(s.st_mode)) {
+			*bytes += s.st_size;
+		} else if (S_ISDIR(s.st_mode) && s.st_dev == dev) {
+			char p[PATH_MAX];
+			if (snprintf(p, sizeof(p), "%s/%s", path, e->d_name) >= (int)sizeof(p))
+				continue;
+			rc = du_dir(p, dev, bytes, err);
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
+int lcopy_du(const char *dir, int64_t *bytes, struct sbx_err *err)
+{
+	struct stat s;
+	*bytes = 0;
+	if (lstat(dir, &s) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "du", "%s", dir);
+	return du_dir(dir, s.st_dev, bytes, err);
+}

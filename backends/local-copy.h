@@ -1,0 +1,46 @@
+/* local-copy.h - the tree copier behind local images (local-copy.c).
+ *
+ * Copies a directory tree into a new one keeping what an overlay layer
+ * needs: modes, owners, times, symlinks, hardlinks (within one copy),
+ * device nodes, overlay whiteouts (char 0:0), and xattrs (including
+ * trusted.overlay.opaque).  File data is reflinked (FICLONE) where the
+ * filesystem allows it, else copied in the kernel (copy_file_range), else
+ * read/written.  The same walk can *merge* an overlay layer onto a tree
+ * (flatten): whiteouts delete, opaque directories replace.  Nothing here
+ * knows about records or ids. */
+#ifndef SBX_LOCAL_COPY_H
+#define SBX_LOCAL_COPY_H
+
+#include <stdint.h>
+
+#include "err.h"
+
+enum {
+	/* Interpret the source as an overlay layer applied onto dst: a
+	 * whiteout removes dst's entry, an opaque directory replaces dst's.
+	 * Without it, whiteouts and overlay xattrs are copied verbatim. */
+	LCOPY_MERGE = 1 << 0,
+	/* With LCOPY_MERGE: keep whiteouts and opaque markers in dst, because
+	 * dst will itself be a layer above another one (e.g. the host). */
+	LCOPY_KEEP_WHITEOUTS = 1 << 1,
+};
+
+struct lcopy_stats {
+	int64_t files;           /* regular files written (links excluded) */
+	int64_t bytes;           /* their apparent size */
+	int64_t reflinked;       /* files whose data was cloned, not copied */
+	int64_t dirs, others;    /* directories; symlinks, devices, whiteouts */
+};
+
+/* Copy (or merge, see flags) the tree `src` into `dst`.  dst is created
+ * when missing (with src's root metadata applied last); with LCOPY_MERGE it
+ * may already hold a tree.  Mount points below src are copied as empty
+ * directories.  On failure dst holds a partial tree: callers copy into a
+ * temporary directory and rename it into place only on success. */
+int lcopy_tree(const char *src, const char *dst, unsigned flags, struct lcopy_stats *st,
+	       struct sbx_err *err);
+
+/* The apparent size of the regular files below `dir` (no mount crossing). */
+int lcopy_du(const char *dir, int64_t *bytes, struct sbx_err *err);
+
+#endif

@@ -1,0 +1,80 @@
+/* local-sb.h - private to the local backend's lifecycle files (local.c,
+ * local-init.c, local-exec.c): the on-disk sandbox record and the cgroup
+ * paths that belong to one sandbox.  Other backend files use local.h.
+ *
+ * On-disk layout, one directory per sandbox:
+ *
+ *   <state>/local/sandboxes/<id>/
+ *       sandbox.json   the record (written by tmp + rename, never torn)
+ *       activity       mtime = last command (the idle timer reads it)
+ *       busy           flock(LOCK_SH) held by every running exec
+ *       killed         present when the idle timer killed the sandbox
+ *       upper/ work/   the overlay's writable layer and its workdir
+ *       root/          the mount point of the merged tree (inside the
+ *                      sandbox's mount namespace only: the host never has
+ *                      a mount here, so nothing can be leaked on the host)
+ *
+ * Cgroups: sandbox <id> owns
+ *   <v2>/sbx/<id>           the init (PID 1) and, when egress is on, slirp4netns
+ *   <v2>/sbx/<id>/work      every exec'd process (what pause freezes)
+ *   <v2>/sbx/<id>/work/x-*  one per exec that has a timeout (cgroup.kill)
+ *   <v1:memory|pids|cpu>/sbx/<id>   the resource limits, whole sandbox
+ * where <v2> is the cgroup2 mount (/sys/fs/cgroup/unified on hybrid hosts,
+ * /sys/fs/cgroup on pure v2 ones) and the v1 roots are the controllers'
+ * mounts.  They hang from a fixed "sbx" parent at each hierarchy's root,
+ * not below the caller's cgroup: a sandbox outlives the process that made
+ * it, and a caller's cgroup may be torn down with that caller.  The paths
+ * are derived from the id alone, so a crash before the record was
+ * complete still leaves everything findable. */
+#ifndef SBX_LOCAL_SB_H
+#define SBX_LOCAL_SB_H
+
+#include <sys/types.h>
+#include <json-c/json.h>
+
+#include "local.h"
+
+#define LOCAL_NCG 4          /* v2 + memory + pids + cpu */
+enum { CG_V2, CG_MEMORY, CG_PIDS, CG_CPU };
+
+struct local_rec {
+	char *dir;               /* <state>/local/sandboxes/<id> */
+	json_object *j;          /* the parsed record (owned) */
+	char *cg[LOCAL_NCG];     /* absolute cgroup dirs, NULL when absent */
+	pid_t init_pid;          /* 0 while creating */
+};
+
+/* Root of sandbox <id>'s cgroup in hierarchy `which`, or NULL when that
+ * hierarchy is not mounted.  malloc'd. */
+char *local_cg_path(int which, const char *id);
+/* Wait until `key` in <cg>/cgroup.events equals `want` (or the file is
+ * gone).  0, or -1 with errno ETIMEDOUT after timeout_ms. */
+int local_cg_wait(const char *cg, const char *key, long want, int timeout_ms);
+/* Load the record of sandbox `id`; not_found when it does not exist. */
+int local_rec_load(struct sbx_backend *b, const char *id, struct local_rec *r,
+		   struct sbx_err *err);
+void local_rec_free(struct local_rec *r);
+/* 1 if pid is alive and still the process that started at `start`
+ * (field 22 of /proc/PID/stat; 0 = do not check). */
+int local_pid_alive(pid_t pid, unsigned long long start);
+unsigned long long local_pid_start(pid_t pid);
+
+/* What the init needs (local-init.c).  Everything is prepared by create;
+ * the init only mounts, pivots and then runs its loop. */
+struct local_init_cfg {
+	const char *id;
+	const char *dir;         /* sandbox dir on the host */
+	const char *overlay_opts;/* "lowerdir=...,upperdir=...,workdir=..." */
+	char *const *cg;         /* LOCAL_NCG cgroup dirs to join (NULL = skip) */
+};
+/* Start the init of a sandbox as a daemon: new mount, pid, uts, ipc, net
+ * and cgroup namespaces, in the sandbox's cgroups, its root on the
+ * overlay.  Returns once the init reports ready (0, *pid = its host pid) or
+ * failed (-1; the init is gone or going; remove cleans what is left). */
+int local_init_start(const struct local_init_cfg *c, pid_t *pid, struct sbx_err *err);
+
+/* Idle-timer policy file the init reads on SIGHUP: "SECONDS PAUSE AUTORESUME". */
+int local_policy_write(const char *dir, const struct sbx_timeout_policy *t,
+		       struct sbx_err *err);
+
+#endif

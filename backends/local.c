@@ -1,0 +1,1322 @@
+/* local.c - the local backend: sandboxes as Linux namespaces + overlayfs
+ * on this machine, no daemon.  This file holds the vtable and the sandbox
+ * lifecycle (create, get, list, connect, pause/resume, timeouts, remove);
+ * the init lives in local-init.c, exec in local-exec.c, files and images
+ * in their own files.  The on-disk layout and the cgroup layout are
+ * described in local-sb.h.
+ *
+ * Promises:
+ *  - State is on disk only; any process can pick up any sandbox.
+ *  - A create killed at any point (SIGKILL included) leaves a directory
+ *    with a record that `list` shows (state dead) and `remove` cleans: the
+ *    record is written before anything else exists, and every other
+ *    resource is found from the id alone.
+ *  - remove is idempotent: a sandbox that is already gone is success with
+ *    *gone = 1.
+ *  - The host never holds a mount of a sandbox: the overlay exists only in
+ *    the sandbox's mount namespace, which dies with its last process. */
+#include "local-sb.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "doc.h"
+#include "util.h"
+
+#define HOST_TEMPLATE "host"
+#define SANDBOX_UID 1000
+
+static struct local *L(struct sbx_backend *b) { return b->priv; }
+
+static int valid_id(const char *id)
+{
+	if (!id || strncmp(id, "sb-", 3) != 0 || strlen(id) > 64)
+		return 0;
+	for (const char *p = id + 3; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-'))
+			return 0;
+	return id[3] != '\0';
+}
+
+static char *sb_dir(struct sbx_backend *b, const char *id)
+{
+	return sbx_xasprintf("%s/sandboxes/%s", L(b)->dir, id);
+}
+
+/* ---- cgroups ---- */
+
+static const char *v2_mount(void)
+{
+	static const char *m;
+	static int done;
+	if (!done) {
+		done = 1;
+		if (access("/sys/fs/cgroup/unified/cgroup.procs", F_OK) == 0)
+			m = "/sys/fs/cgroup/unified";
+		else if (access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0)
+			m = "/sys/fs/cgroup";
+	}
+	return m;
+}
+
+char *local_cg_path(int which, const char *id)
+{
+	static const char *const v1[] = {
+		[CG_MEMORY] = "/sys/fs/cgroup/memory", [CG_PIDS] = "/sys/fs/cgroup/pids",
+		[CG_CPU] = "/sys/fs/cgroup/cpu",
+	};
+	if (which == CG_V2) {
+		const char *m = v2_mount();
+		return m ? sbx_xasprintf("%s/sbx/%s", m, id) : NULL;
+	}
+	char probe[PATH_MAX];
+	snprintf(probe, sizeof(probe), "%s/cgroup.procs", v1[which]);
+	if (access(probe, F_OK) < 0)
+		return NULL;
+	return sbx_xasprintf("%s/sbx/%s", v1[which], id);
+}
+
+static int write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = write(fd, s, strlen(s));
+	int e = errno;
+	close(fd);
+	errno = e;
+	return n < 0 ? -1 : 0;
+}
+
+static int read_small(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* Value of `key` in a "key value" cgroup file (cgroup.events), or -1. */
+static long cg_field(const char *file, const char *key)
+{
+	char buf[1024];
+	if (read_small(file, buf, sizeof(buf)) < 0)
+		return -1;
+	size_t kl = strlen(key);
+	for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (strncmp(l, key, kl) == 0 && l[kl] == ' ')
+			return strtol(l + kl + 1, NULL, 10);
+	return -1;
+}
+
+/* Wait until `key` in cgroup.events of `cg` equals want (poll wakes on
+ * every change of the file).  0, or -1 with errno = ETIMEDOUT. */
+int local_cg_wait(const char *cg, const char *key, long want, int timeout_ms)
+{
+	char ev[PATH_MAX];
+	snprintf(ev, sizeof(ev), "%s/cgroup.events", cg);
+	int fd = open(ev, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int64_t deadline = sbx_mono_ms() + timeout_ms;
+	for (;;) {
+		long v = cg_field(ev, key);
+		if (v == want || v < 0) {
+			close(fd);
+			return 0;
+		}
+		int64_t left = deadline - sbx_mono_ms();
+		if (left <= 0)
+			break;
+		char buf[256];
+		(void)!pread(fd, buf, sizeof(buf), 0);
+		struct pollfd pf = {.fd = fd, .events = POLLPRI};
+		poll(&pf, 1, left > 50 ? 50 : (int)left);
+	}
+	close(fd);
+	errno = ETIMEDOUT;
+	return -1;
+}
+
+static int mkdir_ok(const char *p, unsigned mode)
+{
+	return mkdir(p, mode) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+/* Remove a cgroup directory and its children, deepest first.  A v1
+ * directory can stay busy for a moment after its last task died. */
+static void cg_rmdir_tree(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (e->d_type == DT_DIR && e->d_name[0] != '.') {
+			SBX_AUTOFREE char *c = sbx_xasprintf("%s/%s", path, e->d_name);
+			cg_rmdir_tree(c);
+		}
+	closedir(d);
+	for (int i = 0; i < 200; i++) {
+		if (rmdir(path) == 0 || errno == ENOENT)
+			return;
+		if (errno != EBUSY)
+			return;
+		struct timespec ts = {0, 10 * 1000000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* ---- records ---- */
+
+unsigned long long local_pid_start(pid_t pid)
+{
+	char p[64], buf[1024];
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	if (read_small(p, buf, sizeof(buf)) < 0)
+		return 0;
+	char *s = strrchr(buf, ')');
+	if (!s)
+		return 0;
+	/* Field 3 (state) follows ") "; starttime is field 22. */
+	char state = s[2];
+	if (state == 'Z' || state == 'X')
+		return 0;
+	s += 2;
+	for (int f = 3; f < 22 && s; f++) {
+		s = strchr(s, ' ');
+		if (s)
+			s++;
+	}
+	return s ? strtoull(s, NULL, 10) : 0;
+}
+
+int local_pid_alive(pid_t pid, unsigned long long start)
+{
+	if (pid <= 0)
+		return 0;
+	unsigned long long now = local_pid_start(pid);
+	return now != 0 && (start == 0 || now == start);
+}
+
+static int rec_write(const char *dir, json_object *j, struct sbx_err *err)
+{
+	char tmp[PATH_MAX], dst[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s/.sandbox.json.%d", dir, (int)getpid());
+	snprintf(dst, sizeof(dst), "%s/sandbox.json", dir);
+	const char *s = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN);
+	/* No fsync: the record describes processes, and a power loss kills
+	 * those anyway; rename keeps it whole against a crashed writer. */
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "state", "write %s", tmp);
+	if (sbx_write_all(fd, s, strlen(s)) < 0 || sbx_write_all(fd, "\n", 1) < 0) {
+		close(fd);
+		unlink(tmp);
+		return sbx_fail_errno(err, SBX_INTERNAL, "state", "write %s", tmp);
+	}
+	close(fd);
+	if (rename(tmp, dst) < 0) {
+		unlink(tmp);
+		return sbx_fail_errno(err, SBX_INTERNAL, "state", "rename %s", dst);
+	}
+	return 0;
+}
+
+void local_rec_free(struct local_rec *r)
+{
+	free(r->dir);
+	json_object_put(r->j);
+	for (int i = 0; i < LOCAL_NCG; i++)
+		free(r->cg[i]);
+	memset(r, 0, sizeof(*r));
+}
+
+static const char *const cg_keys[LOCAL_NCG] = {"v2", "memory", "pids", "cpu"};
+
+int local_rec_load(struct sbx_backend *b, const char *id, struct local_rec *r,
+		   struct sbx_err *err)
+{
+	memset(r, 0, sizeof(*r));
+	if (!valid_id(id))
+		return sbx_fail(err, SBX_NOT_FOUND, "get", "no sandbox %s", id ? id : "(null)");
+	r->dir = sb_dir(b, id);
+	SBX_AUTOFREE char *path = sbx_xasprintf("%s/sandbox.json", r->dir);
+	SBX_AUTOFREE char *data = NULL;
+	size_t len;
+	struct sbx_err e2 = {0};
+	if (sbx_read_file(path, 1 << 20, &data, &len, &e2) < 0) {
+		int gone = access(r->dir, F_OK) < 0;
+		local_rec_free(r);
+		if (gone)
+			return sbx_fail(err, SBX_NOT_FOUND, "get", "no sandbox %s", id);
+		/* A directory without a record: a create that died before its
+		 * first write.  Present it as a dead sandbox. */
+		r->dir = sb_dir(b, id);
+		r->j = json_object_new_object();
+		sbx_json_set_str(r->j, "id", id);
+		sbx_json_set_str(r->j, "state", "creating");
+	} else {
+		r->j = json_tokener_parse(data);
+		if (!r->j || !json_object_is_type(r->j, json_type_object)) {
+			json_object_put(r->j);
+			r->j = json_object_new_object();
+			sbx_json_set_str(r->j, "id", id);
+			sbx_json_set_str(r->j, "state", "creating");
+		}
+	}
+	json_object *cg = sbx_json_obj(r->j, "cgroups");
+	for (int i = 0; i < LOCAL_NCG; i++) {
+		const char *p = cg ? sbx_json_str(cg, cg_keys[i]) : NULL;
+		r->cg[i] = p ? sbx_xstrdup(p) : local_cg_path(i, id);
+	}
+	r->init_pid = (pid_t)sbx_json_int(r->j, "init_pid", 0);
+	return 0;
+}
+
+static enum sbx_state rec_state(const struct local_rec *r)
+{
+	const char *st = sbx_json_str(r->j, "state");
+	if (!st || strcmp(st, "ready") != 0) {
+		pid_t c = (pid_t)sbx_json_int(r->j, "creator_pid", 0);
+		unsigned long long cs = (unsigned long long)sbx_json_int(r->j, "creator_start", 0);
+		return local_pid_alive(c, cs) ? SBX_STATE_TRANSITIONING : SBX_STATE_DEAD;
+	}
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/killed", r->dir);
+	if (access(p, F_OK) == 0)
+		return SBX_STATE_TERMINAL;
+	if (!local_pid_alive(r->init_pid,
+			     (unsigned long long)sbx_json_int(r->j, "init_start", 0)))
+		return SBX_STATE_DEAD;
+	if (r->cg[CG_V2]) {
+		char buf[16];
+		snprintf(p, sizeof(p), "%s/work/cgroup.freeze", r->cg[CG_V2]);
+		if (read_small(p, buf, sizeof(buf)) == 0 && buf[0] == '1')
+			return SBX_STATE_PAUSED;
+	}
+	return SBX_STATE_RUNNING;
+}
+
+static void rec_to_sandbox(struct sbx_backend *b, const struct local_rec *r,
+			   struct sbx_sandbox *sb)
+{
+	memset(sb, 0, sizeof(*sb));
+	sb->id = sbx_xstrdup(sbx_json_str(r->j, "id"));
+	sb->backend = sbx_xstrdup("local");
+	sb->profile = sbx_xstrdup(b->profile && b->profile->name ? b->profile->name : "default");
+	const char *t = sbx_json_str(r->j, "template");
+	sb->template_id = t ? sbx_xstrdup(t) : NULL;
+	sb->state = rec_state(r);
+	json_object *md = sbx_json_obj(r->j, "metadata");
+	sb->metadata = md ? json_object_get(md) : json_object_new_object();
+	const char *s = sbx_json_str(sb->metadata, "sbx.tenant");
+	sb->tenant = s ? sbx_xstrdup(s) : NULL;
+	s = sbx_json_str(sb->metadata, "sbx.session");
+	sb->session = s ? sbx_xstrdup(s) : NULL;
+	sb->created_at = sbx_json_int(r->j, "created_at", 0);
+}
+
+/* ---- preparing the writable layer ---- */
+
+struct layers {
+	char **dir;              /* top-most first */
+	size_t n;
+	int host;                /* the bottom layer is the host's "/" */
+};
+
+static void layers_free(struct layers *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->dir[i]);
+	free(l->dir);
+	memset(l, 0, sizeof(*l));
+}
+
+/* Where `rel` (no leading slash) is found in the layer stack: the first
+ * (top-most) layer that has it.  0 and *st, or -1. */
+static int lower_stat(const struct layers *l, const char *rel, struct stat *st, char **found)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		SBX_AUTOFREE char *p = sbx_xasprintf("%s/%s", strcmp(l->dir[i], "/") ? l->dir[i] : "",
+						      rel);
+		if (lstat(p, st) == 0) {
+			if (found)
+				*found = sbx_xstrdup(p);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* mkdir -p of `rel` inside the upper layer; each created directory copies
+ * the owner and mode of the lower directory it shadows (so that /var or
+ * /etc look the same), or gets root 0755 when the lower has none. */
+static int upper_mkdirs(const char *upper, const struct layers *l, const char *rel,
+			struct sbx_err *err)
+{
+	char path[PATH_MAX], r[PATH_MAX];
+	snprintf(r, sizeof(r), "%s", rel);
+	for (char *s = r;; s++) {
+		if (*s != '/' && *s != '\0')
+			continue;
+		char c = *s;
+		*s = '\0';
+		snprintf(path, sizeof(path), "%s/%s", upper, r);
+		if (mkdir(path, 0755) == 0) {
+			struct stat st;
+			if (lower_stat(l, r, &st, NULL) == 0 && S_ISDIR(st.st_mode)) {
+				if (chown(path, st.st_uid, st.st_gid) < 0 ||
+				    chmod(path, st.st_mode & 07777) < 0)
+					return sbx_fail_errno(err, SBX_INTERNAL, "create", "prepare %s", path);
+			}
+		} else if (errno != EEXIST) {
+			return sbx_fail_errno(err, SBX_INTERNAL, "create", "mkdir %s", path);
+		}
+		if (c == '\0')
+			break;
+		*s = c;
+	}
+	return 0;
+}
+
+static int upper_dir(const char *upper, const struct layers *l, const char *rel, unsigned mode,
+		     uid_t uid, gid_t gid, int opaque, struct sbx_err *err)
+{
+	if (upper_mkdirs(upper, l, rel, err) < 0)
+		return -1;
+	SBX_AUTOFREE char *p = sbx_xasprintf("%s/%s", upper, rel);
+	if (chown(p, uid, gid) < 0 || chmod(p, mode) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "create", "prepare %s", p);
+	if (opaque && setxattr(p, "trusted.overlay.opaque", "y", 1, 0) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "create", "make %s opaque", p);
+	return 0;
+}
+
+/* Hide a host file: an overlay whiteout (a 0:0 character device). */
+static int upper_whiteout(const char *upper, const struct layers *l, const char *rel,
+			  struct sbx_err *err)
+{
+	struct stat st;
+	if (lower_stat(l, rel, &st, NULL) < 0)
+		return 0;
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof(parent), "%s", rel);
+	char *slash = strrchr(parent, '/');
+	if (slash) {
+		*slash = '\0';
+		if (upper_mkdirs(upper, l, parent, err) < 0)
+			return -1;
+	}
+	SBX_AUTOFREE char *p = sbx_xasprintf("%s/%s", upper, rel);
+	if (mknod(p, S_IFCHR | 0, makedev(0, 0)) < 0 && errno != EEXIST)
+		return sbx_fail_errno(err, SBX_INTERNAL, "create", "whiteout %s", p);
+	return 0;
+}
+
+/* /etc/passwd and /etc/group must name uid/gid 1000 "user": keep the
+ * template's entries except any other claim on that name or number. */
+static int upper_account(const char *upper, const struct layers *l, const char *file,
+			 const char *line, struct sbx_err *err)
+{
+	SBX_AUTOFREE char *found = NULL;
+	SBX_AUTOFREE char *data = NULL;
+	struct stat st;
+	size_t len = 0;
+	SBX_AUTOFREE char *rel = sbx_xasprintf("etc/%s", file);
+	if (lower_stat(l, rel, &st, &found) == 0 && S_ISREG(st.st_mode)) {
+		struct sbx_err e2 = {0};
+		if (sbx_read_file(found, 4 << 20, &data, &len, &e2) < 0)
+			data = NULL;
+	}
+	if (data && strstr(data, line) && (data == strstr(data, line) || strstr(data, line)[-1] == '\n'))
+		return 0;
+	size_t cap = len + strlen(line) + 64;
+	char *out = sbx_xmalloc(cap);
+	size_t o = 0;
+	if (!data || !strstr(data, "root:"))
+		o += (size_t)snprintf(out, cap, "%s", strcmp(file, "passwd") == 0
+				      ? "root:x:0:0:root:/root:/bin/sh\n" : "root:x:0:\n");
+	for (char *s = data, *nl; s && *s; s = nl ? nl + 1 : NULL) {
+		nl = strchr(s, '\n');
+		size_t ll = nl ? (size_t)(nl - s) : strlen(s);
+		/* name:x:id:... -- drop "user" and anything with id 1000. */
+		const char *c1 = memchr(s, ':', ll);
+		const char *c2 = c1 ? memchr(c1 + 1, ':', ll - (size_t)(c1 + 1 - s)) : NULL;
+		int drop = (c1 && c1 - s == 4 && strncmp(s, "user", 4) == 0) ||
+			   (c2 && strncmp(c2 + 1, "1000:", 5) == 0);
+		if (!drop && ll) {
+			memcpy(out + o, s, ll);
+			o += ll;
+			out[o++] = '\n';
+		}
+	}
+	o += (size_t)snprintf(out + o, cap - o, "%s", line);
+	if (upper_mkdirs(upper, l, "etc", err) < 0) {
+		free(out);
+		return -1;
+	}
+	SBX_AUTOFREE char *dst = sbx_xasprintf("%s/etc/%s", upper, file);
+	int fd = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int rc = fd < 0 || sbx_write_all(fd, out, o) < 0 ? -1 : 0;
+	if (fd >= 0)
+		close(fd);
+	free(out);
+	if (rc < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "create", "write %s", dst);
+	return 0;
+}
+
+/* The directory of a unix socket named by a redis URL, or NULL. */
+static char *redis_sock_dir(const char *url)
+{
+	if (!url || strncmp(url, "unix://", 7) != 0)
+		return NULL;
+	char *d = sbx_xstrdup(url + 7);
+	char *q = strchr(d, '?');
+	if (q)
+		*q = '\0';
+	char *s = strrchr(d, '/');
+	if (!s || s == d) {
+		free(d);
+		return NULL;
+	}
+	*s = '\0';
+	return d;
+}
+
+static const char *const hidden[] = {
+	"tmp", "var/tmp", "run", "root", "home", "work", "srv", "mnt", "media",
+	"var/lib/sbx", "var/lib/docker", "var/lib/redis", "var/lib/containerd",
+	"etc/sbx", "var/run",
+};
+
+static int hide_host_path(const char *upper, const struct layers *l, const char *abs,
+			  struct sbx_err *err)
+{
+	char real[PATH_MAX];
+	if (!abs || abs[0] != '/' || !realpath(abs, real))
+		return 0;
+	if (strcmp(real, "/") == 0)
+		return 0;
+	/* Already inside a hidden directory: nothing more to hide. */
+	for (size_t i = 0; i < SBX_ARRAY_LEN(hidden); i++) {
+		size_t n = strlen(hidden[i]);
+		if (strncmp(real + 1, hidden[i], n) == 0 && (real[1 + n] == '/' || real[1 + n] == '\0'))
+			return 0;
+	}
+	struct stat st;
+	if (lower_stat(l, real + 1, &st, NULL) < 0 || !S_ISDIR(st.st_mode))
+		return 0;
+	return upper_dir(upper, l, real + 1, st.st_mode & 07777, st.st_uid, st.st_gid, 1, err);
+}
+
+/* Everything the sandbox's root needs in its own layer: the standard
+ * directories, the account, and (over the host's root) opaque directories
+ * and whiteouts for what a sandbox must not see. */
+static int prepare_upper(struct sbx_backend *b, const char *upper, const struct layers *l,
+			 struct sbx_err *err)
+{
+	static const char *const whiteouts[] = {
+		"etc/shadow", "etc/gshadow", "etc/shadow-", "etc/gshadow-",
+	};
+	if (l->host) {
+		struct stat st;
+		for (size_t i = 0; i < SBX_ARRAY_LEN(hidden); i++) {
+			SBX_AUTOFREE char *abs = sbx_xasprintf("/%s", hidden[i]);
+			if (lstat(abs, &st) < 0 || !S_ISDIR(st.st_mode))
+				continue;
+			if (upper_dir(upper, l, hidden[i], st.st_mode & 07777, st.st_uid, st.st_gid, 1,
+				      err) < 0)
+				return -1;
+		}
+		for (size_t i = 0; i < SBX_ARRAY_LEN(whiteouts); i++)
+			if (upper_whiteout(upper, l, whiteouts[i], err) < 0)
+				return -1;
+		/* The state dir and the Redis socket's dir, wherever they are. */
+		if (hide_host_path(upper, l, b->profile->state_dir, err) < 0)
+			return -1;
+		SBX_AUTOFREE char *rd = redis_sock_dir(getenv("SBX_REDIS_URL"));
+		if (hide_host_path(upper, l, rd, err) < 0)
+			return -1;
+		SBX_AUTOFREE char *rd2 = redis_sock_dir(b->profile->redis_url);
+		if (hide_host_path(upper, l, rd2, err) < 0)
+			return -1;
+	}
+	static const char *const mnt[] = {"proc", "sys", "dev"};
+	for (size_t i = 0; i < SBX_ARRAY_LEN(mnt); i++)
+		if (upper_mkdirs(upper, l, mnt[i], err) < 0)
+			return -1;
+	struct stat st;
+	if (upper_dir(upper, l, "tmp", 01777, 0, 0, 0, err) < 0)
+		return -1;
+	if (lower_stat(l, "var/tmp", &st, NULL) == 0 && S_ISDIR(st.st_mode) &&
+	    upper_dir(upper, l, "var/tmp", 01777, 0, 0, 0, err) < 0)
+		return -1;
+	if (upper_dir(upper, l, "workspace", 0755, SANDBOX_UID, SANDBOX_UID, 0, err) < 0 ||
+	    upper_dir(upper, l, "workspace/input", 0755, SANDBOX_UID, SANDBOX_UID, 0, err) < 0 ||
+	    upper_dir(upper, l, "workspace/output", 0755, SANDBOX_UID, SANDBOX_UID, 0, err) < 0 ||
+	    upper_dir(upper, l, "home/user", 0755, SANDBOX_UID, SANDBOX_UID, 0, err) < 0 ||
+	    upper_dir(upper, l, "opt/sbx/skills", 0755, 0, 0, 0, err) < 0)
+		return -1;
+	if (lower_stat(l, "root", &st, NULL) < 0 &&
+	    upper_dir(upper, l, "root", 0700, 0, 0, 0, err) < 0)
+		return -1;
+	if (upper_account(upper, l, "passwd", "user:x:1000:1000:user:/home/user:/bin/sh\n", err) < 0 ||
+	    upper_account(upper, l, "group", "user:x:1000:\n", err) < 0)
+		return -1;
+	return 0;
+}
+
+static int resolve_layers(struct sbx_backend *b, const char *tpl, struct layers *l,
+			  struct sbx_err *err)
+{
+	json_object *arr = NULL;
+	memset(l, 0, sizeof(*l));
+	struct sbx_err e2 = {0};
+	if (local_image_layers(b, tpl, &arr, &e2) < 0) {
+		if (e2.kind == SBX_UNSUPPORTED && strcmp(tpl, HOST_TEMPLATE) == 0) {
+			l->dir = sbx_xcalloc(1, sizeof(char *));
+			l->dir[0] = sbx_xstrdup("/");
+			l->n = 1;
+			l->host = 1;
+			return 0;
+		}
+		*err = e2;
+		if (err->kind == SBX_NOT_FOUND)
+			err->kind = SBX_INVALID_REQUEST;   /* a missing template, not sandbox */
+		return -1;
+	}
+	size_t n = arr && json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
+	if (n == 0) {
+		json_object_put(arr);
+		return sbx_fail(err, SBX_INTERNAL, "create", "template %s has no layers", tpl);
+	}
+	l->dir = sbx_xcalloc(n, sizeof(char *));
+	for (size_t i = 0; i < n; i++) {
+		const char *s = json_object_get_string(json_object_array_get_idx(arr, i));
+		if (!s || s[0] != '/' || strpbrk(s, ":,")) {
+			json_object_put(arr);
+			layers_free(l);
+			return sbx_fail(err, SBX_INTERNAL, "create", "template %s: bad layer path", tpl);
+		}
+		l->dir[l->n++] = sbx_xstrdup(s);
+	}
+	json_object_put(arr);
+	l->host = strcmp(l->dir[l->n - 1], "/") == 0;
+	return 0;
+}
+
+/* ---- create ---- */
+
+static int make_cgroups(struct local_rec *r, const struct sbx_limits *lim, struct sbx_err *err)
+{
+	for (int i = 0; i < LOCAL_NCG; i++) {
+		if (!r->cg[i])
+			continue;
+		SBX_AUTOFREE char *parent = sbx_xstrdup(r->cg[i]);
+		*strrchr(parent, '/') = '\0';
+		if (mkdir_ok(parent, 0755) < 0 || mkdir_ok(r->cg[i], 0755) < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "create", "mkdir %s", r->cg[i]);
+	}
+	char p[PATH_MAX], v[64];
+	snprintf(p, sizeof(p), "%s/work", r->cg[CG_V2]);
+	if (mkdir_ok(p, 0755) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "create", "mkdir %s", p);
+	if (lim->memory_bytes > 0) {
+		if (!r->cg[CG_MEMORY])
+			return sbx_fail(err, SBX_UNSUPPORTED, "create", "no memory cgroup controller");
+		snprintf(p, sizeof(p), "%s/memory.limit_in_bytes", r->cg[CG_MEMORY]);
+		snprintf(v, sizeof(v), "%lld", (long long)lim->memory_bytes);
+		if (write_file(p, v) < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "create", "set the memory limit");
+	}
+	if (lim->pids > 0) {
+		if (!r->cg[CG_PIDS])
+			return sbx_fail(err, SBX_UNSUPPORTED, "create", "no pids cgroup controller");
+		snprintf(p, sizeof(p), "%s/pids.max", r->cg[CG_PIDS]);
+		snprintf(v, sizeof(v), "%lld", (long long)lim->pids);
+		if (write_file(p, v) < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "create", "set the pids limit");
+	}
+	if (lim->cpus > 0) {
+		if (!r->cg[CG_CPU])
+			return sbx_fail(err, SBX_UNSUPPORTED, "create", "no cpu cgroup controller");
+		snprintf(p, sizeof(p), "%s/cpu.cfs_period_us", r->cg[CG_CPU]);
+		if (write_file(p, "100000") < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "create", "set the cpu period");
+		snprintf(p, sizeof(p), "%s/cpu.cfs_quota_us", r->cg[CG_CPU]);
+		snprintf(v, sizeof(v), "%lld", (long long)(lim->cpus * 100000.0));
+		if (write_file(p, v) < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "create", "set the cpu limit");
+	}
+	return 0;
+}
+
+int local_policy_write(const char *dir, const struct sbx_timeout_policy *t, struct sbx_err *err)
+{
+	char buf[128], tmp[PATH_MAX], dst[PATH_MAX];
+	int n = snprintf(buf, sizeof(buf), "%lld %d %d\n", (long long)t->seconds,
+			 t->on_timeout_pause ? 1 : 0, t->auto_resume ? 1 : 0);
+	snprintf(tmp, sizeof(tmp), "%s/.policy.%d", dir, (int)getpid());
+	snprintf(dst, sizeof(dst), "%s/policy", dir);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || sbx_write_all(fd, buf, (size_t)n) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return sbx_fail_errno(err, SBX_INTERNAL, "timeout", "write %s", tmp);
+	}
+	close(fd);
+	if (rename(tmp, dst) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "timeout", "rename %s", dst);
+	return 0;
+}
+
+static int touch_file(const char *dir, const char *name)
+{
+	SBX_AUTOFREE char *p = sbx_xasprintf("%s/%s", dir, name);
+	int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+static char *find_in_path(const char *prog)
+{
+	const char *path = getenv("PATH");
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	SBX_AUTOFREE char *copy = sbx_xstrdup(path);
+	char *save = NULL;
+	for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		char *p = sbx_xasprintf("%s/%s", d, prog);
+		if (access(p, X_OK) == 0)
+			return p;
+		free(p);
+	}
+	return NULL;
+}
+
+/* Egress on: slirp4netns attached to the init's net ns, host loopback
+ * off, in the sandbox's top cgroup (so remove's cgroup.kill ends it). */
+static int start_slirp(const char *slirp, const struct local_rec *r, pid_t init,
+		       struct sbx_err *err)
+{
+	int ready[2];
+	if (pipe2(ready, O_CLOEXEC) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "create", "pipe");
+	pid_t c = fork();
+	if (c < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "create", "fork");
+	if (c == 0) {
+		setsid();
+		char p[PATH_MAX], pid[32], fd[16], ipid[32];
+		snprintf(pid, sizeof(pid), "%d", (int)getpid());
+		snprintf(p, sizeof(p), "%s/cgroup.procs", r->cg[CG_V2]);
+		(void)write_file(p, pid);
+		if (fork() != 0)
+			_exit(0);
+		int nul = open("/dev/null", O_RDWR);
+		dup2(nul, 0);
+		dup2(nul, 1);
+		dup2(nul, 2);
+		int rfd = dup(ready[1]);   /* without O_CLOEXEC: slirp writes it */
+		snprintf(fd, sizeof(fd), "%d", rfd);
+		snprintf(ipid, sizeof(ipid), "%d", (int)init);
+		execl(slirp, "slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback",
+		      "--ready-fd", fd, ipid, "tap0", (char *)NULL);
+		_exit(127);
+	}
+	close(ready[1]);
+	waitpid(c, NULL, 0);
+	char buf[8];
+	struct pollfd pf = {.fd = ready[0], .events = POLLIN};
+	int ok = poll(&pf, 1, 10000) > 0 && read(ready[0], buf, 1) == 1;
+	close(ready[0]);
+	if (!ok)
+		return sbx_fail(err, SBX_INTERNAL, "create", "slirp4netns did not come up");
+	return 0;
+}
+
+static int local_remove(struct sbx_backend *b, const char *id, int *gone, struct sbx_err *err);
+
+static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
+		     const char *id, struct local_rec *r, struct sbx_err *err)
+{
+	const char *tpl = req->template_id && *req->template_id ? req->template_id : HOST_TEMPLATE;
+	SBX_AUTOFREE char *slirp = NULL;
+	if (req->net.allow_internet && !(slirp = find_in_path("slirp4netns")))
+		return sbx_fail(err, SBX_UNSUPPORTED, "create",
+				"egress needs slirp4netns, which is not installed");
+	if ((req->net.allow_out && json_object_array_length(req->net.allow_out) > 0) ||
+	    (req->net.deny_out && json_object_array_length(req->net.deny_out) > 0))
+		return sbx_fail(err, SBX_UNSUPPORTED, "create",
+				"the local backend has no allow_out/deny_out rules");
+	if (!v2_mount())
+		return sbx_fail(err, SBX_UNSUPPORTED, "create", "no cgroup2 hierarchy is mounted");
+	struct layers l;
+	if (resolve_layers(b, tpl, &l, err) < 0)
+		return -1;
+
+	/* 1. The directory and a "creating" record: from here on, list sees
+	 * the sandbox and remove can clean it. */
+	SBX_AUTOFREE char *parent = sbx_xasprintf("%s/sandboxes", L(b)->dir);
+	if (sbx_mkdir_p(parent, 0700, err) < 0) {
+		layers_free(&l);
+		return -1;
+	}
+	r->dir = sb_dir(b, id);
+	if (mkdir(r->dir, 0700) < 0) {
+		layers_free(&l);
+		return sbx_fail_errno(err, SBX_INTERNAL, "create", "mkdir %s", r->dir);
+	}
+	for (int i = 0; i < LOCAL_NCG; i++)
+		r->cg[i] = local_cg_path(i, id);
+	r->j = json_object_new_object();
+	json_object *j = r->j;
+	sbx_json_set_str(j, "id", id);
+	sbx_json_set_str(j, "template", tpl);
+	sbx_json_set_str(j, "state", "creating");
+	sbx_json_set_int(j, "created_at", sbx_now_ms() / 1000);
+	sbx_json_set_int(j, "creator_pid", getpid());
+	sbx_json_set_int(j, "creator_start", (int64_t)local_pid_start(getpid()));
+	json_object *md = json_object_new_object();
+	if (req->metadata) {
+		json_object_object_foreach(req->metadata, k, v)
+			json_object_object_add(md, k, json_object_get(v));
+	}
+	json_object_object_add(j, "metadata", md);
+	if (req->env)
+		json_object_object_add(j, "env", json_object_get(req->env));
+	json_object *to = sbx_json_child(j, "timeout");
+	sbx_json_set_int(to, "seconds", req->timeout.seconds);
+	sbx_json_set_str(to, "on_timeout", req->timeout.on_timeout_pause ? "pause" : "kill");
+	sbx_json_set_bool(to, "auto_resume", req->timeout.auto_resume);
+	json_object *lim = sbx_json_child(j, "limits");
+	sbx_json_set_int(lim, "memory_bytes", req->limits.memory_bytes);
+	sbx_json_set_int(lim, "pids", req->limits.pids);
+	json_object_object_add(lim, "cpus", json_object_new_double(req->limits.cpus));
+	sbx_json_set_bool(sbx_json_child(j, "network"), "allow_internet", req->net.allow_internet);
+	json_object *cg = sbx_json_child(j, "cgroups");
+	for (int i = 0; i < LOCAL_NCG; i++)
+		if (r->cg[i])
+			sbx_json_set_str(cg, cg_keys[i], r->cg[i]);
+	json_object *la = json_object_new_array();
+	for (size_t i = 0; i < l.n; i++)
+		json_object_array_add(la, json_object_new_string(l.dir[i]));
+	json_object_object_add(j, "layers", la);
+	if (rec_write(r->dir, j, err) < 0) {
+		layers_free(&l);
+		return -1;
+	}
+	sbx_fault("local:after-mkdir");
+
+	/* 2. Cgroups with their limits. */
+	if (local_policy_write(r->dir, &req->timeout, err) < 0 ||
+	    touch_file(r->dir, "activity") < 0 || touch_file(r->dir, "busy") < 0 ||
+	    make_cgroups(r, &req->limits, err) < 0) {
+		if (!err->msg[0])
+			sbx_fail_errno(err, SBX_INTERNAL, "create", "state files");
+		layers_free(&l);
+		return -1;
+	}
+	sbx_fault("local:after-cgroup");
+
+	/* 3. The writable layer. */
+	SBX_AUTOFREE char *upper = sbx_xasprintf("%s/upper", r->dir);
+	SBX_AUTOFREE char *work = sbx_xasprintf("%s/work", r->dir);
+	SBX_AUTOFREE char *root = sbx_xasprintf("%s/root", r->dir);
+	if (mkdir(upper, 0755) < 0 || mkdir(work, 0700) < 0 || mkdir(root, 0755) < 0) {
+		layers_free(&l);
+		return sbx_fail_errno(err, SBX_INTERNAL, "create", "mkdir layers");
+	}
+	if (prepare_upper(b, upper, &l, err) < 0) {
+		layers_free(&l);
+		return -1;
+	}
+	size_t cap = 64 + strlen(upper) + strlen(work);
+	for (size_t i = 0; i < l.n; i++)
+		cap += strlen(l.dir[i]) + 1;
+	SBX_AUTOFREE char *opts = sbx_xmalloc(cap);
+	size_t o = (size_t)snprintf(opts, cap, "lowerdir=");
+	for (size_t i = 0; i < l.n; i++)
+		o += (size_t)snprintf(opts + o, cap - o, "%s%s", i ? ":" : "", l.dir[i]);
+	snprintf(opts + o, cap - o, ",upperdir=%s,workdir=%s", upper, work);
+	layers_free(&l);
+	if (strlen(opts) >= 4000)
+		return sbx_fail(err, SBX_UNSUPPORTED, "create", "too many template layers for one mount");
+	sbx_fault("local:after-upper");
+
+	/* 4. The init. */
+	struct local_init_cfg ic = {.id = id, .dir = r->dir, .overlay_opts = opts, .cg = r->cg};
+	pid_t pid;
+	if (local_init_start(&ic, &pid, err) < 0)
+		return -1;
+	r->init_pid = pid;
+	sbx_json_set_int(j, "init_pid", pid);
+	sbx_json_set_int(j, "init_start", (int64_t)local_pid_start(pid));
+	sbx_fault("local:after-init");
+	if (slirp && start_slirp(slirp, r, pid, err) < 0)
+		return -1;
+
+	/* 5. Ready. */
+	sbx_json_set_str(j, "state", "ready");
+	json_object_object_del(j, "creator_pid");
+	json_object_object_del(j, "creator_start");
+	if (rec_write(r->dir, j, err) < 0)
+		return -1;
+	sbx_fault("local:after-ready");
+	return 0;
+}
+
+static int local_create(struct sbx_backend *b, const struct sbx_create_req *req,
+			struct sbx_sandbox *out, struct sbx_err *err)
+{
+	if (geteuid() != 0)
+		return sbx_fail(err, SBX_UNSUPPORTED, "create",
+				"the local backend needs root (or user namespaces: not implemented)");
+	char hex[13], id[16];
+	if (sbx_random_hex(hex, 6, err) < 0)
+		return -1;
+	snprintf(id, sizeof(id), "sb-%s", hex);
+	struct local_rec r = {0};
+	if (do_create(b, req, id, &r, err) < 0) {
+		/* Undo what exists; the error that matters is the first one. */
+		if (r.dir) {
+			struct sbx_err e2 = {0};
+			int gone;
+			local_remove(b, id, &gone, &e2);
+		}
+		local_rec_free(&r);
+		return -1;
+	}
+	rec_to_sandbox(b, &r, out);
+	local_rec_free(&r);
+	return 0;
+}
+
+/* ---- get, list ---- */
+
+static int local_get(struct sbx_backend *b, const char *id, struct sbx_sandbox *out,
+		     struct sbx_err *err)
+{
+	struct local_rec r;
+	if (local_rec_load(b, id, &r, err) < 0)
+		return -1;
+	rec_to_sandbox(b, &r, out);
+	local_rec_free(&r);
+	return 0;
+}
+
+static int md_match(json_object *md, json_object *want)
+{
+	if (!want)
+		return 1;
+	json_object_object_foreach(want, k, v) {
+		const char *have = sbx_json_str(md, k);
+		const char *w = json_object_get_string(v);
+		if (!have || !w || strcmp(have, w) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+static int cmp_sb(const void *a, const void *b)
+{
+	const struct sbx_sandbox *x = a, *y = b;
+	if (x->created_at != y->created_at)
+		return x->created_at < y->created_at ? -1 : 1;
+	return strcmp(x->id, y->id);
+}
+
+static int local_list(struct sbx_backend *b, const struct sbx_list_filter *f,
+		      const char *page_token, struct sbx_page *out, struct sbx_err *err)
+{
+	(void)page_token;
+	memset(out, 0, sizeof(*out));
+	SBX_AUTOFREE char *dir = sbx_xasprintf("%s/sandboxes", L(b)->dir);
+	DIR *d = opendir(dir);
+	if (!d) {
+		if (errno == ENOENT)
+			return 0;
+		return sbx_fail_errno(err, SBX_INTERNAL, "list", "%s", dir);
+	}
+	size_t cap = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!valid_id(e->d_name))
+			continue;
+		struct local_rec r;
+		struct sbx_err e2 = {0};
+		if (local_rec_load(b, e->d_name, &r, &e2) < 0)
+			continue;   /* removed while we looked */
+		struct sbx_sandbox sb;
+		rec_to_sandbox(b, &r, &sb);
+		local_rec_free(&r);
+		if ((f && f->states && !(f->states & (1u << sb.state))) ||
+		    (f && !md_match(sb.metadata, f->metadata))) {
+			sbx_sandbox_clear(&sb);
+			continue;
+		}
+		if (out->n == cap) {
+			cap = cap ? cap * 2 : 16;
+			out->items = sbx_xrealloc(out->items, cap * sizeof(*out->items));
+		}
+		out->items[out->n++] = sb;
+	}
+	closedir(d);
+	if (out->n > 1)
+		qsort(out->items, out->n, sizeof(*out->items), cmp_sb);
+	return 0;
+}
+
+int local_sb_templates_in_use(struct sbx_backend *b, char ***ids, size_t *n, struct sbx_err *err)
+{
+	struct sbx_page p;
+	*ids = NULL;
+	*n = 0;
+	if (local_list(b, NULL, NULL, &p, err) < 0)
+		return -1;
+	*ids = sbx_xcalloc(p.n + 1, sizeof(char *));
+	for (size_t i = 0; i < p.n; i++)
+		if (p.items[i].template_id)
+			(*ids)[(*n)++] = sbx_xstrdup(p.items[i].template_id);
+	sbx_page_clear(&p);
+	return 0;
+}
+
+/* ---- remove ---- */
+
+/* Kill every process of the sandbox and wait until none is left. */
+static void kill_all(const struct local_rec *r)
+{
+	const char *cg = r->cg[CG_V2];
+	char p[PATH_MAX];
+	if (cg && access(cg, F_OK) == 0) {
+		snprintf(p, sizeof(p), "%s/cgroup.kill", cg);
+		if (write_file(p, "1") < 0) {
+			/* No cgroup.kill (kernel < 5.14): the init's death takes
+			 * its pid namespace along; anything else by pid. */
+			snprintf(p, sizeof(p), "%s/cgroup.procs", cg);
+			char buf[4096];
+			if (read_small(p, buf, sizeof(buf)) == 0)
+				for (char *s = buf; *s;) {
+					long pid = strtol(s, &s, 10);
+					if (pid > 0)
+						kill((pid_t)pid, SIGKILL);
+					while (*s == '\n')
+						s++;
+					if (!pid)
+						break;
+				}
+		}
+		local_cg_wait(cg, "populated", 0, 10000);
+	}
+	if (local_pid_alive(r->init_pid, (unsigned long long)sbx_json_int(r->j, "init_start", 0)))
+		kill(r->init_pid, SIGKILL);
+}
+
+static int local_remove(struct sbx_backend *b, const char *id, int *gone, struct sbx_err *err)
+{
+	*gone = 0;
+	if (!valid_id(id)) {
+		*gone = 1;
+		return 0;
+	}
+	struct local_rec r;
+	struct sbx_err e2 = {0};
+	int have_rec = local_rec_load(b, id, &r, &e2) == 0;
+	if (!have_rec) {
+		memset(&r, 0, sizeof(r));
+		r.dir = sb_dir(b, id);
+		r.j = json_object_new_object();
+		for (int i = 0; i < LOCAL_NCG; i++)
+			r.cg[i] = local_cg_path(i, id);
+	}
+	int existed = have_rec;
+	for (int i = 0; i < LOCAL_NCG; i++)
+		if (r.cg[i] && access(r.cg[i], F_OK) == 0)
+			existed = 1;
+	if (!existed) {
+		local_rec_free(&r);
+		*gone = 1;
+		return 0;
+	}
+	kill_all(&r);
+	for (int i = 0; i < LOCAL_NCG; i++)
+		if (r.cg[i])
+			cg_rmdir_tree(r.cg[i]);
+	int rc = 0;
+	/* The record goes last, so that a remove that dies midway is found
+	 * and finished by the next one. */
+	if (sbx_rm_rf(r.dir, err) < 0)
+		rc = -1;
+	for (int i = 0; rc == 0 && i < LOCAL_NCG; i++)
+		if (r.cg[i] && access(r.cg[i], F_OK) == 0)
+			rc = sbx_fail(err, SBX_INTERNAL, "remove", "cgroup %s is still busy", r.cg[i]);
+	local_rec_free(&r);
+	return rc;
+}
+
+/* ---- pause, resume, activity ---- */
+
+int local_sb_freeze(struct sbx_backend *b, const char *id, int freeze, struct sbx_err *err)
+{
+	struct local_rec r;
+	if (local_rec_load(b, id, &r, err) < 0)
+		return -1;
+	int rc = 0;
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/work", r.cg[CG_V2] ? r.cg[CG_V2] : "/nonexistent");
+	SBX_AUTOFREE char *f = sbx_xasprintf("%s/cgroup.freeze", p);
+	if (write_file(f, freeze ? "1" : "0") < 0)
+		rc = sbx_fail_errno(err, errno == ENOENT ? SBX_TERMINAL : SBX_INTERNAL,
+				    freeze ? "pause" : "resume", "sandbox %s", id);
+	else if (local_cg_wait(p, "frozen", freeze, 10000) < 0)
+		rc = sbx_fail(err, SBX_TIMEOUT, freeze ? "pause" : "resume",
+			      "sandbox %s did not %s in time", id, freeze ? "freeze" : "thaw");
+	local_rec_free(&r);
+	return rc;
+}
+
+void local_sb_touch(struct sbx_backend *b, const char *id)
+{
+	if (!valid_id(id))
+		return;
+	SBX_AUTOFREE char *p = sbx_xasprintf("%s/sandboxes/%s/activity", L(b)->dir, id);
+	utimensat(AT_FDCWD, p, NULL, 0);
+}
+
+static int state_error(const char *id, enum sbx_state st, const char *op, struct sbx_err *err)
+{
+	switch (st) {
+	case SBX_STATE_DEAD:
+		return sbx_fail(err, SBX_TERMINAL, op, "sandbox %s is dead (its init is gone)", id);
+	case SBX_STATE_TERMINAL:
+		return sbx_fail(err, SBX_TERMINAL, op, "sandbox %s was killed", id);
+	case SBX_STATE_TRANSITIONING:
+		return sbx_fail(err, SBX_CONFLICT, op, "sandbox %s is still being created", id);
+	default:
+		return sbx_fail(err, SBX_INTERNAL, op, "sandbox %s is in state %s", id,
+				sbx_state_name(st));
+	}
+}
+
+int local_sb_ensure_running(struct sbx_backend *b, const char *id, pid_t *init_pid,
+			    struct sbx_err *err)
+{
+	struct local_rec r;
+	if (local_rec_load(b, id, &r, err) < 0)
+		return -1;
+	enum sbx_state st = rec_state(&r);
+	pid_t pid = r.init_pid;
+	local_rec_free(&r);
+	if (st == SBX_STATE_PAUSED) {
+		/* Auto-resume.  Activity first, so the idle timer does not
+		 * freeze it again before the caller gets to use it. */
+		local_sb_touch(b, id);
+		if (local_sb_freeze(b, id, 0, err) < 0)
+			return -1;
+	} else if (st != SBX_STATE_RUNNING) {
+		return state_error(id, st, "resume", err);
+	}
+	if (geteuid() != 0)
+		return sbx_fail(err, SBX_UNSUPPORTED, "exec",
+				"the local backend needs root (or user namespaces: not implemented)");
+	*init_pid = pid;
+	return 0;
+}
+
+int local_sb_rootfd(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err)
+{
+	pid_t pid;
+	if (local_sb_ensure_running(b, sb->id, &pid, err) < 0)
+		return -1;
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/root", (int)pid);
+	int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "files", "open the root of %s", sb->id);
+	local_sb_touch(b, sb->id);
+	return fd;
+}
+
+char *local_sb_upper(struct sbx_backend *b, const char *id)
+{
+	return sbx_xasprintf("%s/sandboxes/%s/upper", L(b)->dir, id);
+}
+
+static int refresh(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err)
+{
+	struct sbx_sandbox fresh;
+	if (local_get(b, sb->id, &fresh, err) < 0)
+		return -1;
+	/* Keep whatever the document carried that we do not own. */
+	json_object *extra = sb->extra ? json_object_get(sb->extra) : NULL;
+	sbx_sandbox_clear(sb);
+	*sb = fresh;
+	sb->extra = extra;
+	return 0;
+}
+
+static int local_connect(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err)
+{
+	pid_t pid;
+	if (local_sb_ensure_running(b, sb->id, &pid, err) < 0)
+		return -1;
+	local_sb_touch(b, sb->id);
+	return refresh(b, sb, err);
+}
+
+static int local_pause(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err)
+{
+	struct local_rec r;
+	if (local_rec_load(b, sb->id, &r, err) < 0)
+		return -1;
+	enum sbx_state st = rec_state(&r);
+	local_rec_free(&r);
+	if (st != SBX_STATE_RUNNING && st != SBX_STATE_PAUSED)
+		return state_error(sb->id, st, "pause", err);
+	if (st == SBX_STATE_RUNNING && local_sb_freeze(b, sb->id, 1, err) < 0)
+		return -1;
+	return refresh(b, sb, err);
+}
+
+static int local_set_timeout(struct sbx_backend *b, struct sbx_sandbox *sb,
+			     const struct sbx_timeout_policy *t, struct sbx_err *err)
+{
+	struct local_rec r;
+	if (local_rec_load(b, sb->id, &r, err) < 0)
+		return -1;
+	enum sbx_state st = rec_state(&r);
+	if (st != SBX_STATE_RUNNING && st != SBX_STATE_PAUSED) {
+		local_rec_free(&r);
+		return state_error(sb->id, st, "timeout", err);
+	}
+	json_object *to = sbx_json_child(r.j, "timeout");
+	sbx_json_set_int(to, "seconds", t->seconds);
+	sbx_json_set_str(to, "on_timeout", t->on_timeout_pause ? "pause" : "kill");
+	sbx_json_set_bool(to, "auto_resume", t->auto_resume);
+	int rc = rec_write(r.dir, r.j, err);
+	if (rc == 0)
+		rc = local_policy_write(r.dir, t, err);
+	if (rc == 0) {
+		/* The timer restarts from now. */
+		local_sb_touch(b, sb->id);
+		kill(r.init_pid, SIGHUP);
+	}
+	local_rec_free(&r);
+	return rc < 0 ? -1 : refresh(b, sb, err);
+}
+
+/* ---- backend ---- */
+
+static int local_open(struct sbx_backend *b, struct sbx_err *err)
+{
+	(void)err;
+	struct local *l = sbx_xcalloc(1, sizeof(*l));
+	l->dir = sbx_xasprintf("%s/local", b->profile->state_dir ? b->profile->state_dir
+								  : "/var/lib/sbx");
+	b->priv = l;
+	return 0;
+}
+
+static void local_close(struct sbx_backend *b)
+{
+	struct local *l = b->priv;
+	if (l)
+		free(l->dir);
+	free(l);
+	b->priv = NULL;
+}
+
+static unsigned local_caps(struct sbx_backend *b)
+{
+	(void)b;
+	return SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_PAUSE | SBX_CAP_SNAPSHOTS |
+	       SBX_CAP_METADATA | SBX_CAP_LIST | SBX_CAP_TEMPLATES | SBX_CAP_TIMEOUT |
+	       SBX_CAP_INSTALL;
+}
+
+static int local_health(struct sbx_backend *b, struct sbx_err *err)
+{
+	if (geteuid() != 0)
+		return sbx_fail(err, SBX_UNSUPPORTED, "health",
+				"the local backend needs root (or user namespaces: not implemented)");
+	if (!v2_mount())
+		return sbx_fail(err, SBX_UNAVAILABLE, "health", "no cgroup2 hierarchy is mounted");
+	if (sbx_mkdir_p(L(b)->dir, 0700, err) < 0)
+		return -1;
+	if (access(L(b)->dir, W_OK) < 0)
+		return sbx_fail_errno(err, SBX_UNAVAILABLE, "health", "%s", L(b)->dir);
+	return 0;
+}
+
+/* Local form of the skill-image fingerprint: "local\n\n<state dir>". */
+static int local_fingerprint(struct sbx_backend *b, char out[65], struct sbx_err *err)
+{
+	SBX_AUTOFREE char *in = sbx_xasprintf("local\n\n%s", b->profile->state_dir
+					      ? b->profile->state_dir : "/var/lib/sbx");
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned n = 0;
+	if (!EVP_Digest(in, strlen(in), md, &n, EVP_sha256(), NULL) || n != 32)
+		return sbx_fail(err, SBX_INTERNAL, "fingerprint", "SHA-256 failed");
+	for (unsigned i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	return 0;
+}
+
+const struct sbx_backend_ops sbx_backend_local = {
+	.name = "local",
+	.open = local_open,
+	.close = local_close,
+	.caps = local_caps,
+	.health = local_health,
+	.fingerprint = local_fingerprint,
+	.create = local_create,
+	.connect = local_connect,
+	.get = local_get,
+	.list = local_list,
+	.remove = local_remove,
+	.pause = local_pause,
+	.set_timeout = local_set_timeout,
+	.exec = local_exec,
+	.file_write = local_file_write,
+	.file_read = local_file_read,
+	.file_list = local_file_list,
+	.file_stat = local_file_stat,
+	.file_mkdir = local_file_mkdir,
+	.file_remove = local_file_remove,
+	.file_move = local_file_move,
+	.tar_put = local_tar_put,
+	.tar_get = local_tar_get,
+	.snapshot_create = local_snapshot_create,
+	.snapshot_list = local_snapshot_list,
+	.snapshot_delete = local_snapshot_delete,
+	.template_list = local_template_list,
+	.template_get = local_template_get,
+	.template_import = local_template_import,
+	.template_delete = local_template_delete,
+};

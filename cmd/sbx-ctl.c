@@ -1,0 +1,184 @@
+/* sbx-ctl - pause, resume, kill or re-time sandboxes; show capabilities.
+ *
+ *   sbx-ctl pause|resume|kill [--id ID]
+ *   sbx-ctl timeout [--id ID] --seconds N [--on-timeout kill|pause] [--auto-resume]
+ *   sbx-ctl caps
+ *
+ * Per input document it acts on the document's sandbox, refreshes the
+ * handle and adds {"ctl": {"op": ...}}.  kill is idempotent: a sandbox
+ * that is already gone is success, reported as "gone": true. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "app.h"
+#include "cli.h"
+#include "doc.h"
+#include "util.h"
+
+enum { O_PROFILE, O_ID, O_SECONDS, O_ON_TIMEOUT, O_AUTO_RESUME };
+
+static const struct sbx_opt opts[] = {
+	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE},
+	{"id", 0, "ID", "act on this sandbox instead of reading documents", O_ID},
+	{"seconds", 0, "N", "timeout: idle seconds before the action (0 = never)", O_SECONDS},
+	{"on-timeout", 0, "ACTION", "timeout: pause or kill when idle (default pause)", O_ON_TIMEOUT},
+	{"auto-resume", 0, NULL, "timeout: resume on the next command after a pause", O_AUTO_RESUME},
+	{0},
+};
+
+static const char *const subcommands[] = {"pause", "resume", "kill", "timeout", "caps", NULL};
+
+static const struct sbx_cmd cmd = {
+	.name = "sbx-ctl",
+	.synopsis = "pause|resume|kill|timeout|caps [OPTIONS]",
+	.summary = "Pause, resume, kill or re-time sandboxes; show the backend's capabilities.",
+	.opts = opts,
+	.subcommands = subcommands,
+};
+
+struct ctl_opts {
+	struct sbx_app app;
+	const char *op;
+	const char *id;
+	int64_t seconds;
+	int seconds_set;
+	int pause;
+	int auto_resume;
+};
+
+static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
+{
+	struct ctl_opts *o = ctx;
+	switch (key) {
+	case O_PROFILE: o->app.profile_flag = arg; return 0;
+	case O_ID: o->id = arg; return 0;
+	case O_SECONDS: {
+		char *end;
+		long long n = strtoll(arg, &end, 10);
+		if (*end || n < 0 || end == arg)
+			return sbx_usage_err(err, "--seconds must be a number >= 0");
+		o->seconds = n;
+		o->seconds_set = 1;
+		return 0;
+	}
+	case O_ON_TIMEOUT:
+		if (strcmp(arg, "pause") && strcmp(arg, "kill"))
+			return sbx_usage_err(err, "--on-timeout must be pause or kill");
+		o->pause = strcmp(arg, "pause") == 0;
+		return 0;
+	case O_AUTO_RESUME: o->auto_resume = 1; return 0;
+	}
+	return 0;
+}
+
+/* Kill the sandbox of `sb`: the one place that ends a sandbox's life, so
+ * that whatever must go with it (a session binding) is added here. */
+static int ctl_kill(struct sbx_backend *b, struct sbx_sandbox *sb, int *gone,
+		    struct sbx_err *err)
+{
+	return sbx_call(b, remove, err, sb->id, gone);
+}
+
+static int ctl_one(json_object *doc, void *ctx, struct sbx_err *err)
+{
+	struct ctl_opts *o = ctx;
+	json_object *sbj = sbx_json_obj(doc, "sandbox");
+	struct sbx_sandbox sb;
+	struct sbx_backend *b;
+	if (sbx_sandbox_from_json(sbj, &sb, err) < 0)
+		return -1;
+	if (sbx_app_backend(&o->app, sbj, &b, err) < 0) {
+		sbx_sandbox_clear(&sb);
+		return -1;
+	}
+	json_object *res = json_object_new_object();
+	sbx_json_set_str(res, "op", o->op);
+	int rc;
+	if (strcmp(o->op, "kill") == 0) {
+		int gone = 0;
+		rc = ctl_kill(b, &sb, &gone, err);
+		if (rc == 0) {
+			sbx_json_set_bool(res, "gone", gone);
+			sb.state = SBX_STATE_TERMINAL;
+		}
+	} else if (strcmp(o->op, "pause") == 0) {
+		rc = sbx_call(b, pause, err, &sb);
+	} else if (strcmp(o->op, "resume") == 0) {
+		rc = sbx_call(b, connect, err, &sb);
+	} else {
+		struct sbx_timeout_policy t = {
+			.seconds = o->seconds, .on_timeout_pause = o->pause, .auto_resume = o->auto_resume,
+		};
+		rc = sbx_call(b, set_timeout, err, &sb, &t);
+		if (rc == 0) {
+			sbx_json_set_int(res, "seconds", t.seconds);
+			sbx_json_set_str(res, "on_timeout", t.on_timeout_pause ? "pause" : "kill");
+			sbx_json_set_bool(res, "auto_resume", t.auto_resume);
+		}
+	}
+	if (rc == 0) {
+		json_object_object_add(doc, "sandbox", sbx_sandbox_to_json(&sb));
+		json_object_object_add(doc, "ctl", res);
+	} else {
+		json_object_put(res);
+	}
+	sbx_sandbox_clear(&sb);
+	return rc;
+}
+
+static int caps_main(struct ctl_opts *o)
+{
+	struct sbx_err err = {0};
+	struct sbx_backend *b;
+	if (sbx_app_backend(&o->app, NULL, &b, &err) < 0)
+		return sbx_cli_fail(cmd.name, NULL, &err);
+	json_object *doc = json_object_new_object();
+	sbx_json_set_str(doc, "backend", b->ops->name);
+	sbx_json_set_str(doc, "profile", o->app.profile->name);
+	json_object_object_add(doc, "caps", sbx_caps_to_json(b->ops->caps ? b->ops->caps(b) : 0));
+	int rc = sbx_emit(doc, &err);
+	json_object_put(doc);
+	return rc < 0 ? sbx_cli_report(cmd.name, &err) : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct ctl_opts o = {.pause = 1};
+	struct sbx_err err = {0};
+	int i = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &err);
+	if (i >= 0 && i >= argc)
+		i = sbx_usage_err(&err, "which operation? (pause, resume, kill, timeout, caps)");
+	if (i >= 0) {
+		o.op = argv[i];
+		int known = 0;
+		for (const char *const *s = subcommands; *s; s++)
+			known |= strcmp(*s, o.op) == 0;
+		if (!known)
+			i = sbx_usage_err(&err, "unknown operation '%s'", o.op);
+		else if (i + 1 < argc)
+			i = sbx_usage_err(&err, "unexpected argument '%s'", argv[i + 1]);
+		else if (strcmp(o.op, "timeout") == 0 && !o.seconds_set)
+			i = sbx_usage_err(&err, "timeout needs --seconds");
+		else if (o.auto_resume && !o.pause)
+			i = sbx_usage_err(&err, "--auto-resume needs --on-timeout pause");
+	}
+	if (i < 0)
+		return sbx_cli_report(cmd.name, &err);
+	int st;
+	if (strcmp(o.op, "caps") == 0) {
+		st = caps_main(&o);
+	} else {
+		json_object *seed = NULL;
+		if (o.id) {
+			seed = json_object_new_object();
+			json_object *sb = json_object_new_object();
+			sbx_json_set_str(sb, "id", o.id);
+			json_object_object_add(seed, "sandbox", sb);
+		}
+		st = sbx_cli_run_docs(cmd.name, seed, ctl_one, &o);
+		json_object_put(seed);
+	}
+	sbx_app_close(&o.app);
+	return st;
+}

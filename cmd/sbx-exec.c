@@ -1,0 +1,343 @@
+/* sbx-exec - run a command in a sandbox.
+ *
+ *   sbx-exec [--id ID] [OPTIONS] -- CMD [ARG...]
+ *
+ * Per input document (or the one named by --id) it runs CMD in the
+ * document's sandbox and adds {"exec": {argv, exit_code, signal, timed_out,
+ * stdout, stderr, ...}}.  --check turns a failed command into an error
+ * document (kind "failed", exit 1) that still carries the result.  --raw
+ * streams the command's output instead and exits with its status (124 on
+ * timeout, 128+N when killed by signal N, 125 when sbx itself failed);
+ * stdout then carries no documents. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "app.h"
+#include "cli.h"
+#include "doc.h"
+#include "util.h"
+
+enum { O_PROFILE, O_ID, O_ROOT, O_CHECK, O_RAW, O_TIMEOUT, O_ENV, O_CWD, O_STDIN_FILE,
+       O_STDIN_TEXT, O_OUTPUT_CAP };
+
+static const struct sbx_opt opts[] = {
+	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE},
+	{"id", 0, "ID", "act on this sandbox instead of reading documents", O_ID},
+	{"root", 0, NULL, "run as root (reduced capabilities) instead of uid 1000", O_ROOT},
+	{"check", 0, NULL, "a non-zero exit or a timeout is an error (kind failed)", O_CHECK},
+	{"raw", 0, NULL, "stream stdout/stderr and exit with the command's status", O_RAW},
+	{"timeout", 0, "DURATION", "kill the command and all it started after this long", O_TIMEOUT},
+	{"env", 'e', "KEY=VALUE", "environment variable for the command (repeatable)", O_ENV},
+	{"cwd", 0, "DIR", "working directory inside the sandbox (default /workspace)", O_CWD},
+	{"stdin-file", 0, "PATH", "feed this host file to the command's stdin", O_STDIN_FILE},
+	{"stdin-text", 0, "TEXT", "feed this text to the command's stdin", O_STDIN_TEXT},
+	{"output-cap", 0, "SIZE", "keep at most this much of each stream (default 1M)", O_OUTPUT_CAP},
+	{0},
+};
+
+static const struct sbx_cmd cmd = {
+	.name = "sbx-exec",
+	.synopsis = "[OPTIONS] -- COMMAND [ARG...]",
+	.summary = "Run a command in a sandbox and add its result to the document.",
+	.opts = opts,
+	.stop_at_operand = 1,
+};
+
+struct exec_opts {
+	struct sbx_app app;
+	const char *id;
+	int root, check, raw;
+	int64_t timeout_ms;
+	char **env;
+	size_t nenv;
+	const char *cwd;
+	char *stdin_data;
+	size_t stdin_len;
+	int have_stdin;
+	int64_t output_cap;
+	char **argv;
+	int check_status;        /* first --check failure's exit status */
+};
+
+static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
+{
+	struct exec_opts *o = ctx;
+	switch (key) {
+	case O_PROFILE: o->app.profile_flag = arg; return 0;
+	case O_ID: o->id = arg; return 0;
+	case O_ROOT: o->root = 1; return 0;
+	case O_CHECK: o->check = 1; return 0;
+	case O_RAW: o->raw = 1; return 0;
+	case O_TIMEOUT:
+		if (sbx_parse_duration_ms(arg, &o->timeout_ms, err) < 0)
+			return -1;
+		if (o->timeout_ms <= 0)
+			return sbx_usage_err(err, "--timeout must be positive");
+		return 0;
+	case O_ENV:
+		if (!strchr(arg, '=') || arg[0] == '=')
+			return sbx_usage_err(err, "--env must be KEY=VALUE, got '%s'", arg);
+		o->env = sbx_xrealloc(o->env, (o->nenv + 2) * sizeof(char *));
+		o->env[o->nenv++] = (char *)arg;
+		o->env[o->nenv] = NULL;
+		return 0;
+	case O_CWD:
+		if (arg[0] != '/')
+			return sbx_usage_err(err, "--cwd must be an absolute path");
+		o->cwd = arg;
+		return 0;
+	case O_STDIN_FILE:
+		if (o->have_stdin)
+			return sbx_usage_err(err, "give one of --stdin-file and --stdin-text");
+		o->have_stdin = 1;
+		return sbx_read_file(arg, 256u << 20, &o->stdin_data, &o->stdin_len, err);
+	case O_STDIN_TEXT:
+		if (o->have_stdin)
+			return sbx_usage_err(err, "give one of --stdin-file and --stdin-text");
+		o->have_stdin = 1;
+		o->stdin_data = sbx_xstrdup(arg);
+		o->stdin_len = strlen(arg);
+		return 0;
+	case O_OUTPUT_CAP:
+		if (sbx_parse_size(arg, &o->output_cap, err) < 0)
+			return -1;
+		if (o->output_cap <= 0)
+			return sbx_usage_err(err, "--output-cap must be positive");
+		return 0;
+	}
+	return 0;
+}
+
+static int valid_utf8(const unsigned char *s, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		unsigned char c = s[i];
+		size_t len;
+		uint32_t cp;
+		if (c < 0x80) { i++; continue; }
+		else if ((c & 0xe0) == 0xc0) { len = 2; cp = c & 0x1f; }
+		else if ((c & 0xf0) == 0xe0) { len = 3; cp = c & 0x0f; }
+		else if ((c & 0xf8) == 0xf0) { len = 4; cp = c & 0x07; }
+		else return 0;
+		if (i + len > n)
+			return 0;
+		for (size_t k = 1; k < len; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return 0;
+			cp = (cp << 6) | (s[i + k] & 0x3f);
+		}
+		if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return 0;
+		i += len;
+	}
+	return 1;
+}
+
+/* A captured stream: a JSON string when it is UTF-8, else base64 under
+ * "<name>_base64" (and no "<name>"). */
+static void add_stream(json_object *o, const char *name, const char *data, size_t len)
+{
+	if (!data)
+		return;
+	if (valid_utf8((const unsigned char *)data, len)) {
+		json_object_object_add(o, name, json_object_new_string_len(data, (int)len));
+		return;
+	}
+	char *b64 = sbx_xmalloc(4 * ((len + 2) / 3) + 1);
+	int n = EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)data, (int)len);
+	char key[64];
+	snprintf(key, sizeof(key), "%s_base64", name);
+	json_object_object_add(o, key, json_object_new_string_len(b64, n));
+	free(b64);
+}
+
+static json_object *result_json(const struct exec_opts *o, const struct sbx_exec_result *r)
+{
+	json_object *e = json_object_new_object();
+	json_object *av = json_object_new_array();
+	for (char **a = o->argv; *a; a++)
+		json_object_array_add(av, json_object_new_string(*a));
+	json_object_object_add(e, "argv", av);
+	sbx_json_set_int(e, "exit_code", r->exit_code);
+	sbx_json_set_int(e, "signal", r->signal);
+	sbx_json_set_bool(e, "timed_out", r->timed_out);
+	add_stream(e, "stdout", r->out, r->out_len);
+	add_stream(e, "stderr", r->err, r->err_len);
+	sbx_json_set_bool(e, "stdout_truncated", r->out_truncated);
+	sbx_json_set_bool(e, "stderr_truncated", r->err_truncated);
+	sbx_json_set_int(e, "duration_ms", r->duration_ms);
+	sbx_json_set_bool(e, "as_root", o->root);
+	return e;
+}
+
+/* Run the command in the sandbox of `doc`. */
+static int run(struct exec_opts *o, json_object *doc, int raw_in, struct sbx_exec_result *res,
+	       struct sbx_err *err)
+{
+	json_object *sbj = sbx_json_obj(doc, "sandbox");
+	struct sbx_sandbox sb;
+	struct sbx_backend *b;
+	if (sbx_sandbox_from_json(sbj, &sb, err) < 0)
+		return -1;
+	if (sbx_app_backend(&o->app, sbj, &b, err) < 0) {
+		sbx_sandbox_clear(&sb);
+		return -1;
+	}
+	struct sbx_exec_req req = {
+		.argv = o->argv,
+		.stdin_data = o->have_stdin ? o->stdin_data : NULL,
+		.stdin_len = o->stdin_len,
+		.env = o->env,
+		.cwd = o->cwd,
+		.as_root = o->root,
+		.timeout_ms = o->timeout_ms,
+		.output_cap = (size_t)o->output_cap,
+		.raw_out_fd = o->raw ? 1 : -1,
+		.raw_err_fd = o->raw ? 2 : -1,
+		.raw_in_fd = raw_in,
+	};
+	int rc = sbx_call(b, exec, err, &sb, &req, res);
+	sbx_sandbox_clear(&sb);
+	if (rc == 0 && sbj)
+		sbx_json_set_str(sbj, "state", "running");
+	return rc;
+}
+
+static int exec_one(json_object *doc, void *ctx, struct sbx_err *err)
+{
+	struct exec_opts *o = ctx;
+	struct sbx_exec_result res;
+	if (run(o, doc, -1, &res, err) < 0)
+		return -1;
+	json_object_object_add(doc, "exec", result_json(o, &res));
+	int failed = res.timed_out || res.exit_code != 0;
+	if (o->check && failed) {
+		/* The error document keeps the result: the caller wants to see
+		 * what the command printed. */
+		struct sbx_err ferr = {0};
+		if (res.timed_out)
+			sbx_fail(&ferr, SBX_FAILED, "exec", "%s timed out", o->argv[0]);
+		else if (res.signal)
+			sbx_fail(&ferr, SBX_FAILED, "exec", "%s was killed by signal %d", o->argv[0],
+				 res.signal);
+		else
+			sbx_fail(&ferr, SBX_FAILED, "exec", "%s exited with status %d", o->argv[0],
+				 res.exit_code);
+		sbx_exec_result_clear(&res);
+		sbx_doc_set_error(doc, cmd.name, &ferr);
+		int st = sbx_cli_report(cmd.name, &ferr);
+		if (!o->check_status)
+			o->check_status = st;
+		if (sbx_emit(doc, err) < 0)
+			return -1;
+		return 1;
+	}
+	sbx_exec_result_clear(&res);
+	return 0;
+}
+
+static int raw_status(const struct sbx_exec_result *r)
+{
+	if (r->timed_out)
+		return 124;
+	if (r->signal)
+		return 128 + r->signal;
+	return r->exit_code < 0 ? SBX_EXIT_RAW_SELF : r->exit_code;
+}
+
+/* --raw: no documents out; the status is the (last) command's. */
+static int raw_main(struct exec_opts *o, json_object *seed)
+{
+	struct sbx_err err = {0};
+	int status = 0;
+	if (seed) {
+		struct sbx_exec_result res;
+		if (run(o, seed, o->have_stdin ? -1 : 0, &res, &err) < 0) {
+			sbx_cli_report(cmd.name, &err);
+			return SBX_EXIT_RAW_SELF;
+		}
+		status = raw_status(&res);
+		sbx_exec_result_clear(&res);
+		return status;
+	}
+	if (isatty(0)) {
+		sbx_usage_err(&err, "no input: pipe documents in, or name a sandbox (see --help)");
+		sbx_cli_report(cmd.name, &err);
+		return SBX_EXIT_RAW_SELF;
+	}
+	struct sbx_doc_reader r;
+	sbx_doc_reader_init(&r, 0, 0);
+	for (;;) {
+		json_object *doc;
+		int got = sbx_doc_read(&r, &doc, &err);
+		if (got == 0)
+			break;
+		if (got < 0) {
+			sbx_cli_report(cmd.name, &err);
+			status = SBX_EXIT_RAW_SELF;
+			break;
+		}
+		if (sbx_doc_error_status(doc)) {
+			struct sbx_err in = {0};
+			sbx_doc_get_error(doc, &in);
+			sbx_err_prefix(&in, "input document");
+			sbx_cli_report(cmd.name, &in);
+			json_object_put(doc);
+			status = SBX_EXIT_RAW_SELF;
+			break;
+		}
+		struct sbx_exec_result res;
+		int rc = run(o, doc, -1, &res, &err);
+		json_object_put(doc);
+		if (rc < 0) {
+			sbx_cli_report(cmd.name, &err);
+			status = SBX_EXIT_RAW_SELF;
+			break;
+		}
+		status = raw_status(&res);
+		sbx_exec_result_clear(&res);
+	}
+	sbx_doc_reader_free(&r);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	struct exec_opts o = {0};
+	struct sbx_err err = {0};
+	int i = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &err);
+	if (i >= 0 && i >= argc)
+		i = sbx_usage_err(&err, "no command given (sbx-exec [OPTIONS] -- COMMAND [ARG...])");
+	if (i < 0) {
+		int st = sbx_cli_report(cmd.name, &err);
+		return o.raw ? SBX_EXIT_RAW_SELF : st;
+	}
+	o.argv = argv + i;
+	json_object *seed = NULL;
+	if (o.id) {
+		seed = json_object_new_object();
+		json_object *sb = json_object_new_object();
+		sbx_json_set_str(sb, "id", o.id);
+		json_object_object_add(seed, "sandbox", sb);
+	}
+	int st;
+	if (o.raw) {
+		st = raw_main(&o, seed);
+	} else {
+		st = sbx_cli_run_docs(cmd.name, seed, exec_one, &o);
+		if (!st && o.check_status)
+			st = o.check_status;
+	}
+	json_object_put(seed);
+	free(o.env);
+	free(o.stdin_data);
+	sbx_app_close(&o.app);
+	return st;
+}

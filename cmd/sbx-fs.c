@@ -1,0 +1,720 @@
+/* sbx-fs - the session filesystem: move files and folders between the host
+ * and a sandbox, and look at or change the sandbox's files.
+ *
+ *   sbx-fs [--id ID] put [--root] [--mode MODE] SRC DEST
+ *   sbx-fs [--id ID] get SRC DEST
+ *   sbx-fs [--id ID] ls|stat|cat PATH
+ *   sbx-fs [--id ID] mkdir [--root] PATH | rm [-r] [--root] PATH | mv [--root] FROM TO
+ *   sbx-fs [--id ID] restore HOSTDIR | collect HOSTDIR
+ *
+ * Per input document (or the one sandbox named by --id) it acts on the
+ * document's sandbox and adds its result under "files".  Sandbox paths are
+ * absolute and confined by the backend; writes act as uid 1000 unless
+ * --root.  Copies out to the host are confined too: a folder is extracted
+ * into a new private directory below DEST's parent (no name or link in the
+ * archive can land outside it), setuid/setgid bits are cleared, and only
+ * then is it renamed into place, so DEST never holds a half copy.
+ *
+ * Folder rule, both ways: DEST *is* the copy.  put merges into an existing
+ * sandbox folder; get/collect need a host DEST that does not exist or is
+ * empty.  A file goes *into* DEST when DEST ends in "/" or is a directory. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "app.h"
+#include "cli.h"
+#include "doc.h"
+#include "fsconfine.h"
+#include "tar.h"
+#include "util.h"
+
+#define FS_MAX_FILE ((size_t)1 << 30)      /* put from stdin, get of a file */
+#define FS_CAT_MAX_DEFAULT ((size_t)1 << 20)
+#define INPUT_DIR "/workspace/input"
+#define OUTPUT_DIR "/workspace/output"
+
+enum { O_PROFILE, O_ID, O_ROOT, O_MODE, O_RECURSIVE, O_MAX };
+
+static const struct sbx_opt opts[] = {
+	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE},
+	{"id", 0, "ID", "act on this sandbox instead of reading documents", O_ID},
+	{"root", 0, NULL, "put, mkdir, rm, mv as root (default: as uid 1000)", O_ROOT},
+	{"mode", 'm', "MODE", "octal permission bits for put (a file) and mkdir", O_MODE},
+	{"recursive", 'r', NULL, "rm: remove a folder and everything below it", O_RECURSIVE},
+	{"max", 0, "SIZE", "cat: largest file to read (default 1M); get: default 1G", O_MAX},
+	{0},
+};
+
+static const char *const subcommands[] = {
+	"put", "get", "ls", "stat", "mkdir", "rm", "mv", "cat", "restore", "collect", NULL,
+};
+
+static const struct sbx_cmd cmd = {
+	.name = "sbx-fs",
+	.synopsis = "[OPTIONS] COMMAND ARG...",
+	.summary = "Copy files between the host and a sandbox; list, stat, read, "
+		   "make, remove and move the sandbox's files.",
+	.opts = opts,
+	.subcommands = subcommands,
+};
+
+enum sub { S_PUT, S_GET, S_LS, S_STAT, S_MKDIR, S_RM, S_MV, S_CAT, S_RESTORE, S_COLLECT };
+static const int sub_nargs[] = {2, 2, 1, 1, 1, 1, 2, 1, 1, 1};
+
+struct fs_opts {
+	struct sbx_app app;
+	const char *id;
+	int root, recursive;
+	int mode_set;
+	unsigned mode;
+	size_t max;
+	int max_set;
+	enum sub sub;
+	const char *a, *b;       /* operands */
+	char *stdin_data;        /* put - DEST: read once, before the loop */
+	size_t stdin_len;
+};
+
+static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
+{
+	struct fs_opts *o = ctx;
+	switch (key) {
+	case O_PROFILE: o->app.profile_flag = arg; return 0;
+	case O_ID: o->id = arg; return 0;
+	case O_ROOT: o->root = 1; return 0;
+	case O_RECURSIVE: o->recursive = 1; return 0;
+	case O_MODE: {
+		char *end;
+		unsigned long m = strtoul(arg, &end, 8);
+		if (!*arg || *end || m > 07777)
+			return sbx_usage_err(err, "--mode must be octal permission bits, got '%s'", arg);
+		o->mode = (unsigned)m;
+		o->mode_set = 1;
+		return 0;
+	}
+	case O_MAX: {
+		int64_t n;
+		if (sbx_parse_size(arg, &n, err) < 0 || n <= 0)
+			return sbx_usage_err(err, "--max must be a positive size, got '%s'", arg);
+		o->max = (size_t)n;
+		o->max_set = 1;
+		return 0;
+	}
+	}
+	return 0;
+}
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static const char *base_name(const char *p)
+{
+	size_t n = strlen(p);
+	while (n > 1 && p[n - 1] == '/')
+		n--;
+	const char *s = p + n;
+	while (s > p && s[-1] != '/')
+		s--;
+	return s;
+}
+
+/* "dir" + "/" + basename(src), with src's trailing slashes dropped. */
+static char *join_base(const char *dir, const char *src)
+{
+	const char *b = base_name(src);
+	size_t bl = strcspn(b, "/");
+	size_t dl = strlen(dir);
+	while (dl > 1 && dir[dl - 1] == '/')
+		dl--;
+	return sbx_xasprintf("%.*s%s%.*s", (int)dl, dir, dir[dl - 1] == '/' ? "" : "/", (int)bl, b);
+}
+
+static int ends_with_slash(const char *p)
+{
+	size_t n = strlen(p);
+	return n > 0 && p[n - 1] == '/';
+}
+
+static int valid_utf8(const unsigned char *s, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		unsigned c = s[i];
+		size_t len;
+		unsigned min;
+		if (c < 0x80) { i++; continue; }
+		else if ((c & 0xe0) == 0xc0) { len = 2; min = 0x80; c &= 0x1f; }
+		else if ((c & 0xf0) == 0xe0) { len = 3; min = 0x800; c &= 0x0f; }
+		else if ((c & 0xf8) == 0xf0) { len = 4; min = 0x10000; c &= 0x07; }
+		else return 0;
+		if (i + len > n)
+			return 0;
+		for (size_t k = 1; k < len; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return 0;
+			c = (c << 6) | (s[i + k] & 0x3f);
+		}
+		if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+			return 0;
+		i += len;
+	}
+	return 1;
+}
+
+static json_object *dirent_json(const struct sbx_dirent *e)
+{
+	json_object *j = json_object_new_object();
+	char buf[32];
+	sbx_json_set_str(j, "name", e->name);
+	sbx_json_set_str(j, "path", e->path);
+	sbx_json_set_str(j, "type", sbx_ftype_name(e->type));
+	sbx_json_set_int(j, "size", e->size);
+	sbx_time_iso(e->mtime, buf, sizeof(buf));
+	sbx_json_set_str(j, "mtime", buf);
+	snprintf(buf, sizeof(buf), "%04o", e->mode);
+	sbx_json_set_str(j, "mode", buf);
+	sbx_json_set_int(j, "uid", e->uid);
+	sbx_json_set_int(j, "gid", e->gid);
+	if (e->link_target)
+		sbx_json_set_str(j, "link_target", e->link_target);
+	return j;
+}
+
+static void dirent_clear(struct sbx_dirent *e)
+{
+	free(e->name);
+	free(e->path);
+	free(e->link_target);
+	memset(e, 0, sizeof(*e));
+}
+
+static void progress(const char *fmt, const char *a, const char *b)
+{
+	if (!sbx_cli_progress)
+		return;
+	fprintf(stderr, "sbx-fs: ");
+	fprintf(stderr, fmt, a, b ? b : "");
+	fputc('\n', stderr);
+}
+
+/* What is at a sandbox path (lstat): 1 = directory, 0 = something else,
+ * 2 = nothing; -1 on any other error. */
+static int remote_kind(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
+		       struct sbx_dirent *out, struct sbx_err *err)
+{
+	struct sbx_dirent e = {0};
+	if (sbx_call(b, file_stat, err, sb, path, &e) < 0) {
+		if (err->kind == SBX_NOT_FOUND) {
+			sbx_err_clear(err);
+			return 2;
+		}
+		return -1;
+	}
+	int dir = e.type == SBX_FT_DIR;
+	if (out)
+		*out = e;
+	else
+		dirent_clear(&e);
+	return dir;
+}
+
+/* ---- host side: a folder as a tar stream (in a child) ----------------- */
+
+struct host_tar { const char *dir; int wfd, rfd; unsigned mode_or; };
+
+static int host_tar_write(void *ctx, struct sbx_err *err)
+{
+	struct host_tar *h = ctx;
+	close(h->rfd);
+	SBX_AUTOCLOSE int fd = open(h->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return sbx_fail_errno(err, errno == ENOENT ? SBX_NOT_FOUND : SBX_INVALID_REQUEST,
+				      "put", "%s", h->dir);
+	struct sbx_fsc c;
+	if (sbx_fsc_init(&c, fd, 0, err) < 0)
+		return -1;
+	struct sbx_fsc_tar_opts o = {.mode_or = h->mode_or, .uid = -1, .gid = -1};
+	int rc = sbx_fsc_tar_get_opts(&c, "/.", h->wfd, &o, err);
+	close(h->wfd);
+	return rc;
+}
+
+/* Send host folder `dir` into sandbox folder `dest` (merged). */
+static int put_dir(struct sbx_backend *b, struct sbx_sandbox *sb, const char *dir,
+		   const char *dest, int as_root, unsigned mode_or, struct sbx_err *err)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "put", "pipe");
+	struct host_tar h = {.dir = dir, .wfd = p[1], .rfd = p[0], .mode_or = mode_or};
+	struct sbx_fsc_child ch;
+	if (sbx_fsc_child_start(&ch, (uid_t)-1, (gid_t)-1, host_tar_write, &h, err) < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	close(p[1]);
+	int rc = sbx_call(b, tar_put, err, sb, dest, p[0], as_root);
+	close(p[0]);
+	struct sbx_err cerr = {0};
+	int crc = sbx_fsc_child_wait(&ch, &cerr);
+	/* The reader's error explains a broken pipe on the writer's side;
+	 * otherwise the writer's (a host file it could not read) comes first. */
+	if (crc < 0 && !strstr(cerr.msg, "Broken pipe")) {
+		*err = cerr;
+		return -1;
+	}
+	return rc;
+}
+
+/* ---- host side: extraction of a sandbox folder ----------------------- */
+
+struct host_extract { int rfd, wfd, dirfd; };
+
+static int host_extract(void *ctx, struct sbx_err *err)
+{
+	struct host_extract *h = ctx;
+	close(h->wfd);
+	struct sbx_tar_extract_opts xo = {.keep_owner = 0, .force_uid = -1, .force_gid = -1};
+	return sbx_tar_extract(h->rfd, h->dirfd, &xo, err);
+}
+
+static int clear_setid(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)f;
+	if (flag != FTW_SL && (st->st_mode & 06000))
+		chmod(path, st->st_mode & 01777);
+	return 0;
+}
+
+/* Is host `path` missing (0), an empty directory (1), or anything else (-1
+ * with a conflict error)? */
+static int host_target_free(const char *path, struct sbx_err *err)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return sbx_fail_errno(err, SBX_INVALID_REQUEST, "get", "%s", path);
+	}
+	if (S_ISDIR(st.st_mode)) {
+		DIR *d = opendir(path);
+		if (!d)
+			return sbx_fail_errno(err, SBX_INVALID_REQUEST, "get", "%s", path);
+		struct dirent *de;
+		int n = 0;
+		while ((de = readdir(d)))
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+				n++;
+		closedir(d);
+		if (n == 0)
+			return 1;
+	}
+	return sbx_fail(err, SBX_CONFLICT, "get",
+			"%s exists and is not an empty directory; a folder is copied to a new "
+			"or empty one", path);
+}
+
+/* Copy sandbox folder `src` to host `dest` (missing or empty): extract into
+ * a fresh 0700 directory beside dest, clean setuid bits, rename into place. */
+static int get_dir(struct sbx_backend *b, struct sbx_sandbox *sb, const char *src,
+		   const char *dest, unsigned mode, struct sbx_err *err)
+{
+	if (host_target_free(dest, err) < 0)
+		return -1;
+	SBX_AUTOFREE char *dcopy = sbx_xstrdup(dest);
+	size_t dl = strlen(dcopy);
+	while (dl > 1 && dcopy[dl - 1] == '/')
+		dcopy[--dl] = '\0';
+	char *slash = strrchr(dcopy, '/');
+	SBX_AUTOFREE char *parent = !slash ? sbx_xstrdup(".")
+				  : slash == dcopy ? sbx_xstrdup("/")
+				  : strndup(dcopy, (size_t)(slash - dcopy));
+	if (sbx_mkdir_p(parent, 0755, err) < 0)
+		return -1;
+	SBX_AUTOFREE char *tmp = sbx_xasprintf("%s/.sbx-fs-get.XXXXXX", parent);
+	if (!mkdtemp(tmp))
+		return sbx_fail_errno(err, sbx_fsc_errno_kind(errno), "get", "%s", parent);
+	SBX_AUTOCLOSE int tfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int p[2] = {-1, -1};
+	int rc = tfd < 0 ? sbx_fail_errno(err, SBX_INTERNAL, "get", "%s", tmp)
+			 : pipe2(p, O_CLOEXEC) < 0 ? sbx_fail_errno(err, SBX_INTERNAL, "get", "pipe")
+						   : 0;
+	struct sbx_fsc_child ch;
+	struct host_extract h = {.rfd = p[0], .wfd = p[1], .dirfd = tfd};
+	if (rc == 0 && sbx_fsc_child_start(&ch, (uid_t)-1, (gid_t)-1, host_extract, &h, err) < 0)
+		rc = -1;
+	if (rc == 0) {
+		close(p[0]);
+		p[0] = -1;
+		SBX_AUTOFREE char *contents = sbx_xasprintf("%s%s.", src, ends_with_slash(src) ? "" : "/");
+		rc = sbx_call(b, tar_get, err, sb, contents, p[1]);
+		close(p[1]);
+		p[1] = -1;
+		struct sbx_err cerr = {0};
+		int crc = sbx_fsc_child_wait(&ch, &cerr);
+		if (rc == 0 && crc < 0) {
+			*err = cerr;
+			rc = -1;
+		} else if (rc < 0 && crc < 0 && strstr(err->msg, "Broken pipe")) {
+			*err = cerr;    /* the extractor stopped first: its reason */
+		}
+	}
+	if (p[0] >= 0)
+		close(p[0]);
+	if (p[1] >= 0)
+		close(p[1]);
+	if (rc == 0) {
+		nftw(tmp, clear_setid, 64, FTW_PHYS);
+		fchmod(tfd, mode & 0777);
+		if (rename(tmp, dcopy) < 0)
+			rc = sbx_fail_errno(err, sbx_fsc_errno_kind(errno), "get", "%s", dcopy);
+	}
+	if (rc < 0) {
+		struct sbx_err ignored;
+		sbx_rm_rf(tmp, &ignored);
+	}
+	return rc;
+}
+
+/* ---- subcommands ------------------------------------------------------ */
+
+static int do_put(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *sb,
+		  json_object *res, struct sbx_err *err)
+{
+	const char *src = o->a, *dest = o->b;
+	SBX_AUTOFREE char *target = NULL;
+	sbx_json_set_str(res, "source", src);
+	if (!strcmp(src, "-")) {
+		if (ends_with_slash(dest))
+			return sbx_fail(err, SBX_INVALID_REQUEST, "put", "put - needs a file name, not %s", dest);
+		progress("put stdin -> %s%s", dest, NULL);
+		if (sbx_call(b, file_write, err, sb, dest, o->stdin_data, o->stdin_len,
+			     o->mode_set ? o->mode : 0644, o->root) < 0)
+			return -1;
+		sbx_json_set_str(res, "path", dest);
+		sbx_json_set_str(res, "type", "file");
+		sbx_json_set_int(res, "size", (int64_t)o->stdin_len);
+		return 0;
+	}
+	struct stat st;
+	if (stat(src, &st) < 0)
+		return sbx_fail_errno(err, errno == ENOENT ? SBX_NOT_FOUND : SBX_INVALID_REQUEST,
+				      "put", "%s", src);
+	if (S_ISDIR(st.st_mode)) {
+		if (o->mode_set)
+			return sbx_fail(err, SBX_INVALID_REQUEST, "put",
+					"--mode is for files; a folder keeps its modes");
+		target = ends_with_slash(dest) ? join_base(dest, src) : sbx_xstrdup(dest);
+		progress("put %s -> %s (folder)", src, target);
+		if (put_dir(b, sb, src, target, o->root, 0, err) < 0)
+			return -1;
+		sbx_json_set_str(res, "path", target);
+		sbx_json_set_str(res, "type", "dir");
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "put", "%s: not a file or folder", src);
+	int k = ends_with_slash(dest) ? 1 : remote_kind(b, sb, dest, NULL, err);
+	if (k < 0)
+		return -1;
+	target = k == 1 ? join_base(dest, src) : sbx_xstrdup(dest);
+	SBX_AUTOCLOSE int fd = open(src, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return sbx_fail_errno(err, SBX_INVALID_REQUEST, "put", "%s", src);
+	size_t len = (size_t)st.st_size;
+	void *data = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : (void *)"";
+	if (data == MAP_FAILED)
+		return sbx_fail_errno(err, SBX_INTERNAL, "put", "%s", src);
+	progress("put %s -> %s", src, target);
+	int rc = sbx_call(b, file_write, err, sb, target, data, len,
+			  o->mode_set ? o->mode : (unsigned)(st.st_mode & 07777), o->root);
+	if (len)
+		munmap(data, len);
+	if (rc < 0)
+		return -1;
+	sbx_json_set_str(res, "path", target);
+	sbx_json_set_str(res, "type", "file");
+	sbx_json_set_int(res, "size", (int64_t)len);
+	return 0;
+}
+
+static int do_get(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *sb,
+		  const char *src, const char *dest, json_object *res, struct sbx_err *err)
+{
+	struct sbx_dirent e = {0};
+	int k = remote_kind(b, sb, src, &e, err);
+	if (k < 0)
+		return -1;
+	if (k == 2)
+		return sbx_fail(err, SBX_NOT_FOUND, "get", "%s: No such file or directory", src);
+	unsigned mode = e.mode;
+	int is_dir = e.type == SBX_FT_DIR;
+	if (e.type == SBX_FT_SYMLINK) {
+		/* Followed (confined) like cp does: a folder behind it?  A read
+		 * limited to 0 bytes tells without reading anything. */
+		char *none = NULL;
+		size_t nl = 0;
+		if (sbx_call(b, file_read, err, sb, src, 0, &none, &nl) < 0 &&
+		    strstr(err->msg, "is a directory"))
+			is_dir = 1, mode = 0755;
+		free(none);
+		sbx_err_clear(err);
+	}
+	dirent_clear(&e);
+	sbx_json_set_str(res, "path", src);
+	sbx_json_set_str(res, "type", is_dir ? "dir" : "file");
+	if (!strcmp(dest, "-")) {
+		if (is_dir)
+			return sbx_call(b, tar_get, err, sb, src, 1) < 0 ? -1 : 1;
+		SBX_AUTOFREE char *data = NULL;
+		size_t len = 0;
+		if (sbx_call(b, file_read, err, sb, src, o->max_set ? o->max : FS_MAX_FILE, &data, &len) < 0)
+			return -1;
+		if (sbx_write_all(1, data, len) < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "get", "stdout");
+		return 1;
+	}
+	SBX_AUTOFREE char *target = NULL;
+	if (is_dir) {
+		target = ends_with_slash(dest) ? join_base(dest, src) : sbx_xstrdup(dest);
+		progress("get %s -> %s (folder)", src, target);
+		if (get_dir(b, sb, src, target, mode, err) < 0)
+			return -1;
+	} else {
+		struct stat st;
+		int into = ends_with_slash(dest) || (stat(dest, &st) == 0 && S_ISDIR(st.st_mode));
+		target = into ? join_base(dest, src) : sbx_xstrdup(dest);
+		SBX_AUTOFREE char *data = NULL;
+		size_t len = 0;
+		progress("get %s -> %s", src, target);
+		if (sbx_call(b, file_read, err, sb, src, o->max_set ? o->max : FS_MAX_FILE, &data, &len) < 0)
+			return -1;
+		/* setuid/setgid never travel to the host */
+		if (sbx_write_file_atomic(target, data, len, mode & 01777, err) < 0)
+			return -1;
+		sbx_json_set_int(res, "size", (int64_t)len);
+	}
+	sbx_json_set_str(res, "dest", target);
+	return 0;
+}
+
+static int do_cat(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *sb,
+		  json_object *res, struct sbx_err *err)
+{
+	SBX_AUTOFREE char *data = NULL;
+	size_t len = 0;
+	size_t max = o->max_set ? o->max : FS_CAT_MAX_DEFAULT;
+	if (sbx_call(b, file_read, err, sb, o->a, max, &data, &len) < 0) {
+		if (err->kind == SBX_INVALID_REQUEST && strstr(err->msg, "more than the limit"))
+			sbx_err_prefix(err, "cat reads at most --max (%zu bytes); use sbx-fs get", max);
+		return -1;
+	}
+	sbx_json_set_str(res, "path", o->a);
+	sbx_json_set_int(res, "size", (int64_t)len);
+	if (valid_utf8((const unsigned char *)data, len)) {
+		sbx_json_set_str(res, "encoding", "utf-8");
+		json_object_object_add(res, "content", json_object_new_string_len(data, (int)len));
+	} else {
+		SBX_AUTOFREE char *b64 = sbx_xmalloc(4 * ((len + 2) / 3) + 1);
+		EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)data, (int)len);
+		sbx_json_set_str(res, "encoding", "base64");
+		sbx_json_set_str(res, "content", b64);
+	}
+	return 0;
+}
+
+static int fs_one(json_object *doc, void *ctx, struct sbx_err *err)
+{
+	struct fs_opts *o = ctx;
+	json_object *sbj = sbx_json_obj(doc, "sandbox");
+	struct sbx_sandbox sb;
+	struct sbx_backend *b;
+	if (!sbj)
+		return sbx_fail(err, SBX_INVALID_REQUEST, "files", "the document has no sandbox");
+	if (sbx_sandbox_from_json(sbj, &sb, err) < 0)
+		return -1;
+	if (sbx_app_backend(&o->app, sbj, &b, err) < 0 ||
+	    sbx_backend_require(b, SBX_CAP_FILES, "files", err) < 0) {
+		sbx_sandbox_clear(&sb);
+		return -1;
+	}
+	json_object *res = json_object_new_object();
+	sbx_json_set_str(res, "op", subcommands[o->sub]);
+	int rc = 0;
+	switch (o->sub) {
+	case S_PUT:
+		rc = do_put(o, b, &sb, res, err);
+		sbx_json_set_bool(res, "as_root", o->root);
+		break;
+	case S_GET:
+		rc = do_get(o, b, &sb, o->a, o->b, res, err);
+		break;
+	case S_LS: {
+		struct sbx_dirent *v = NULL;
+		size_t n = 0;
+		rc = sbx_call(b, file_list, err, &sb, o->a, &v, &n);
+		if (rc == 0) {
+			json_object *arr = json_object_new_array();
+			for (size_t i = 0; i < n; i++)
+				json_object_array_add(arr, dirent_json(&v[i]));
+			sbx_json_set_str(res, "path", o->a);
+			json_object_object_add(res, "entries", arr);
+			sbx_dirents_free(v, n);
+		}
+		break;
+	}
+	case S_STAT: {
+		struct sbx_dirent e = {0};
+		rc = sbx_call(b, file_stat, err, &sb, o->a, &e);
+		if (rc == 0) {
+			json_object *j = dirent_json(&e);
+			json_object_object_foreach(j, k, v)
+				json_object_object_add(res, k, json_object_get(v));
+			json_object_put(j);
+			dirent_clear(&e);
+		}
+		break;
+	}
+	case S_MKDIR:
+		rc = sbx_call(b, file_mkdir, err, &sb, o->a, o->mode_set ? o->mode : 0755, o->root);
+		sbx_json_set_str(res, "path", o->a);
+		break;
+	case S_RM:
+		rc = sbx_call(b, file_remove, err, &sb, o->a, o->recursive, o->root);
+		sbx_json_set_str(res, "path", o->a);
+		sbx_json_set_bool(res, "recursive", o->recursive);
+		break;
+	case S_MV: {
+		SBX_AUTOFREE char *to = NULL;
+		int k = ends_with_slash(o->b) ? 1 : remote_kind(b, &sb, o->b, NULL, err);
+		rc = k < 0 ? -1 : 0;
+		if (rc == 0) {
+			to = k == 1 ? join_base(o->b, o->a) : sbx_xstrdup(o->b);
+			rc = sbx_call(b, file_move, err, &sb, o->a, to, o->root);
+			sbx_json_set_str(res, "from", o->a);
+			sbx_json_set_str(res, "to", to);
+		}
+		break;
+	}
+	case S_CAT:
+		rc = do_cat(o, b, &sb, res, err);
+		break;
+	case S_RESTORE: {
+		struct stat st;
+		sbx_json_set_str(res, "source", o->a);
+		if (stat(o->a, &st) < 0) {
+			rc = sbx_fail_errno(err, errno == ENOENT ? SBX_NOT_FOUND : SBX_INVALID_REQUEST,
+					    "restore", "%s", o->a);
+		} else if (S_ISDIR(st.st_mode)) {
+			progress("restore %s -> %s", o->a, INPUT_DIR);
+			/* owned by 1000 (the child extracts), readable by all */
+			rc = put_dir(b, &sb, o->a, INPUT_DIR, 0, 0444, err);
+			sbx_json_set_str(res, "path", INPUT_DIR);
+		} else {
+			rc = sbx_fail(err, SBX_INVALID_REQUEST, "restore",
+				      "%s: restore takes a folder of attachments", o->a);
+		}
+		break;
+	}
+	case S_COLLECT: {
+		struct sbx_dirent e = {0};
+		int k = remote_kind(b, &sb, OUTPUT_DIR, &e, err);
+		dirent_clear(&e);
+		if (k < 0)
+			rc = -1;
+		else if (k != 1)
+			rc = sbx_fail(err, SBX_NOT_FOUND, "collect", "%s is not a folder", OUTPUT_DIR);
+		else {
+			progress("collect %s -> %s", OUTPUT_DIR, o->a);
+			rc = get_dir(b, &sb, OUTPUT_DIR, o->a, 0755, err);
+			sbx_json_set_str(res, "path", OUTPUT_DIR);
+			sbx_json_set_str(res, "dest", o->a);
+		}
+		break;
+	}
+	}
+	sbx_sandbox_clear(&sb);
+	if (rc < 0) {
+		json_object_put(res);
+		return -1;
+	}
+	if (rc == 1) {          /* raw bytes went to stdout: no document */
+		json_object_put(res);
+		return 1;
+	}
+	json_object_object_add(doc, "files", res);
+	if (sbj)
+		sbx_json_set_str(sbj, "state", "running");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct fs_opts o = {0};
+	struct sbx_err err = {0};
+	int i = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &err);
+	if (i < 0)
+		return sbx_cli_report(cmd.name, &err);
+	if (i >= argc) {
+		sbx_usage_err(&err, "a command is needed: put get ls stat mkdir rm mv cat restore collect");
+		return sbx_cli_report(cmd.name, &err);
+	}
+	int s = -1;
+	for (int k = 0; subcommands[k]; k++)
+		if (!strcmp(argv[i], subcommands[k]))
+			s = k;
+	if (s < 0) {
+		sbx_usage_err(&err, "unknown command '%s'", argv[i]);
+		return sbx_cli_report(cmd.name, &err);
+	}
+	o.sub = (enum sub)s;
+	int nops = argc - i - 1;
+	if (nops != sub_nargs[s]) {
+		sbx_usage_err(&err, "%s takes %d argument%s, got %d", subcommands[s], sub_nargs[s],
+			      sub_nargs[s] == 1 ? "" : "s", nops);
+		return sbx_cli_report(cmd.name, &err);
+	}
+	o.a = argv[i + 1];
+	o.b = nops > 1 ? argv[i + 2] : NULL;
+	if (o.root && !(s == S_PUT || s == S_MKDIR || s == S_RM || s == S_MV))
+		i = sbx_usage_err(&err, "--root applies to put, mkdir, rm and mv");
+	else if (o.mode_set && !(s == S_PUT || s == S_MKDIR))
+		i = sbx_usage_err(&err, "--mode applies to put and mkdir");
+	else if (o.recursive && s != S_RM)
+		i = sbx_usage_err(&err, "-r applies to rm");
+	else if (o.max_set && !(s == S_CAT || s == S_GET))
+		i = sbx_usage_err(&err, "--max applies to cat and get");
+	else if (s == S_PUT && !strcmp(o.a, "-") && !o.id)
+		i = sbx_usage_err(&err, "put - (bytes on stdin) needs --id: without it stdin carries documents");
+	else if (s == S_GET && !strcmp(o.b, "-") && !o.id)
+		i = sbx_usage_err(&err, "get SRC - (bytes on stdout) needs --id: without it stdout carries documents");
+	if (i < 0)
+		return sbx_cli_report(cmd.name, &err);
+	if (s == S_PUT && !strcmp(o.a, "-") &&
+	    sbx_read_all_fd(0, FS_MAX_FILE, &o.stdin_data, &o.stdin_len, &err) < 0)
+		return sbx_cli_report(cmd.name, &err);
+
+	json_object *seed = NULL;
+	if (o.id) {
+		seed = json_object_new_object();
+		json_object *sb = json_object_new_object();
+		sbx_json_set_str(sb, "id", o.id);
+		json_object_object_add(seed, "sandbox", sb);
+	}
+	int st = sbx_cli_run_docs(cmd.name, seed, fs_one, &o);
+	json_object_put(seed);
+	free(o.stdin_data);
+	sbx_app_close(&o.app);
+	return st;
+}

@@ -1,0 +1,252 @@
+/* sbx-lease - turn leases, stale marking, and holding a session's lock.
+ *
+ *   sbx-lease begin|end|status --tenant T --session S
+ *   sbx-lease stale --tenant T
+ *   sbx-lease lock --tenant T --session S [--wait DURATION] -- CMD [ARG...]
+ *
+ * begin/end/status/stale write one document {"lease": {...}}; without
+ * --tenant they read documents and act on each one's sandbox.tenant and
+ * sandbox.session, adding "lease" to it.  `lock` chainloads: it takes the
+ * session's lifecycle lock, runs CMD with the lock held (renewed in the
+ * background), releases it, and exits with CMD's status. */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "app.h"
+#include "binding.h"
+#include "cli.h"
+#include "doc.h"
+#include "keys.h"
+#include "lease.h"
+#include "lock.h"
+#include "util.h"
+
+enum { O_PROFILE, O_TENANT, O_SESSION, O_WAIT };
+
+static const struct sbx_opt opts[] = {
+	{"profile", 'p', "NAME", "use this configuration profile (its Redis and prefix)", O_PROFILE},
+	{"tenant", 0, "TENANT", "the tenant", O_TENANT},
+	{"session", 's', "SESSION", "the session (begin, end, status, lock)", O_SESSION},
+	{"wait", 'w', "DURATION", "lock: wait this long for a busy lock (default: fail at once)", O_WAIT},
+	{0},
+};
+
+static const char *const subcommands[] = {"begin", "end", "status", "stale", "lock", NULL};
+
+static const struct sbx_cmd cmd = {
+	.name = "sbx-lease",
+	.synopsis = "begin|end|status|stale|lock [OPTIONS] [-- COMMAND [ARG...]]",
+	.summary = "Turn leases, stale marking, and running a command under a session's lock.",
+	.opts = opts,
+	.subcommands = subcommands,
+};
+
+struct lease_opts {
+	struct sbx_app app;
+	const char *sub;
+	const char *tenant, *session;
+	int64_t wait_ms;
+};
+
+static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
+{
+	struct lease_opts *o = ctx;
+	switch (key) {
+	case O_PROFILE: o->app.profile_flag = arg; return 0;
+	case O_TENANT: o->tenant = arg; return 0;
+	case O_SESSION: o->session = arg; return 0;
+	case O_WAIT: return sbx_parse_duration_ms(arg, &o->wait_ms, err);
+	}
+	return 0;
+}
+
+static int check_ids(const char *tenant, const char *session, struct sbx_err *err)
+{
+	if (!tenant || !*tenant)
+		return sbx_fail(err, SBX_INVALID_REQUEST, "lease", "no tenant (--tenant or sandbox.tenant)");
+	if (sbx_id_check("tenant", tenant, strlen(tenant), err) < 0)
+		return -1;
+	if (session && sbx_id_check("session", session, strlen(session), err) < 0)
+		return -1;
+	return 0;
+}
+
+static json_object *binding_json(struct sbx_redis *r, const char *tenant, const char *session,
+				 struct sbx_err *err, int *failed)
+{
+	struct sbx_binding b;
+	int rc = sbx_binding_get(r, tenant, session, &b, err);
+	*failed = rc < 0;
+	if (rc <= 0)
+		return NULL;
+	json_object *o = json_object_new_object();
+	char when[32];
+	sbx_json_set_str(o, "sandbox_id", b.sandbox_id);
+	sbx_json_set_str(o, "backend", b.backend);
+	sbx_json_set_str(o, "profile", b.profile);
+	sbx_json_set_str(o, "template", b.template_id);
+	sbx_json_set_int(o, "fence", b.fence);
+	sbx_time_iso(b.created_at, when, sizeof(when));
+	sbx_json_set_str(o, "created_at", when);
+	if (b.stale_at) {
+		sbx_time_iso(b.stale_at, when, sizeof(when));
+		sbx_json_set_str(o, "stale_at", when);
+	}
+	sbx_binding_clear(&b);
+	return o;
+}
+
+/* One document: act on the flags' ids, else on the handle's. */
+static int lease_one(json_object *doc, void *ctx, struct sbx_err *err)
+{
+	struct lease_opts *o = ctx;
+	json_object *sb = sbx_json_obj(doc, "sandbox");
+	const char *tenant = o->tenant ? o->tenant : sbx_json_str(sb, "tenant");
+	const char *session = o->session ? o->session : sbx_json_str(sb, "session");
+	int stale = strcmp(o->sub, "stale") == 0;
+	if (check_ids(tenant, stale ? NULL : session, err) < 0)
+		return -1;
+	if (!stale && (!session || !*session))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "lease", "no session (--session or sandbox.session)");
+	struct sbx_redis *r;
+	if (sbx_app_redis(&o->app, &r, err) < 0)
+		return -1;
+
+	json_object *res = json_object_new_object();
+	sbx_json_set_str(res, "op", o->sub);
+	sbx_json_set_str(res, "tenant", tenant);
+	if (!stale)
+		sbx_json_set_str(res, "session", session);
+	int rc = 0;
+	long long refs = 0;
+	if (!strcmp(o->sub, "begin") || !strcmp(o->sub, "end")) {
+		rc = o->sub[0] == 'b' ? sbx_turn_begin(r, tenant, session, &refs, err)
+				      : sbx_turn_end(r, tenant, session, &refs, err);
+		if (rc == 0) {
+			sbx_json_set_int(res, "refs", refs);
+			sbx_json_set_bool(res, "active", refs > 0);
+		}
+	} else if (!strcmp(o->sub, "status")) {
+		struct sbx_turn t;
+		rc = sbx_turn_state(r, tenant, session, &t, err);
+		if (rc == 0) {
+			int failed;
+			sbx_json_set_bool(res, "active", t.active);
+			sbx_json_set_bool(res, "rebuild", t.rebuild);
+			sbx_json_set_int(res, "refs", t.refs);
+			sbx_json_set_int(res, "ttl_ms", t.ttl_ms);
+			json_object *b = binding_json(r, tenant, session, err, &failed);
+			if (failed)
+				rc = -1;
+			else
+				json_object_object_add(res, "binding", b);   /* null when unbound */
+		}
+	} else {
+		long marked = 0, failed = 0;
+		rc = sbx_bindings_mark_stale(r, tenant, sbx_now_ms() / 1000, &marked, &failed, err);
+		sbx_json_set_int(res, "marked", marked);
+		sbx_json_set_int(res, "failed", failed);
+	}
+	if (rc < 0) {
+		json_object_put(res);
+		return -1;
+	}
+	json_object_object_add(doc, "lease", res);
+	return 0;
+}
+
+/* `lock`: run argv under the lock.  The child gets SBX_LOCK_FENCE so it can
+ * pass the fence on to fenced writes of its own.  Exit: the command's
+ * status (128+signal when killed), 75 when the lock is busy, 70 when the
+ * lock was lost while the command ran (its work may have raced another
+ * holder), 127/126 when the command cannot be run. */
+static int run_locked(struct lease_opts *o, char **argv)
+{
+	struct sbx_err err = {0};
+	struct sbx_redis *r;
+	struct sbx_lock *l = NULL;
+	if (check_ids(o->tenant, o->session, &err) < 0 ||
+	    (!o->session && sbx_fail(&err, SBX_INVALID_REQUEST, "lease", "lock needs --session") < 0) ||
+	    sbx_app_redis(&o->app, &r, &err) < 0 ||
+	    sbx_lock_acquire(r, o->tenant, strlen(o->tenant), o->session, strlen(o->session),
+			     o->wait_ms, &l, &err) < 0)
+		return sbx_cli_report(cmd.name, &err);
+
+	char fence[24];
+	snprintf(fence, sizeof(fence), "%lld", (long long)l->fence);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		sbx_fail_errno(&err, SBX_INTERNAL, "lease", "fork");
+		sbx_lock_release(l, &(struct sbx_err){0});
+		return sbx_cli_report(cmd.name, &err);
+	}
+	if (pid == 0) {
+		signal(SIGPIPE, SIG_DFL);
+		setenv("SBX_LOCK_FENCE", fence, 1);
+		execvp(argv[0], argv);
+		int e = errno;
+		fprintf(stderr, "%s: error: not_found: cannot run %s: %s\n", cmd.name, argv[0], strerror(e));
+		_exit(e == ENOENT ? 127 : 126);
+	}
+	/* While the command runs, we only wait: the lock renews itself.
+	 * Ctrl-C and TERM reach the child (same process group); we outlive
+	 * it to release the lock. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	int status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	if (sbx_lock_release(l, &err) < 0) {
+		sbx_cli_report(cmd.name, &err);
+		if (err.kind == SBX_CONFLICT)
+			return SBX_EXIT_SOFTWARE;
+	}
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	struct lease_opts o = {0};
+	struct sbx_err err = {0};
+	signal(SIGPIPE, SIG_IGN);
+	int i = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &err);
+	if (i >= 0 && i >= argc)
+		i = sbx_usage_err(&err, "which command? begin, end, status, stale or lock");
+	if (i >= 0) {
+		o.sub = argv[i++];
+		int known = 0;
+		for (const char *const *s = subcommands; *s; s++)
+			known |= strcmp(*s, o.sub) == 0;
+		if (!known)
+			i = sbx_usage_err(&err, "unknown command '%s'", o.sub);
+	}
+	int is_lock = i >= 0 && strcmp(o.sub, "lock") == 0;
+	if (i >= 0 && is_lock && i >= argc)
+		i = sbx_usage_err(&err, "lock needs a command after --");
+	if (i >= 0 && !is_lock && i < argc)
+		i = sbx_usage_err(&err, "unexpected argument '%s'", argv[i]);
+	if (i >= 0 && is_lock && (!o.tenant || !o.session))
+		i = sbx_usage_err(&err, "lock needs --tenant and --session");
+	if (i >= 0 && o.session && !strcmp(o.sub, "stale"))
+		i = sbx_usage_err(&err, "stale acts on a whole tenant; drop --session");
+	if (i >= 0 && !o.tenant && o.session)
+		i = sbx_usage_err(&err, "--session needs --tenant");
+	if (i < 0)
+		return sbx_cli_report(cmd.name, &err);
+	int st;
+	if (is_lock) {
+		st = run_locked(&o, argv + i);
+	} else {
+		json_object *seed = o.tenant ? json_object_new_object() : NULL;
+		st = sbx_cli_run_docs(cmd.name, seed, lease_one, &o);
+		json_object_put(seed);
+	}
+	sbx_app_close(&o.app);
+	return st;
+}

@@ -1,0 +1,144 @@
+/* sbx-ls - list or show sandboxes.
+ *
+ *   sbx-ls [--all] [--label K=V]... [--state S]... [--id ID]
+ *
+ * Writes one {"sandbox": handle} document per sandbox, so that the output
+ * feeds any other program (`sbx-ls --all | sbx-ctl kill`).  Without --all
+ * or --state only live sandboxes (running, paused, transitioning) are
+ * listed.  Reads no documents. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "cli.h"
+#include "doc.h"
+#include "util.h"
+
+enum { O_PROFILE, O_ALL, O_LABEL, O_STATE, O_ID };
+
+static const struct sbx_opt opts[] = {
+	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE},
+	{"all", 'a', NULL, "include dead and terminal sandboxes", O_ALL},
+	{"label", 'l', "KEY=VALUE", "only sandboxes with this metadata pair (repeatable)", O_LABEL},
+	{"state", 0, "STATE", "only sandboxes in this state (repeatable)", O_STATE},
+	{"id", 0, "ID", "show this one sandbox (not found is an error)", O_ID},
+	{0},
+};
+
+static const struct sbx_cmd cmd = {
+	.name = "sbx-ls",
+	.synopsis = "[OPTIONS]",
+	.summary = "List sandboxes by metadata and state, one document each.",
+	.opts = opts,
+};
+
+struct ls_opts {
+	struct sbx_app app;
+	int all;
+	json_object *labels;
+	unsigned states;
+	const char *id;
+};
+
+static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
+{
+	struct ls_opts *o = ctx;
+	switch (key) {
+	case O_PROFILE: o->app.profile_flag = arg; return 0;
+	case O_ALL: o->all = 1; return 0;
+	case O_LABEL: {
+		const char *eq = strchr(arg, '=');
+		if (!eq || eq == arg)
+			return sbx_usage_err(err, "--label must be KEY=VALUE, got '%s'", arg);
+		char *k = strndup(arg, (size_t)(eq - arg));
+		json_object_object_add(o->labels, k, json_object_new_string(eq + 1));
+		free(k);
+		return 0;
+	}
+	case O_STATE: {
+		enum sbx_state s = sbx_state_from_name(arg);
+		if (s == SBX_STATE_UNKNOWN && strcmp(arg, "unknown") != 0)
+			return sbx_usage_err(err, "unknown state '%s' (running, paused, transitioning, "
+					     "terminal, dead)", arg);
+		o->states |= 1u << s;
+		return 0;
+	}
+	case O_ID: o->id = arg; return 0;
+	}
+	return 0;
+}
+
+static int emit_sandbox(const struct sbx_sandbox *sb, struct sbx_err *err)
+{
+	json_object *doc = json_object_new_object();
+	json_object_object_add(doc, "sandbox", sbx_sandbox_to_json(sb));
+	int rc = sbx_emit(doc, err);
+	json_object_put(doc);
+	return rc;
+}
+
+static int ls_one(json_object *doc, void *ctx, struct sbx_err *err)
+{
+	struct ls_opts *o = ctx;
+	(void)doc;
+	struct sbx_backend *b;
+	if (sbx_app_backend(&o->app, NULL, &b, err) < 0)
+		return -1;
+	if (o->id) {
+		struct sbx_sandbox sb;
+		if (sbx_call(b, get, err, o->id, &sb) < 0)
+			return -1;
+		int rc = emit_sandbox(&sb, err);
+		sbx_sandbox_clear(&sb);
+		return rc < 0 ? -1 : 1;
+	}
+	struct sbx_list_filter f = {
+		.metadata = json_object_object_length(o->labels) ? o->labels : NULL,
+		.states = o->states,
+	};
+	if (!f.states && !o->all)
+		f.states = 1u << SBX_STATE_RUNNING | 1u << SBX_STATE_PAUSED |
+			   1u << SBX_STATE_TRANSITIONING;
+	char *token = NULL;
+	/* Every page, stopping if a backend hands back the same token. */
+	for (;;) {
+		struct sbx_page p;
+		if (sbx_call(b, list, err, &f, token, &p) < 0) {
+			free(token);
+			return -1;
+		}
+		for (size_t i = 0; i < p.n; i++)
+			if (emit_sandbox(&p.items[i], err) < 0) {
+				sbx_page_clear(&p);
+				free(token);
+				return -1;
+			}
+		int again = p.next && *p.next && (!token || strcmp(token, p.next) != 0);
+		free(token);
+		token = again ? sbx_xstrdup(p.next) : NULL;
+		sbx_page_clear(&p);
+		if (!again)
+			break;
+	}
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct ls_opts o = {0};
+	struct sbx_err err = {0};
+	o.labels = json_object_new_object();
+	int i = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &err);
+	if (i >= 0 && i < argc)
+		i = sbx_usage_err(&err, "unexpected argument '%s'", argv[i]);
+	if (i < 0) {
+		json_object_put(o.labels);
+		return sbx_cli_report(cmd.name, &err);
+	}
+	json_object *seed = json_object_new_object();
+	int st = sbx_cli_run_docs(cmd.name, seed, ls_one, &o);
+	json_object_put(seed);
+	json_object_put(o.labels);
+	sbx_app_close(&o.app);
+	return st;
+}

@@ -1,0 +1,206 @@
+/* sbx-tpl - templates: list, show, import, delete.
+ *
+ *   sbx-tpl ls                                    one {"template": ...} per template
+ *   sbx-tpl show ID
+ *   sbx-tpl import NAME [--file PATH | --dir PATH | -]   a rootfs tarball or folder
+ *   sbx-tpl rm ID
+ *
+ * Listings never show snapshots (the backend subtracts them).  Reads no
+ * documents; writes one document per template, or an error document. */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "app.h"
+#include "cli.h"
+#include "doc.h"
+#include "util.h"
+
+enum { O_PROFILE, O_FILE, O_DIR };
+
+static const struct sbx_opt opts[] = {
+	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE},
+	{"file", 'f', "PATH", "import: read the rootfs tarball from PATH (default: stdin)", O_FILE},
+	{"dir", 'd', "PATH", "import: copy the rootfs from the host folder PATH", O_DIR},
+	{0},
+};
+
+static const char *const subcommands[] = {"ls", "show", "import", "rm", NULL};
+
+static const struct sbx_cmd cmd = {
+	.name = "sbx-tpl",
+	.synopsis = "ls | show ID | import NAME [--file PATH | --dir PATH | -] | rm ID",
+	.summary = "List, show, import and delete templates (snapshots are never listed).",
+	.opts = opts,
+	.subcommands = subcommands,
+};
+
+struct tpl_opts {
+	struct sbx_app app;
+	const char *file, *dir;
+};
+
+static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
+{
+	struct tpl_opts *o = ctx;
+	(void)err;
+	switch (key) {
+	case O_PROFILE: o->app.profile_flag = arg; return 0;
+	case O_FILE: o->file = arg; return 0;
+	case O_DIR: o->dir = arg; return 0;
+	}
+	return 0;
+}
+
+static json_object *tpl_json(const struct sbx_template *t, const char *backend)
+{
+	json_object *o = json_object_new_object();
+	char when[32];
+	sbx_json_set_str(o, "id", t->id);
+	sbx_json_set_str(o, "name", t->name ? t->name : t->id);
+	sbx_json_set_str(o, "kind", t->kind ? t->kind : "unknown");
+	sbx_json_set_str(o, "backend", backend);
+	if (t->created_at > 0) {
+		sbx_time_iso(t->created_at, when, sizeof(when));
+		sbx_json_set_str(o, "created_at", when);
+	}
+	if (t->size_bytes >= 0)
+		sbx_json_set_int(o, "size_bytes", t->size_bytes);
+	return o;
+}
+
+static int emit_tpl(const struct sbx_template *t, const char *backend, struct sbx_err *err)
+{
+	json_object *doc = json_object_new_object();
+	json_object_object_add(doc, "template", tpl_json(t, backend));
+	int rc = sbx_emit(doc, err);
+	json_object_put(doc);
+	return rc;
+}
+
+static int do_ls(struct sbx_backend *b, struct sbx_err *err)
+{
+	struct sbx_template *v = NULL;
+	size_t n = 0;
+	if (sbx_call(b, template_list, err, &v, &n) < 0)
+		return -1;
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = emit_tpl(&v[i], b->ops->name, err);
+	sbx_templates_free(v, n);
+	return rc;
+}
+
+static int do_show(struct sbx_backend *b, const char *id, struct sbx_err *err)
+{
+	struct sbx_template t = {0};
+	if (sbx_call(b, template_get, err, id, &t) < 0)
+		return -1;
+	int rc = emit_tpl(&t, b->ops->name, err);
+	free(t.id);
+	free(t.name);
+	free(t.kind);
+	return rc;
+}
+
+static int do_import(struct tpl_opts *o, struct sbx_backend *b, const char *name,
+		     struct sbx_err *err)
+{
+	SBX_AUTOCLOSE int fd = -1;
+	if (!o->dir) {
+		if (o->file && strcmp(o->file, "-") != 0) {
+			fd = open(o->file, O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				return sbx_fail_errno(err, SBX_NOT_FOUND, "template_import", "%s", o->file);
+		} else if (isatty(0)) {
+			return sbx_usage_err(err, "import: pipe a tarball in, or give --file or --dir");
+		} else {
+			fd = dup(0);
+		}
+	}
+	struct sbx_template t = {0};
+	int64_t t0 = sbx_mono_ms();
+	if (sbx_call(b, template_import, err, name, fd, o->dir, &t) < 0)
+		return -1;
+	json_object *doc = json_object_new_object();
+	json_object *j = tpl_json(&t, b->ops->name);
+	sbx_json_set_int(j, "duration_ms", sbx_mono_ms() - t0);
+	json_object_object_add(doc, "template", j);
+	int rc = sbx_emit(doc, err);
+	json_object_put(doc);
+	free(t.id);
+	free(t.name);
+	free(t.kind);
+	return rc;
+}
+
+static int do_rm(struct sbx_backend *b, const char *id, struct sbx_err *err)
+{
+	int gone = 0;
+	if (sbx_call(b, template_delete, err, id, &gone) < 0)
+		return -1;
+	json_object *doc = json_object_new_object();
+	json_object *t = sbx_json_child(doc, "template");
+	sbx_json_set_str(t, "id", id);
+	sbx_json_set_bool(t, "deleted", !gone);
+	sbx_json_set_bool(t, "gone", gone);
+	int rc = sbx_emit(doc, err);
+	json_object_put(doc);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct tpl_opts o = {0};
+	struct sbx_err err = {0};
+	int i = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &err);
+	if (i < 0)
+		return sbx_cli_report(cmd.name, &err);
+	const char *sub = i < argc ? argv[i] : NULL;
+	int nargs = argc - i - 1;
+	const char *arg = nargs >= 1 ? argv[i + 1] : NULL;
+	int want = sub && strcmp(sub, "ls") == 0 ? 0 : 1;
+	if (!sub) {
+		sbx_cli_help(&cmd, stderr);
+		return SBX_EXIT_USAGE;
+	}
+	if (strcmp(sub, "ls") && strcmp(sub, "show") && strcmp(sub, "import") && strcmp(sub, "rm"))
+		return sbx_usage_err(&err, "unknown command '%s'", sub), sbx_cli_report(cmd.name, &err);
+	if (strcmp(sub, "import") == 0 && nargs == 2 && strcmp(argv[i + 2], "-") == 0) {
+		if (o.file || o.dir)
+			return sbx_usage_err(&err, "'-' excludes --file and --dir"),
+			       sbx_cli_report(cmd.name, &err);
+		o.file = "-";
+		nargs = 1;
+	}
+	if (nargs != want)
+		return sbx_usage_err(&err, "%s takes %s", sub, want ? "one argument" : "no arguments"),
+		       sbx_cli_report(cmd.name, &err);
+	if ((o.file || o.dir) && strcmp(sub, "import") != 0)
+		return sbx_usage_err(&err, "--file and --dir belong to import"),
+		       sbx_cli_report(cmd.name, &err);
+	if (o.file && o.dir)
+		return sbx_usage_err(&err, "--file and --dir exclude each other"),
+		       sbx_cli_report(cmd.name, &err);
+
+	struct sbx_backend *b;
+	int rc = sbx_app_backend(&o.app, NULL, &b, &err);
+	if (rc == 0) {
+		if (!strcmp(sub, "ls"))
+			rc = do_ls(b, &err);
+		else if (!strcmp(sub, "show"))
+			rc = do_show(b, arg, &err);
+		else if (!strcmp(sub, "import"))
+			rc = do_import(&o, b, arg, &err);
+		else
+			rc = do_rm(b, arg, &err);
+	}
+	int st = 0;
+	if (rc < 0)
+		st = sbx_err_exit_status(&err) == SBX_EXIT_IOERR && !err.msg[0]
+			     ? SBX_EXIT_IOERR
+			     : sbx_cli_fail(cmd.name, NULL, &err);
+	sbx_app_close(&o.app);
+	return st;
+}

@@ -1,0 +1,440 @@
+/* binding.c - session bindings and the tenant's bound set (see binding.h).
+ *
+ * Every write is one Lua script touching only keys of one tenant (one hash
+ * slot), so a binding and the bound set never disagree, even on a crash
+ * between two steps: there are no two steps.  Scripts never re-encode the
+ * JSON (cjson would turn integers into floats); C builds the whole value. */
+#include "binding.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <json-c/json.h>
+
+#include "doc.h"
+#include "keys.h"
+#include "util.h"
+
+/* Fence check shared by the locked scripts: KEYS[2] lock, KEYS[3] fence
+ * counter, ARGV[1] token ('' = no lock held: skip), ARGV[2] fence. */
+#define FENCE_CHECK                                                             \
+	"if ARGV[1] ~= '' then\n"                                               \
+	"  if redis.call('GET', KEYS[2]) ~= ARGV[1] then return {-1} end\n"     \
+	"  if tonumber(redis.call('GET', KEYS[3]) or '0') ~= tonumber(ARGV[2]) then return {-2} end\n" \
+	"end\n"
+
+/* KEYS: binding, lock, fence, bound.  ARGV: token, fence, json, sandbox_id */
+static struct sbx_script create_script = {.src =
+	FENCE_CHECK
+	"local cur = redis.call('GET', KEYS[1])\n"
+	"if cur then return {0, cur} end\n"
+	"redis.call('SET', KEYS[1], ARGV[3])\n"
+	"redis.call('SADD', KEYS[4], ARGV[4])\n"
+	"return {1}\n"};
+
+/* KEYS: binding, lock, fence, bound.  ARGV: token, fence, sandbox_id */
+static struct sbx_script delete_script = {.src =
+	FENCE_CHECK
+	"local raw = redis.call('GET', KEYS[1])\n"
+	"if not raw then return {0} end\n"
+	"local ok, v = pcall(cjson.decode, raw)\n"
+	"if not ok or type(v) ~= 'table' or v.sandbox_id ~= ARGV[3] then return {0} end\n"
+	"redis.call('DEL', KEYS[1])\n"
+	"redis.call('SREM', KEYS[4], ARGV[3])\n"
+	"return {1}\n"};
+
+/* KEYS: binding, lock, fence.  ARGV: token, fence, sandbox_id, json */
+static struct sbx_script stale_script = {.src =
+	FENCE_CHECK
+	"local raw = redis.call('GET', KEYS[1])\n"
+	"if not raw then return {0} end\n"
+	"local ok, v = pcall(cjson.decode, raw)\n"
+	"if not ok or type(v) ~= 'table' or v.sandbox_id ~= ARGV[3] then return {0} end\n"
+	"if v.stale_at ~= nil and v.stale_at ~= cjson.null then return {0} end\n"
+	"redis.call('SET', KEYS[1], ARGV[4])\n"
+	"return {1}\n"};
+
+void sbx_binding_clear(struct sbx_binding *b)
+{
+	free(b->backend);
+	free(b->tenant);
+	free(b->session);
+	free(b->sandbox_id);
+	free(b->template_id);
+	free(b->profile);
+	memset(b, 0, sizeof(*b));
+}
+
+char *sbx_binding_encode(const struct sbx_binding *b)
+{
+	json_object *o = json_object_new_object();
+	char when[32];
+	json_object_object_add(o, "version", json_object_new_int(SBX_BINDING_VERSION));
+	sbx_json_set_str(o, "backend", b->backend);
+	sbx_json_set_str(o, "tenant", b->tenant);
+	sbx_json_set_str(o, "session", b->session);
+	sbx_json_set_str(o, "sandbox_id", b->sandbox_id);
+	sbx_json_set_str(o, "template", b->template_id ? b->template_id : "");
+	sbx_time_iso(b->created_at, when, sizeof(when));
+	sbx_json_set_str(o, "created_at", when);
+	json_object_object_add(o, "fence", json_object_new_int64(b->fence));
+	sbx_json_set_str(o, "profile", b->profile ? b->profile : "default");
+	if (b->stale_at) {
+		sbx_time_iso(b->stale_at, when, sizeof(when));
+		sbx_json_set_str(o, "stale_at", when);
+	}
+	char *s = sbx_xstrdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	return s;
+}
+
+/* A required string field, non-empty unless allow_empty. */
+static const char *req_str(json_object *o, const char *k, int allow_empty)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	const char *s = json_object_get_string(v);
+	return (!allow_empty && !*s) ? NULL : s;
+}
+
+int sbx_binding_decode(const char *raw, size_t len, const char *tenant, const char *session,
+		       struct sbx_binding *out, struct sbx_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	json_tokener *tok = json_tokener_new();
+	json_object *o = json_tokener_parse_ex(tok, raw, (int)len);
+	int complete = json_tokener_get_error(tok) == json_tokener_success &&
+		       tok->char_offset == (int)len;
+	json_tokener_free(tok);
+	if (!o || !complete || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		return sbx_fail(err, SBX_INTERNAL, "binding",
+				"the session's binding in Redis is not a JSON object");
+	}
+	const char *why = NULL;
+	json_object *v;
+	const char *backend = req_str(o, "backend", 0), *t = req_str(o, "tenant", 0),
+		   *s = req_str(o, "session", 0), *id = req_str(o, "sandbox_id", 0),
+		   *tpl = req_str(o, "template", 1), *ca = req_str(o, "created_at", 0),
+		   *prof = req_str(o, "profile", 0);
+	if (!json_object_object_get_ex(o, "version", &v) || !json_object_is_type(v, json_type_int) ||
+	    json_object_get_int64(v) != SBX_BINDING_VERSION)
+		why = "version is not 1";
+	else if (!backend || !t || !s || !id || !tpl || !ca || !prof)
+		why = "a required field is missing or not a string";
+	else if (strcmp(t, tenant) || strcmp(s, session))
+		why = "it names another tenant or session than its key";
+	else if (!json_object_object_get_ex(o, "fence", &v) || !json_object_is_type(v, json_type_int) ||
+		 json_object_get_int64(v) < 0)
+		why = "fence is not a non-negative integer";
+	if (!why) {
+		out->fence = json_object_get_int64(v);
+		out->created_at = sbx_time_parse_iso(ca);
+		if (out->created_at < 0)
+			why = "created_at is not an ISO-8601 UTC time";
+	}
+	if (!why && json_object_object_get_ex(o, "stale_at", &v) && !json_object_is_type(v, json_type_null)) {
+		const char *st = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+		out->stale_at = st ? sbx_time_parse_iso(st) : -1;
+		if (out->stale_at < 0)
+			why = "stale_at is not an ISO-8601 UTC time";
+		else if (out->stale_at == 0)
+			out->stale_at = 1;     /* 1970 exactly still means "stale" */
+	}
+	if (why) {
+		json_object_put(o);
+		memset(out, 0, sizeof(*out));
+		return sbx_fail(err, SBX_INTERNAL, "binding", "the session's binding is malformed: %s", why);
+	}
+	out->version = SBX_BINDING_VERSION;
+	out->backend = sbx_xstrdup(backend);
+	out->tenant = sbx_xstrdup(t);
+	out->session = sbx_xstrdup(s);
+	out->sandbox_id = sbx_xstrdup(id);
+	out->template_id = sbx_xstrdup(tpl);
+	out->profile = sbx_xstrdup(prof);
+	json_object_put(o);
+	return 0;
+}
+
+int sbx_binding_get(struct sbx_redis *r, const char *tenant, const char *session,
+		    struct sbx_binding *out, struct sbx_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	SBX_AUTOFREE char *key = sbx_key_session(r->prefix, tenant, strlen(tenant), session,
+						 strlen(session), SBX_KEY_BINDING);
+	const char *argv[] = {"GET", key};
+	redisReply *rep;
+	if (sbx_redis_cmd(r, &rep, err, 2, argv, NULL) < 0)
+		return -1;
+	int rc = 0;
+	if (rep->type == REDIS_REPLY_STRING)
+		rc = sbx_binding_decode(rep->str, rep->len, tenant, session, out, err) < 0 ? -1 : 1;
+	else if (rep->type != REDIS_REPLY_NIL)
+		rc = sbx_fail(err, SBX_INTERNAL, "binding", "the session's binding is not a string");
+	freeReplyObject(rep);
+	return rc;
+}
+
+struct wkeys {
+	char *binding, *lock, *fence, *bound;
+};
+
+static void wkeys_init(struct wkeys *k, struct sbx_redis *r, const char *tenant,
+		       const char *session)
+{
+	size_t tl = strlen(tenant), sl = strlen(session);
+	k->binding = sbx_key_session(r->prefix, tenant, tl, session, sl, SBX_KEY_BINDING);
+	k->lock = sbx_key_session(r->prefix, tenant, tl, session, sl, SBX_KEY_LOCK);
+	k->fence = sbx_key_session(r->prefix, tenant, tl, session, sl, SBX_KEY_FENCE);
+	k->bound = sbx_key_tenant(r->prefix, tenant, tl, SBX_KEY_BOUND);
+}
+
+static void wkeys_free(struct wkeys *k)
+{
+	free(k->binding);
+	free(k->lock);
+	free(k->fence);
+	free(k->bound);
+}
+
+/* Run a fenced script; returns the reply's first integer (>= 0) or -1.
+ * -1/-2 from the script (token gone / fence moved on) become conflict. */
+static int run_fenced(struct sbx_redis *r, struct sbx_script *s, struct sbx_lock *lock,
+		      struct wkeys *k, int nargs_extra, const char **extra, redisReply **keep,
+		      struct sbx_err *err)
+{
+	if (lock && sbx_lock_check(lock, err) < 0)
+		return -1;
+	char fence[24];
+	snprintf(fence, sizeof(fence), "%lld", lock ? (long long)lock->fence : 0LL);
+	const char *keys[] = {k->binding, k->lock, k->fence, k->bound};
+	const char *args[6] = {lock ? lock->token : "", fence};
+	for (int i = 0; i < nargs_extra; i++)
+		args[2 + i] = extra[i];
+	redisReply *rep;
+	if (sbx_redis_eval(r, s, &rep, 4, keys, 2 + nargs_extra, args, err) < 0)
+		return -1;
+	if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
+	    rep->element[0]->type != REDIS_REPLY_INTEGER) {
+		freeReplyObject(rep);
+		return sbx_fail(err, SBX_INTERNAL, "binding", "unexpected reply from a binding script");
+	}
+	long long v = rep->element[0]->integer;
+	if (v < 0) {
+		freeReplyObject(rep);
+		if (lock)
+			lock->lost = 1;
+		return sbx_fail(err, SBX_CONFLICT, "lock",
+				v == -1 ? "lock ownership lost (the lock expired or was taken over)"
+					: "lock ownership lost (a newer holder has a higher fence)");
+	}
+	if (keep)
+		*keep = rep;
+	else
+		freeReplyObject(rep);
+	return (int)v;
+}
+
+int sbx_binding_create(struct sbx_redis *r, struct sbx_lock *lock, struct sbx_binding *b,
+		       struct sbx_binding *existing, struct sbx_err *err)
+{
+	if (existing)
+		memset(existing, 0, sizeof(*existing));
+	b->version = SBX_BINDING_VERSION;
+	b->fence = lock ? lock->fence : 0;
+	SBX_AUTOFREE char *json = sbx_binding_encode(b);
+	struct wkeys k;
+	wkeys_init(&k, r, b->tenant, b->session);
+	const char *extra[] = {json, b->sandbox_id};
+	redisReply *rep = NULL;
+	int rc = run_fenced(r, &create_script, lock, &k, 2, extra, &rep, err);
+	wkeys_free(&k);
+	if (rc < 0)
+		return -1;
+	if (rc == 0 && existing && rep->elements >= 2 && rep->element[1]->type == REDIS_REPLY_STRING &&
+	    sbx_binding_decode(rep->element[1]->str, rep->element[1]->len, b->tenant, b->session,
+			       existing, err) < 0) {
+		freeReplyObject(rep);
+		return -1;
+	}
+	freeReplyObject(rep);
+	return rc;
+}
+
+int sbx_binding_delete_if_match(struct sbx_redis *r, struct sbx_lock *lock, const char *tenant,
+				const char *session, const char *sandbox_id, struct sbx_err *err)
+{
+	struct wkeys k;
+	wkeys_init(&k, r, tenant, session);
+	const char *extra[] = {sandbox_id};
+	int rc = run_fenced(r, &delete_script, lock, &k, 1, extra, NULL, err);
+	wkeys_free(&k);
+	return rc;
+}
+
+int sbx_binding_mark_stale(struct sbx_redis *r, struct sbx_lock *lock,
+			   const struct sbx_binding *b, int64_t now, struct sbx_err *err)
+{
+	struct sbx_binding nb = *b;
+	nb.stale_at = now > 0 ? now : 1;
+	nb.fence = lock ? lock->fence : b->fence;
+	SBX_AUTOFREE char *json = sbx_binding_encode(&nb);
+	struct wkeys k;
+	wkeys_init(&k, r, b->tenant, b->session);
+	const char *extra[] = {b->sandbox_id, json};
+	int rc = run_fenced(r, &stale_script, lock, &k, 2, extra, NULL, err);
+	wkeys_free(&k);
+	return rc;
+}
+
+int sbx_binding_drop_for_sandbox(struct sbx_redis *r, const struct sbx_sandbox *sb,
+				 struct sbx_err *err)
+{
+	const char *tenant = sb->tenant, *session = sb->session;
+	if ((!tenant || !*tenant) && sb->metadata)
+		tenant = sbx_json_str(sb->metadata, "sbx.tenant");
+	if ((!session || !*session) && sb->metadata)
+		session = sbx_json_str(sb->metadata, "sbx.session");
+	if (!sb->id || !tenant || !*tenant || !session || !*session)
+		return 0;
+	if (sbx_id_check("tenant", tenant, strlen(tenant), err) < 0 ||
+	    sbx_id_check("session", session, strlen(session), err) < 0)
+		return -1;
+	return sbx_binding_delete_if_match(r, NULL, tenant, session, sb->id, err);
+}
+
+int sbx_bindings_each(struct sbx_redis *r, const char *tenant, sbx_binding_fn fn, void *ctx,
+		      struct sbx_err *err)
+{
+	size_t tl = strlen(tenant);
+	SBX_AUTOFREE char *pat = sbx_key_session_pattern(r->prefix, tenant, tl, SBX_KEY_BINDING);
+	SBX_AUTOFREE char *cursor = sbx_xstrdup("0");
+	do {
+		const char *argv[] = {"SCAN", cursor, "MATCH", pat, "COUNT", "200"};
+		redisReply *rep;
+		if (sbx_redis_cmd(r, &rep, err, 6, argv, NULL) < 0)
+			return -1;
+		if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
+		    rep->element[0]->type != REDIS_REPLY_STRING ||
+		    rep->element[1]->type != REDIS_REPLY_ARRAY) {
+			freeReplyObject(rep);
+			return sbx_fail(err, SBX_INTERNAL, "binding", "unexpected SCAN reply");
+		}
+		free(cursor);
+		cursor = sbx_xstrdup(rep->element[0]->str);
+		redisReply *ks = rep->element[1];
+		for (size_t i = 0; i < ks->elements; i++) {
+			if (ks->element[i]->type != REDIS_REPLY_STRING)
+				continue;
+			size_t sl = 0;
+			SBX_AUTOFREE char *s = sbx_key_session_of(ks->element[i]->str, r->prefix,
+								  tenant, tl, &sl);
+			if (!s)
+				continue;      /* not one of ours (cannot happen with our pattern) */
+			if (fn(s, sl, ctx, err) < 0) {
+				freeReplyObject(rep);
+				return -1;
+			}
+		}
+		freeReplyObject(rep);
+	} while (strcmp(cursor, "0") != 0);
+	return 0;
+}
+
+struct stale_ctx {
+	const char *tenant;
+	int64_t now;
+	long marked, failed;
+	struct sbx_err first;
+};
+
+
+/* The sessions to mark, collected first so that no SCAN cursor stays
+ * open while we wait for locks. */
+struct stale_list {
+	char **ids;
+	size_t n, cap;
+};
+
+static int collect(const char *session, size_t slen, void *vctx, struct sbx_err *err)
+{
+	(void)err;
+	struct stale_list *l = vctx;
+	if (memchr(session, '\0', slen))
+		return 0;
+	for (size_t i = 0; i < l->n; i++)      /* SCAN may return a key twice */
+		if (strcmp(l->ids[i], session) == 0)
+			return 0;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 16;
+		l->ids = sbx_xrealloc(l->ids, l->cap * sizeof(*l->ids));
+	}
+	l->ids[l->n++] = sbx_xstrdup(session);
+	return 0;
+}
+
+static int mark_one(struct sbx_redis *r, struct stale_ctx *c, const char *session,
+		    struct sbx_err *err)
+{
+	struct sbx_lock *lock = NULL;
+	if (sbx_lock_acquire(r, c->tenant, strlen(c->tenant), session, strlen(session), 2000,
+			     &lock, err) < 0)
+		return -1;
+	int rc = 0;
+	if (lock->binding_raw) {
+		struct sbx_binding b;
+		rc = sbx_binding_decode(lock->binding_raw, lock->binding_len, c->tenant, session, &b, err);
+		if (rc == 0 && !b.stale_at) {
+			rc = sbx_binding_mark_stale(r, lock, &b, c->now, err);
+			if (rc > 0)
+				c->marked++;
+		}
+		sbx_binding_clear(&b);   /* zeroed by a failed decode: safe either way */
+	}
+	struct sbx_err rel = {0};
+	if (sbx_lock_release(lock, &rel) < 0 && rc >= 0) {
+		*err = rel;
+		rc = -1;
+	}
+	return rc < 0 ? -1 : 0;
+}
+
+int sbx_bindings_mark_stale(struct sbx_redis *r, const char *tenant, int64_t now,
+			    long *marked, long *failed, struct sbx_err *err)
+{
+	struct stale_ctx c = {.tenant = tenant, .now = now};
+	struct stale_list l = {0};
+	*marked = *failed = 0;
+	if (sbx_id_check("tenant", tenant, strlen(tenant), err) < 0)
+		return -1;
+	if (sbx_bindings_each(r, tenant, collect, &l, err) < 0) {
+		for (size_t i = 0; i < l.n; i++)
+			free(l.ids[i]);
+		free(l.ids);
+		return -1;
+	}
+	int broken = 0;
+	for (size_t i = 0; i < l.n; i++) {
+		struct sbx_err e = {0};
+		/* A broken connection fails every later session too: count
+		 * them as failed without trying N times. */
+		if (broken || mark_one(r, &c, l.ids[i], &e) < 0) {
+			c.failed++;
+			if (!c.first.kind) {
+				c.first = e;
+				sbx_err_prefix(&c.first, "session %s", l.ids[i]);
+			}
+			broken = !r->c;
+		}
+		free(l.ids[i]);
+	}
+	*marked = c.marked;
+	*failed = c.failed;
+	if (c.failed) {
+		*err = c.first;
+		sbx_err_prefix(err, "%ld of %zu sessions not marked", c.failed, l.n);
+	}
+	free(l.ids);
+	return c.failed ? -1 : 0;
+}

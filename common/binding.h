@@ -1,0 +1,97 @@
+/* binding.h - session bindings: which sandbox a (tenant, session) owns.
+ *
+ * A binding is one JSON string at <prefix>:{T}:sess:S:binding, written with
+ * SET NX and no TTL (a paused sandbox's binding must outlive any TTL):
+ *
+ *   {"version":1,"backend":"local","tenant":"T","session":"S",
+ *    "sandbox_id":"...","template":"...","created_at":"2026-...Z",
+ *    "fence":7,"profile":"default"[,"stale_at":"2026-...Z"]}
+ *
+ * Decoding is strict: a wrong version, a missing field, or a tenant/session
+ * that differs from the key's is an error (fail closed), never "absent".
+ *
+ * The tenant's bound set <prefix>:{T}:bound holds exactly the sandbox ids of
+ * its bindings: every script that creates or deletes a binding updates the
+ * set in the same script (one slot, atomic).  The reaper trusts it.
+ *
+ * Writes made under the lifecycle lock pass the lock (token + fence); the
+ * scripts refuse them when the lock no longer holds the token or the fence
+ * counter moved on (conflict "lock ownership lost"). */
+#ifndef SBX_BINDING_H
+#define SBX_BINDING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "err.h"
+#include "lock.h"
+#include "redis.h"
+
+#define SBX_BINDING_VERSION 1
+
+struct sbx_binding {
+	int version;
+	char *backend;
+	char *tenant;
+	char *session;
+	char *sandbox_id;
+	char *template_id;
+	char *profile;
+	int64_t created_at;      /* unix seconds */
+	int64_t fence;           /* the fence of the lock holder that wrote it */
+	int64_t stale_at;        /* unix seconds; 0 = not stale */
+};
+
+void sbx_binding_clear(struct sbx_binding *b);
+/* JSON text (malloc'd). */
+char *sbx_binding_encode(const struct sbx_binding *b);
+/* Strict decode; tenant/session must equal the expected ones. */
+int sbx_binding_decode(const char *raw, size_t len, const char *tenant, const char *session,
+		       struct sbx_binding *out, struct sbx_err *err);
+
+/* Read without the lock: 1 and *out / 0 when absent / -1 (malformed too). */
+int sbx_binding_get(struct sbx_redis *r, const char *tenant, const char *session,
+		    struct sbx_binding *out, struct sbx_err *err);
+
+/* Under the lock: bind b (SET NX, no TTL) and add its sandbox to the bound
+ * set, in one script.  b->fence is set to the lock's fence.  Returns 1 when
+ * bound, 0 when a binding already existed (decoded into *existing, which may
+ * be NULL), -1 on error (conflict when the lock was lost: nothing written). */
+int sbx_binding_create(struct sbx_redis *r, struct sbx_lock *lock, struct sbx_binding *b,
+		       struct sbx_binding *existing, struct sbx_err *err);
+/* Delete the session's binding if it names sandbox_id, and remove the id
+ * from the bound set, in one script.  lock may be NULL (no fencing: used
+ * by sbx-ctl kill).  1 deleted, 0 no match, -1 error. */
+int sbx_binding_delete_if_match(struct sbx_redis *r, struct sbx_lock *lock, const char *tenant,
+				const char *session, const char *sandbox_id, struct sbx_err *err);
+/* Under the lock: set stale_at = now on the binding if it still names
+ * b->sandbox_id and is not stale yet.  1 marked, 0 not (changed or already
+ * stale), -1 error. */
+int sbx_binding_mark_stale(struct sbx_redis *r, struct sbx_lock *lock,
+			   const struct sbx_binding *b, int64_t now, struct sbx_err *err);
+
+/* For `sbx-ctl kill`: if the handle is a session sandbox (tenant and session
+ * in the handle, or sbx.tenant/sbx.session in its metadata) and the
+ * session's binding names this sandbox, delete the binding and drop the id
+ * from the bound set (compare-and-delete; no lock needed).  Returns 1 when a
+ * binding was removed, 0 when there was none for it, -1 on a Redis error. */
+int sbx_binding_drop_for_sandbox(struct sbx_redis *r, const struct sbx_sandbox *sb,
+				 struct sbx_err *err);
+
+/* Every session of the tenant that has a binding (SCAN MATCH with the
+ * glob-escaped tenant, COUNT 200).  fn gets the session id (unescaped from
+ * the key) and returns 0 to go on or -1 to stop with its error. */
+typedef int (*sbx_binding_fn)(const char *session, size_t slen, void *ctx, struct sbx_err *err);
+int sbx_bindings_each(struct sbx_redis *r, const char *tenant, sbx_binding_fn fn, void *ctx,
+		      struct sbx_err *err);
+
+/* Mark every binding of the tenant stale (after a new skill image).  Each
+ * session is marked under its own lifecycle lock, with a 2 s acquire cap;
+ * a session that fails (busy lock, malformed binding) is counted in
+ * *failed and the loop goes on.  Returns 0 when all went well, -1 with the
+ * first failure otherwise (the counts are filled either way). */
+int sbx_bindings_mark_stale(struct sbx_redis *r, const char *tenant, int64_t now,
+			    long *marked, long *failed, struct sbx_err *err);
+
+#endif

@@ -1,0 +1,160 @@
+/* lease.c - turn leases (see lease.h).  Every operation is one script on
+ * the session's turn key, so concurrent begin/end/consume never lose an
+ * update. */
+#include "lease.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "keys.h"
+#include "util.h"
+
+/* beginTurnScript: a nested begin does NOT reset rebuild. */
+static struct sbx_script begin_script = {.src =
+	"local refs = redis.call('HINCRBY', KEYS[1], 'refs', 1)\n"
+	"if refs == 1 then redis.call('HSET', KEYS[1], 'rebuild', 1) end\n"
+	"redis.call('PEXPIRE', KEYS[1], ARGV[1])\n"
+	"return refs\n"};
+
+static struct sbx_script end_script = {.src =
+	"if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end\n"
+	"local refs = redis.call('HINCRBY', KEYS[1], 'refs', -1)\n"
+	"if refs <= 0 then redis.call('DEL', KEYS[1]); return 0 end\n"
+	"return refs\n"};
+
+/* consumeTurnRebuildScript: never creates the key. */
+static struct sbx_script consume_script = {.src =
+	"if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end\n"
+	"redis.call('HSET', KEYS[1], 'rebuild', 0)\n"
+	"redis.call('PEXPIRE', KEYS[1], ARGV[1])\n"
+	"return 1\n"};
+
+/* TurnState then consume, atomically.  HGETALL on a key of another type
+ * raises WRONGTYPE: the script fails and the caller keeps the sandbox.
+ * Returns {refs, rebuild-was-"1", pttl}. */
+static struct sbx_script observe_script = {.src =
+	"local h = redis.call('HGETALL', KEYS[1])\n"
+	"if #h == 0 then return {0, 0, -2} end\n"
+	"local refs, rebuild = 0, '0'\n"
+	"for i = 1, #h, 2 do\n"
+	"  if h[i] == 'refs' then refs = tonumber(h[i+1]) or 0\n"
+	"  elseif h[i] == 'rebuild' then rebuild = h[i+1] end\n"
+	"end\n"
+	"redis.call('HSET', KEYS[1], 'rebuild', 0)\n"
+	"redis.call('PEXPIRE', KEYS[1], ARGV[1])\n"
+	"return {refs, rebuild == '1' and 1 or 0, tonumber(ARGV[1])}\n"};
+
+/* TurnState: HGETALL, refresh the TTL of an active lease. */
+static struct sbx_script state_script = {.src =
+	"local h = redis.call('HGETALL', KEYS[1])\n"
+	"if #h == 0 then return {0, 0, -2} end\n"
+	"local refs, rebuild = 0, '0'\n"
+	"for i = 1, #h, 2 do\n"
+	"  if h[i] == 'refs' then refs = tonumber(h[i+1]) or 0\n"
+	"  elseif h[i] == 'rebuild' then rebuild = h[i+1] end\n"
+	"end\n"
+	"if refs > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end\n"
+	"return {refs, rebuild == '1' and 1 or 0, redis.call('PTTL', KEYS[1])}\n"};
+
+int64_t sbx_turn_ttl_ms(void)
+{
+	const char *e = getenv("SBX_TURN_TTL_MS");
+	if (e && *e) {
+		char *end;
+		long long v = strtoll(e, &end, 10);
+		if (!*end && v > 0)
+			return v;
+	}
+	return 30LL * 60 * 1000;
+}
+
+static int run(struct sbx_redis *r, struct sbx_script *s, const char *tenant,
+	       const char *session, redisReply **rep, struct sbx_err *err)
+{
+	if (sbx_id_check("tenant", tenant, strlen(tenant), err) < 0 ||
+	    sbx_id_check("session", session, strlen(session), err) < 0)
+		return -1;
+	SBX_AUTOFREE char *key = sbx_key_session(r->prefix, tenant, strlen(tenant), session,
+						 strlen(session), SBX_KEY_TURN);
+	char ttl[24];
+	snprintf(ttl, sizeof(ttl), "%lld", (long long)sbx_turn_ttl_ms());
+	const char *keys[] = {key}, *args[] = {ttl};
+	if (sbx_redis_eval(r, s, rep, 1, keys, 1, args, err) < 0) {
+		sbx_err_prefix(err, "turn lease");
+		return -1;
+	}
+	return 0;
+}
+
+static int int_reply(redisReply *rep, long long *v, struct sbx_err *err)
+{
+	if (rep->type != REDIS_REPLY_INTEGER) {
+		freeReplyObject(rep);
+		return sbx_fail(err, SBX_INTERNAL, "lease", "unexpected reply from a turn script");
+	}
+	if (v)
+		*v = rep->integer;
+	freeReplyObject(rep);
+	return 0;
+}
+
+int sbx_turn_begin(struct sbx_redis *r, const char *tenant, const char *session,
+		   long long *refs, struct sbx_err *err)
+{
+	redisReply *rep;
+	if (run(r, &begin_script, tenant, session, &rep, err) < 0)
+		return -1;
+	return int_reply(rep, refs, err);
+}
+
+int sbx_turn_end(struct sbx_redis *r, const char *tenant, const char *session,
+		 long long *refs, struct sbx_err *err)
+{
+	redisReply *rep;
+	if (run(r, &end_script, tenant, session, &rep, err) < 0)
+		return -1;
+	return int_reply(rep, refs, err);
+}
+
+int sbx_turn_consume(struct sbx_redis *r, const char *tenant, const char *session,
+		     struct sbx_err *err)
+{
+	redisReply *rep;
+	long long v = 0;
+	if (run(r, &consume_script, tenant, session, &rep, err) < 0 || int_reply(rep, &v, err) < 0)
+		return -1;
+	return (int)v;
+}
+
+static int triple(redisReply *rep, struct sbx_turn *out, struct sbx_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3) {
+		freeReplyObject(rep);
+		return sbx_fail(err, SBX_INTERNAL, "lease", "unexpected reply from a turn script");
+	}
+	out->refs = rep->element[0]->integer;
+	out->active = out->refs > 0;
+	out->rebuild = out->active && rep->element[1]->integer == 1;
+	out->ttl_ms = rep->element[2]->integer;
+	freeReplyObject(rep);
+	return 0;
+}
+
+int sbx_turn_state(struct sbx_redis *r, const char *tenant, const char *session,
+		   struct sbx_turn *out, struct sbx_err *err)
+{
+	redisReply *rep;
+	if (run(r, &state_script, tenant, session, &rep, err) < 0)
+		return -1;
+	return triple(rep, out, err);
+}
+
+int sbx_turn_observe(struct sbx_redis *r, const char *tenant, const char *session,
+		     struct sbx_turn *out, struct sbx_err *err)
+{
+	redisReply *rep;
+	if (run(r, &observe_script, tenant, session, &rep, err) < 0)
+		return -1;
+	return triple(rep, out, err);
+}

@@ -1,0 +1,1017 @@
+/* ledger.c - the skill ledger: rows written before the snapshot, and the
+ * recovery that completes or fails what a crash left half done (see
+ * ledger.h for the row layout and the protocol).
+ *
+ * Promises: a row's state only moves snapshotting -> ready -> (published)
+ * or -> failed, each move guarded by the row's planned name so that a late
+ * writer never touches a later run's row; the image pointer only moves by
+ * compare-and-set from the generation the row recorded (image.c), and only
+ * to a snapshot that exists; a snapshot this code deletes is always one a
+ * row of ours names (a positive match by id or planned name), never one
+ * found by absence. */
+#include "ledger.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "binding.h"
+#include "doc.h"
+#include "image.h"
+#include "keys.h"
+#include "util.h"
+
+/* ---- rows <-> hashes ---------------------------------------------------- */
+
+void sbx_ledger_row_clear(struct sbx_ledger_row *row)
+{
+	free(row->skill);
+	free(row->state);
+	free(row->op);
+	free(row->planned_name);
+	free(row->fingerprint);
+	free(row->base_template);
+	free(row->parent);
+	free(row->sandbox_id);
+	free(row->snapshot_id);
+	free(row->owner);
+	free(row->error);
+	memset(row, 0, sizeof(*row));
+}
+
+void sbx_ledger_rows_free(struct sbx_ledger_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		sbx_ledger_row_clear(&rows[i]);
+	free(rows);
+}
+
+void sbx_ledger_ids_free(char **ids, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(ids[i]);
+	free(ids);
+}
+
+static void set_iso_ms(json_object *o, const char *key, int64_t ms)
+{
+	char buf[32];
+	if (ms <= 0)
+		return;
+	sbx_time_iso(ms / 1000, buf, sizeof(buf));
+	sbx_json_set_str(o, key, buf);
+}
+
+json_object *sbx_ledger_row_to_json(const struct sbx_ledger_row *row)
+{
+	json_object *o = json_object_new_object();
+	const struct { const char *k, *v; } s[] = {
+		{"skill", row->skill}, {"state", row->state}, {"op", row->op},
+		{"planned_name", row->planned_name}, {"snapshot_id", row->snapshot_id},
+		{"fingerprint", row->fingerprint}, {"base_template", row->base_template},
+		{"parent", row->parent}, {"sandbox_id", row->sandbox_id}, {"owner", row->owner},
+		{"error", row->error},
+	};
+	for (size_t i = 0; i < SBX_ARRAY_LEN(s); i++)
+		if (s[i].v && *s[i].v)
+			sbx_json_set_str(o, s[i].k, s[i].v);
+	sbx_json_set_int(o, "generation", row->generation);
+	sbx_json_set_int(o, "image_generation", row->image_generation);
+	sbx_json_set_bool(o, "published", row->published);
+	set_iso_ms(o, "created_at", row->created_at);
+	set_iso_ms(o, "updated_at", row->updated_at);
+	return o;
+}
+
+static char *row_key(struct sbx_redis *r, const char *tenant, const char *skill)
+{
+	return sbx_key_skill(r->prefix, tenant, strlen(tenant), skill, strlen(skill));
+}
+
+static char *index_key(struct sbx_redis *r, const char *tenant)
+{
+	return sbx_key_tenant(r->prefix, tenant, strlen(tenant), SBX_KEY_LEDGER);
+}
+
+static int check_ids(const char *tenant, const char *skill, struct sbx_err *err)
+{
+	if (sbx_id_check("tenant", tenant, tenant ? strlen(tenant) : 0, err) < 0)
+		return -1;
+	if (skill && sbx_id_check("skill", skill, strlen(skill), err) < 0)
+		return -1;
+	return 0;
+}
+
+static int64_t to_i64(const char *s)
+{
+	return s ? strtoll(s, NULL, 10) : 0;
+}
+
+/* HGETALL reply -> row.  A row without state or planned name is malformed
+ * (fail closed: recovery must never guess). */
+static int row_from_reply(redisReply *rep, const char *skill, struct sbx_ledger_row *out,
+			  struct sbx_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i + 1 < rep->elements; i += 2) {
+		const char *k = rep->element[i]->str, *v = rep->element[i + 1]->str;
+		if (!k || !v)
+			continue;
+		char **slot = NULL;
+		if (!strcmp(k, "state")) slot = &out->state;
+		else if (!strcmp(k, "op")) slot = &out->op;
+		else if (!strcmp(k, "planned_name")) slot = &out->planned_name;
+		else if (!strcmp(k, "fingerprint")) slot = &out->fingerprint;
+		else if (!strcmp(k, "base_template")) slot = &out->base_template;
+		else if (!strcmp(k, "parent")) slot = &out->parent;
+		else if (!strcmp(k, "sandbox_id")) slot = &out->sandbox_id;
+		else if (!strcmp(k, "snapshot_id")) slot = &out->snapshot_id;
+		else if (!strcmp(k, "owner")) slot = &out->owner;
+		else if (!strcmp(k, "error")) slot = &out->error;
+		else if (!strcmp(k, "generation")) out->generation = to_i64(v);
+		else if (!strcmp(k, "image_generation")) out->image_generation = to_i64(v);
+		else if (!strcmp(k, "created_at")) out->created_at = to_i64(v);
+		else if (!strcmp(k, "updated_at")) out->updated_at = to_i64(v);
+		else if (!strcmp(k, "published")) out->published = !strcmp(v, "1");
+		if (slot) {
+			free(*slot);
+			*slot = sbx_xstrdup(v);
+		}
+	}
+	out->skill = sbx_xstrdup(skill);
+	if (!out->state || !out->planned_name || !out->op) {
+		sbx_ledger_row_clear(out);
+		return sbx_fail(err, SBX_INTERNAL, "ledger",
+				"the ledger row of skill '%s' is malformed", skill);
+	}
+	return 0;
+}
+
+int sbx_ledger_get(struct sbx_redis *r, const char *tenant, const char *skill,
+		   struct sbx_ledger_row *out, struct sbx_err *err)
+{
+	if (check_ids(tenant, skill, err) < 0)
+		return -1;
+	SBX_AUTOFREE char *key = row_key(r, tenant, skill);
+	const char *argv[] = {"HGETALL", key};
+	redisReply *rep;
+	if (sbx_redis_cmd(r, &rep, err, 2, argv, NULL) < 0)
+		return -1;
+	int rc = 0;
+	if (rep->type == REDIS_REPLY_ARRAY && rep->elements > 0)
+		rc = row_from_reply(rep, skill, out, err) < 0 ? -1 : 1;
+	else
+		memset(out, 0, sizeof(*out));
+	freeReplyObject(rep);
+	return rc;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* SMEMBERS as a sorted string array. */
+static int smembers(struct sbx_redis *r, const char *key, char ***out, size_t *n,
+		    struct sbx_err *err)
+{
+	const char *argv[] = {"SMEMBERS", key};
+	redisReply *rep;
+	*out = NULL;
+	*n = 0;
+	if (sbx_redis_cmd(r, &rep, err, 2, argv, NULL) < 0)
+		return -1;
+	if (rep->type == REDIS_REPLY_ARRAY && rep->elements) {
+		*out = sbx_xcalloc(rep->elements, sizeof(char *));
+		for (size_t i = 0; i < rep->elements; i++)
+			if (rep->element[i]->str)
+				(*out)[(*n)++] = sbx_xstrdup(rep->element[i]->str);
+		qsort(*out, *n, sizeof(char *), cmp_str);
+	}
+	freeReplyObject(rep);
+	return 0;
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+	const struct sbx_ledger_row *x = a, *y = b;
+	if (x->generation != y->generation)
+		return x->generation < y->generation ? -1 : 1;
+	return strcmp(x->skill, y->skill);
+}
+
+int sbx_ledger_list(struct sbx_redis *r, const char *tenant, struct sbx_ledger_row **out,
+		    size_t *n, struct sbx_err *err)
+{
+	*out = NULL;
+	*n = 0;
+	if (check_ids(tenant, NULL, err) < 0)
+		return -1;
+	SBX_AUTOFREE char *ikey = index_key(r, tenant);
+	char **names;
+	size_t nn;
+	if (smembers(r, ikey, &names, &nn, err) < 0)
+		return -1;
+	struct sbx_ledger_row *rows = sbx_xcalloc(nn ? nn : 1, sizeof(*rows));
+	size_t k = 0;
+	for (size_t i = 0; i < nn; i++) {
+		int rc = sbx_ledger_get(r, tenant, names[i], &rows[k], err);
+		if (rc < 0) {
+			sbx_ledger_rows_free(rows, k);
+			sbx_ledger_ids_free(names, nn);
+			return -1;
+		}
+		k += (size_t)rc;     /* an index entry without a row: deleted midway */
+	}
+	sbx_ledger_ids_free(names, nn);
+	qsort(rows, k, sizeof(*rows), cmp_row);
+	*out = rows;
+	*n = k;
+	return 0;
+}
+
+int sbx_ledger_tenants(struct sbx_redis *r, char ***out, size_t *n, struct sbx_err *err)
+{
+	SBX_AUTOFREE char *key = sbx_key_tenants(r->prefix);
+	return smembers(r, key, out, n, err);
+}
+
+int sbx_ledger_max_generation(struct sbx_redis *r, const char *tenant, int64_t *out,
+			      struct sbx_err *err)
+{
+	struct sbx_ledger_row *rows;
+	size_t n;
+	*out = 0;
+	if (sbx_ledger_list(r, tenant, &rows, &n, err) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].generation > *out)
+			*out = rows[i].generation;
+	sbx_ledger_rows_free(rows, n);
+	return 0;
+}
+
+/* ---- writes ------------------------------------------------------------- */
+
+/* KEYS: row, index.  ARGV: skill, then field/value pairs.  The row is
+ * replaced whole (no field of an older run survives) unless it is still
+ * snapshotting: then {0, its planned name}. */
+static struct sbx_script begin_script = {.src =
+	"if redis.call('HGET', KEYS[1], 'state') == 'snapshotting' then\n"
+	"  return {0, redis.call('HGET', KEYS[1], 'planned_name') or ''}\n"
+	"end\n"
+	"redis.call('DEL', KEYS[1])\n"
+	"redis.call('HSET', KEYS[1], unpack(ARGV, 2))\n"
+	"redis.call('SADD', KEYS[2], ARGV[1])\n"
+	"return {1, ''}\n"};
+
+/* KEYS: row.  ARGV: planned_name, required state ('' = any), number of
+ * fields to delete, those names, then field/value pairs to set.  1 when
+ * written, 0 when the row is not this run's (or not in that state). */
+static struct sbx_script update_script = {.src =
+	"if redis.call('HGET', KEYS[1], 'planned_name') ~= ARGV[1] then return 0 end\n"
+	"if ARGV[2] ~= '' and redis.call('HGET', KEYS[1], 'state') ~= ARGV[2] then return 0 end\n"
+	"local nd = tonumber(ARGV[3])\n"
+	"for i = 1, nd do redis.call('HDEL', KEYS[1], ARGV[3 + i]) end\n"
+	"if #ARGV > 3 + nd then redis.call('HSET', KEYS[1], unpack(ARGV, 4 + nd)) end\n"
+	"return 1\n"};
+
+/* KEYS: row, index.  ARGV: skill.  Refuses a snapshotting row (-1). */
+static struct sbx_script delete_script = {.src =
+	"local st = redis.call('HGET', KEYS[1], 'state')\n"
+	"if st == 'snapshotting' then return -1 end\n"
+	"redis.call('SREM', KEYS[2], ARGV[1])\n"
+	"return redis.call('DEL', KEYS[1])\n"};
+
+static void i64s(char *buf, size_t len, int64_t v)
+{
+	snprintf(buf, len, "%lld", (long long)v);
+}
+
+static void pair(const char **args, int *na, const char *k, const char *v)
+{
+	if (!v)
+		return;
+	args[(*na)++] = k;
+	args[(*na)++] = v;
+}
+
+int sbx_ledger_begin(struct sbx_redis *r, const char *tenant, const struct sbx_ledger_row *row,
+		     struct sbx_err *err)
+{
+	if (check_ids(tenant, row->skill, err) < 0)
+		return -1;
+	/* The tenants set first: a crash after the row write must never leave
+	 * a row that "--recover" (all tenants) cannot reach.  It lives in
+	 * another slot, so it cannot share the script. */
+	SBX_AUTOFREE char *tkey = sbx_key_tenants(r->prefix);
+	const char *sadd[] = {"SADD", tkey, tenant};
+	redisReply *rep;
+	if (sbx_redis_cmd(r, &rep, err, 3, sadd, NULL) < 0)
+		return -1;
+	freeReplyObject(rep);
+
+	char gen[24], igen[24], cat[24], uat[24];
+	i64s(gen, sizeof(gen), row->generation);
+	i64s(igen, sizeof(igen), row->image_generation);
+	i64s(cat, sizeof(cat), row->created_at);
+	i64s(uat, sizeof(uat), row->updated_at ? row->updated_at : row->created_at);
+	const char *args[32];
+	int na = 0;
+	args[na++] = row->skill;
+#define PAIR(k, v) pair(args, &na, (k), (v))
+	PAIR("state", row->state);
+	PAIR("op", row->op);
+	PAIR("planned_name", row->planned_name);
+	PAIR("fingerprint", row->fingerprint);
+	PAIR("base_template", row->base_template);
+	PAIR("parent", row->parent);
+	PAIR("sandbox_id", row->sandbox_id);
+	PAIR("owner", row->owner);
+	PAIR("generation", gen);
+	PAIR("image_generation", igen);
+	PAIR("created_at", cat);
+	PAIR("updated_at", uat);
+	PAIR("published", "0");
+#undef PAIR
+	SBX_AUTOFREE char *key = row_key(r, tenant, row->skill);
+	SBX_AUTOFREE char *ikey = index_key(r, tenant);
+	const char *keys[] = {key, ikey};
+	if (sbx_redis_eval(r, &begin_script, &rep, 2, keys, na, args, err) < 0)
+		return -1;
+	int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+		 rep->element[0]->integer == 1;
+	if (!ok) {
+		int rc = sbx_fail(err, SBX_CONFLICT, "ledger",
+				  "skill '%s' of tenant '%s' is being snapshotted already (%s); "
+				  "wait, or run sbx-snap --recover", row->skill, tenant,
+				  rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+				  rep->element[1]->str ? rep->element[1]->str : "?");
+		freeReplyObject(rep);
+		return rc;
+	}
+	freeReplyObject(rep);
+	return 0;
+}
+
+/* Guarded update of this run's row (see update_script). */
+static int row_update(struct sbx_redis *r, const char *tenant, const char *skill,
+		      const char *planned_name, const char *need_state, const char *const *del,
+		      int ndel, const char *const *set, int nset, struct sbx_err *err)
+{
+	if (check_ids(tenant, skill, err) < 0)
+		return -1;
+	SBX_AUTOFREE char *key = row_key(r, tenant, skill);
+	const char *args[40];
+	int na = 0;
+	char nd[8], now[24];
+	snprintf(nd, sizeof(nd), "%d", ndel);
+	i64s(now, sizeof(now), sbx_now_ms());
+	args[na++] = planned_name;
+	args[na++] = need_state ? need_state : "";
+	args[na++] = nd;
+	for (int i = 0; i < ndel; i++)
+		args[na++] = del[i];
+	for (int i = 0; i < nset && na < 36; i++)
+		args[na++] = set[i];
+	args[na++] = "updated_at";
+	args[na++] = now;
+	const char *keys[] = {key};
+	redisReply *rep;
+	if (sbx_redis_eval(r, &update_script, &rep, 1, keys, na, args, err) < 0)
+		return -1;
+	int rc = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
+	freeReplyObject(rep);
+	return rc;
+}
+
+int sbx_ledger_mark_ready(struct sbx_redis *r, const char *tenant, const char *skill,
+			  const char *planned_name, const char *snapshot_id, struct sbx_err *err)
+{
+	const char *set[] = {"state", "ready", "snapshot_id", snapshot_id};
+	const char *del[] = {"error"};
+	return row_update(r, tenant, skill, planned_name, "snapshotting", del, 1, set, 4, err);
+}
+
+/* Fail the row; keep_snapshot names a snapshot that could not be deleted
+ * (it stays on the row, so it is still found and deleted later). */
+static int mark_failed(struct sbx_redis *r, const char *tenant, const char *skill,
+		       const char *planned_name, const char *why, const char *keep_snapshot,
+		       struct sbx_err *err)
+{
+	const char *set[] = {"state", "failed", "error", why ? why : "failed",
+			     "snapshot_id", keep_snapshot};
+	const char *del[] = {"snapshot_id"};
+	if (keep_snapshot)
+		return row_update(r, tenant, skill, planned_name, NULL, NULL, 0, set, 6, err);
+	return row_update(r, tenant, skill, planned_name, NULL, del, 1, set, 4, err);
+}
+
+int sbx_ledger_mark_failed(struct sbx_redis *r, const char *tenant, const char *skill,
+			   const char *planned_name, const char *why, struct sbx_err *err)
+{
+	return mark_failed(r, tenant, skill, planned_name, why, NULL, err);
+}
+
+int sbx_ledger_mark_published(struct sbx_redis *r, const char *tenant, const char *skill,
+			      const char *planned_name, struct sbx_err *err)
+{
+	const char *set[] = {"published", "1"};
+	return row_update(r, tenant, skill, planned_name, "ready", NULL, 0, set, 2, err);
+}
+
+int sbx_ledger_delete(struct sbx_redis *r, const char *tenant, const char *skill,
+		      struct sbx_err *err)
+{
+	if (check_ids(tenant, skill, err) < 0)
+		return -1;
+	SBX_AUTOFREE char *key = row_key(r, tenant, skill);
+	SBX_AUTOFREE char *ikey = index_key(r, tenant);
+	const char *keys[] = {key, ikey};
+	const char *args[] = {skill};
+	redisReply *rep;
+	if (sbx_redis_eval(r, &delete_script, &rep, 2, keys, 1, args, err) < 0)
+		return -1;
+	long long v = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
+	freeReplyObject(rep);
+	if (v < 0)
+		return sbx_fail(err, SBX_CONFLICT, "ledger",
+				"skill '%s' is being snapshotted; run sbx-snap --recover first", skill);
+	return v > 0;
+}
+
+/* ---- snapshots ---------------------------------------------------------- */
+
+static void ref_copy(const struct sbx_snapshot_ref *s, struct sbx_snapshot_ref *d)
+{
+	d->id = s->id ? sbx_xstrdup(s->id) : NULL;
+	d->name = s->name ? sbx_xstrdup(s->name) : NULL;
+	d->parent = s->parent ? sbx_xstrdup(s->parent) : NULL;
+	d->created_at = s->created_at;
+	d->size_bytes = s->size_bytes;
+	d->layers = s->layers;
+}
+
+/* Does snapshot `s` answer to x?  By id, by name, or (Docker-style
+ * repository names) by a name ending in "/x". */
+static int ref_matches(const struct sbx_snapshot_ref *s, const char *x)
+{
+	if ((s->id && !strcmp(s->id, x)) || (s->name && !strcmp(s->name, x)))
+		return 1;
+	if (s->name) {
+		size_t ln = strlen(s->name), lx = strlen(x);
+		if (ln > lx && s->name[ln - lx - 1] == '/' && !strcmp(s->name + ln - lx, x))
+			return 1;
+	}
+	return 0;
+}
+
+/* Every snapshot, every page; a page token seen twice is an error (a
+ * backend that loops would otherwise spin forever or, worse, make an
+ * incomplete listing look complete). */
+static int list_all(struct sbx_backend *b, struct sbx_snapshot_ref **out, size_t *n,
+		    struct sbx_err *err)
+{
+	struct sbx_snapshot_ref *all = NULL;
+	size_t nall = 0;
+	char *token = NULL;
+	char **seen = NULL;
+	size_t nseen = 0;
+	int rc = 0;
+	for (int page = 0;; page++) {
+		struct sbx_snapshot_ref *items = NULL;
+		size_t ni = 0;
+		char *next = NULL;
+		if (sbx_call(b, snapshot_list, err, token, &items, &ni, &next) < 0) {
+			rc = -1;
+			break;
+		}
+		all = sbx_xrealloc(all, (nall + ni + 1) * sizeof(*all));
+		memcpy(all + nall, items, ni * sizeof(*items));
+		nall += ni;
+		free(items);        /* the fields moved into `all` */
+		if (!next || !*next) {
+			free(next);
+			break;
+		}
+		for (size_t i = 0; i < nseen; i++)
+			if (!strcmp(seen[i], next)) {
+				rc = sbx_fail(err, SBX_INTERNAL, "snapshot_list",
+					      "the backend repeated page token '%s'", next);
+				break;
+			}
+		if (rc < 0) {
+			free(next);
+			break;
+		}
+		seen = sbx_xrealloc(seen, (nseen + 1) * sizeof(*seen));
+		seen[nseen++] = next;
+		token = next;
+	}
+	sbx_ledger_ids_free(seen, nseen);
+	if (rc < 0) {
+		sbx_snapshot_refs_free(all, nall);
+		return -1;
+	}
+	*out = all;
+	*n = nall;
+	return 0;
+}
+
+static const struct sbx_snapshot_ref *find_in(const struct sbx_snapshot_ref *all, size_t n,
+					      const char *x)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ref_matches(&all[i], x))
+			return &all[i];
+	return NULL;
+}
+
+int sbx_ledger_find_snapshot(struct sbx_backend *b, const char *id_or_name,
+			     struct sbx_snapshot_ref *out, struct sbx_err *err)
+{
+	struct sbx_snapshot_ref *all;
+	size_t n;
+	if (list_all(b, &all, &n, err) < 0)
+		return -1;
+	const struct sbx_snapshot_ref *s = find_in(all, n, id_or_name);
+	if (s && out)
+		ref_copy(s, out);
+	sbx_snapshot_refs_free(all, n);
+	return s != NULL;
+}
+
+/* ---- publish: pointer + stale ------------------------------------------- */
+
+/* Is the run that wrote `owner` ("host:pid:start") certainly dead?  Only
+ * answerable on the same host; elsewhere the grace period decides. */
+static unsigned long long proc_start(long pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	SBX_AUTOFREE char *buf = NULL;
+	size_t len;
+	struct sbx_err ignored = {0};
+	if (sbx_read_file(path, 4096, &buf, &len, &ignored) < 0)
+		return 0;
+	char *p = strrchr(buf, ')');     /* comm may contain spaces and ')' */
+	if (!p)
+		return 0;
+	unsigned long long start = 0;
+	/* after ") ": field 3 (state) ... field 22 (starttime) = 20th token */
+	char *save = NULL, *tok = strtok_r(p + 1, " ", &save);
+	for (int f = 3; tok && f < 22; f++)
+		tok = strtok_r(NULL, " ", &save);
+	if (tok)
+		start = strtoull(tok, NULL, 10);
+	return start;
+}
+
+char *sbx_ledger_owner_self(void)
+{
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	return sbx_xasprintf("%s:%ld:%llu", host, (long)getpid(), proc_start(getpid()));
+}
+
+static int owner_dead(const char *owner)
+{
+	if (!owner)
+		return 0;
+	const char *c2 = strrchr(owner, ':');
+	if (!c2 || c2 == owner)
+		return 0;
+	const char *c1 = c2 - 1;
+	while (c1 > owner && *c1 != ':')
+		c1--;
+	if (*c1 != ':')
+		return 0;
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	if ((size_t)(c1 - owner) != strlen(host) || strncmp(owner, host, (size_t)(c1 - owner)))
+		return 0;
+	long pid = strtol(c1 + 1, NULL, 10);
+	unsigned long long start = strtoull(c2 + 1, NULL, 10);
+	if (pid <= 0)
+		return 0;
+	if (pid == (long)getpid())
+		return 0;
+	unsigned long long now = proc_start(pid);
+	return now == 0 || (start && now != start);
+}
+
+/* Delete a snapshot one of our rows names.  0 deleted or already gone,
+ * -1 could not (kept on the row for a later try). */
+static int drop_snapshot(struct sbx_backend *b, const char *id, struct sbx_err *err)
+{
+	int gone = 0;
+	return sbx_call(b, snapshot_delete, err, id, &gone);
+}
+
+/* The value under key, of any type (sbx_json_obj only returns objects). */
+static json_object *get_any(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+	return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
+}
+
+static void report_add(json_object *report, const char *tenant, const struct sbx_ledger_row *row,
+		       const char *action, const char *detail, int would)
+{
+	if (!report)
+		return;
+	json_object *acts = get_any(report, "actions");
+	if (!acts || !json_object_is_type(acts, json_type_array)) {
+		acts = json_object_new_array();
+		json_object_object_add(report, "actions", acts);
+	}
+	json_object *a = json_object_new_object();
+	sbx_json_set_str(a, "tenant", tenant);
+	sbx_json_set_str(a, "skill", row->skill);
+	sbx_json_set_str(a, "planned_name", row->planned_name);
+	sbx_json_set_str(a, "action", action);
+	if (row->snapshot_id)
+		sbx_json_set_str(a, "snapshot_id", row->snapshot_id);
+	if (detail)
+		sbx_json_set_str(a, "detail", detail);
+	if (would)
+		sbx_json_set_bool(a, "would", 1);
+	json_object_array_add(acts, a);
+}
+
+static void report_count(json_object *report, const char *what)
+{
+	if (report)
+		sbx_json_set_int(report, what, sbx_json_int(report, what, 0) + 1);
+}
+
+/* The row lost the pointer race (the image moved on without it): delete
+ * its snapshot and fail the row.  A snapshot that cannot be deleted stays
+ * named on the failed row, so the next recovery tries again. */
+static int lose_race(struct sbx_backend *b, struct sbx_redis *r, const char *tenant,
+		     const struct sbx_ledger_row *row, const char *why, struct sbx_err *err)
+{
+	struct sbx_err derr = {0};
+	const char *keep = NULL;
+	if (row->snapshot_id && drop_snapshot(b, row->snapshot_id, &derr) < 0)
+		keep = row->snapshot_id;
+	if (mark_failed(r, tenant, row->skill, row->planned_name, why, keep, err) < 0)
+		return -1;
+	if (keep) {
+		*err = derr;
+		sbx_err_prefix(err, "delete the superseded snapshot %s", keep);
+		return -1;
+	}
+	return 0;
+}
+
+int sbx_ledger_publish(struct sbx_backend *b, struct sbx_redis *r, const char *tenant,
+		       const struct sbx_ledger_row *row, int check_exists, json_object *out,
+		       struct sbx_err *err)
+{
+	struct sbx_image im = {0};
+	int have = sbx_image_get(r, tenant, &im, err);
+	if (have < 0)
+		return -1;
+	int already = have && im.snapshot_id && row->snapshot_id &&
+		      !strcmp(im.snapshot_id, row->snapshot_id);
+	int64_t cur_gen = im.generation, new_gen = im.generation;
+	sbx_image_clear(&im);
+	if (!already) {
+		if (cur_gen != row->image_generation) {
+			SBX_AUTOFREE char *why = sbx_xasprintf(
+				"lost the image race: the image moved from generation %lld to %lld "
+				"while this snapshot was made; install again from the new image",
+				(long long)row->image_generation, (long long)cur_gen);
+			if (lose_race(b, r, tenant, row, why, err) < 0)
+				return -1;
+			if (out)
+				sbx_json_set_str(out, "outcome", "lost_race");
+			return sbx_fail(err, SBX_CONFLICT, "image", "%s", why);
+		}
+		if (check_exists) {
+			int found = sbx_ledger_find_snapshot(b, row->snapshot_id, NULL, err);
+			if (found < 0)
+				return -1;
+			if (!found) {
+				if (mark_failed(r, tenant, row->skill, row->planned_name,
+						"the snapshot vanished before the image pointer moved",
+						NULL, err) < 0)
+					return -1;
+				return sbx_fail(err, SBX_NOT_FOUND, "image",
+						"snapshot %s of skill '%s' no longer exists",
+						row->snapshot_id, row->skill);
+			}
+		}
+		struct sbx_image next = {
+			.snapshot_id = row->snapshot_id, .fingerprint = row->fingerprint,
+			.base_template = row->base_template,
+		};
+		int rc = sbx_image_cas(r, tenant, row->image_generation, &next, &new_gen, err);
+		if (rc < 0)
+			return -1;
+		if (rc == 0) {
+			SBX_AUTOFREE char *why = sbx_xasprintf(
+				"lost the image race: another install moved the image to generation "
+				"%lld first; install again from the new image", (long long)new_gen);
+			if (lose_race(b, r, tenant, row, why, err) < 0)
+				return -1;
+			if (out)
+				sbx_json_set_str(out, "outcome", "lost_race");
+			return sbx_fail(err, SBX_CONFLICT, "image", "%s", why);
+		}
+		sbx_fault("snap:after-pointer");
+	}
+	if (out)
+		sbx_json_set_int(out, "image_generation", new_gen);
+
+	/* A flatten changes no file: sessions on the old stack need no rebuild. */
+	long marked = 0, failed = 0;
+	if (strcmp(row->op, "flatten") != 0) {
+		struct sbx_err serr = {0};
+		int rc = sbx_bindings_mark_stale(r, tenant, sbx_now_ms() / 1000, &marked, &failed,
+						 &serr);
+		if (out) {
+			json_object *st = json_object_new_object();
+			sbx_json_set_int(st, "marked", marked);
+			sbx_json_set_int(st, "failed", failed);
+			json_object_object_add(out, "stale", st);
+		}
+		if (rc < 0 || failed) {
+			/* The image moved: the install succeeded.  The row stays
+			 * unpublished so that the next recovery marks again. */
+			if (out)
+				sbx_json_set_str(out, "warning", serr.msg[0] ? serr.msg :
+						 "some sessions could not be marked stale; "
+						 "sbx-snap --recover will retry");
+			return 1;
+		}
+	}
+	if (sbx_ledger_mark_published(r, tenant, row->skill, row->planned_name, err) < 0)
+		return -1;
+	return 1;
+}
+
+/* ---- recovery ----------------------------------------------------------- */
+
+struct recov {
+	struct sbx_backend *b;
+	struct sbx_redis *r;
+	int64_t grace_ms;
+	int dry_run;
+	json_object *report;
+	struct sbx_snapshot_ref *snaps;   /* listed once per run, lazily */
+	size_t nsnaps;
+	int listed;
+	struct sbx_err first;
+	int nerr;
+};
+
+static int recov_list(struct recov *c, struct sbx_err *err)
+{
+	if (c->listed)
+		return 0;
+	if (list_all(c->b, &c->snaps, &c->nsnaps, err) < 0)
+		return -1;
+	c->listed = 1;
+	return 0;
+}
+
+static void recov_fail(struct recov *c, const char *tenant, const struct sbx_ledger_row *row,
+		       struct sbx_err *e)
+{
+	if (!c->nerr++)
+		c->first = *e;
+	report_add(c->report, tenant, row, "error", e->msg, 0);
+	report_count(c->report, "errors");
+}
+
+static void recover_row(struct recov *c, const char *tenant, const struct sbx_ledger_row *row,
+			const char *image_snapshot)
+{
+	struct sbx_err e = {0};
+	if (!strcmp(row->state, "snapshotting")) {
+		if (recov_list(c, &e) < 0)
+			return recov_fail(c, tenant, row, &e);
+		const struct sbx_snapshot_ref *s = find_in(c->snaps, c->nsnaps, row->planned_name);
+		if (s) {
+			if (c->dry_run) {
+				report_add(c->report, tenant, row, "complete", s->id, 1);
+				report_count(c->report, "recovered");
+				return;
+			}
+			if (sbx_ledger_mark_ready(c->r, tenant, row->skill, row->planned_name, s->id,
+						  &e) < 0)
+				return recov_fail(c, tenant, row, &e);
+			struct sbx_ledger_row now = {0};
+			int rc = sbx_ledger_get(c->r, tenant, row->skill, &now, &e);
+			if (rc <= 0 || strcmp(now.planned_name, row->planned_name)) {
+				sbx_ledger_row_clear(&now);
+				return rc < 0 ? recov_fail(c, tenant, row, &e) : (void)0;
+			}
+			json_object *o = json_object_new_object();
+			rc = sbx_ledger_publish(c->b, c->r, tenant, &now, 0, o, &e);
+			const char *outcome = sbx_json_str(o, "outcome");
+			if (rc > 0) {
+				report_add(c->report, tenant, &now, "complete", NULL, 0);
+				report_count(c->report, "recovered");
+			} else if (outcome && !strcmp(outcome, "lost_race")) {
+				report_add(c->report, tenant, &now, "failed", e.msg, 0);
+				report_count(c->report, "failed");
+			} else {
+				recov_fail(c, tenant, &now, &e);
+			}
+			json_object_put(o);
+			sbx_ledger_row_clear(&now);
+			return;
+		}
+		int dead = owner_dead(row->owner);
+		int old = sbx_now_ms() - row->updated_at >= c->grace_ms;
+		if (!dead && !old) {
+			report_count(c->report, "in_progress");
+			return;
+		}
+		const char *why = dead ? "the run died before its snapshot existed"
+				       : "no snapshot appeared within the grace period";
+		if (!c->dry_run &&
+		    sbx_ledger_mark_failed(c->r, tenant, row->skill, row->planned_name, why, &e) < 0)
+			return recov_fail(c, tenant, row, &e);
+		report_add(c->report, tenant, row, "failed", why, c->dry_run);
+		report_count(c->report, "failed");
+		return;
+	}
+	if (!strcmp(row->state, "ready")) {
+		if (row->published || !row->snapshot_id)
+			return;
+		if (c->dry_run) {
+			report_add(c->report, tenant, row, "publish", NULL, 1);
+			report_count(c->report, "published");
+			return;
+		}
+		json_object *o = json_object_new_object();
+		int rc = sbx_ledger_publish(c->b, c->r, tenant, row, 1, o, &e);
+		const char *outcome = sbx_json_str(o, "outcome");
+		if (rc > 0) {
+			report_add(c->report, tenant, row, "publish", NULL, 0);
+			report_count(c->report, "published");
+		} else if (outcome && !strcmp(outcome, "lost_race")) {
+			report_add(c->report, tenant, row, "failed", e.msg, 0);
+			report_count(c->report, "failed");
+		} else {
+			recov_fail(c, tenant, row, &e);
+		}
+		json_object_put(o);
+		return;
+	}
+	if (!strcmp(row->state, "failed")) {
+		/* A snapshot a failed row still names (deletion failed before),
+		 * or one that appeared under its planned name after its client
+		 * died: both are ours and nobody else's, so delete them.  The
+		 * image's own snapshot is never touched. */
+		const char *victim = row->snapshot_id;
+		if (!victim) {
+			if (recov_list(c, &e) < 0)
+				return recov_fail(c, tenant, row, &e);
+			const struct sbx_snapshot_ref *s = find_in(c->snaps, c->nsnaps,
+								   row->planned_name);
+			victim = s ? s->id : NULL;
+		}
+		if (!victim || (image_snapshot && !strcmp(victim, image_snapshot)))
+			return;
+		if (!c->dry_run) {
+			if (drop_snapshot(c->b, victim, &e) < 0)
+				return recov_fail(c, tenant, row, &e);
+			if (row->snapshot_id &&
+			    mark_failed(c->r, tenant, row->skill, row->planned_name,
+					row->error, NULL, &e) < 0)
+				return recov_fail(c, tenant, row, &e);
+		}
+		report_add(c->report, tenant, row, "delete_orphan", victim, c->dry_run);
+		report_count(c->report, "deleted");
+	}
+}
+
+static int recover_tenant(struct recov *c, const char *tenant, struct sbx_err *err)
+{
+	struct sbx_ledger_row *rows;
+	size_t n;
+	if (sbx_ledger_list(c->r, tenant, &rows, &n, err) < 0)
+		return -1;
+	struct sbx_image im = {0};
+	if (sbx_image_get(c->r, tenant, &im, err) < 0) {
+		sbx_ledger_rows_free(rows, n);
+		return -1;
+	}
+	/* Oldest first: a crashed older row is settled before a newer one. */
+	for (size_t i = 0; i < n; i++)
+		recover_row(c, tenant, &rows[i], im.snapshot_id);
+	sbx_image_clear(&im);
+	sbx_ledger_rows_free(rows, n);
+	return 0;
+}
+
+int sbx_ledger_recover(struct sbx_backend *b, struct sbx_redis *r, const char *tenant,
+		       int64_t grace_ms, int dry_run, json_object *report, struct sbx_err *err)
+{
+	struct recov c = {.b = b, .r = r, .grace_ms = grace_ms, .dry_run = dry_run,
+			  .report = report};
+	static const char *const counts[] = {"recovered", "failed", "published", "deleted",
+					     "in_progress", "errors"};
+	for (size_t i = 0; report && i < SBX_ARRAY_LEN(counts); i++)
+		if (!get_any(report, counts[i]))
+			sbx_json_set_int(report, counts[i], 0);
+	if (report && !get_any(report, "actions"))
+		json_object_object_add(report, "actions", json_object_new_array());
+	int rc = 0;
+	if (tenant) {
+		rc = recover_tenant(&c, tenant, err);
+	} else {
+		char **ts;
+		size_t nt;
+		if (sbx_ledger_tenants(r, &ts, &nt, err) < 0)
+			return -1;
+		for (size_t i = 0; i < nt && rc == 0; i++)
+			rc = recover_tenant(&c, ts[i], err);
+		sbx_ledger_ids_free(ts, nt);
+	}
+	sbx_snapshot_refs_free(c.snaps, c.nsnaps);
+	if (rc < 0)
+		return -1;
+	if (c.nerr) {
+		*err = c.first;
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- what the reaper must keep ------------------------------------------ */
+
+static void ids_add(char ***v, size_t *n, size_t *cap, const char *s)
+{
+	if (!s || !*s)
+		return;
+	if (*n == *cap) {
+		*cap = *cap ? 2 * *cap : 16;
+		*v = sbx_xrealloc(*v, *cap * sizeof(char *));
+	}
+	(*v)[(*n)++] = sbx_xstrdup(s);
+}
+
+static int referenced_tenant(struct sbx_redis *r, const char *tenant, char ***v, size_t *n,
+			     size_t *cap, struct sbx_err *err)
+{
+	struct sbx_ledger_row *rows;
+	size_t nr;
+	if (sbx_ledger_list(r, tenant, &rows, &nr, err) < 0)
+		return -1;
+	for (size_t i = 0; i < nr; i++) {
+		ids_add(v, n, cap, rows[i].snapshot_id);
+		if (!strcmp(rows[i].state, "snapshotting"))
+			ids_add(v, n, cap, rows[i].planned_name);
+	}
+	sbx_ledger_rows_free(rows, nr);
+	struct sbx_image im = {0};
+	if (sbx_image_get(r, tenant, &im, err) < 0)
+		return -1;
+	ids_add(v, n, cap, im.snapshot_id);
+	sbx_image_clear(&im);
+	return 0;
+}
+
+int sbx_ledger_referenced(struct sbx_redis *r, const char *tenant, char ***ids, size_t *n,
+			  struct sbx_err *err)
+{
+	char **v = NULL;
+	size_t nv = 0, cap = 0;
+	int rc = 0;
+	if (tenant) {
+		rc = referenced_tenant(r, tenant, &v, &nv, &cap, err);
+	} else {
+		char **ts;
+		size_t nt;
+		if (sbx_ledger_tenants(r, &ts, &nt, err) < 0)
+			return -1;
+		for (size_t i = 0; i < nt && rc == 0; i++)
+			rc = referenced_tenant(r, ts[i], &v, &nv, &cap, err);
+		sbx_ledger_ids_free(ts, nt);
+	}
+	if (rc < 0) {
+		sbx_ledger_ids_free(v, nv);
+		return -1;
+	}
+	if (nv)
+		qsort(v, nv, sizeof(char *), cmp_str);
+	size_t k = 0;
+	for (size_t i = 0; i < nv; i++) {
+		if (k && !strcmp(v[k - 1], v[i])) {
+			free(v[i]);
+			continue;
+		}
+		v[k++] = v[i];
+	}
+	*ids = v;
+	*n = k;
+	return 0;
+}

@@ -1,0 +1,1253 @@
+/* reap.c - the reaper: reconcile the backend against Redis and delete only
+ * what nobody owns (see reap.h for the contract, docs/reaper.md for the
+ * operator's view).
+ *
+ * Promises:
+ *   - Nothing is deleted unless the whole listing was read: a page error, a
+ *     repeated page token or an item that does not match the filter ends
+ *     the run before the first delete.
+ *   - A session sandbox is deleted only under its session's lifecycle lock,
+ *     after re-reading the binding and the bound set under that lock.
+ *     Resolve binds under the same lock, so "reaper deletes X" and "resolve
+ *     binds X" are serialised: either the binding is visible to the
+ *     re-check (X is kept) or the delete finishes before the resolve can
+ *     list X (it creates or claims another).  The lock is renewed by its
+ *     own thread while the delete runs, and sbx_lock_check is consulted
+ *     right before the delete call.
+ *   - A tenant whose session sandboxes are mostly deletable is refused
+ *     (unless forced): that is what an empty or restored-from-old Redis
+ *     looks like, and deleting every sandbox of a tenant is not something
+ *     a cron job should decide alone.  The same rule guards snapshots.
+ *   - One reaper at a time (a lease, token-checked renew and release); the
+ *     lease is an efficiency and clarity measure: correctness of each
+ *     delete rests on the session lock, not on the lease.
+ *   - Redis round trips are O(sandboxes / BATCH + bound members / SCAN
+ *     COUNT) for the scan, plus a constant number per deleted session
+ *     sandbox (lock, re-check, release). */
+#include "reap.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "binding.h"
+#include "doc.h"
+#include "keys.h"
+#include "ledger.h"
+#include "lock.h"
+#include "util.h"
+
+#define BATCH 512                 /* commands per pipeline */
+#define SCAN_COUNT "1000"         /* SSCAN COUNT hint */
+#define LEASE_TTL_DEFAULT_MS 60000
+/* Names the skill pipeline gives its snapshots (ledger.h planned_name). */
+#define SKILL_SNAPSHOT_PREFIX "sbx-sk-"
+
+/* ------------------------------------------------------------------ */
+/* A hash set of byte strings (open addressing, FNV-1a).  Bound sets can
+ * hold 100k members; a linear scan per sandbox would make the diff
+ * quadratic. */
+
+struct sslot {
+	char *k;
+	size_t len;
+};
+
+struct sset {
+	struct sslot *s;
+	size_t cap, n;
+};
+
+static uint64_t hash_bytes(const char *p, size_t n)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)p[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+static struct sslot *sset_slot(struct sset *s, const char *k, size_t n)
+{
+	size_t i = (size_t)hash_bytes(k, n) & (s->cap - 1);
+	for (;;) {
+		struct sslot *sl = &s->s[i];
+		if (!sl->k || (sl->len == n && memcmp(sl->k, k, n) == 0))
+			return sl;
+		i = (i + 1) & (s->cap - 1);
+	}
+}
+
+static int sset_has(struct sset *s, const char *k, size_t n)
+{
+	return s->cap && sset_slot(s, k, n)->k != NULL;
+}
+
+/* Returns 1 when added, 0 when already present. */
+static int sset_add(struct sset *s, const char *k, size_t n)
+{
+	if ((s->n + 1) * 2 > s->cap) {
+		struct sset g = {.cap = s->cap ? s->cap * 2 : 64};
+		g.s = sbx_xcalloc(g.cap, sizeof(*g.s));
+		for (size_t i = 0; i < s->cap; i++)
+			if (s->s[i].k)
+				*sset_slot(&g, s->s[i].k, s->s[i].len) = s->s[i];
+		free(s->s);
+		s->s = g.s;
+		s->cap = g.cap;
+	}
+	struct sslot *sl = sset_slot(s, k, n);
+	if (sl->k)
+		return 0;
+	sl->k = sbx_xmalloc(n + 1);
+	memcpy(sl->k, k, n);
+	sl->k[n] = '\0';
+	sl->len = n;
+	s->n++;
+	return 1;
+}
+
+static void sset_free(struct sset *s)
+{
+	for (size_t i = 0; i < s->cap; i++)
+		free(s->s[i].k);
+	free(s->s);
+	memset(s, 0, sizeof(*s));
+}
+
+/* "<tlen>:<tenant><id>": an injective key for (tenant, sandbox id). */
+static char *pair_key(const char *t, size_t tl, const char *id, size_t il, size_t *len)
+{
+	char head[24];
+	int h = snprintf(head, sizeof(head), "%zu:", tl);
+	char *k = sbx_xmalloc((size_t)h + tl + il + 1);
+	memcpy(k, head, (size_t)h);
+	memcpy(k + h, t, tl);
+	memcpy(k + h + tl, id, il);
+	*len = (size_t)h + tl + il;
+	k[*len] = '\0';
+	return k;
+}
+
+/* ------------------------------------------------------------------ */
+/* The run's state. */
+
+struct tenant {
+	char *name;
+	size_t len;
+	long listed;          /* managed sandboxes of this tenant */
+	long sessions;        /* ... of which session sandboxes */
+	long bound;           /* listed and in the bound set */
+	long members;         /* size of the bound set */
+	long candidates;      /* session sandboxes that would be deleted */
+	char *refused;        /* reason, or NULL */
+};
+
+struct item {
+	struct sbx_sandbox sb;
+	const char *tenant, *session;  /* borrowed from sb.metadata */
+	size_t tlen, slen;
+	int installer;
+	int t;                /* index into run.tenants, -1 when none */
+	const char *reason;   /* why it is kept; NULL = orphan (to delete) */
+	char *lock_key;       /* session sandboxes considered for deletion */
+};
+
+struct run {
+	struct sbx_backend *b;
+	struct sbx_redis *r;
+	const struct sbx_reap_opts *o;
+	int64_t now_ms;
+	json_object *rep;     /* the "reap" object */
+	json_object *kept, *deleted, *failed, *skipped, *would;
+	json_object *ledger, *snapshots, *idle;   /* sections, added at the end */
+	struct sbx_err first;  /* first failure */
+	int nfailed;
+	long long deletions;  /* done (or planned, in a dry run) */
+	/* lease */
+	char *lease_key;
+	char lease_token[33];
+	int64_t lease_ttl_ms, lease_renewed_ms;
+	int lease_lost;
+	/* tenants */
+	struct tenant *tenants;
+	size_t ntenants;
+	struct sset tenant_idx;  /* names, for lookups */
+	struct sset bound;       /* pair_key(tenant, id) of every bound member */
+	struct item *items;
+	size_t nitems;
+	struct sset templates_in_use;  /* template ids of listed sandboxes */
+};
+
+static void note_failure(struct run *run, const char *id, const char *what,
+			 const struct sbx_err *e)
+{
+	json_object *f = json_object_new_object();
+	if (id)
+		sbx_json_set_str(f, "id", id);
+	if (what)
+		sbx_json_set_str(f, "what", what);
+	json_object *je = json_object_new_object();
+	sbx_json_set_str(je, "kind", sbx_kind_name(e->kind));
+	sbx_json_set_str(je, "message", e->msg);
+	json_object_object_add(f, "error", je);
+	json_object_array_add(run->failed, f);
+	if (run->nfailed++ == 0)
+		run->first = *e;
+}
+
+static json_object *entry(const struct item *it, const char *reason)
+{
+	json_object *e = json_object_new_object();
+	sbx_json_set_str(e, "id", it->sb.id);
+	if (it->tenant)
+		json_object_object_add(e, "tenant",
+				       json_object_new_string_len(it->tenant, (int)it->tlen));
+	if (it->session)
+		json_object_object_add(e, "session",
+				       json_object_new_string_len(it->session, (int)it->slen));
+	if (it->installer)
+		sbx_json_set_str(e, "purpose", "skill-install");
+	sbx_json_set_str(e, "state", sbx_state_name(it->sb.state));
+	if (reason)
+		sbx_json_set_str(e, "reason", reason);
+	return e;
+}
+
+static int tenant_find(struct run *run, const char *name, size_t len)
+{
+	for (size_t i = 0; i < run->ntenants; i++)
+		if (run->tenants[i].len == len && memcmp(run->tenants[i].name, name, len) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* Index of the tenant, added when new.  The name set makes the common
+ * "already known" case O(1); the linear find runs only for new names. */
+static int tenant_get(struct run *run, const char *name, size_t len)
+{
+	if (sset_has(&run->tenant_idx, name, len)) {
+		/* Most sandboxes of a run share few tenants: check the last first. */
+		if (run->ntenants && run->tenants[run->ntenants - 1].len == len &&
+		    memcmp(run->tenants[run->ntenants - 1].name, name, len) == 0)
+			return (int)run->ntenants - 1;
+		return tenant_find(run, name, len);
+	}
+	sset_add(&run->tenant_idx, name, len);
+	run->tenants = sbx_xrealloc(run->tenants, (run->ntenants + 1) * sizeof(*run->tenants));
+	struct tenant *t = &run->tenants[run->ntenants];
+	memset(t, 0, sizeof(*t));
+	t->name = sbx_xmalloc(len + 1);
+	memcpy(t->name, name, len);
+	t->name[len] = '\0';
+	t->len = len;
+	return (int)run->ntenants++;
+}
+
+/* ------------------------------------------------------------------ */
+/* The lease: SET NX PX with a random token; renew and release only while
+ * the key still holds our token. */
+
+static struct sbx_script lease_renew_script = {.src =
+	"if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+	"  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+	"end\n"
+	"return 0\n"};
+
+static struct sbx_script lease_release_script = {.src =
+	"if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+	"  return redis.call('DEL', KEYS[1])\n"
+	"end\n"
+	"return 0\n"};
+
+static int64_t env_ms(const char *name, int64_t dflt)
+{
+	const char *e = getenv(name);
+	int64_t ms;
+	struct sbx_err ignored = {0};
+	if (e && *e && sbx_parse_duration_ms(e, &ms, &ignored) == 0 && ms > 0)
+		return ms;
+	return dflt;
+}
+
+/* 1 taken, 0 held by someone else, -1 error. */
+static int lease_take(struct run *run, struct sbx_err *err)
+{
+	run->lease_key = sbx_key_reap_lease(run->r->prefix);
+	run->lease_ttl_ms = env_ms("SBX_REAP_LEASE_TTL", LEASE_TTL_DEFAULT_MS);
+	if (sbx_random_hex(run->lease_token, 16, err) < 0)
+		return -1;
+	char ttl[24];
+	snprintf(ttl, sizeof(ttl), "%" PRId64, run->lease_ttl_ms);
+	const char *argv[] = {"SET", run->lease_key, run->lease_token, "NX", "PX", ttl};
+	redisReply *rep;
+	if (sbx_redis_cmd(run->r, &rep, err, 6, argv, NULL) < 0)
+		return -1;
+	int taken = rep->type == REDIS_REPLY_STATUS;
+	freeReplyObject(rep);
+	run->lease_renewed_ms = sbx_mono_ms();
+	return taken;
+}
+
+/* Renew when a third of the TTL has passed.  -1 (conflict) once the lease
+ * is no longer ours: the caller stops deleting. */
+static int lease_keep(struct run *run, struct sbx_err *err)
+{
+	if (run->lease_lost)
+		return sbx_fail(err, SBX_CONFLICT, "reap", "the reaper lease was lost");
+	if (sbx_mono_ms() - run->lease_renewed_ms < run->lease_ttl_ms / 3)
+		return 0;
+	char ttl[24];
+	snprintf(ttl, sizeof(ttl), "%" PRId64, run->lease_ttl_ms);
+	const char *keys[] = {run->lease_key}, *args[] = {run->lease_token, ttl};
+	redisReply *rep;
+	if (sbx_redis_eval(run->r, &lease_renew_script, &rep, 1, keys, 2, args, err) < 0) {
+		run->lease_lost = 1;
+		return -1;
+	}
+	int ok = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
+	freeReplyObject(rep);
+	if (!ok) {
+		run->lease_lost = 1;
+		return sbx_fail(err, SBX_CONFLICT, "reap",
+				"the reaper lease expired and was taken by another reaper");
+	}
+	run->lease_renewed_ms = sbx_mono_ms();
+	return 0;
+}
+
+static void lease_release(struct run *run)
+{
+	if (!run->lease_key || run->lease_lost)
+		return;
+	struct sbx_err ignored = {0};
+	const char *keys[] = {run->lease_key}, *args[] = {run->lease_token};
+	redisReply *rep;
+	/* A failed release leaves the lease to expire by itself. */
+	if (sbx_redis_eval(run->r, &lease_release_script, &rep, 1, keys, 1, args, &ignored) == 0)
+		freeReplyObject(rep);
+}
+
+/* ------------------------------------------------------------------ */
+/* Listing, every page, fail closed. */
+
+enum { PAGING_REAL, PAGING_ONE, PAGING_FAIL_SECOND, PAGING_REPEAT };
+
+struct lister {
+	struct sbx_backend *b;
+	const struct sbx_list_filter *f;
+	int mode;
+	/* test modes: the real listing, re-served one item per page */
+	struct sbx_sandbox *all;
+	size_t nall;
+	int loaded;
+};
+
+static int lister_mode(void)
+{
+	const char *e = getenv("SBX_REAP_TEST_PAGING");
+	if (!e || !*e)
+		return PAGING_REAL;
+	if (strcmp(e, "fail-second") == 0)
+		return PAGING_FAIL_SECOND;
+	if (strcmp(e, "repeat-token") == 0)
+		return PAGING_REPEAT;
+	return PAGING_ONE;   /* "one": pages of one, correct tokens */
+}
+
+/* Test hook (SBX_REAP_TEST_PAGING): the backend's whole listing is read
+ * once, then handed out one item per page with tokens "p1", "p2", ...;
+ * fail-second fails the request for the second page, repeat-token hands
+ * out "p1" again as the second page's next token. */
+static int lister_fake(struct lister *l, const char *token, struct sbx_page *out,
+		       struct sbx_err *err)
+{
+	if (!l->loaded) {
+		char *tok = NULL;
+		do {
+			struct sbx_page p = {0};
+			int rc = sbx_call(l->b, list, err, l->f, tok, &p);
+			free(tok);
+			tok = NULL;
+			if (rc < 0)
+				return -1;
+			l->all = sbx_xrealloc(l->all, (l->nall + p.n + 1) * sizeof(*l->all));
+			memcpy(l->all + l->nall, p.items, p.n * sizeof(*p.items));
+			l->nall += p.n;
+			free(p.items);
+			tok = p.next;
+		} while (tok && *tok);
+		free(tok);
+		l->loaded = 1;
+	}
+	size_t k = 0;
+	if (token) {
+		if (token[0] != 'p' || (k = strtoul(token + 1, NULL, 10)) == 0 || k >= l->nall + 1)
+			return sbx_fail(err, SBX_INVALID_REQUEST, "list", "bad page token '%s'", token);
+		if (l->mode == PAGING_FAIL_SECOND && k == 1)
+			return sbx_fail(err, SBX_UNAVAILABLE, "list",
+					"test fault (SBX_REAP_TEST_PAGING): page 2 failed");
+	}
+	memset(out, 0, sizeof(*out));
+	if (k < l->nall) {
+		out->items = sbx_xcalloc(1, sizeof(*out->items));
+		out->items[0] = l->all[k];
+		memset(&l->all[k], 0, sizeof(l->all[k]));
+		out->n = 1;
+	}
+	if (k + 1 < l->nall)
+		out->next = l->mode == PAGING_REPEAT ? sbx_xstrdup("p1")
+						     : sbx_xasprintf("p%zu", k + 1);
+	return 0;
+}
+
+static void lister_free(struct lister *l)
+{
+	for (size_t i = 0; i < l->nall; i++)
+		sbx_sandbox_clear(&l->all[i]);
+	free(l->all);
+}
+
+static int lister_page(struct lister *l, const char *token, struct sbx_page *out,
+		       struct sbx_err *err)
+{
+	if (l->mode == PAGING_REAL)
+		return sbx_call(l->b, list, err, l->f, token, out);
+	return lister_fake(l, token, out, err);
+}
+
+static const char *meta(const struct sbx_sandbox *sb, const char *key)
+{
+	return sb->metadata ? sbx_json_str(sb->metadata, key) : NULL;
+}
+
+/* Read every page of the managed sandboxes (of o->tenant when given) into
+ * run->items.  Page tokens are remembered; a token seen before means the
+ * backend is looping and the listing cannot be trusted.  Every item is
+ * checked against the filter on our side too: a backend that ignored the
+ * filter would otherwise hand us sandboxes we must not judge. */
+static int list_all(struct run *run, struct sbx_err *err)
+{
+	json_object *md = json_object_new_object();
+	sbx_json_set_str(md, "sbx.managed", "1");
+	if (run->o->tenant)
+		sbx_json_set_str(md, "sbx.tenant", run->o->tenant);
+	struct sbx_list_filter f = {.metadata = md, .states = 0};
+	struct lister l = {.b = run->b, .f = &f, .mode = lister_mode()};
+	struct sset tokens = {0};
+	char *token = NULL;
+	int rc = 0;
+	long pages = 0;
+	for (;;) {
+		struct sbx_page p = {0};
+		if (lister_page(&l, token, &p, err) < 0) {
+			sbx_err_prefix(err, "listing page %ld (nothing was deleted)", pages + 1);
+			rc = -1;
+			break;
+		}
+		pages++;
+		run->items = sbx_xrealloc(run->items, (run->nitems + p.n + 1) * sizeof(*run->items));
+		for (size_t i = 0; i < p.n; i++) {
+			struct item *it = &run->items[run->nitems++];
+			memset(it, 0, sizeof(*it));
+			it->sb = p.items[i];
+			it->t = -1;
+		}
+		free(p.items);
+		free(token);
+		token = p.next;
+		if (!token || !*token)
+			break;
+		if (!sset_add(&tokens, token, strlen(token))) {
+			rc = sbx_fail(err, SBX_INTERNAL, "list",
+				      "the backend returned a repeated page token after %ld pages; "
+				      "the listing cannot be trusted (nothing was deleted)", pages);
+			break;
+		}
+	}
+	free(token);
+	sset_free(&tokens);
+	lister_free(&l);
+	json_object_put(md);
+	if (rc < 0)
+		return -1;
+	json_object_object_add(run->rep, "pages", json_object_new_int64(pages));
+
+	for (size_t i = 0; i < run->nitems; i++) {
+		struct item *it = &run->items[i];
+		const char *m = meta(&it->sb, "sbx.managed");
+		const char *t = meta(&it->sb, "sbx.tenant");
+		if (!it->sb.id || !*it->sb.id)
+			return sbx_fail(err, SBX_INTERNAL, "list",
+					"the backend listed a sandbox without an id (nothing was deleted)");
+		if (!m || strcmp(m, "1") != 0 ||
+		    (run->o->tenant && (!t || strcmp(t, run->o->tenant) != 0)))
+			return sbx_fail(err, SBX_INTERNAL, "list",
+					"the backend listed sandbox %s that does not match the metadata "
+					"filter; it cannot be trusted (nothing was deleted)", it->sb.id);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Classification. */
+
+/* Pull tenant/session/purpose out of each item, count per tenant, and
+ * give the first verdicts that need no Redis: no tenant, bad ids, young. */
+static void classify_local(struct run *run)
+{
+	struct sbx_err ignored = {0};
+	for (size_t i = 0; i < run->nitems; i++) {
+		struct item *it = &run->items[i];
+		const char *purpose = meta(&it->sb, "sbx.purpose");
+		it->tenant = meta(&it->sb, "sbx.tenant");
+		it->session = meta(&it->sb, "sbx.session");
+		it->tlen = it->tenant ? strlen(it->tenant) : 0;
+		it->slen = it->session ? strlen(it->session) : 0;
+		if (it->session && !*it->session)
+			it->session = NULL;
+		it->installer = purpose && strcmp(purpose, "skill-install") == 0 && !it->session;
+		if (it->sb.template_id)
+			sset_add(&run->templates_in_use, it->sb.template_id,
+				 strlen(it->sb.template_id));
+		if (!it->tenant || sbx_id_check("tenant", it->tenant, it->tlen, &ignored) < 0) {
+			/* No tenant: nothing in Redis can vouch for it either way. */
+			it->reason = it->tenant ? "invalid-metadata" : "no-tenant";
+			continue;
+		}
+		it->t = tenant_get(run, it->tenant, it->tlen);
+		struct tenant *t = &run->tenants[it->t];
+		t->listed++;
+		if (!it->installer && !it->session) {
+			it->reason = "not-a-session";
+			continue;
+		}
+		if (it->session) {
+			t->sessions++;
+			if (sbx_id_check("session", it->session, it->slen, &ignored) < 0) {
+				it->reason = "invalid-metadata";
+				continue;
+			}
+		}
+		if (it->sb.created_at <= 0)
+			it->reason = "age-unknown";
+		else if (run->now_ms - it->sb.created_at * 1000 < run->o->grace_ms)
+			it->reason = "young";
+	}
+}
+
+/* SSCAN every listed tenant's bound set into run->bound (COUNT 1000 per
+ * round trip).  The whole set is read, not just the listed ids, so that
+ * the report can tell how many bindings name a sandbox the backend does
+ * not have ("dangling": they are repaired by the next resolve). */
+static int load_bound(struct run *run, struct sbx_err *err)
+{
+	for (size_t ti = 0; ti < run->ntenants; ti++) {
+		struct tenant *t = &run->tenants[ti];
+		SBX_AUTOFREE char *key = sbx_key_tenant(run->r->prefix, t->name, t->len, SBX_KEY_BOUND);
+		SBX_AUTOFREE char *cursor = sbx_xstrdup("0");
+		do {
+			const char *argv[] = {"SSCAN", key, cursor, "COUNT", SCAN_COUNT};
+			redisReply *rep;
+			if (sbx_redis_cmd(run->r, &rep, err, 5, argv, NULL) < 0)
+				return -1;
+			if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
+			    rep->element[0]->type != REDIS_REPLY_STRING ||
+			    rep->element[1]->type != REDIS_REPLY_ARRAY) {
+				freeReplyObject(rep);
+				return sbx_fail(err, SBX_INTERNAL, "redis", "unexpected SSCAN reply");
+			}
+			free(cursor);
+			cursor = sbx_xstrdup(rep->element[0]->str);
+			redisReply *m = rep->element[1];
+			for (size_t j = 0; j < m->elements; j++) {
+				if (m->element[j]->type != REDIS_REPLY_STRING)
+					continue;
+				size_t kl;
+				SBX_AUTOFREE char *k = pair_key(t->name, t->len, m->element[j]->str,
+								m->element[j]->len, &kl);
+				/* SSCAN may return a member twice; count it once. */
+				t->members += sset_add(&run->bound, k, kl);
+			}
+			freeReplyObject(rep);
+		} while (strcmp(cursor, "0") != 0);
+	}
+	return 0;
+}
+
+/* Bound ids are kept; the remaining session sandboxes get their lock key
+ * checked (pipelined EXISTS, BATCH per round trip): a held lock means a
+ * resolve may be about to bind it. */
+static int classify_redis(struct run *run, struct sbx_err *err)
+{
+	for (size_t i = 0; i < run->nitems; i++) {
+		struct item *it = &run->items[i];
+		if (it->t < 0 || !it->session)
+			continue;
+		size_t kl;
+		SBX_AUTOFREE char *k = pair_key(it->tenant, it->tlen, it->sb.id, strlen(it->sb.id), &kl);
+		if (sset_has(&run->bound, k, kl)) {
+			run->tenants[it->t].bound++;
+			/* "bound" wins over "young": it is the stronger reason. */
+			it->reason = "bound";
+		}
+	}
+	size_t i = 0;
+	while (i < run->nitems) {
+		size_t batch[BATCH], nb = 0, j = i;
+		for (; j < run->nitems && nb < BATCH; j++) {
+			struct item *it = &run->items[j];
+			if (it->reason || !it->session)
+				continue;
+			it->lock_key = sbx_key_session(run->r->prefix, it->tenant, it->tlen,
+						       it->session, it->slen, SBX_KEY_LOCK);
+			const char *argv[] = {"EXISTS", it->lock_key};
+			if (sbx_redis_append(run->r, 2, argv, NULL, err) < 0)
+				return -1;
+			batch[nb++] = j;
+		}
+		for (size_t q = 0; q < nb; q++) {
+			redisReply *rep;
+			if (sbx_redis_read(run->r, &rep, err) < 0)
+				return -1;
+			if (rep->type != REDIS_REPLY_INTEGER) {
+				freeReplyObject(rep);
+				return sbx_fail(err, SBX_INTERNAL, "redis", "unexpected EXISTS reply");
+			}
+			if (rep->integer)
+				run->items[batch[q]].reason = "locked";
+			freeReplyObject(rep);
+		}
+		i = j;
+	}
+	return 0;
+}
+
+/* Mostly-unbound guard: a tenant with more than SBX_REAP_REFUSE_MIN
+ * deletable session sandboxes that are also more than half of its session
+ * sandboxes is refused.  Installer sandboxes do not count (they are never
+ * bound) but are held back with the rest of a refused tenant. */
+static void refuse_tenants(struct run *run, json_object *refused)
+{
+	for (size_t i = 0; i < run->nitems; i++) {
+		struct item *it = &run->items[i];
+		if (!it->reason && it->session)
+			run->tenants[it->t].candidates++;
+	}
+	for (size_t ti = 0; ti < run->ntenants; ti++) {
+		struct tenant *t = &run->tenants[ti];
+		if (run->o->force || t->candidates <= SBX_REAP_REFUSE_MIN ||
+		    t->candidates * 2 <= t->sessions)
+			continue;
+		t->refused = sbx_xasprintf(
+			"%ld of its %ld session sandboxes are unbound and old enough to delete "
+			"(bound set has %ld members); a Redis that lost its data looks like this. "
+			"Nothing of this tenant was deleted; check Redis, then rerun with --force",
+			t->candidates, t->sessions, t->members);
+		json_object_object_add(refused, t->name, json_object_new_string(t->refused));
+	}
+}
+
+static int cmp_items(const void *a, const void *b)
+{
+	const struct item *x = *(struct item *const *)a, *y = *(struct item *const *)b;
+	if (x->sb.created_at != y->sb.created_at)
+		return x->sb.created_at < y->sb.created_at ? -1 : 1;
+	return strcmp(x->sb.id, y->sb.id);
+}
+
+/* ------------------------------------------------------------------ */
+/* Deleting. */
+
+enum { DEL_DONE, DEL_KEPT };
+
+/* Delete one session sandbox under its session's lifecycle lock (tried
+ * once: a busy lock means someone is working on the session, and the
+ * sandbox is kept).  Under the lock the binding (read by the acquire
+ * script itself) and the bound set are checked again; only if neither
+ * names the sandbox, and the lock is still ours, is it deleted.
+ * Returns DEL_DONE, DEL_KEPT (with *reason), or -1 with err. */
+static int delete_session_sb(struct run *run, struct item *it, int *gone,
+			     const char **reason, struct sbx_err *err)
+{
+	struct sbx_lock *l = NULL;
+	struct sbx_err e = {0};
+	if (sbx_lock_acquire(run->r, it->tenant, it->tlen, it->session, it->slen, 0, &l, &e) < 0) {
+		if (e.kind == SBX_CONFLICT) {
+			*reason = "locked";
+			return DEL_KEPT;
+		}
+		*err = e;
+		return -1;
+	}
+	int rc = DEL_DONE;
+	if (l->binding_raw) {
+		struct sbx_binding bd = {0};
+		struct sbx_err de = {0};
+		if (sbx_binding_decode(l->binding_raw, l->binding_len, it->tenant, it->session,
+				       &bd, &de) < 0) {
+			*reason = "binding-unreadable";   /* fail closed */
+			rc = DEL_KEPT;
+		} else if (bd.sandbox_id && strcmp(bd.sandbox_id, it->sb.id) == 0) {
+			*reason = "bound";
+			rc = DEL_KEPT;
+		}
+		sbx_binding_clear(&bd);
+	}
+	if (rc == DEL_DONE) {
+		SBX_AUTOFREE char *key = sbx_key_tenant(run->r->prefix, it->tenant, it->tlen,
+							SBX_KEY_BOUND);
+		const char *argv[] = {"SISMEMBER", key, it->sb.id};
+		redisReply *rep;
+		if (sbx_redis_cmd(run->r, &rep, err, 3, argv, NULL) < 0) {
+			rc = -1;
+		} else {
+			if (rep->type == REDIS_REPLY_INTEGER && rep->integer) {
+				*reason = "bound";
+				rc = DEL_KEPT;
+			}
+			freeReplyObject(rep);
+		}
+	}
+	if (rc == DEL_DONE && sbx_lock_check(l, &e) < 0) {
+		*reason = "locked";
+		rc = DEL_KEPT;
+	}
+	if (rc == DEL_DONE) {
+		sbx_fault("reap:before-delete");
+		if (sbx_call(run->b, remove, err, it->sb.id, gone) < 0)
+			rc = -1;
+	}
+	struct sbx_err ignored = {0};
+	sbx_lock_release(l, &ignored);
+	return rc;
+}
+
+/* Act on the orphans, oldest first: skip refused tenants, stop at the
+ * cap, and (for real) delete each after its re-check. */
+static void act(struct run *run)
+{
+	struct item **order = sbx_xcalloc(run->nitems + 1, sizeof(*order));
+	size_t n = 0;
+	for (size_t i = 0; i < run->nitems; i++) {
+		struct item *it = &run->items[i];
+		if (it->reason)
+			json_object_array_add(run->kept, entry(it, it->reason));
+		else
+			order[n++] = it;
+	}
+	qsort(order, n, sizeof(*order), cmp_items);
+	for (size_t i = 0; i < n; i++) {
+		struct item *it = order[i];
+		if (run->tenants[it->t].refused) {
+			json_object_array_add(run->skipped, entry(it, "tenant-refused"));
+			continue;
+		}
+		if (run->o->max_delete >= 0 && run->deletions >= run->o->max_delete) {
+			json_object_array_add(run->skipped, entry(it, "max-delete"));
+			continue;
+		}
+		if (run->o->dry_run) {
+			run->deletions++;
+			json_object_array_add(run->would, entry(it, NULL));
+			continue;
+		}
+		struct sbx_err err = {0};
+		if (lease_keep(run, &err) < 0) {
+			if (run->nfailed == 0 || !run->lease_lost)
+				note_failure(run, NULL, "lease", &err);
+			json_object_array_add(run->skipped, entry(it, "lease-lost"));
+			continue;
+		}
+		int gone = 0, rc;
+		const char *reason = NULL;
+		if (it->session)
+			rc = delete_session_sb(run, it, &gone, &reason, &err);
+		else
+			rc = sbx_call(run->b, remove, &err, it->sb.id, &gone) < 0 ? -1 : DEL_DONE;
+		if (rc < 0) {
+			note_failure(run, it->sb.id, "delete", &err);
+		} else if (rc == DEL_KEPT) {
+			json_object_array_add(run->kept, entry(it, reason));
+		} else {
+			run->deletions++;
+			json_object *e = entry(it, NULL);
+			if (gone)
+				json_object_object_add(e, "already_gone", json_object_new_boolean(1));
+			json_object_array_add(run->deleted, e);
+		}
+	}
+	free(order);
+}
+
+/* ------------------------------------------------------------------ */
+/* Ledger, snapshots, idle sandboxes. */
+
+static void do_ledger(struct run *run)
+{
+	json_object *lr = json_object_new_object();
+	run->ledger = lr;
+	struct sbx_err err = {0};
+	if (sbx_ledger_recover(run->b, run->r, run->o->tenant, run->o->grace_ms, run->o->dry_run,
+			       lr, &err) < 0) {
+		if (err.kind == SBX_UNSUPPORTED) {
+			sbx_json_set_str(lr, "skipped", err.msg);
+			return;
+		}
+		note_failure(run, NULL, "ledger", &err);
+	}
+}
+
+struct snap {
+	struct sbx_snapshot_ref ref;
+	const char *reason;
+};
+
+/* Every snapshot of the backend, every page, repeated tokens refused. */
+static int snaps_list(struct run *run, struct snap **out, size_t *nout, struct sbx_err *err)
+{
+	struct sset tokens = {0};
+	char *token = NULL;
+	int rc = 0;
+	*out = NULL;
+	*nout = 0;
+	for (;;) {
+		struct sbx_snapshot_ref *refs = NULL;
+		size_t n = 0;
+		char *next = NULL;
+		if (sbx_call(run->b, snapshot_list, err, token, &refs, &n, &next) < 0) {
+			rc = -1;
+			break;
+		}
+		*out = sbx_xrealloc(*out, (*nout + n + 1) * sizeof(**out));
+		for (size_t i = 0; i < n; i++) {
+			(*out)[*nout].ref = refs[i];
+			(*out)[(*nout)++].reason = NULL;
+		}
+		free(refs);
+		free(token);
+		token = next;
+		if (!token || !*token)
+			break;
+		if (!sset_add(&tokens, token, strlen(token))) {
+			rc = sbx_fail(err, SBX_INTERNAL, "snapshot_list",
+				      "the backend returned a repeated snapshot page token; "
+				      "the listing cannot be trusted");
+			break;
+		}
+	}
+	free(token);
+	sset_free(&tokens);
+	return rc;
+}
+
+static json_object *snap_entry(const struct snap *s, const char *reason)
+{
+	json_object *e = json_object_new_object();
+	sbx_json_set_str(e, "id", s->ref.id);
+	if (s->ref.name)
+		sbx_json_set_str(e, "name", s->ref.name);
+	if (reason)
+		sbx_json_set_str(e, "reason", reason);
+	return e;
+}
+
+/* Delete snapshots that no ledger row or image pointer references (by id
+ * or by planned name), that no listed sandbox runs on, and that are older
+ * than the grace period.  Only with --all-tenants: snapshots are shared by
+ * every tenant, and the references of all of them are needed to judge
+ * one.  The mostly-unreferenced guard applies as for sandboxes. */
+static void do_snapshots(struct run *run)
+{
+	json_object *sr = json_object_new_object();
+	run->snapshots = sr;
+	if (!run->o->all_tenants) {
+		sbx_json_set_str(sr, "skipped",
+				 "snapshots are shared by all tenants: reaped only with --all-tenants");
+		return;
+	}
+	if (!run->b->ops->snapshot_list || !run->b->ops->snapshot_delete ||
+	    !(run->b->ops->caps && (run->b->ops->caps(run->b) & SBX_CAP_SNAPSHOTS))) {
+		sbx_json_set_str(sr, "skipped", "the backend has no snapshots");
+		return;
+	}
+	struct sbx_err err = {0};
+	char **refs = NULL;
+	size_t nrefs = 0;
+	if (sbx_ledger_referenced(run->r, NULL, &refs, &nrefs, &err) < 0) {
+		if (err.kind == SBX_UNSUPPORTED) {
+			sbx_json_set_str(sr, "skipped", err.msg);
+			return;
+		}
+		sbx_err_prefix(&err, "reading the snapshot references (no snapshot was deleted)");
+		note_failure(run, NULL, "snapshots", &err);
+		return;
+	}
+	struct sset referenced = {0};
+	for (size_t i = 0; i < nrefs; i++)
+		sset_add(&referenced, refs[i], strlen(refs[i]));
+	sbx_ledger_ids_free(refs, nrefs);
+
+	struct snap *s = NULL;
+	size_t n = 0;
+	if (snaps_list(run, &s, &n, &err) < 0) {
+		sbx_err_prefix(&err, "listing snapshots (no snapshot was deleted)");
+		note_failure(run, NULL, "snapshots", &err);
+		n = 0;
+	}
+	json_object *kept = json_object_new_array(), *del = json_object_new_array(),
+		    *skipped = json_object_new_array();
+	long cand = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct snap *x = &s[i];
+		if (sset_has(&referenced, x->ref.id, strlen(x->ref.id)) ||
+		    (x->ref.name && sset_has(&referenced, x->ref.name, strlen(x->ref.name))))
+			x->reason = "referenced";
+		else if (sset_has(&run->templates_in_use, x->ref.id, strlen(x->ref.id)))
+			x->reason = "in-use";
+		else if (!x->ref.name || !sbx_str_starts(x->ref.name, SKILL_SNAPSHOT_PREFIX))
+			/* Not made by the skill pipeline, so no ledger row was ever
+			 * meant to name it: never ours to judge (reference:
+			 * ReconcileSnapshots logs such snapshots, never deletes). */
+			x->reason = "not-a-skill-snapshot";
+		else if (x->ref.created_at <= 0)
+			x->reason = "age-unknown";
+		else if (run->now_ms - x->ref.created_at * 1000 < run->o->grace_ms)
+			x->reason = "young";
+		else
+			cand++;
+	}
+	const char *refused = NULL;
+	if (!run->o->force && cand > SBX_REAP_REFUSE_MIN && (size_t)cand * 2 > n) {
+		refused = "most snapshots are referenced by no ledger row or image pointer; "
+			  "a Redis that lost its data looks like this. Nothing was deleted; "
+			  "check Redis, then rerun with --force";
+		sbx_json_set_str(sr, "refused", refused);
+	}
+	long ndel = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct snap *x = &s[i];
+		if (x->reason) {
+			json_object_array_add(kept, snap_entry(x, x->reason));
+			continue;
+		}
+		if (refused) {
+			json_object_array_add(skipped, snap_entry(x, "refused"));
+			continue;
+		}
+		if (run->o->max_delete >= 0 && run->deletions >= run->o->max_delete) {
+			json_object_array_add(skipped, snap_entry(x, "max-delete"));
+			continue;
+		}
+		if (run->o->dry_run) {
+			run->deletions++;
+			json_object_array_add(del, snap_entry(x, NULL));
+			continue;
+		}
+		if (lease_keep(run, &err) < 0) {
+			json_object_array_add(skipped, snap_entry(x, "lease-lost"));
+			continue;
+		}
+		int gone = 0;
+		if (sbx_call(run->b, snapshot_delete, &err, x->ref.id, &gone) < 0) {
+			if (err.kind == SBX_CONFLICT) {
+				/* Something stacks on it or runs on it (the backend knows
+				 * better than our listing of managed sandboxes). */
+				json_object_array_add(kept, snap_entry(x, "in-use"));
+				continue;
+			}
+			note_failure(run, x->ref.id, "snapshot_delete", &err);
+			continue;
+		}
+		run->deletions++;
+		ndel++;
+		json_object_array_add(del, snap_entry(x, NULL));
+	}
+	json_object_object_add(sr, "seen", json_object_new_int64((int64_t)n));
+	json_object_object_add(sr, "kept", kept);
+	json_object_object_add(sr, run->o->dry_run ? "would_delete" : "deleted", del);
+	json_object_object_add(sr, "skipped", skipped);
+	for (size_t i = 0; i < n; i++) {
+		free(s[i].ref.id);
+		free(s[i].ref.name);
+		free(s[i].ref.parent);
+	}
+	free(s);
+	sset_free(&referenced);
+	(void)ndel;
+}
+
+static void do_idle(struct run *run)
+{
+	if (!run->b->ops->reap_idle)
+		return;
+	json_object *arr = json_object_new_array();
+	run->idle = arr;
+	struct sbx_err err = {0};
+	if (lease_keep(run, &err) < 0 ||
+	    run->b->ops->reap_idle(run->b, run->o->dry_run, arr, &err) < 0)
+		note_failure(run, NULL, "reap_idle", &err);
+}
+
+/* ------------------------------------------------------------------ */
+
+static void run_free(struct run *run)
+{
+	for (size_t i = 0; i < run->nitems; i++) {
+		sbx_sandbox_clear(&run->items[i].sb);
+		free(run->items[i].lock_key);
+	}
+	free(run->items);
+	for (size_t i = 0; i < run->ntenants; i++) {
+		free(run->tenants[i].name);
+		free(run->tenants[i].refused);
+	}
+	free(run->tenants);
+	sset_free(&run->tenant_idx);
+	sset_free(&run->bound);
+	sset_free(&run->templates_in_use);
+	free(run->lease_key);
+}
+
+/* The report's tenant summary: names, and per tenant the counts. */
+static void report_tenants(struct run *run)
+{
+	json_object *names = json_object_new_array(), *per = json_object_new_object();
+	for (size_t i = 0; i < run->ntenants; i++) {
+		struct tenant *t = &run->tenants[i];
+		json_object_array_add(names, json_object_new_string_len(t->name, (int)t->len));
+		json_object *o = json_object_new_object();
+		sbx_json_set_int(o, "listed", t->listed);
+		sbx_json_set_int(o, "sessions", t->sessions);
+		sbx_json_set_int(o, "bound", t->bound);
+		sbx_json_set_int(o, "bound_set", t->members);
+		/* Bindings whose sandbox the backend does not list. */
+		sbx_json_set_int(o, "dangling", t->members - t->bound);
+		sbx_json_set_int(o, "unbound_old", t->candidates);
+		json_object_object_add(per, t->name, o);
+	}
+	json_object_object_add(run->rep, "tenants", names);
+	json_object_object_add(run->rep, "per_tenant", per);
+}
+
+int sbx_reap_run(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_reap_opts *o,
+		 json_object **report, struct sbx_err *err)
+{
+	struct run run = {.b = b, .r = r, .o = o};
+	int64_t t0 = sbx_mono_ms();
+	long long rt0 = r->round_trips;
+	run.now_ms = sbx_now_ms();
+	*report = json_object_new_object();
+	run.rep = json_object_new_object();
+	json_object_object_add(*report, "reap", run.rep);
+	char iso[32];
+	sbx_time_iso(run.now_ms / 1000, iso, sizeof(iso));
+	sbx_json_set_str(run.rep, "started_at", iso);
+	sbx_json_set_bool(run.rep, "dry_run", o->dry_run);
+	sbx_json_set_int(run.rep, "grace_ms", o->grace_ms);
+	if (o->max_delete >= 0)
+		sbx_json_set_int(run.rep, "max_delete", o->max_delete);
+	if (o->tenant)
+		sbx_json_set_str(run.rep, "tenant", o->tenant);
+
+	int rc = 0;
+	int taken = lease_take(&run, err);
+	if (taken < 0) {
+		rc = -1;
+		goto out;
+	}
+	if (taken == 0) {
+		sbx_json_set_str(run.rep, "skipped", "another reaper holds the lease");
+		goto out;
+	}
+	run.kept = json_object_new_array();
+	run.deleted = json_object_new_array();
+	run.failed = json_object_new_array();
+	run.skipped = json_object_new_array();
+	run.would = json_object_new_array();
+	json_object *refused = json_object_new_object();
+
+	if (list_all(&run, err) < 0) {
+		rc = -1;
+	} else {
+		classify_local(&run);
+		if (load_bound(&run, err) < 0 || classify_redis(&run, err) < 0) {
+			sbx_err_prefix(err, "reading Redis (nothing was deleted)");
+			rc = -1;
+		}
+	}
+	if (rc == 0) {
+		refuse_tenants(&run, refused);
+		act(&run);
+		do_ledger(&run);
+		do_snapshots(&run);
+		do_idle(&run);
+	}
+	lease_release(&run);
+
+	report_tenants(&run);
+	sbx_json_set_int(run.rep, "seen", (int64_t)run.nitems);
+	json_object_object_add(run.rep, "kept", run.kept);
+	if (o->dry_run) {
+		json_object_object_add(run.rep, "would_delete", run.would);
+		json_object_put(run.deleted);
+	} else {
+		json_object_object_add(run.rep, "deleted", run.deleted);
+		json_object_put(run.would);
+	}
+	json_object_object_add(run.rep, "failed", run.failed);
+	json_object_object_add(run.rep, "skipped", run.skipped);
+	json_object_object_add(run.rep, "refused", refused);
+	json_object_object_add(run.rep, "ledger", run.ledger ? run.ledger : json_object_new_object());
+	json_object_object_add(run.rep, "snapshots",
+			       run.snapshots ? run.snapshots : json_object_new_object());
+	if (run.idle)
+		json_object_object_add(run.rep, "idle", run.idle);
+
+	if (rc == 0 && run.nfailed) {
+		*err = run.first;
+		if (run.nfailed > 1)
+			sbx_err_prefix(err, "%d operations failed; first", run.nfailed);
+		rc = -1;
+	}
+	if (rc == 0 && (json_object_object_length(refused) ||
+			json_object_object_get_ex(sbx_json_obj(run.rep, "snapshots"), "refused", NULL))) {
+		rc = sbx_fail(err, SBX_CONFLICT, "reap",
+			      "refused to reap %d tenant(s)%s: most of their sandboxes look "
+			      "unowned (see reap.refused); rerun with --force once Redis is checked",
+			      json_object_object_length(refused),
+			      json_object_object_get_ex(sbx_json_obj(run.rep, "snapshots"), "refused", NULL)
+				      ? " and the snapshots" : "");
+	}
+out:
+	sbx_json_set_int(run.rep, "duration_ms", sbx_mono_ms() - t0);
+	sbx_json_set_int(run.rep, "redis_round_trips", r->round_trips - rt0);
+	run_free(&run);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Prometheus text. */
+
+static double prev_counter(const char *text, const char *name)
+{
+	if (!text)
+		return 0;
+	size_t nl = strlen(name);
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (strncmp(p, name, nl) == 0 && p[nl] == ' ')
+			return strtod(p + nl + 1, NULL);
+	}
+	return 0;
+}
+
+static long arr_len(json_object *o, const char *key)
+{
+	json_object *a = NULL;
+	if (!o || !json_object_object_get_ex(o, key, &a) || !json_object_is_type(a, json_type_array))
+		return 0;
+	return (long)json_object_array_length(a);
+}
+
+/* Counts of an array's entries by their "reason", as labelled samples. */
+static void by_reason(FILE *f, const char *metric, json_object *arr)
+{
+	json_object *counts = json_object_new_object();
+	size_t n = arr && json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *why = sbx_json_str(json_object_array_get_idx(arr, i), "reason");
+		if (!why)
+			why = "unknown";
+		sbx_json_set_int(counts, why, sbx_json_int(counts, why, 0) + 1);
+	}
+	json_object_object_foreach(counts, k, v)
+		fprintf(f, "%s{reason=\"%s\"} %" PRId64 "\n", metric, k, json_object_get_int64(v));
+	json_object_put(counts);
+}
+
+int sbx_reap_write_metrics(const char *path, json_object *report, int ok, struct sbx_err *err)
+{
+	json_object *rep = sbx_json_obj(report, "reap");
+	if (!rep || sbx_json_str(rep, "skipped"))
+		return 0;
+	SBX_AUTOFREE char *prev = NULL;
+	size_t plen;
+	struct sbx_err ignored = {0};
+	if (sbx_read_file(path, 1 << 20, &prev, &plen, &ignored) < 0)
+		prev = NULL;
+
+	json_object *snaps = sbx_json_obj(rep, "snapshots");
+	int dry = sbx_json_bool(rep, "dry_run", 0);
+	long deleted = arr_len(rep, "deleted");
+	long snap_deleted = dry ? 0 : arr_len(snaps, "deleted");
+	long failed = arr_len(rep, "failed");
+	json_object *refused = sbx_json_obj(rep, "refused");
+	json_object *kept = NULL, *skipped = NULL;
+	json_object_object_get_ex(rep, "kept", &kept);
+	json_object_object_get_ex(rep, "skipped", &skipped);
+
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return sbx_fail_errno(err, SBX_INTERNAL, "metrics", "open_memstream");
+	fprintf(f, "# HELP sbx_reap_seen Managed sandboxes listed by the last run.\n"
+		   "# TYPE sbx_reap_seen gauge\nsbx_reap_seen %" PRId64 "\n",
+		sbx_json_int(rep, "seen", 0));
+	fprintf(f, "# HELP sbx_reap_kept Sandboxes kept by the last run, by reason.\n"
+		   "# TYPE sbx_reap_kept gauge\n");
+	by_reason(f, "sbx_reap_kept", kept);
+	fprintf(f, "# HELP sbx_reap_skipped Orphans not deleted by the last run, by reason.\n"
+		   "# TYPE sbx_reap_skipped gauge\n");
+	by_reason(f, "sbx_reap_skipped", skipped);
+	fprintf(f, "# HELP sbx_reap_deleted Sandboxes deleted by the last run.\n"
+		   "# TYPE sbx_reap_deleted gauge\nsbx_reap_deleted %ld\n", deleted);
+	fprintf(f, "# HELP sbx_reap_would_delete Sandboxes a dry run would delete.\n"
+		   "# TYPE sbx_reap_would_delete gauge\nsbx_reap_would_delete %ld\n",
+		arr_len(rep, "would_delete"));
+	fprintf(f, "# HELP sbx_reap_failed Operations that failed in the last run.\n"
+		   "# TYPE sbx_reap_failed gauge\nsbx_reap_failed %ld\n", failed);
+	fprintf(f, "# HELP sbx_reap_refused_tenants Tenants refused as mostly unbound.\n"
+		   "# TYPE sbx_reap_refused_tenants gauge\nsbx_reap_refused_tenants %d\n",
+		refused ? json_object_object_length(refused) : 0);
+	fprintf(f, "# HELP sbx_reap_snapshots_deleted Snapshots deleted by the last run.\n"
+		   "# TYPE sbx_reap_snapshots_deleted gauge\nsbx_reap_snapshots_deleted %ld\n",
+		snap_deleted);
+	fprintf(f, "# HELP sbx_reap_deleted_total Sandboxes deleted, all runs.\n"
+		   "# TYPE sbx_reap_deleted_total counter\nsbx_reap_deleted_total %.0f\n",
+		prev_counter(prev, "sbx_reap_deleted_total") + (double)deleted);
+	fprintf(f, "# HELP sbx_reap_snapshots_deleted_total Snapshots deleted, all runs.\n"
+		   "# TYPE sbx_reap_snapshots_deleted_total counter\n"
+		   "sbx_reap_snapshots_deleted_total %.0f\n",
+		prev_counter(prev, "sbx_reap_snapshots_deleted_total") + (double)snap_deleted);
+	fprintf(f, "# HELP sbx_reap_failed_total Failed operations, all runs.\n"
+		   "# TYPE sbx_reap_failed_total counter\nsbx_reap_failed_total %.0f\n",
+		prev_counter(prev, "sbx_reap_failed_total") + (double)failed);
+	fprintf(f, "# HELP sbx_reap_runs_total Reaper runs that held the lease.\n"
+		   "# TYPE sbx_reap_runs_total counter\nsbx_reap_runs_total %.0f\n",
+		prev_counter(prev, "sbx_reap_runs_total") + 1);
+	fprintf(f, "# HELP sbx_reap_duration_seconds Duration of the last run.\n"
+		   "# TYPE sbx_reap_duration_seconds gauge\nsbx_reap_duration_seconds %.3f\n",
+		(double)sbx_json_int(rep, "duration_ms", 0) / 1000.0);
+	fprintf(f, "# HELP sbx_reap_redis_round_trips Redis round trips of the last run.\n"
+		   "# TYPE sbx_reap_redis_round_trips gauge\nsbx_reap_redis_round_trips %" PRId64 "\n",
+		sbx_json_int(rep, "redis_round_trips", 0));
+	fprintf(f, "# HELP sbx_reap_dry_run 1 when the last run was a dry run.\n"
+		   "# TYPE sbx_reap_dry_run gauge\nsbx_reap_dry_run %d\n", dry);
+	fprintf(f, "# HELP sbx_reap_last_run_success 1 when the last run found the world consistent.\n"
+		   "# TYPE sbx_reap_last_run_success gauge\nsbx_reap_last_run_success %d\n", ok ? 1 : 0);
+	const char *started = sbx_json_str(rep, "started_at");
+	int64_t ts = started ? sbx_time_parse_iso(started) : -1;
+	fprintf(f, "# HELP sbx_reap_last_run_timestamp_seconds When the last run started.\n"
+		   "# TYPE sbx_reap_last_run_timestamp_seconds gauge\n"
+		   "sbx_reap_last_run_timestamp_seconds %" PRId64 "\n", ts > 0 ? ts : sbx_now_ms() / 1000);
+	if (fclose(f) != 0) {
+		free(buf);
+		return sbx_fail_errno(err, SBX_INTERNAL, "metrics", "open_memstream");
+	}
+	int rc = sbx_write_file_atomic(path, buf, len, 0644, err);
+	free(buf);
+	return rc;
+}

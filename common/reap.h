@@ -1,0 +1,69 @@
+/* reap.h - reconcile the backend against Redis and delete only what nobody
+ * owns (DESIGN §9; the program is sbx-reap).
+ *
+ * One run: take the reaper lease, list every managed sandbox (every page,
+ * a repeated page token is an error), diff it against the tenants' bound
+ * sets, and delete what is unbound, older than the grace period and not
+ * under a held lifecycle lock; then let the ledger finish half-done skill
+ * rows, delete snapshots nothing references, and (idle-kill backends) kill
+ * idle sandboxes.  The run fails closed: a listing that fails or cannot be
+ * trusted deletes nothing, and a tenant whose sandboxes are mostly unbound
+ * (what a Redis that lost its data looks like) is refused unless forced.
+ * Every session sandbox is re-checked under that session's lifecycle lock
+ * right before it is deleted, so a resolve can never bind a sandbox that
+ * the reaper is deleting (see reap.c and docs/reaper.md for the argument).
+ *
+ * The library never prints: the outcome is one JSON report document. */
+#ifndef SBX_REAP_H
+#define SBX_REAP_H
+
+#include <stdint.h>
+#include <json-c/json.h>
+
+#include "backend.h"
+#include "err.h"
+#include "redis.h"
+
+#define SBX_REAP_GRACE_DEFAULT_MS (10 * 60 * 1000)
+/* A tenant is refused when more than this many of its session sandboxes
+ * would be deleted AND they are more than half of them (unless forced). */
+#define SBX_REAP_REFUSE_MIN 3
+
+struct sbx_reap_opts {
+	const char *tenant;      /* exactly one of tenant / all_tenants */
+	int all_tenants;
+	int64_t grace_ms;        /* age below which nothing is deleted */
+	int dry_run;             /* plan only: report would_delete, delete nothing */
+	long long max_delete;    /* deletions per run (sandboxes + snapshots); < 0: no cap */
+	int force;               /* override the mostly-unbound refusal */
+};
+
+/* Run one reconcile.  *report is always set ({"reap": {...}}, the caller
+ * owns it), also on failure, so that the caller can print what was done
+ * before the failure.
+ *
+ * Returns 0 when the world is consistent: nothing failed and nothing was
+ * refused (a run that skipped because another reaper holds the lease also
+ * returns 0, with reap.skipped set).  Returns -1 with `err` when a listing
+ * failed or could not be trusted (then nothing at all was deleted), when a
+ * tenant or the snapshot set was refused (kind conflict), when the lease
+ * was lost mid-run (the remaining deletions are skipped), or when any
+ * single delete or recovery step failed (the first such error; the others
+ * are in reap.failed).
+ *
+ * Test hook: SBX_REAP_TEST_PAGING=fail-second|repeat-token re-serves the
+ * backend's sandbox listing in pages of one item, failing on the second
+ * page or repeating the first page token, so that the fail-closed paging
+ * paths can be exercised against a backend that lists in one page. */
+int sbx_reap_run(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_reap_opts *o,
+		 json_object **report, struct sbx_err *err);
+
+/* Write the numbers of `report` (as returned by sbx_reap_run) to `path` in
+ * the Prometheus text format, atomically (tmp + fsync + rename), for the
+ * node exporter's textfile collector.  Counters named *_total carry over
+ * from the file's previous contents (a missing or unreadable file starts
+ * them at 0).  `ok` is the run's outcome (sbx_reap_last_run_success).
+ * A skipped run (another reaper held the lease) leaves the file alone. */
+int sbx_reap_write_metrics(const char *path, json_object *report, int ok, struct sbx_err *err);
+
+#endif

@@ -1,0 +1,297 @@
+#!/usr/bin/env bats
+# Local images: templates and snapshots as immutable layer stacks, on the
+# real local backend (namespaces, overlayfs, cgroup freezer; needs root).
+# A busybox rootfs (tests/lib/rootfs.sh) is the base of every sandbox here:
+# the builtin `host` template cannot carry snapshot layers on a state dir
+# that shares the root filesystem (see the last tests).
+
+load lib/helpers
+
+setup_file() {
+	sbx_setup_file
+	export ROOTFS_TAR="$SBX_TEST_DIR/rootfs.tar" ROOTFS_DIR="$SBX_TEST_DIR/rootfs"
+	export SBX_LIST="$SBX_TEST_DIR/sandboxes.ndjson"
+	"$SBX_TOP/tests/lib/rootfs.sh" "$ROOTFS_TAR"
+	"$SBX_TOP/tests/lib/rootfs.sh" --dir "$ROOTFS_DIR"
+	sbx-tpl import bb --dir "$ROOTFS_DIR" >/dev/null
+}
+
+teardown_file() {
+	[ -f "${SBX_LIST:-/nonexistent}" ] && sbx-ctl kill <"$SBX_LIST" >/dev/null 2>&1
+	sbx_teardown_file
+}
+
+IMAGES() { echo "$SBX_STATE_DIR/local/images"; }
+# jq on the documents of the last `run` (stderr lines interleave there).
+jqd() { printf '%s\n' "$output" | grep '^{' | jq -r "$@"; }
+
+# new_sb TEMPLATE -> path of a file holding the sandbox's document.
+new_sb() {
+	local f
+	f=$(mktemp "$BATS_TEST_TMPDIR/sb.XXXXXX")
+	sbx-create --template "$1" >"$f" || return 1
+	cat "$f" >>"$SBX_LIST"
+	echo "$f"
+}
+# sb DOC [--root] CMD...: run a command in the sandbox, raw output and status.
+sb() {
+	local doc=$1
+	shift
+	sbx-exec --raw "$@" <"$doc"
+}
+sb_kill() { sbx-ctl kill <"$1" >/dev/null; }
+# snap DOC [ARGS...]: take a snapshot; sets SID and SNAPDOC (its document).
+snap() {
+	local doc=$1
+	shift
+	SNAPDOC=$(sbx-snap "$@" <"$doc") || return 1
+	SID=$(printf '%s\n' "$SNAPDOC" | jq -r .snapshot.id)
+}
+# The tree as its processes see it: names, types, modes, owners, sizes,
+# file mtimes and contents, one line each, sorted.  (Directory mtimes are
+# left out: create refreshes /workspace, /tmp and friends in every new
+# sandbox's own layer.)
+TREE='cd / && find bin etc home opt root tmp workspace usr sbin var -xdev 2>/dev/null | sort |
+	while read -r f; do stat -c "%n %F %a %u %g %s" "$f"
+	if [ -f "$f" ]; then stat -c %Y "$f"; md5sum "$f"; fi; done'
+
+@test "import a busybox rootfs tarball, create from it, and id user works" {
+	run sbx-tpl import bbtar --file "$ROOTFS_TAR"
+	assert_success
+	[ "$(jqo .template.id)" = bbtar ]
+	[ "$(jqo .template.kind)" = rootfs ]
+	[ "$(jqo .template.size_bytes)" -gt 1000000 ]
+	run sbx-tpl import bbstdin - <"$ROOTFS_TAR"
+	assert_success
+	d=$(new_sb bbtar)
+	run sb "$d" id user
+	assert_success
+	assert_output "uid=1000(user) gid=1000(user) groups=1000(user)"
+	run sb "$d" --root stat -c '%u %g %a' /home/user /bin/busybox /tmp
+	assert_output $'1000 1000 755\n0 0 755\n0 0 1777'
+	sb_kill "$d"
+}
+
+@test "import --dir keeps owners, modes, links, xattrs and whiteouts in the layer" {
+	src="$BATS_TEST_TMPDIR/src"
+	mkdir -p "$src/a/b"
+	echo data >"$src/a/b/f"
+	chmod 4755 "$src/a/b/f"
+	ln "$src/a/b/f" "$src/a/hard"
+	ln -s b/f "$src/a/soft"
+	chown -h 1000:1000 "$src/a/b" "$src/a/soft"
+	mknod "$src/gone" c 0 0
+	mkfifo "$src/fifo"
+	python3 -c "import os; os.setxattr('$src/a', 'trusted.overlay.opaque', b'y'); os.setxattr('$src/a/b/f', 'user.k', b'v')"
+	touch -h -d '2001-02-03 04:05:06' "$src/a/soft" "$src/a/b/f"
+	run sbx-tpl import folder --dir "$src"
+	assert_success
+	[ "$(jqo .template.kind)" = folder ]
+	lid=$(jq -r '.layers[0]' "$(IMAGES)/templates/folder.json")
+	L="$(IMAGES)/layers/$lid"
+	[ "$(stat -c '%a %u %g %s %Y' "$L/a/b/f")" = "$(stat -c '%a %u %g %s %Y' "$src/a/b/f")" ]
+	[ "$(stat -c %i "$L/a/b/f")" = "$(stat -c %i "$L/a/hard")" ]
+	[ "$(readlink "$L/a/soft")" = b/f ]
+	[ "$(stat -c '%u %g %Y' "$L/a/soft")" = "$(stat -c '%u %g %Y' "$src/a/soft")" ]
+	[ "$(stat -c '%u %g' "$L/a/b")" = "1000 1000" ]
+	[ "$(stat -c '%F %t:%T' "$L/gone")" = "character special file 0:0" ]
+	[ "$(stat -c %F "$L/fifo")" = fifo ]
+	run python3 -c "import os; print(os.getxattr('$L/a', 'trusted.overlay.opaque'), os.getxattr('$L/a/b/f', 'user.k'))"
+	assert_output "b'y' b'v'"
+}
+
+@test "template names are validated, duplicates are a conflict, host stays" {
+	for bad in snap-x Bad host .x ''; do
+		run sbx-tpl import "$bad" --dir "$ROOTFS_DIR"
+		[ "$status" -eq 65 ] || { echo "$bad: $status $output"; false; }
+	done
+	run sbx-tpl import bb --dir "$ROOTFS_DIR"
+	[ "$status" -eq 75 ]
+	[ "$(jqd .error.kind)" = conflict ]
+	run sbx-tpl rm host
+	[ "$status" -eq 65 ]
+	run sbx-tpl show host
+	assert_success
+	[ "$(jqo .template.kind)" = builtin ]
+}
+
+@test "a snapshot carries the sandbox's new files; the source keeps running and its later writes stay out" {
+	d=$(new_sb bb)
+	sb "$d" sh -c 'echo one >/workspace/a && mkdir -p /workspace/dir && echo two >/workspace/dir/b'
+	snap "$d" --name first; sid=$SID
+	[[ $sid == snap-* ]]
+	[ "$(printf '%s' "$SNAPDOC" | jq -r .snapshot.name)" = first ]
+	[ "$(printf '%s' "$SNAPDOC" | jq -r .snapshot.parent)" = bb ]
+	[ "$(printf '%s' "$SNAPDOC" | jq -r .snapshot.layers)" = 2 ]
+	[ "$(printf '%s' "$SNAPDOC" | jq -r .sandbox.id)" = "$(jq -r .sandbox.id "$d")" ]
+	# The source is not frozen and keeps writing.
+	run sb "$d" sh -c 'echo three >/workspace/later && cat /workspace/a'
+	assert_success
+	assert_output one
+	n=$(new_sb "$sid")
+	run sb "$n" cat /workspace/a /workspace/dir/b
+	assert_output $'one\ntwo'
+	run sb "$n" ls /workspace/later
+	assert_failure
+	# A write in the new sandbox does not reach the source either.
+	sb "$n" sh -c 'echo mine >/workspace/a'
+	run sb "$d" cat /workspace/a
+	assert_output one
+	sb_kill "$n"
+	sb_kill "$d"
+}
+
+@test "deleted files stay deleted and replaced directories stay replaced" {
+	d=$(new_sb bb)
+	sb "$d" --root sh -c 'rm /etc/hostname && rm -rf /usr/bin && mkdir /usr/bin && echo new >/usr/bin/only'
+	snap "$d"; sid=$SID
+	n=$(new_sb "$sid")
+	run sb "$n" ls /etc/hostname
+	assert_failure
+	run sb "$n" ls /usr/bin
+	assert_output only
+	run sb "$n" cat /etc/passwd
+	assert_success
+	sb_kill "$n"
+	sb_kill "$d"
+}
+
+@test "a snapshot of a snapshot-based sandbox stacks (layers=3) and lists with names" {
+	d=$(new_sb bb)
+	sb "$d" sh -c 'echo 1 >/workspace/one'
+	snap "$d" --name level1; s1=$SID
+	n=$(new_sb "$s1")
+	sb "$n" sh -c 'echo 2 >/workspace/two && rm /workspace/one'
+	snap "$n" --name level2; s2=$SID
+	[ "$(printf '%s' "$SNAPDOC" | jq -r .snapshot.layers)" = 3 ]
+	[ "$(printf '%s' "$SNAPDOC" | jq -r .snapshot.parent)" = "$s1" ]
+	m=$(new_sb "$s2")
+	run sb "$m" sh -c 'ls /workspace/one; cat /workspace/two'
+	assert_output --partial 2
+	assert_output --partial 'No such file'
+	run sbx-snap ls
+	assert_success
+	[ "$(jqo "select(.snapshot.id == \"$s2\") | .snapshot.name")" = level2 ]
+	[ "$(jqo "select(.snapshot.id == \"$s1\") | .snapshot.layers")" = 2 ]
+	run sbx-snap show "$s2"
+	[ "$(jqo .snapshot.size_bytes)" -ge 2 ]
+	# Template listings never show snapshots.
+	run sbx-tpl ls
+	assert_success
+	refute_output --partial snap-
+	refute_output --partial level
+	[ "$(jqo -s 'map(.template.id) | index("host") != null and index("bb") != null')" = true ]
+	for x in "$m" "$n" "$d"; do sb_kill "$x"; done
+}
+
+@test "rm of an image in use is a conflict (75); rm of a missing one succeeds" {
+	sbx-tpl import base2 --dir "$ROOTFS_DIR" >/dev/null
+	d=$(new_sb base2)
+	run sbx-tpl rm base2
+	[ "$status" -eq 75 ]
+	[ "$(jqd .error.kind)" = conflict ]
+	snap "$d"; s1=$SID
+	sb_kill "$d"
+	run sbx-tpl rm base2            # the snapshot stacks on it
+	[ "$status" -eq 75 ]
+	n=$(new_sb "$s1")
+	run sbx-snap rm "$s1"           # a sandbox was created from it
+	[ "$status" -eq 75 ]
+	snap "$n"; s2=$SID
+	sb_kill "$n"
+	run sbx-snap rm "$s1"           # another snapshot stacks on it
+	[ "$status" -eq 75 ]
+	run sbx-tpl rm "$s1"            # the wrong program for a snapshot
+	[ "$status" -eq 65 ]
+	run sbx-snap rm "$s1" --force   # with the ones stacked on it
+	assert_success
+	[ "$(jqo -s 'map(.snapshot.id) | join(" ")')" = "$s2 $s1" ]
+	run sbx-tpl rm base2
+	assert_success
+	[ "$(jqo .template.deleted)" = true ]
+	run sbx-tpl rm base2
+	assert_success
+	[ "$(jqo .template.gone)" = true ]
+	run sbx-snap rm snap-000000000000
+	assert_success
+	[ "$(jqo .snapshot.gone)" = true ]
+	# Nothing references the layers any more: they are gone from disk.
+	for l in "$(IMAGES)"/layers/*; do
+		grep -rqF "\"$(basename "$l")\"" "$(IMAGES)"/templates/ || { echo "orphan $l"; false; }
+	done
+}
+
+@test "flatten yields one layer with the same content, independent of its source" {
+	d=$(new_sb bb)
+	sb "$d" --root sh -c 'echo a >/workspace/a; mkdir -p /opt/t; echo x >/opt/t/x; rm /etc/hostname'
+	snap "$d"; s1=$SID
+	n=$(new_sb "$s1")
+	sb "$n" --root sh -c 'rm -rf /opt/t; mkdir /opt/t; echo y >/opt/t/y; echo b >/workspace/b; ln /workspace/b /workspace/bb'
+	snap "$n"; s2=$SID
+	run sbx-snap flatten "$s2" --name flat
+	assert_success
+	f=$(jqo .snapshot.id)
+	[ "$(jqo .snapshot.layers)" = 1 ]
+	[ "$(jqo .snapshot.name)" = flat ]
+	[ "$(jqo .snapshot.flattened_from)" = "$s2" ]
+	a=$(new_sb "$s2")
+	b=$(new_sb "$f")
+	sb "$a" --root sh -c "$TREE" >"$BATS_TEST_TMPDIR/stack"
+	sb "$b" --root sh -c "$TREE" >"$BATS_TEST_TMPDIR/flat"
+	run diff "$BATS_TEST_TMPDIR/stack" "$BATS_TEST_TMPDIR/flat"
+	assert_success
+	grep -q '^workspace/b ' "$BATS_TEST_TMPDIR/flat"
+	grep -q '^opt/t/y ' "$BATS_TEST_TMPDIR/flat"
+	run grep -E '^(opt/t/x|etc/hostname) ' "$BATS_TEST_TMPDIR/flat"
+	assert_failure
+	# The flat image does not need its sources.
+	for x in "$a" "$n" "$d"; do sb_kill "$x"; done
+	run sbx-snap rm "$s1" --force
+	assert_success
+	run sb "$b" cat /opt/t/y /workspace/b
+	assert_output $'y\nb'
+	sb_kill "$b"
+}
+
+@test "a crash while frozen leaves the sandbox paused, then it resumes; no half snapshot appears" {
+	d=$(new_sb bb)
+	sb "$d" sh -c 'echo a >/workspace/a'
+	before=$(sbx-snap ls | wc -l)
+	run env SBX_FAULT=snapshot-frozen sbx-snap <"$d"
+	[ "$status" -eq 137 ]
+	[ "$(sbx-snap ls | wc -l)" = "$before" ]
+	run sb "$d" cat /workspace/a    # auto-resume
+	assert_success
+	assert_output a
+	run env SBX_FAULT=image-commit sbx-snap <"$d"
+	[ "$status" -eq 137 ]
+	[ "$(sbx-snap ls | wc -l)" = "$before" ]
+	snap "$d"; sid=$SID                # a commit collects dead work dirs
+	[ -z "$(ls -A "$(IMAGES)/tmp" | grep -v '^\.')" ]
+	run sbx-snap rm "$sid"            # a delete collects unnamed layers
+	assert_success
+	for l in "$(IMAGES)"/layers/*; do
+		grep -rqF "\"$(basename "$l")\"" "$(IMAGES)"/templates/ || { echo "orphan $l"; false; }
+	done
+	sb_kill "$d"
+}
+
+@test "an import that crashes is never visible and its name stays free" {
+	run env SBX_FAULT=image-commit sbx-tpl import crashy --dir "$ROOTFS_DIR"
+	[ "$status" -eq 137 ]
+	run sbx-tpl show crashy
+	[ "$status" -eq 66 ]
+	run sbx-tpl import crashy --dir "$ROOTFS_DIR"
+	assert_success
+	run sbx-tpl rm crashy
+	assert_success
+}
+
+@test "a snapshot over the host template on the root filesystem is refused up front" {
+	[ "$(stat -c %d "$SBX_STATE_DIR")" = "$(stat -c %d /)" ] || skip "state dir is on another filesystem"
+	d=$(new_sb host)
+	run sbx-snap <"$d"
+	[ "$status" -eq 69 ]
+	[ "$(jqd .error.kind)" = unsupported ]
+	sb_kill "$d"
+}

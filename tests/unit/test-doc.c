@@ -1,0 +1,265 @@
+/* The document reader (common/doc.c): NDJSON, pretty documents, several
+ * per line, whitespace, errors that name the right line, non-objects,
+ * truncation, the size limit, deep nesting, and documents split across the
+ * reader's 64 KiB buffer, fed through pipes by a writer child (as in a
+ * pipeline) and through a file where the split point must be exact. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "doc.h"
+#include "util.h"
+#include "tap.h"
+
+struct result {
+	int ndocs;
+	int rc;                  /* last sbx_doc_read result */
+	json_object *docs[8];    /* the first few */
+	struct sbx_err err;
+};
+
+static void result_free(struct result *r)
+{
+	for (int i = 0; i < 8; i++)
+		if (r->docs[i])
+			json_object_put(r->docs[i]);
+	memset(r, 0, sizeof(*r));
+}
+
+/* Read every document from fd until 0 or -1. */
+static void read_all(int fd, size_t max, struct result *res)
+{
+	struct sbx_doc_reader *r = sbx_xmalloc(sizeof(*r));
+	memset(res, 0, sizeof(*res));
+	sbx_doc_reader_init(r, fd, max);
+	for (;;) {
+		json_object *d = NULL;
+		res->rc = sbx_doc_read(r, &d, &res->err);
+		if (res->rc <= 0)
+			break;
+		if (res->ndocs < 8)
+			res->docs[res->ndocs] = d;
+		else
+			json_object_put(d);
+		res->ndocs++;
+	}
+	sbx_doc_reader_free(r);
+	free(r);
+}
+
+/* Feed `data` through a pipe written by a child in `chunk`-byte writes. */
+static void feed_pipe(const char *data, size_t len, size_t chunk, size_t max, struct result *res)
+{
+	int p[2];
+	if (pipe(p) < 0)
+		abort();
+	pid_t w = fork();
+	if (w == 0) {
+		signal(SIGPIPE, SIG_IGN);   /* the reader may stop early */
+		close(p[0]);
+		for (size_t off = 0; off < len; off += chunk)
+			if (sbx_write_all(p[1], data + off, len - off < chunk ? len - off : chunk) < 0)
+				break;
+		_exit(0);
+	}
+	close(p[1]);
+	read_all(p[0], max, res);
+	close(p[0]);
+	waitpid(w, NULL, 0);
+}
+
+static void feed(const char *s, struct result *res)
+{
+	feed_pipe(s, strlen(s), 4096, 0, res);
+}
+
+/* Through a memfd: read() returns exactly 64 KiB at a time. */
+static void feed_file(const char *data, size_t len, struct result *res)
+{
+	int fd = memfd_create("doc", MFD_CLOEXEC);
+	sbx_write_all(fd, data, len);
+	lseek(fd, 0, SEEK_SET);
+	read_all(fd, 0, res);
+	close(fd);
+}
+
+static int has(const struct result *r, const char *needle)
+{
+	return r->rc < 0 && r->err.kind == SBX_INVALID_REQUEST && strstr(r->err.msg, needle);
+}
+
+int main(void)
+{
+	struct result r;
+
+	feed("{\"sandbox\":{\"id\":\"a\"}}\n{\"sandbox\":{\"id\":\"b\"},\"x\":1}\n{\"n\":3}\n", &r);
+	ok(r.ndocs == 3 && r.rc == 0, "NDJSON: three documents, then a clean end");
+	is_str(sbx_json_str(sbx_json_obj(r.docs[1], "sandbox"), "id"), "b", "NDJSON: content of the second");
+	result_free(&r);
+
+	feed("{\n  \"a\": 1,\n  \"b\": [\n    1,\n    2\n  ]\n}\n{\n  \"c\": {}\n}", &r);
+	ok(r.ndocs == 2 && r.rc == 0, "pretty multi-line documents, the last without a newline");
+	is_int(sbx_json_int(r.docs[1], "c", -1), -1, "second pretty doc parsed (c is an object)");
+	result_free(&r);
+
+	feed("{\"a\":1}{\"b\":2} {\"c\":3}\t{\"d\":4}\n", &r);
+	ok(r.ndocs == 4 && r.rc == 0, "several documents on one line");
+	is_int(sbx_json_int(r.docs[3], "d", 0), 4, "the fourth is d");
+	result_free(&r);
+
+	feed("  \n\t\r\n   \n", &r);
+	ok(r.ndocs == 0 && r.rc == 0, "whitespace only: no documents, clean end");
+	result_free(&r);
+	feed("", &r);
+	ok(r.ndocs == 0 && r.rc == 0, "empty input: no documents, clean end");
+	result_free(&r);
+
+	feed("{\"a\":1}\n{\"b\":2}\n{\"c\": tru}\n{\"d\":4}\n", &r);
+	ok(r.ndocs == 2 && has(&r, "line 3") && has(&r, "invalid JSON"),
+	   "bad JSON on line 3 names line 3 (%s)", r.err.msg);
+	result_free(&r);
+	feed("{\"ok\":1}\n\n{\n  \"a\": 1,\n  \"b\": ]\n}\n", &r);
+	ok(r.ndocs == 1 && has(&r, "line 5"), "an error inside a pretty document names its line (%s)", r.err.msg);
+	result_free(&r);
+	feed("{\"a\":1}\nnot json\n", &r);
+	ok(r.ndocs == 1 && has(&r, "line 2"), "garbage between documents: line 2 (%s)", r.err.msg);
+	result_free(&r);
+
+	const char *nonobj[] = {"[1,2]\n", "\"str\"\n", "42\n", "null\n", "true\n"};
+	for (size_t i = 0; i < SBX_ARRAY_LEN(nonobj); i++) {
+		feed(nonobj[i], &r);
+		ok(r.ndocs == 0 && has(&r, "must be a JSON object") && has(&r, "line 1"),
+		   "non-object refused: %.*s (%s)", (int)strlen(nonobj[i]) - 1, nonobj[i], r.err.msg);
+		result_free(&r);
+	}
+	feed("{}\n\n[]\n", &r);
+	ok(r.ndocs == 1 && has(&r, "line 3"), "a non-object after an object: its own line (%s)", r.err.msg);
+	result_free(&r);
+
+	feed("{\"a\":1}\n{\"b\":", &r);
+	ok(r.ndocs == 1 && has(&r, "truncated") && has(&r, "line 2"), "truncated at EOF (%s)", r.err.msg);
+	result_free(&r);
+	feed("{\"a\":1}\n\n\n{\n\"b\": \"unterminated", &r);
+	ok(r.ndocs == 1 && has(&r, "truncated") && has(&r, "line 4"),
+	   "truncated names the line where the document began (%s)", r.err.msg);
+	result_free(&r);
+
+	/* Size limit, small and streamed. */
+	char doc[256];
+	snprintf(doc, sizeof(doc), "{\"pad\":\"%0150d\"}\n", 0);
+	feed_pipe("{\"small\":1}\n", 12, 4096, 100, &r);
+	ok(r.ndocs == 1 && r.rc == 0, "a document under the limit passes");
+	result_free(&r);
+	feed_pipe(doc, strlen(doc), 4096, 100, &r);
+	ok(r.ndocs == 0 && has(&r, "larger than 100 bytes"), "a document over the limit is refused (%s)", r.err.msg);
+	result_free(&r);
+	size_t biglen = 300000;
+	char *big = sbx_xmalloc(biglen + 1);
+	memset(big, ' ', biglen);
+	memcpy(big, "{\"pad\":\"", 8);
+	memset(big + 8, 'x', biglen - 12);
+	memcpy(big + biglen - 4, "\"}\n", 3);
+	big[biglen] = 0;
+	feed_pipe(big, strlen(big), 7000, 1000, &r);
+	ok(r.ndocs == 0 && has(&r, "larger than 1000 bytes"), "a streamed 300 KB document over a 1000-byte limit "
+	   "is refused (%s)", r.err.msg);
+	result_free(&r);
+	feed_pipe(big, strlen(big), 7000, 0, &r);
+	ok(r.ndocs == 1 && r.rc == 0, "the same 300 KB document passes under the default limit");
+	result_free(&r);
+
+	/* Deep nesting: refused cleanly, not a stack overflow. */
+	size_t depth = 5000;
+	char *deep = sbx_xmalloc(depth * 6 + 16), *d = deep;
+	for (size_t i = 0; i < depth; i++)
+		d += sprintf(d, "{\"a\":");
+	*d++ = '1';
+	for (size_t i = 0; i < depth; i++)
+		*d++ = '}';
+	*d++ = '\n';
+	*d = 0;
+	feed_pipe(deep, strlen(deep), 4096, 0, &r);
+	ok(r.ndocs == 0 && has(&r, "line 1"), "5000-deep nesting is refused (%s)", r.err.msg);
+	result_free(&r);
+	d = deep;
+	for (size_t i = 0; i < 30; i++)
+		d += sprintf(d, "{\"a\":");
+	*d++ = '1';
+	for (size_t i = 0; i < 30; i++)
+		*d++ = '}';
+	*d = 0;
+	feed(deep, &r);
+	ok(r.ndocs == 1 && r.rc == 0, "30-deep nesting is fine");
+	result_free(&r);
+	free(deep);
+
+	/* Split across the 64 KiB buffer, exactly: the first document fills
+	 * the buffer but for 14 bytes; the second starts there, and carries a
+	 * 3-byte UTF-8 character across the boundary. */
+	size_t first = 65536 - 14;
+	char *buf = sbx_xmalloc(200000);
+	memset(buf, ' ', first);
+	memcpy(buf, "{\"p\":\"", 6);
+	memset(buf + 6, 'y', first - 6 - 3);
+	memcpy(buf + first - 3, "\"}\n", 3);
+	size_t off = first;
+	const char *tail = "{\"s\":\"abcdefg\xe2\x82\xac\"}\n{\"t\":2}\n{\"bad\" 1}\n";
+	memcpy(buf + off, tail, strlen(tail));      /* the euro sign: bytes 65535..65537 */
+	off += strlen(tail);
+	feed_file(buf, off, &r);
+	ok(r.ndocs == 3, "file: documents on both sides of the 64 KiB boundary are read (%d)", r.ndocs);
+	is_str(sbx_json_str(r.docs[1], "s"), "abcdefg\xe2\x82\xac", "file: a UTF-8 character split across it survives");
+	ok(has(&r, "line 4"), "file: line numbers stay right after the boundary (%s)", r.err.msg);
+	result_free(&r);
+
+	/* The same through a pipe with a writer child, in odd-sized writes,
+	 * with many documents of ~70 KB so that boundaries fall everywhere. */
+	size_t n = 0;
+	char *many = sbx_xmalloc(8 * 70100 + 64);
+	for (int i = 0; i < 8; i++) {
+		n += (size_t)sprintf(many + n, "{\"i\":%d,\"pad\":\"", i);
+		memset(many + n, 'a' + i, 70000 - (size_t)i * 1111);
+		n += 70000 - (size_t)i * 1111;
+		n += (size_t)sprintf(many + n, "\"}%s", i % 2 ? "\n" : " ");
+	}
+	feed_pipe(many, n, 4093, 0, &r);
+	int good = r.ndocs == 8 && r.rc == 0;
+	for (int i = 0; good && i < 8; i++)
+		good = sbx_json_int(r.docs[i], "i", -1) == i &&
+		       strlen(sbx_json_str(r.docs[i], "pad")) == 70000 - (size_t)i * 1111;
+	ok(good, "pipe: eight ~70 KB documents in 4093-byte writes arrive whole and in order");
+	result_free(&r);
+	free(many);
+
+	/* Line counting across many documents. */
+	char *lines = sbx_xmalloc(100 * 16 + 32);
+	d = lines;
+	for (int i = 0; i < 100; i++)
+		d += sprintf(d, "{\"i\":%d}\n", i);
+	strcpy(d, "{\"i\":}\n");
+	feed(lines, &r);
+	ok(r.ndocs == 100 && has(&r, "line 101"), "the 101st line is named after 100 good ones (%s)", r.err.msg);
+	result_free(&r);
+	free(lines);
+
+	/* A NUL byte is an error, not a crash or a silent stop. */
+	feed_pipe("{\"a\":1}\n{\"b\":\0}\n", 16, 4096, 0, &r);
+	ok(r.ndocs == 1 && r.rc < 0, "a NUL byte inside a document is an error (%s)", r.err.msg);
+	result_free(&r);
+
+	/* Not asserted (json-c's lenient mode): report what it accepts. */
+	const char *lenient[] = {"{'a':1}\n", "{\"a\":1,}\n", "{\"a\":NaN}\n", "{a:1}\n"};
+	for (size_t i = 0; i < SBX_ARRAY_LEN(lenient); i++) {
+		feed(lenient[i], &r);
+		printf("# note: non-standard %.*s is %s\n", (int)strlen(lenient[i]) - 1, lenient[i],
+		       r.ndocs ? "ACCEPTED" : "refused");
+		fflush(stdout);
+		result_free(&r);
+	}
+	free(big);
+	free(buf);
+	return tap_done();
+}
