@@ -169,7 +169,7 @@ static void fill_sandbox(struct sbx_backend *b, struct sbx_sandbox *sb, const ch
 			 const char *image, json_object *labels, const char *state,
 			 int64_t created)
 {
-	sbx_sandbox_clear(sb);
+	memset(sb, 0, sizeof(*sb));   /* `out` parameters may be uninitialised */
 	sb->id = sbx_xstrdup(id);
 	sb->backend = sbx_xstrdup("docker");
 	sb->profile = sbx_xstrdup(b->profile && b->profile->name ? b->profile->name : "default");
@@ -546,6 +546,9 @@ static int docker_get(struct sbx_backend *b, const char *id, struct sbx_sandbox 
 		      struct sbx_err *err)
 {
 	json_object *j;
+	/* Sweep first: a sandbox idle past its TTL is gone, and saying so
+	 * now lets a session resolve rebuild instead of reusing it. */
+	maybe_sweep(b);
 	if (inspect(b, id, "get", &j, err) < 0)
 		return -1;
 	fill_from_inspect(b, out, j);
@@ -559,12 +562,14 @@ static int docker_connect(struct sbx_backend *b, struct sbx_sandbox *sb, struct 
 {
 	if (!sb->id)
 		return sbx_fail(err, SBX_INVALID_REQUEST, "connect", "the sandbox has no id");
+	maybe_sweep(b);
 	if (docker_ensure_running(b, sb->id, err) < 0)
 		return -1;
-	SBX_AUTOFREE char *id = sbx_xstrdup(sb->id);
-	if (docker_get(b, id, sb, err) < 0)
+	struct sbx_sandbox fresh;
+	if (docker_get(b, sb->id, &fresh, err) < 0)
 		return -1;
-	maybe_sweep(b);
+	sbx_sandbox_clear(sb);
+	*sb = fresh;
 	return 0;
 }
 
@@ -661,7 +666,12 @@ static int docker_pause(struct sbx_backend *b, struct sbx_sandbox *sb, struct sb
 	    !strstr(err->msg, "already paused"))
 		return -1;
 	sbx_err_clear(err);
-	return docker_get(b, id, sb, err);
+	struct sbx_sandbox fresh;
+	if (docker_get(b, id, &fresh, err) < 0)
+		return -1;
+	sbx_sandbox_clear(sb);
+	*sb = fresh;
+	return 0;
 }
 
 /* ---- snapshots --------------------------------------------------------- */

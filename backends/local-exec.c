@@ -183,6 +183,9 @@ static __attribute__((noreturn)) void child_main(const struct child_cfg *c)
 	for (int s = 1; s < NSIG; s++)
 		if (s != SIGKILL && s != SIGSTOP)
 			signal(s, SIG_DFL);
+	/* Until execve, this process holds host fds and host memory: no
+	 * one in the sandbox may look into it. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (dup2(c->in, 0) < 0 || dup2(c->out, 1) < 0 || dup2(c->errfd, 2) < 0)
 		child_fail(c, STAGE_SETNS);
 	for (int i = 0; i < LOCAL_NCG; i++)

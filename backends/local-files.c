@@ -19,6 +19,7 @@
 
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fsconfine.h"
@@ -54,37 +55,44 @@ static int fop_run(void *ctx, struct sbx_err *err)
 	return sbx_fail(err, SBX_INTERNAL, "files", "unknown operation");
 }
 
-/* Open the sandbox's root (resuming it), confine, and run the operation
- * with the right identity.  Activity is stamped before (by rootfd) and
- * after, so a long copy keeps the idle timer away. */
-static int run(struct sbx_backend *b, struct sbx_sandbox *sb, struct fop *o, int as_root,
-	       struct sbx_err *err)
-{
-	SBX_AUTOCLOSE int rootfd = local_sb_rootfd(b, sb, err);
-	if (rootfd < 0)
-		return -1;
-	struct sbx_fsc c;
-	if (sbx_fsc_init(&c, rootfd, SBX_FSC_DENY_SPECIAL, err) < 0)
-		return -1;
-	o->c = &c;
-	int rc = as_root ? fop_run(o, err)
-			 : sbx_fsc_as_user(SANDBOX_UID, SANDBOX_GID, fop_run, o, err);
-	local_sb_touch(b, sb->id);
-	return rc;
-}
-
-/* Root-side read access: the same root, no child. */
+/* The sandbox's root, confined.  Defence in depth against a recycled init
+ * pid: /proc/<pid>/root of some host process would be the host's own "/",
+ * and everything below would then be "inside": refuse that outright. */
 static int open_root(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_fsc *c,
 		     struct sbx_err *err)
 {
 	int rootfd = local_sb_rootfd(b, sb, err);
 	if (rootfd < 0)
 		return -1;
+	struct stat a, h;
+	if (fstat(rootfd, &a) < 0 || stat("/", &h) < 0 ||
+	    (a.st_dev == h.st_dev && a.st_ino == h.st_ino)) {
+		close(rootfd);
+		return sbx_fail(err, SBX_UNAVAILABLE, "files",
+				"sandbox %s: its root is not where it should be (init gone?)", sb->id);
+	}
 	if (sbx_fsc_init(c, rootfd, SBX_FSC_DENY_SPECIAL, err) < 0) {
 		close(rootfd);
 		return -1;
 	}
 	return rootfd;
+}
+
+/* Open the sandbox's root (resuming it), confine, and run the operation
+ * with the right identity.  Activity is stamped before (by rootfd) and
+ * after, so a long copy keeps the idle timer away. */
+static int run(struct sbx_backend *b, struct sbx_sandbox *sb, struct fop *o, int as_root,
+	       struct sbx_err *err)
+{
+	struct sbx_fsc c;
+	SBX_AUTOCLOSE int rootfd = open_root(b, sb, &c, err);
+	if (rootfd < 0)
+		return -1;
+	o->c = &c;
+	int rc = as_root ? fop_run(o, err)
+			 : sbx_fsc_as_user(SANDBOX_UID, SANDBOX_GID, fop_run, o, err);
+	local_sb_touch(b, sb->id);
+	return rc;
 }
 
 int local_file_write(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,

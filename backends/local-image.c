@@ -596,6 +596,7 @@ static int image_delete(struct sbx_backend *b, const char *id, int want_snapshot
 	size_t nd = 0;
 	char **doomed = NULL;
 	size_t ndoomed = 0;
+	SBX_AUTOFREE char *rp = NULL;     /* before any goto: cleaned at return */
 	if (is_snapshot(&r) != want_snapshot) {
 		rc = sbx_fail(err, SBX_INVALID_REQUEST, op, "'%s' is a %s; use %s", id,
 			      want_snapshot ? "template" : "snapshot",
@@ -616,7 +617,7 @@ static int image_delete(struct sbx_backend *b, const char *id, int want_snapshot
 			      nd > 1 ? " (and others)" : "");
 		goto out;
 	}
-	SBX_AUTOFREE char *rp = img_path(b, "templates/%s.json", id);
+	rp = img_path(b, "templates/%s.json", id);
 	if (unlink(rp) < 0) {
 		rc = sbx_fail_errno(err, SBX_INTERNAL, op, "unlink %s", rp);
 		goto out;

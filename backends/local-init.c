@@ -138,6 +138,38 @@ static void mount_or_die(struct init_fds *f, const char *src, const char *dst,
 		DIE(f, what);
 }
 
+/* Root in a sandbox keeps DAC_OVERRIDE, and some /proc files check
+ * nothing else: /proc/sysrq-trigger would reboot the host, /proc/sys
+ * (core_pattern!) would run host code.  Like Docker: those are read-only,
+ * and the files that leak host kernel state are masked. */
+static void protect_proc(struct init_fds *f, const char *root)
+{
+	static const char *const ro[] = {"sys", "sysrq-trigger", "irq", "bus", "fs"};
+	static const char *const masked[] = {
+		"kcore", "keys", "timer_list", "sched_debug", "acpi", "scsi", "kallsyms",
+	};
+	char p[4200];
+	for (size_t i = 0; i < SBX_ARRAY_LEN(ro); i++) {
+		snprintf(p, sizeof(p), "%s/proc/%s", root, ro[i]);
+		if (access(p, F_OK) < 0)
+			continue;
+		mount_or_die(f, p, p, NULL, MS_BIND | MS_REC, NULL, "bind /proc path");
+		mount_or_die(f, NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID |
+			     MS_NODEV | MS_NOEXEC, NULL, "make /proc path read-only");
+	}
+	for (size_t i = 0; i < SBX_ARRAY_LEN(masked); i++) {
+		struct stat st;
+		snprintf(p, sizeof(p), "%s/proc/%s", root, masked[i]);
+		if (stat(p, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode))
+			mount_or_die(f, "tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				     "size=0", "mask /proc dir");
+		else
+			mount_or_die(f, "/dev/null", p, NULL, MS_BIND, NULL, "mask /proc file");
+	}
+}
+
 /* Build the sandbox's root at <dir>/root and pivot into it. */
 static void setup_root(struct init_fds *f, const struct local_init_cfg *c)
 {
@@ -149,6 +181,7 @@ static void setup_root(struct init_fds *f, const struct local_init_cfg *c)
 
 	snprintf(p, sizeof(p), "%s/proc", root);
 	mount_or_die(f, "proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, "mount /proc");
+	protect_proc(f, root);
 	snprintf(p, sizeof(p), "%s/sys", root);
 	mount_or_die(f, "sysfs", p, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL,
 		     "mount /sys");

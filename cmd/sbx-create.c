@@ -1,7 +1,7 @@
 /* sbx-create - create a sandbox, or resolve a session's sandbox.
  *
  *   sbx-create [--template ID] [--label K=V]... [options]      a new sandbox
- *   sbx-create --tenant T --session S                          the session's sandbox
+ *   sbx-create --tenant T --session S [--wait D]               the session's sandbox
  *   sbx-create --tenant T --skill-image                        an installer sandbox
  *
  * Writes {"sandbox": handle} (plus "resolved" for sessions).  Reads no
@@ -18,7 +18,8 @@
 #include "util.h"
 
 enum { O_PROFILE, O_TEMPLATE, O_LABEL, O_ENV, O_TIMEOUT, O_ON_TIMEOUT, O_AUTO_RESUME,
-       O_MEMORY, O_PIDS, O_CPUS, O_INTERNET, O_TENANT, O_SESSION, O_SKILL_IMAGE, O_IN };
+       O_MEMORY, O_PIDS, O_CPUS, O_INTERNET, O_TENANT, O_SESSION, O_SKILL_IMAGE, O_IN,
+       O_WAIT };
 
 static const struct sbx_opt opts[] = {
 	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE},
@@ -36,6 +37,7 @@ static const struct sbx_opt opts[] = {
 	{"session", 's', "SESSION", "resolve this session's sandbox", O_SESSION},
 	{"skill-image", 0, NULL, "start from the tenant's skill image (installer)", O_SKILL_IMAGE},
 	{"in", 0, NULL, "read documents from stdin and act once per document", O_IN},
+	{"wait", 0, "DURATION", "session: wait for a busy session lock (default 90s; 0 = no wait)", O_WAIT},
 	{0},
 };
 
@@ -57,6 +59,7 @@ struct create_opts {
 	int allow_internet;
 	const char *tenant, *session;
 	int skill_image, read_input;
+	int64_t lock_wait_ms;    /* 0 = library default; -1 = try once */
 };
 
 static int add_pair(json_object *o, const char *arg, const char *what, struct sbx_err *err)
@@ -113,6 +116,12 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	case O_SESSION: o->session = arg; return 0;
 	case O_SKILL_IMAGE: o->skill_image = 1; return 0;
 	case O_IN: o->read_input = 1; return 0;
+	case O_WAIT:
+		if (sbx_parse_duration_ms(arg, &o->lock_wait_ms, err) < 0)
+			return -1;
+		if (o->lock_wait_ms == 0)
+			o->lock_wait_ms = -1;
+		return 0;
 	}
 	return 0;
 }
@@ -161,6 +170,7 @@ static int create_one(json_object *doc, void *ctx, struct sbx_err *err)
 		struct sbx_resolve_req rr = {
 			.tenant = o->tenant, .session = o->session,
 			.skill_image = o->skill_image, .create = &req,
+			.lock_wait_ms = o->lock_wait_ms,
 		};
 		rc = sbx_session_resolve(b, r, &rr, &sb, &how, err);
 	} else {

@@ -15,7 +15,13 @@
 #include "util.h"
 
 /* Fence check shared by the locked scripts: KEYS[2] lock, KEYS[3] fence
- * counter, ARGV[1] token ('' = no lock held: skip), ARGV[2] fence. */
+ * counter, ARGV[1] token ('' = no lock held: skip), ARGV[2] fence.  The
+ * counter check subsumes "the stored binding's fence is higher" (a stored
+ * fence never exceeds the counter); STORED_FENCE_CHECK states it anyway,
+ * for bindings written by other tools. */
+#define STORED_FENCE_CHECK                                                      \
+	"if ARGV[1] ~= '' and (tonumber(v.fence) or 0) > tonumber(ARGV[2]) then return {-2} end\n"
+
 #define FENCE_CHECK                                                             \
 	"if ARGV[1] ~= '' then\n"                                               \
 	"  if redis.call('GET', KEYS[2]) ~= ARGV[1] then return {-1} end\n"     \
@@ -38,6 +44,7 @@ static struct sbx_script delete_script = {.src =
 	"if not raw then return {0} end\n"
 	"local ok, v = pcall(cjson.decode, raw)\n"
 	"if not ok or type(v) ~= 'table' or v.sandbox_id ~= ARGV[3] then return {0} end\n"
+	STORED_FENCE_CHECK
 	"redis.call('DEL', KEYS[1])\n"
 	"redis.call('SREM', KEYS[4], ARGV[3])\n"
 	"return {1}\n"};
@@ -49,6 +56,7 @@ static struct sbx_script stale_script = {.src =
 	"if not raw then return {0} end\n"
 	"local ok, v = pcall(cjson.decode, raw)\n"
 	"if not ok or type(v) ~= 'table' or v.sandbox_id ~= ARGV[3] then return {0} end\n"
+	STORED_FENCE_CHECK
 	"if v.stale_at ~= nil and v.stale_at ~= cjson.null then return {0} end\n"
 	"redis.call('SET', KEYS[1], ARGV[4])\n"
 	"return {1}\n"};

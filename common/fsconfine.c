@@ -318,6 +318,7 @@ int sbx_fsc_write(const struct sbx_fsc *c, const char *path, const void *data, s
 	if (dfd < 0)
 		return -1;
 	SBX_AUTOCLOSE int fd = -1;
+	int created = 0;
 	/* Existing entry: look at it without following or opening it; a new
 	 * one: O_EXCL so that nothing planted in between is reused.  A racing
 	 * create/unlink makes us go round again. */
@@ -348,15 +349,18 @@ int sbx_fsc_write(const struct sbx_fsc *c, const char *path, const void *data, s
 			    mode & 0777);
 		if (fd < 0 && errno != EEXIST)
 			return fail_errno(err, op, p);
+		created = fd >= 0;
 	}
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return refuse(err, op, p, "not a regular file");
 	if (sbx_write_all(fd, data, len) < 0)
 		return fail_errno(err, op, p);
-	/* Exact mode, past the umask; fchmod before close so that setuid
-	 * bits are not cleared by the write that came first. */
-	if (fchmod(fd, mode & 07777) < 0)
+	/* Exact mode, past the umask, set after the data so that the write
+	 * does not clear setuid bits again.  Someone else's file that we may
+	 * write but not chmod (a 0666 file of root's, for uid 1000) keeps its
+	 * mode: the content was the request. */
+	if (fchmod(fd, mode & 07777) < 0 && (created || errno != EPERM))
 		return fail_errno(err, op, p);
 	if (close(fd) < 0) {
 		fd = -1;

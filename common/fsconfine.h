@@ -69,7 +69,7 @@ int sbx_fsc_parent(const struct sbx_fsc *c, const char *path, char *leaf,
 
 /* Create or truncate the regular file `path` with `data`.  A new file gets
  * `mode` (& 07777, umask not applied); an existing file keeps its owner and
- * gets `mode` too.  A symlink, directory, device or FIFO at `path` is
+ * gets `mode` too when the caller may change it (else it keeps its own).  A symlink, directory, device or FIFO at `path` is
  * refused (never followed or opened).  The data is written to the file in
  * place; a crash midway leaves it truncated or partial. */
 int sbx_fsc_write(const struct sbx_fsc *c, const char *path, const void *data, size_t len,

@@ -53,6 +53,9 @@ struct sbx_http {
 /* Buffered or streamed response body, plus the header block. */
 struct sink {
 	struct sbx_http_resp *resp;
+	const struct sbx_http_req *req;
+	int aborted;               /* on_body returned -1; cb_err says why */
+	struct sbx_err cb_err;
 	int out_fd;
 	size_t max, cap;
 	int overflow;              /* body exceeded max */
@@ -141,6 +144,14 @@ static size_t on_body(char *data, size_t size, size_t n, void *userp)
 	struct sink *s = userp;
 	size_t len = size * n;
 	struct sbx_http_resp *r = s->resp;
+	if (s->req->on_body) {
+		if (s->req->on_body(s->req->on_body_ctx, data, len, &s->cb_err) < 0) {
+			s->aborted = 1;
+			return 0;
+		}
+		r->len += len;
+		return len;
+	}
 	if (fd_set_p(s->out_fd)) {
 		if (sbx_write_all(s->out_fd, data, len) < 0) {
 			s->write_errno = errno;
@@ -335,6 +346,20 @@ static int transport_fail(struct sbx_http *h, CURLcode rc, const char *method, c
 	return sbx_fail(err, k, "http", "%s %s%s: %s", method, h->shown_url, path, what);
 }
 
+static int method_has_empty_body(const char *m)
+{
+	return !strcmp(m, "POST") || !strcmp(m, "PUT") || !strcmp(m, "PATCH");
+}
+
+static int has_header(const char *const *hs, const char *name)
+{
+	size_t n = strlen(name);
+	for (; hs && *hs; hs++)
+		if (!strncasecmp(*hs, name, n) && (*hs)[n] == ':')
+			return 1;
+	return 0;
+}
+
 int sbx_http_do(struct sbx_http *h, const struct sbx_http_req *req,
 		struct sbx_http_resp *resp, struct sbx_err *err)
 {
@@ -351,7 +376,7 @@ int sbx_http_do(struct sbx_http *h, const struct sbx_http_req *req,
 	if (set_common(h, c, url, req->timeout_ms, err) < 0)
 		return -1;
 
-	struct sink sink = {.resp = resp, .out_fd = req->out_fd,
+	struct sink sink = {.resp = resp, .req = req, .out_fd = req->out_fd,
 			    .max = req->max_body ? req->max_body : HTTP_DEFAULT_MAX_BODY};
 	struct source src = {.req = req};
 	struct curl_slist *hdrs = NULL;
@@ -362,6 +387,14 @@ int sbx_http_do(struct sbx_http *h, const struct sbx_http_req *req,
 		hdrs = t ? t : hdrs;
 	}
 	int has_body = fd_set_p(req->body_fd) || req->body;
+	int empty_post = !has_body && method_has_empty_body(method);
+	if (empty_post && !has_header(req->headers, "Content-Type")) {
+		/* curl labels an empty POST as a form; Docker (and any server
+		 * that checks for JSON) refuses that label on an empty body. */
+		struct curl_slist *t = curl_slist_append(hdrs, "Content-Type:");
+		ok = ok && t;
+		hdrs = t ? t : hdrs;
+	}
 	if (has_body) {
 		/* No 100-continue round trip: small servers (and our tests) do not
 		 * answer it, and the body is ours to send anyway. */
@@ -403,10 +436,9 @@ int sbx_http_do(struct sbx_http *h, const struct sbx_http_req *req,
 	} else if (strcmp(method, "HEAD") == 0) {
 		SET(CURLOPT_NOBODY, 1L);
 	} else {
-		/* POST/PUT/DELETE without a body: send an explicit empty body so
-		 * that servers which insist on Content-Length are satisfied. */
-		if (strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 ||
-		    strcmp(method, "PATCH") == 0) {
+		/* POST/PUT/PATCH without a body: send an explicit empty body
+		 * (Content-Length: 0) for servers that insist on a length. */
+		if (empty_post) {
 			SET(CURLOPT_POSTFIELDS, "");
 			SET(CURLOPT_POSTFIELDSIZE, 0L);
 		}
@@ -427,7 +459,10 @@ int sbx_http_do(struct sbx_http *h, const struct sbx_http_req *req,
 
 	if (rc != CURLE_OK) {
 		int ret;
-		if (sink.overflow)
+		if (sink.aborted) {
+			*err = sink.cb_err;
+			ret = -1;
+		} else if (sink.overflow)
 			ret = sbx_fail(err, SBX_INTERNAL, "http", "%s %s%s: response body exceeds %zu bytes",
 				       method, h->shown_url, path, sink.max);
 		else if (sink.write_errno) {
@@ -448,9 +483,10 @@ int sbx_http_do(struct sbx_http *h, const struct sbx_http_req *req,
 	long status = 0;
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	resp->status = (int)status;
-	if (!fd_set_p(req->out_fd) && !resp->body)
+	int streamed = req->on_body || fd_set_p(req->out_fd);
+	if (!streamed && !resp->body)
 		resp->body = sbx_xstrdup("");
-	if (fd_set_p(req->out_fd)) {
+	if (streamed) {
 		free(resp->body);
 		resp->body = NULL;
 	}

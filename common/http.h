@@ -28,6 +28,8 @@ struct sbx_http_opts {
  * fails with that error; redirects are never followed, only http/https are
  * spoken, and proxy environment variables are ignored. */
 
+/* A handle owns one libcurl easy handle (and its live connection): use it
+ * from one thread at a time. */
 struct sbx_http;
 
 int sbx_http_open(const struct sbx_http_opts *o, struct sbx_http **out, struct sbx_err *err);
@@ -45,6 +47,12 @@ struct sbx_http_req {
 	int64_t timeout_ms;        /* 0 = the handle's default; < 0 = no overall
 	                            * limit (long streams; connecting is still
 	                            * bounded by 10 s) */
+	/* Added: when set, each piece of the response body is handed to
+	 * on_body instead of being buffered (out_fd is then ignored); return 0
+	 * to go on, or -1 with *err filled to abort: sbx_http_do then fails
+	 * with that error.  For demultiplexing streams (Docker exec/logs). */
+	int (*on_body)(void *ctx, const char *data, size_t len, struct sbx_err *err);
+	void *on_body_ctx;
 };
 /* body_fd / out_fd: 0 and -1 both mean "none", so a zero-initialised
  * request never reads or writes stdin; dup(0) to stream stdin.  A body_fd

@@ -576,7 +576,10 @@ char *sbx_ledger_owner_self(void)
 	return sbx_xasprintf("%s:%ld:%llu", host, (long)getpid(), proc_start(getpid()));
 }
 
-static int owner_dead(const char *owner)
+/* 1 when the run that wrote `owner` is certainly alive (same host, same
+ * process), -1 when it is certainly dead (same host, process gone or pid
+ * reused), 0 when this host cannot tell (another host, or no owner). */
+static int owner_status(const char *owner)
 {
 	if (!owner)
 		return 0;
@@ -596,10 +599,10 @@ static int owner_dead(const char *owner)
 	unsigned long long start = strtoull(c2 + 1, NULL, 10);
 	if (pid <= 0)
 		return 0;
-	if (pid == (long)getpid())
-		return 0;
 	unsigned long long now = proc_start(pid);
-	return now == 0 || (start && now != start);
+	if (now == 0 || (start && now != start))
+		return -1;
+	return 1;
 }
 
 /* Delete a snapshot one of our rows names.  0 deleted or already gone,
@@ -713,6 +716,18 @@ int sbx_ledger_publish(struct sbx_backend *b, struct sbx_redis *r, const char *t
 		if (rc < 0)
 			return -1;
 		if (rc == 0) {
+			/* Lost - unless the winner published this very row (a
+			 * recovery and its run racing): then nothing is lost. */
+			struct sbx_image again = {0};
+			int h = sbx_image_get(r, tenant, &again, err);
+			int ours = h > 0 && !strcmp(again.snapshot_id, row->snapshot_id);
+			sbx_image_clear(&again);
+			if (h < 0)
+				return -1;
+			if (ours)
+				rc = 1;
+		}
+		if (rc == 0) {
 			SBX_AUTOFREE char *why = sbx_xasprintf(
 				"lost the image race: another install moved the image to generation "
 				"%lld first; install again from the new image", (long long)new_gen);
@@ -792,6 +807,17 @@ static void recover_row(struct recov *c, const char *tenant, const struct sbx_le
 			const char *image_snapshot)
 {
 	struct sbx_err e = {0};
+	/* A row whose run is alive (or, on another host, younger than the
+	 * grace period) is that run's business: settling it here would race
+	 * the run itself. */
+	int owner = owner_status(row->owner);
+	int old = sbx_now_ms() - row->updated_at >= c->grace_ms;
+	int busy = owner > 0 || (owner == 0 && !old);
+	if (busy && (!strcmp(row->state, "snapshotting") ||
+		     (!strcmp(row->state, "ready") && !row->published && row->snapshot_id))) {
+		report_count(c->report, "in_progress");
+		return;
+	}
 	if (!strcmp(row->state, "snapshotting")) {
 		if (recov_list(c, &e) < 0)
 			return recov_fail(c, tenant, row, &e);
@@ -827,14 +853,8 @@ static void recover_row(struct recov *c, const char *tenant, const struct sbx_le
 			sbx_ledger_row_clear(&now);
 			return;
 		}
-		int dead = owner_dead(row->owner);
-		int old = sbx_now_ms() - row->updated_at >= c->grace_ms;
-		if (!dead && !old) {
-			report_count(c->report, "in_progress");
-			return;
-		}
-		const char *why = dead ? "the run died before its snapshot existed"
-				       : "no snapshot appeared within the grace period";
+		const char *why = owner < 0 ? "the run died before its snapshot existed"
+					    : "no snapshot appeared within the grace period";
 		if (!c->dry_run &&
 		    sbx_ledger_mark_failed(c->r, tenant, row->skill, row->planned_name, why, &e) < 0)
 			return recov_fail(c, tenant, row, &e);

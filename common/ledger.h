@@ -140,6 +140,9 @@ char *sbx_ledger_owner_self(void);
  *     lost race, as in the live path);
  *   - snapshotting, no snapshot, and the run is dead (same host, pid gone)
  *     or the row is older than grace_ms: failed;
+ *   (rows whose run is alive on this host, or that are younger than
+ *   grace_ms when written on another host, are left to their run: counted
+ *   "in_progress", never touched, so recovery never races a live install;)
  *   - ready but not published (a crash after step 3 or 4): steps 4-5;
  *   - failed, and a snapshot with its planned name exists after all (a
  *     remote snapshot that finished after its client died): deleted.

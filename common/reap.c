@@ -21,9 +21,9 @@
  *   - One reaper at a time (a lease, token-checked renew and release); the
  *     lease is an efficiency and clarity measure: correctness of each
  *     delete rests on the session lock, not on the lease.
- *   - Redis round trips are O(sandboxes / BATCH + bound members / SCAN
- *     COUNT) for the scan, plus a constant number per deleted session
- *     sandbox (lock, re-check, release). */
+ *   - Redis round trips are O(sandboxes / BATCH) for the reconcile,
+ *     whatever the number of bindings, plus a constant number per deleted
+ *     session sandbox (lock, re-check, release). */
 #include "reap.h"
 
 #include <inttypes.h>
@@ -39,19 +39,19 @@
 #include "util.h"
 
 #define BATCH 512                 /* commands per pipeline */
-#define SCAN_COUNT "1000"         /* SSCAN COUNT hint */
 #define LEASE_TTL_DEFAULT_MS 60000
 /* Names the skill pipeline gives its snapshots (ledger.h planned_name). */
 #define SKILL_SNAPSHOT_PREFIX "sbx-sk-"
 
 /* ------------------------------------------------------------------ */
-/* A hash set of byte strings (open addressing, FNV-1a).  Bound sets can
- * hold 100k members; a linear scan per sandbox would make the diff
- * quadratic. */
+/* A hash set of byte strings with a value (open addressing, FNV-1a): page
+ * tokens, tenant names, template ids and snapshot references, each looked
+ * up once per listed object, so the run stays O(N). */
 
 struct sslot {
 	char *k;
 	size_t len;
+	long v;
 };
 
 struct sset {
@@ -85,7 +85,16 @@ static int sset_has(struct sset *s, const char *k, size_t n)
 	return s->cap && sset_slot(s, k, n)->k != NULL;
 }
 
-/* Returns 1 when added, 0 when already present. */
+/* The entry for k, or NULL. */
+static struct sslot *sset_get(struct sset *s, const char *k, size_t n)
+{
+	if (!s->cap)
+		return NULL;
+	struct sslot *sl = sset_slot(s, k, n);
+	return sl->k ? sl : NULL;
+}
+
+/* Returns 1 when added (value 0), 0 when already present. */
 static int sset_add(struct sset *s, const char *k, size_t n)
 {
 	if ((s->n + 1) * 2 > s->cap) {
@@ -115,20 +124,6 @@ static void sset_free(struct sset *s)
 		free(s->s[i].k);
 	free(s->s);
 	memset(s, 0, sizeof(*s));
-}
-
-/* "<tlen>:<tenant><id>": an injective key for (tenant, sandbox id). */
-static char *pair_key(const char *t, size_t tl, const char *id, size_t il, size_t *len)
-{
-	char head[24];
-	int h = snprintf(head, sizeof(head), "%zu:", tl);
-	char *k = sbx_xmalloc((size_t)h + tl + il + 1);
-	memcpy(k, head, (size_t)h);
-	memcpy(k + h, t, tl);
-	memcpy(k + h + tl, id, il);
-	*len = (size_t)h + tl + il;
-	k[*len] = '\0';
-	return k;
 }
 
 /* ------------------------------------------------------------------ */
@@ -170,12 +165,11 @@ struct run {
 	char *lease_key;
 	char lease_token[33];
 	int64_t lease_ttl_ms, lease_renewed_ms;
-	int lease_lost;
+	int lease_lost, lease_noted;
 	/* tenants */
 	struct tenant *tenants;
 	size_t ntenants;
 	struct sset tenant_idx;  /* names, for lookups */
-	struct sset bound;       /* pair_key(tenant, id) of every bound member */
 	struct item *items;
 	size_t nitems;
 	struct sset templates_in_use;  /* template ids of listed sandboxes */
@@ -216,26 +210,14 @@ static json_object *entry(const struct item *it, const char *reason)
 	return e;
 }
 
-static int tenant_find(struct run *run, const char *name, size_t len)
-{
-	for (size_t i = 0; i < run->ntenants; i++)
-		if (run->tenants[i].len == len && memcmp(run->tenants[i].name, name, len) == 0)
-			return (int)i;
-	return -1;
-}
-
-/* Index of the tenant, added when new.  The name set makes the common
- * "already known" case O(1); the linear find runs only for new names. */
+/* Index of the tenant, added when new. */
 static int tenant_get(struct run *run, const char *name, size_t len)
 {
-	if (sset_has(&run->tenant_idx, name, len)) {
-		/* Most sandboxes of a run share few tenants: check the last first. */
-		if (run->ntenants && run->tenants[run->ntenants - 1].len == len &&
-		    memcmp(run->tenants[run->ntenants - 1].name, name, len) == 0)
-			return (int)run->ntenants - 1;
-		return tenant_find(run, name, len);
-	}
+	struct sslot *sl = sset_get(&run->tenant_idx, name, len);
+	if (sl)
+		return (int)sl->v;
 	sset_add(&run->tenant_idx, name, len);
+	sset_get(&run->tenant_idx, name, len)->v = (long)run->ntenants;
 	run->tenants = sbx_xrealloc(run->tenants, (run->ntenants + 1) * sizeof(*run->tenants));
 	struct tenant *t = &run->tenants[run->ntenants];
 	memset(t, 0, sizeof(*t));
@@ -293,8 +275,10 @@ static int lease_take(struct run *run, struct sbx_err *err)
 
 /* Renew when a third of the TTL has passed.  -1 (conflict) once the lease
  * is no longer ours: the caller stops deleting. */
-static int lease_keep(struct run *run, struct sbx_err *err)
+static int lease_keep_(struct run *run, struct sbx_err *err)
 {
+	if (!run->lease_key)
+		return 0;       /* dry run: no lease */
 	if (run->lease_lost)
 		return sbx_fail(err, SBX_CONFLICT, "reap", "the reaper lease was lost");
 	if (sbx_mono_ms() - run->lease_renewed_ms < run->lease_ttl_ms / 3)
@@ -316,6 +300,18 @@ static int lease_keep(struct run *run, struct sbx_err *err)
 	}
 	run->lease_renewed_ms = sbx_mono_ms();
 	return 0;
+}
+
+/* lease_keep_, recording the loss as one failure of the run (not one per
+ * object that could not be deleted after it). */
+static int lease_keep(struct run *run)
+{
+	struct sbx_err err = {0};
+	if (lease_keep_(run, &err) == 0)
+		return 0;
+	if (!run->lease_noted++)
+		note_failure(run, NULL, "lease", &err);
+	return -1;
 }
 
 static void lease_release(struct run *run)
@@ -538,91 +534,99 @@ static void classify_local(struct run *run)
 	}
 }
 
-/* SSCAN every listed tenant's bound set into run->bound (COUNT 1000 per
- * round trip).  The whole set is read, not just the listed ids, so that
- * the report can tell how many bindings name a sandbox the backend does
- * not have ("dangling": they are repaired by the next resolve). */
-static int load_bound(struct run *run, struct sbx_err *err)
-{
-	for (size_t ti = 0; ti < run->ntenants; ti++) {
-		struct tenant *t = &run->tenants[ti];
-		SBX_AUTOFREE char *key = sbx_key_tenant(run->r->prefix, t->name, t->len, SBX_KEY_BOUND);
-		SBX_AUTOFREE char *cursor = sbx_xstrdup("0");
-		do {
-			const char *argv[] = {"SSCAN", key, cursor, "COUNT", SCAN_COUNT};
-			redisReply *rep;
-			if (sbx_redis_cmd(run->r, &rep, err, 5, argv, NULL) < 0)
-				return -1;
-			if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
-			    rep->element[0]->type != REDIS_REPLY_STRING ||
-			    rep->element[1]->type != REDIS_REPLY_ARRAY) {
-				freeReplyObject(rep);
-				return sbx_fail(err, SBX_INTERNAL, "redis", "unexpected SSCAN reply");
-			}
-			free(cursor);
-			cursor = sbx_xstrdup(rep->element[0]->str);
-			redisReply *m = rep->element[1];
-			for (size_t j = 0; j < m->elements; j++) {
-				if (m->element[j]->type != REDIS_REPLY_STRING)
-					continue;
-				size_t kl;
-				SBX_AUTOFREE char *k = pair_key(t->name, t->len, m->element[j]->str,
-								m->element[j]->len, &kl);
-				/* SSCAN may return a member twice; count it once. */
-				t->members += sset_add(&run->bound, k, kl);
-			}
-			freeReplyObject(rep);
-		} while (strcmp(cursor, "0") != 0);
-	}
-	return 0;
-}
-
-/* Bound ids are kept; the remaining session sandboxes get their lock key
- * checked (pipelined EXISTS, BATCH per round trip): a held lock means a
- * resolve may be about to bind it. */
+/* One pipeline per BATCH sandboxes: for every session sandbox SISMEMBER on
+ * its tenant's bound set and EXISTS on its session's lock key, and for
+ * every tenant SCARD of the bound set.  A member is kept as "bound"; an
+ * unbound one whose lock is held is kept as "locked" (a resolve may be
+ * about to bind it).
+ *
+ * Why membership checks and not SMEMBERS/SSCAN of the bound sets: the
+ * verdict needs only the listed ids, so the cost is O(listed / BATCH)
+ * round trips whatever the number of bindings (a bound set of 100k
+ * members cost 105 round trips and 0.85 s with SSCAN, see
+ * docs/benchmarks-reap.md, against 1 here), and "dangling" bindings (whose
+ * sandbox the backend does not list) still fall out as SCARD - bound. */
 static int classify_redis(struct run *run, struct sbx_err *err)
 {
-	for (size_t i = 0; i < run->nitems; i++) {
-		struct item *it = &run->items[i];
-		if (it->t < 0 || !it->session)
-			continue;
-		size_t kl;
-		SBX_AUTOFREE char *k = pair_key(it->tenant, it->tlen, it->sb.id, strlen(it->sb.id), &kl);
-		if (sset_has(&run->bound, k, kl)) {
-			run->tenants[it->t].bound++;
-			/* "bound" wins over "young": it is the stronger reason. */
-			it->reason = "bound";
-		}
+	SBX_AUTOFREE char **bound_keys = sbx_xcalloc(run->ntenants + 1, sizeof(char *));
+	for (size_t ti = 0; ti < run->ntenants; ti++) {
+		struct tenant *t = &run->tenants[ti];
+		bound_keys[ti] = sbx_key_tenant(run->r->prefix, t->name, t->len, SBX_KEY_BOUND);
+		const char *argv[] = {"SCARD", bound_keys[ti]};
+		if (sbx_redis_append(run->r, 2, argv, NULL, err) < 0)
+			goto fail;
 	}
-	size_t i = 0;
-	while (i < run->nitems) {
+	size_t i = 0, first = 1;
+	do {
 		size_t batch[BATCH], nb = 0, j = i;
 		for (; j < run->nitems && nb < BATCH; j++) {
 			struct item *it = &run->items[j];
-			if (it->reason || !it->session)
+			if (it->t < 0 || !it->session || (it->reason && strcmp(it->reason, "young") &&
+							  strcmp(it->reason, "age-unknown")))
 				continue;
 			it->lock_key = sbx_key_session(run->r->prefix, it->tenant, it->tlen,
 						       it->session, it->slen, SBX_KEY_LOCK);
-			const char *argv[] = {"EXISTS", it->lock_key};
-			if (sbx_redis_append(run->r, 2, argv, NULL, err) < 0)
-				return -1;
+			const char *m[] = {"SISMEMBER", bound_keys[it->t], it->sb.id};
+			const char *e[] = {"EXISTS", it->lock_key};
+			if (sbx_redis_append(run->r, 3, m, NULL, err) < 0 ||
+			    sbx_redis_append(run->r, 2, e, NULL, err) < 0)
+				goto fail;
 			batch[nb++] = j;
 		}
-		for (size_t q = 0; q < nb; q++) {
-			redisReply *rep;
-			if (sbx_redis_read(run->r, &rep, err) < 0)
-				return -1;
-			if (rep->type != REDIS_REPLY_INTEGER) {
+		if (first) {
+			for (size_t ti = 0; ti < run->ntenants; ti++) {
+				redisReply *rep;
+				if (sbx_redis_read(run->r, &rep, err) < 0)
+					goto fail;
+				int ok = rep->type == REDIS_REPLY_INTEGER;
+				run->tenants[ti].members = ok ? (long)rep->integer : 0;
 				freeReplyObject(rep);
-				return sbx_fail(err, SBX_INTERNAL, "redis", "unexpected EXISTS reply");
+				if (!ok) {
+					sbx_fail(err, SBX_INTERNAL, "redis", "unexpected SCARD reply");
+					goto fail;
+				}
 			}
-			if (rep->integer)
-				run->items[batch[q]].reason = "locked";
-			freeReplyObject(rep);
+			first = 0;
+		}
+		for (size_t q = 0; q < nb; q++) {
+			struct item *it = &run->items[batch[q]];
+			redisReply *m, *e;
+			if (sbx_redis_read(run->r, &m, err) < 0)
+				goto fail;
+			if (sbx_redis_read(run->r, &e, err) < 0) {
+				freeReplyObject(m);
+				goto fail;
+			}
+			int ok = m->type == REDIS_REPLY_INTEGER && e->type == REDIS_REPLY_INTEGER;
+			if (ok && m->integer) {
+				run->tenants[it->t].bound++;
+				it->reason = "bound";    /* stronger than "young" */
+			} else if (ok && e->integer && !it->reason) {
+				it->reason = "locked";
+			}
+			freeReplyObject(m);
+			freeReplyObject(e);
+			if (!ok) {
+				/* Drain the rest of the pipeline before failing. */
+				for (size_t rest = 2 * (nb - q - 1); rest; rest--) {
+					redisReply *x;
+					if (sbx_redis_read(run->r, &x, err) < 0)
+						break;
+					freeReplyObject(x);
+				}
+				sbx_fail(err, SBX_INTERNAL, "redis", "unexpected SISMEMBER/EXISTS reply");
+				goto fail;
+			}
 		}
 		i = j;
-	}
+	} while (i < run->nitems);
+	for (size_t ti = 0; ti < run->ntenants; ti++)
+		free(bound_keys[ti]);
 	return 0;
+fail:
+	for (size_t ti = 0; ti < run->ntenants; ti++)
+		free(bound_keys[ti]);
+	return -1;
 }
 
 /* Mostly-unbound guard: a tenant with more than SBX_REAP_REFUSE_MIN
@@ -755,9 +759,7 @@ static void act(struct run *run)
 			continue;
 		}
 		struct sbx_err err = {0};
-		if (lease_keep(run, &err) < 0) {
-			if (run->nfailed == 0 || !run->lease_lost)
-				note_failure(run, NULL, "lease", &err);
+		if (lease_keep(run) < 0) {
 			json_object_array_add(run->skipped, entry(it, "lease-lost"));
 			continue;
 		}
@@ -946,7 +948,7 @@ static void do_snapshots(struct run *run)
 			json_object_array_add(del, snap_entry(x, NULL));
 			continue;
 		}
-		if (lease_keep(run, &err) < 0) {
+		if (lease_keep(run) < 0) {
 			json_object_array_add(skipped, snap_entry(x, "lease-lost"));
 			continue;
 		}
@@ -986,8 +988,9 @@ static void do_idle(struct run *run)
 	json_object *arr = json_object_new_array();
 	run->idle = arr;
 	struct sbx_err err = {0};
-	if (lease_keep(run, &err) < 0 ||
-	    run->b->ops->reap_idle(run->b, run->o->dry_run, arr, &err) < 0)
+	if (lease_keep(run) < 0)
+		return;
+	if (run->b->ops->reap_idle(run->b, run->o->dry_run, arr, &err) < 0)
 		note_failure(run, NULL, "reap_idle", &err);
 }
 
@@ -1006,7 +1009,6 @@ static void run_free(struct run *run)
 	}
 	free(run->tenants);
 	sset_free(&run->tenant_idx);
-	sset_free(&run->bound);
 	sset_free(&run->templates_in_use);
 	free(run->lease_key);
 }
@@ -1053,7 +1055,9 @@ int sbx_reap_run(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_re
 		sbx_json_set_str(run.rep, "tenant", o->tenant);
 
 	int rc = 0;
-	int taken = lease_take(&run, err);
+	/* A dry run changes nothing, so it takes no lease: it never makes the
+	 * real (cron) reaper skip. */
+	int taken = o->dry_run ? 1 : lease_take(&run, err);
 	if (taken < 0) {
 		rc = -1;
 		goto out;
@@ -1073,7 +1077,7 @@ int sbx_reap_run(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_re
 		rc = -1;
 	} else {
 		classify_local(&run);
-		if (load_bound(&run, err) < 0 || classify_redis(&run, err) < 0) {
+		if (classify_redis(&run, err) < 0) {
 			sbx_err_prefix(err, "reading Redis (nothing was deleted)");
 			rc = -1;
 		}

@@ -172,10 +172,9 @@ static void add_ref(json_object *o, const struct sbx_snapshot_ref *ref)
 		sbx_json_set_int(o, "size_bytes", ref->size_bytes);
 }
 
-/* Steps 2-6 of a row whose snapshot comes from `make` (snapshot_create
- * of a sandbox, or a flatten of the image).  `fault` prefixes the fault
- * points.  On success *ref is the new snapshot and `out` has the publish
- * results. */
+/* Where a row's snapshot comes from: a skill install (prepare = remove /
+ * clean / seal the installer, make = snapshot_create of it) or a flatten
+ * of the tenant's image (make = sbx_snapshot_flatten, nothing to prepare). */
 struct maker {
 	int (*make)(struct maker *m, const char *name, struct sbx_snapshot_ref *ref,
 		    struct sbx_err *err);
@@ -186,6 +185,16 @@ struct maker {
 	const char *src;          /* flatten: the image's snapshot */
 };
 
+/* The ledger protocol for one row (ledger.h steps 1-5): begin, prepare,
+ * make the snapshot under row->planned_name, ready, publish.  `fault`
+ * prefixes the SBX_FAULT points ("snap" or "flatten").  On success *ref is
+ * the new snapshot and `out` has the publish results.
+ * Failure before the snapshot exists: the row is failed here (a remote
+ * snapshot that completes anyway is found under the failed row's planned
+ * name and deleted by recovery).  Failure or a crash after it exists: the
+ * row still names it (by planned name, or by id once ready), and
+ * sbx_ledger_recover completes or fails it - the next sbx-snap of the
+ * tenant, or sbx-reap, runs that recovery. */
 static int run_row(struct sbx_backend *b, struct sbx_redis *r, const char *tenant,
 		   struct sbx_ledger_row *row, struct maker *m, const char *fault,
 		   struct sbx_snapshot_ref *ref, json_object *out, struct sbx_err *err)
@@ -210,8 +219,13 @@ static int run_row(struct sbx_backend *b, struct sbx_redis *r, const char *tenan
 	snprintf(fp, sizeof(fp), "%s:after-snapshot", fault);
 	sbx_fault(fp);
 
-	if (sbx_ledger_mark_ready(r, tenant, row->skill, row->planned_name, ref->id, err) < 0)
+	rc = sbx_ledger_mark_ready(r, tenant, row->skill, row->planned_name, ref->id, err);
+	if (rc < 0)
 		return -1;   /* the row still says snapshotting: recovery finds it by name */
+	if (rc == 0)         /* a recovery settled the row meanwhile (it thought us gone) */
+		return sbx_fail(err, SBX_CONFLICT, "ledger",
+				"the ledger row of skill '%s' was settled by a recovery while this "
+				"run was snapshotting; see sbx-snap ls --tenant %s", row->skill, tenant);
 	snprintf(fp, sizeof(fp), "%s:after-record", fault);
 	sbx_fault(fp);
 
@@ -326,19 +340,28 @@ int sbx_skill_snapshot(struct sbx_backend *b, struct sbx_redis *r, struct sbx_sa
 	char fp[65];
 	if (profile_fingerprint(b, fp, err) < 0)
 		return -1;
+	json_object_object_del(result, "snapshot");   /* an earlier stage's is not ours */
 
 	/* 0. Settle crashed runs first: their generations count, and a
-	 * crashed row of this very skill would otherwise block the begin. */
+	 * crashed row of this very skill would otherwise block the begin.  A
+	 * row that cannot be settled now (say, a failed row whose snapshot is
+	 * still in use) must not block every later install: it is reported
+	 * and left for the next recovery; the begin script still refuses a
+	 * row of this skill that is mid-snapshot. */
 	json_object *rep = json_object_new_object();
-	int rc = sbx_ledger_recover(b, r, req->tenant, req->grace_ms, 0, rep, err);
+	struct sbx_err rerr = {0};
+	int rc = sbx_ledger_recover(b, r, req->tenant, req->grace_ms, 0, rep, &rerr);
 	json_object *acts = NULL;
-	if (rc == 0 && json_object_object_get_ex(rep, "actions", &acts) &&
-	    json_object_array_length(acts) > 0)
+	if (json_object_object_get_ex(rep, "actions", &acts) && json_object_array_length(acts) > 0)
 		json_object_object_add(result, "recovered", json_object_get(rep));
 	json_object_put(rep);
 	if (rc < 0) {
-		sbx_err_prefix(err, "recover the tenant's ledger first");
-		return -1;
+		if (rerr.kind == SBX_UNAVAILABLE || rerr.kind == SBX_TIMEOUT) {
+			*err = rerr;
+			return -1;        /* Redis or the backend is down: nothing will work */
+		}
+		SBX_AUTOFREE char *w = sbx_xasprintf("recovery of older rows: %s", rerr.msg);
+		sbx_json_set_str(sbx_json_child(result, "snapshot"), "warning", w);
 	}
 
 	/* 1. The installer must stand on the current image, or the new one
@@ -376,8 +399,7 @@ int sbx_skill_snapshot(struct sbx_backend *b, struct sbx_redis *r, struct sbx_sa
 	struct maker m = {.make = make_snapshot, .prepare = prepare_tree, .b = b, .sb = sb,
 			  .req = req};
 	struct sbx_snapshot_ref ref = {.size_bytes = -1, .layers = -1};
-	json_object *snap = json_object_new_object();
-	json_object_object_add(result, "snapshot", snap);
+	json_object *snap = sbx_json_child(result, "snapshot");
 	rc = run_row(b, r, req->tenant, &row, &m, "snap", &ref, snap, err);
 	if (rc == 0) {
 		add_ref(snap, &ref);

@@ -61,6 +61,16 @@ void sbx_tar_writer_init(struct sbx_tar_writer *w, int fd)
 {
 	w->fd = fd;
 	w->written = 0;
+	w->data_end = 0;
+}
+
+/* Before a header or the end: the previous entry's data must be complete. */
+static int data_complete(struct sbx_tar_writer *w, struct sbx_err *err)
+{
+	if (w->written < w->data_end)
+		return sbx_fail(err, SBX_INTERNAL, "tar", "entry data short by %lld bytes",
+				(long long)(w->data_end - w->written));
+	return 0;
 }
 
 static int wr(struct sbx_tar_writer *w, const void *buf, size_t n, struct sbx_err *err)
@@ -81,13 +91,15 @@ int sbx_tar_write_pad(struct sbx_tar_writer *w, int64_t size, struct sbx_err *er
 
 int sbx_tar_write_data(struct sbx_tar_writer *w, const void *buf, size_t n, struct sbx_err *err)
 {
+	if ((int64_t)n > w->data_end - w->written)
+		return sbx_fail(err, SBX_INTERNAL, "tar", "more data than the entry's size");
 	return wr(w, buf, n, err);
 }
 
 int sbx_tar_write_end(struct sbx_tar_writer *w, struct sbx_err *err)
 {
 	static const char zero[2 * BLK];
-	if (sbx_tar_write_pad(w, 0, err) < 0)
+	if (data_complete(w, err) < 0 || sbx_tar_write_pad(w, 0, err) < 0)
 		return -1;
 	return wr(w, zero, sizeof(zero), err);
 }
@@ -171,7 +183,7 @@ int sbx_tar_write_header(struct sbx_tar_writer *w, const struct sbx_tar_entry *e
 	int ret = -1;
 	if (!e->name || !*e->name)
 		return sbx_fail(err, SBX_INVALID_REQUEST, "tar", "entry without a name");
-	if (sbx_tar_write_pad(w, 0, err) < 0)
+	if (data_complete(w, err) < 0 || sbx_tar_write_pad(w, 0, err) < 0)
 		return -1;
 
 	memset(&h, 0, sizeof(h));
@@ -239,6 +251,8 @@ int sbx_tar_write_header(struct sbx_tar_writer *w, const struct sbx_tar_entry *e
 	}
 	finish_header(&h);
 	ret = wr(w, &h, BLK, err);
+	if (ret == 0)
+		w->data_end = w->written + size;
 out:
 	free(pax);
 	return ret;
@@ -634,8 +648,12 @@ static int read_record(struct sbx_tar_reader *r, int64_t size, char **out, struc
 					  r->entries);
 	}
 	buf[size] = 0;
+	if (skip(r, (BLK - size % BLK) % BLK, err) < 0) {
+		free(buf);
+		return -1;
+	}
 	*out = buf;
-	return skip(r, (BLK - size % BLK) % BLK, err);
+	return 0;
 }
 
 int sbx_tar_next(struct sbx_tar_reader *r, struct sbx_tar_entry *e, struct sbx_err *err)

@@ -37,12 +37,20 @@ struct sbx_tar_entry {
 };
 void sbx_tar_entry_clear(struct sbx_tar_entry *e);
 
-struct sbx_tar_writer { int fd; int64_t written; };
+struct sbx_tar_writer {
+	int fd;
+	int64_t written;
+	int64_t data_end;        /* added: where the current entry's data must end */
+};
 void sbx_tar_writer_init(struct sbx_tar_writer *w, int fd);
 /* Header for e (pax header first when a name/link is too long for ustar). */
 int sbx_tar_write_header(struct sbx_tar_writer *w, const struct sbx_tar_entry *e,
 			 struct sbx_err *err);
-/* Exactly e->size bytes of data in total, then padding by write_header/end. */
+/* Exactly e->size bytes of data in total, then padding by write_header/end.
+ * Writing more than e->size, or starting the next header (or the end)
+ * before all of it was written, is refused (internal): the archive would be
+ * corrupt.  write_pad pads whatever is missing to the 512-byte boundary
+ * (its size argument is not needed and ignored). */
 int sbx_tar_write_data(struct sbx_tar_writer *w, const void *buf, size_t n, struct sbx_err *err);
 int sbx_tar_write_pad(struct sbx_tar_writer *w, int64_t size, struct sbx_err *err);
 int sbx_tar_write_end(struct sbx_tar_writer *w, struct sbx_err *err);

@@ -180,6 +180,48 @@ UNI_NAME='ünï cødé ✓'
 	[ -d "$victim" ]
 }
 
+@test "writing a file the template provides changes the sandbox's copy, not the host's" {
+	local before
+	before=$(md5sum </etc/hostname)
+	printf 'sandboxed\n' >"$BATS_TEST_TMPDIR/hn"
+	run fs put --root "$BATS_TEST_TMPDIR/hn" /etc/hostname
+	assert_success
+	[ "$(in_sb 'cat /etc/hostname')" = sandboxed ]
+	[ "$(md5sum </etc/hostname)" = "$before" ]
+}
+
+@test "a sandbox symlink reaches the host as a link, never as what it points to" {
+	in_sb --root 'mkdir -p /workspace/sl && ln -s /etc /workspace/sl/etc && ln -s ../../.. /workspace/sl/up' >/dev/null
+	run fs get /workspace/sl "$BATS_TEST_TMPDIR/sl"
+	assert_success
+	[ -L "$BATS_TEST_TMPDIR/sl/etc" ] && [ "$(readlink "$BATS_TEST_TMPDIR/sl/etc")" = /etc ]
+	[ -L "$BATS_TEST_TMPDIR/sl/up" ]
+	[ "$(find "$BATS_TEST_TMPDIR/sl" | wc -l)" = 3 ]
+}
+
+@test "a sandbox flipping a directory and a symlink to the host during puts cannot redirect them" {
+	local victim="$BATS_TEST_TMPDIR/race-victim"
+	mkdir -p "$victim"
+	# inside the sandbox, as root: /workspace/flip is a directory, then a
+	# symlink to the host folder, then a ../.. chain to it, round and round
+	sbx-exec --id "$SB" --root --timeout 120s -- sh -c "
+		cd /workspace; rm -rf flip stop; mkdir flip
+		while [ ! -e stop ]; do
+			ln -sfn '$victim' flip.l; mv -T flip.l flip 2>/dev/null || { rm -rf flip; mv -T flip.l flip; }
+			ln -sfn ../../../../../../../..'$victim' flip.l; mv -T flip.l flip
+			rm -f flip; mkdir flip
+		done" >/dev/null 3>&- &
+	local flipper=$! i
+	printf r >"$BATS_TEST_TMPDIR/r"
+	for i in $(seq 1 40); do
+		fs put --root "$BATS_TEST_TMPDIR/r" "/workspace/flip/f$i" >/dev/null 2>&1 || true
+		fs mkdir --root "/workspace/flip/d$i" >/dev/null 2>&1 || true
+	done
+	fs put --root "$BATS_TEST_TMPDIR/r" /workspace/stop >/dev/null
+	wait "$flipper" || true
+	[ -z "$(ls -A "$victim")" ]
+}
+
 @test "/proc, /sys and /dev are off limits, also through symlinks" {
 	local before
 	before=$(cat /proc/sys/kernel/core_pattern)

@@ -299,6 +299,8 @@ crashed_resolve() {
 		local got deleted
 		got=$(jq -r .sandbox.id "$BATS_TEST_TMPDIR/c$round")
 		deleted=$(jq -r '.reap.deleted[]?.id' "$BATS_TEST_TMPDIR/r$round")
+		# (which way each round went, for the curious: both happen)
+		echo "# round $round: $([ "$got" = "$x" ] && echo claimed || echo reaped)" >&3
 		if [ "$got" = "$x" ]; then
 			# claimed: never also deleted
 			[ -z "$deleted" ]

@@ -56,6 +56,9 @@ in_sb() {
 	sbx-exec --raw "${root[@]}" -- "$@" <"$doc"
 }
 
+# jq on the documents of the last `run` (stderr lines interleave there).
+jqd() { printf '%s\n' "$output" | grep '^{' | jq -r "$@"; }
+
 image_of() { sbx-snap ls --tenant "${1:-$T}" | jq -r 'select(.image) | .image.snapshot_id'; }
 
 @test "the pipeline, stage by stage: each stage adds its own key and keeps the rest" {
@@ -93,8 +96,8 @@ image_of() { sbx-snap ls --tenant "${1:-$T}" | jq -r 'select(.image) | .image.sn
 	assert_success
 	local snap
 	snap=$(jq -r .snapshot.id "$DOCS/5")
-	[ "$(jqo 'select(.skill) | .skill | "\(.skill) \(.state) \(.published) \(.snapshot_id)"')" = "csvstat ready true $snap" ]
-	[ "$(jqo 'select(.image) | .image | "\(.snapshot_id) \(.generation) \(.usable) \(.exists)"')" = "$snap 1 true true" ]
+	[ "$(jqd 'select(.skill) | .skill | "\(.skill) \(.state) \(.published) \(.snapshot_id)"')" = "csvstat ready true $snap" ]
+	[ "$(jqd 'select(.image) | .image | "\(.snapshot_id) \(.generation) \(.usable) \(.exists)"')" = "$snap 1 true true" ]
 }
 
 @test "a new session starts from the image and runs the skill without reinstalling" {
@@ -167,7 +170,7 @@ writable"
 	assert_output --partial "2 b"
 	run sbx-snap show --tenant $T
 	assert_success
-	[ "$(jqo '.skills.installed | join(",")')" = "csvstat,wordfreq" ]
+	[ "$(jqd '.skills.installed | join(",")')" = "csvstat,wordfreq" ]
 }
 
 @test "an installer that does not stand on the current image is refused" {
@@ -177,7 +180,7 @@ writable"
 	sbx-create --template "$old" >"$DOCS/stale-installer"
 	run sbx-snap --tenant $T --skill late <"$DOCS/stale-installer"
 	[ "$status" -eq 75 ]
-	[ "$(jqo .error.kind)" = conflict ]
+	[ "$(jqd .error.kind)" = conflict ]
 	assert_output --partial "skill-image"
 	sbx-ctl kill <"$DOCS/stale-installer" >/dev/null
 }
@@ -193,7 +196,7 @@ writable"
 	run in_sb "$s" sh -c 'test -e /opt/sbx/skills/wordfreq || test ! -x /opt/sbx/skills/csvstat/bin/csvstat'
 	assert_failure
 	run sbx-snap show --tenant $T
-	[ "$(jqo '.skills.installed | join(",")')" = "csvstat" ]
+	[ "$(jqd '.skills.installed | join(",")')" = "csvstat" ]
 }
 
 @test "the image's snapshot cannot be removed without --force" {
@@ -213,8 +216,8 @@ writable"
 	SBX_STATE_DIR="$SBX_STATE_DIR/." run sbx-snap show --tenant $T
 	assert_success
 	assert_output --partial "credentials rotated"
-	[ "$(printf '%s\n' "$output" | grep '^{' | jq -r '.skills.image.usable')" = false ]
-	[ "$(printf '%s\n' "$output" | grep '^{' | jq -r '.skills.warning')" != null ]
+	[ "$(jqd .skills.image.usable)" = false ]
+	[ "$(jqd .skills.warning)" != null ]
 	SBX_STATE_DIR="$SBX_STATE_DIR/." sbx-create --tenant $T --session fp1 >"$DOCS/fp1"
 	run jq -r .sandbox.template "$DOCS/fp1"
 	assert_output host
@@ -234,4 +237,29 @@ writable"
 	[ "$status" -eq 64 ]
 	run sbx-snap --tenant $T --skill a --remove-skill b --id nope
 	[ "$status" -eq 64 ]
+}
+
+@test "--flatten-above: a deep image is flattened through the ledger and becomes the image" {
+	sbx-create --tenant $T --skill-image \
+		| sbx-fs put --root "$SKILLS/wordfreq" /opt/sbx/skills/wordfreq \
+		| sbx-exec --root --check -- /opt/sbx/skills/wordfreq/install.sh \
+		| sbx-snap --tenant $T --skill wordfreq --clean-scratch --flatten-above 2 \
+		| sbx-ctl kill >"$DOCS/flat.out"
+	run jq -r '.snapshot | "\(.layers > 2) \(.flatten.from == .id) \(.flatten.layers)"' "$DOCS/flat.out"
+	assert_output "true true 2"
+	local flat
+	flat=$(jq -r .snapshot.flatten.id "$DOCS/flat.out")
+	[ "$(image_of)" = "$flat" ]
+	run sbx-snap ls --tenant $T
+	[ "$(jqd 'select(.skill.skill == ".image") | .skill | "\(.op) \(.state) \(.snapshot_id)"')" = "flatten ready $flat" ]
+	local s
+	s=$(new_session flat1)
+	run in_sb "$s" sh -c 'echo a b a | /opt/sbx/skills/wordfreq/bin/wordfreq -n 1 && printf "x\n1\n" | /opt/sbx/skills/csvstat/bin/csvstat - >/dev/null'
+	assert_success
+	assert_output --partial "2 a"
+	# and by hand: flatten the tenant's image again
+	run sbx-snap flatten --tenant $T
+	assert_success
+	[ "$(jqd .flatten.layers)" = 2 ]
+	[ "$(image_of)" = "$(jqd .flatten.id)" ]
 }

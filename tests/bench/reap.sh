@@ -82,7 +82,7 @@ measure() {
 		"$(jq '(.reap.deleted // .reap.would_delete) | length' <<<"$out")"
 }
 
-row() { printf '| %-26s | %9s | %9s | %8s | %9s | %12s | %7s |\n' "$@"; }
+row() { printf '| %-28s | %9s | %9s | %8s | %9s | %12s | %7s |\n' "$@"; }
 
 table=$(mktemp)
 {

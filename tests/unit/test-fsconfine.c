@@ -60,6 +60,59 @@ static int exists(const char *path)
 	return lstat(path, &st) == 0;
 }
 
+/* Names in the tar at fd (from its start), joined by ','. */
+static char *tar_names(int fd)
+{
+	static char out[8192];
+	out[0] = '\0';
+	lseek(fd, 0, SEEK_SET);
+	struct sbx_tar_reader r;
+	struct sbx_tar_entry e;
+	struct sbx_err err = {0};
+	sbx_tar_reader_init(&r, fd);
+	while (sbx_tar_next(&r, &e, &err) == 1) {
+		char buf[512];
+		while (sbx_tar_read_data(&r, buf, sizeof(buf), &err) > 0)
+			;
+		if (out[0])
+			strncat(out, ",", sizeof(out) - strlen(out) - 1);
+		strncat(out, e.name, sizeof(out) - strlen(out) - 1);
+		sbx_tar_entry_clear(&e);
+	}
+	return out;
+}
+
+static int tar_mode_of(int fd, const char *name)
+{
+	lseek(fd, 0, SEEK_SET);
+	struct sbx_tar_reader r;
+	struct sbx_tar_entry e;
+	struct sbx_err err = {0};
+	int mode = -1;
+	sbx_tar_reader_init(&r, fd);
+	while (sbx_tar_next(&r, &e, &err) == 1) {
+		char buf[512];
+		while (sbx_tar_read_data(&r, buf, sizeof(buf), &err) > 0)
+			;
+		if (!strcmp(e.name, name))
+			mode = (int)e.mode;
+		sbx_tar_entry_clear(&e);
+	}
+	return mode;
+}
+
+static int reset(int fd)
+{
+	lseek(fd, 0, SEEK_SET);
+	return ftruncate(fd, 0);
+}
+
+static int say_hi(void *ctx, struct sbx_err *err)
+{
+	(void)ctx;
+	return sbx_fail(err, SBX_CONFLICT, "child", "hi from %d", (int)getpid());
+}
+
 struct wr { const struct sbx_fsc *c; const char *path; const char *data; unsigned mode; };
 static int do_write(void *ctx, struct sbx_err *err)
 {
@@ -294,9 +347,19 @@ int main(void)
 		ok(sbx_fsc_read(&c2, "/proc/self/root/etc/hostname", 4096, &data, &len, &err) < 0,
 		   "magic links are refused");
 		ok(sbx_fsc_list(&c2, "/proc", &ents, &n, &err) < 0, "listing /proc is refused");
+		/* a whole-root archive leaves the denied mounts out */
+		char tp[PATH_MAX * 2];
+		snprintf(tp, sizeof(tp), "%s/root.tar", T);
+		int rfd = open(tp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		ok(sbx_fsc_tar_get(&c2, "/", rfd, &err) == 0, "tar_get of / with /proc mounted");
+		const char *names = tar_names(rfd);
+		ok(strstr(names, "etc/passwd") && !strstr(names, "proc") && !strstr(names, "dev") &&
+		   !strstr(names, "fifo") && !strstr(names, "null"),
+		   "/proc, /dev, FIFOs and devices are not in it");
+		close(rfd);
 		umount2(at(R, "proc"), MNT_DETACH);
 	} else {
-		for (int i = 0; i < 5; i++)
+		for (int i = 0; i < 7; i++)
 			ok(1, "# SKIP cannot mount proc");
 	}
 
@@ -333,12 +396,27 @@ int main(void)
 	w.path = "/etc/passwd";
 	ok(sbx_fsc_as_user(1000, 1000, do_write, &w, &err) < 0, "as uid 1000: root's file is not writable");
 	is_str(slurp(at(R, "etc/passwd")), "sandbox passwd\n", "passwd unchanged");
+	put(at(R, "shared"), "old");
+	chmod(at(R, "shared"), 0666);
+	w.path = "/shared";
+	w.data = "new";
+	w.mode = 0600;
+	ok(sbx_fsc_as_user(1000, 1000, do_write, &w, &err) == 0 && !strcmp(slurp(at(R, "shared")), "new") &&
+	   stat(at(R, "shared"), &st) == 0 && (st.st_mode & 07777) == 0666 && st.st_uid == 0,
+	   "as uid 1000: root's 0666 file is rewritten, keeping owner and mode");
 	w.path = "/work/p/q";
 	w.mode = 0700;
 	ok(sbx_fsc_as_user(1000, 1000, do_mkdir, &w, &err) == 0 && stat(at(R, "work/p/q"), &st) == 0 &&
 	   st.st_uid == 1000, "as uid 1000: mkdir -p, owned by 1000");
 	w.path = "/rootonly/q";
 	ok(sbx_fsc_as_user(1000, 1000, do_mkdir, &w, &err) < 0, "as uid 1000: no mkdir in root's dir");
+
+	/* ---- a plain child keeps our identity and reports its error ---- */
+	struct sbx_fsc_child ch;
+	ok(sbx_fsc_child_start(&ch, (uid_t)-1, (gid_t)-1, say_hi, NULL, &err) == 0 &&
+	   sbx_fsc_child_wait(&ch, &err) < 0 && err.kind == SBX_CONFLICT &&
+	   strstr(err.msg, "hi from") && atoi(strstr(err.msg, "hi from") + 8) != getpid(),
+	   "a child's error comes back over the pipe");
 
 	/* ---- tar round trip (needs common/tar.c) ---- */
 	mkdir(at(R, "tree"), 0755);
@@ -353,7 +431,7 @@ int main(void)
 	int tfd = open(tarpath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	int rc = sbx_fsc_tar_get(&c, "/tree", tfd, &err);
 	if (rc < 0 && err.kind == SBX_UNSUPPORTED) {
-		for (int i = 0; i < 6; i++)
+		for (int i = 0; i < 12; i++)
 			ok(1, "# SKIP tar support not built yet");
 	} else {
 		ok(rc == 0, "tar_get /tree");
@@ -366,6 +444,19 @@ int main(void)
 		ssize_t ln = readlink(at(R, "copy/tree/link"), lt, sizeof(lt) - 1);
 		ok(ln > 0 && (lt[ln] = 0, !strcmp(lt, "/etc/passwd")), "symlink stored, not followed");
 		ok(!exists(at(R, "copy/tree/fifo")), "the FIFO was left out");
+		reset(tfd);
+		ok(sbx_fsc_tar_get(&c, "/tree/.", tfd, &err) == 0, "tar_get /tree/. (contents only)");
+		is_str(tar_names(tfd), "link,sub dir,sub dir/a b.txt,top",
+		       "names are relative to /tree, sorted, FIFO left out");
+		reset(tfd);
+		struct sbx_fsc_tar_opts to = {.mode_or = 0444, .uid = 1000, .gid = 1000};
+		ok(sbx_fsc_tar_get_opts(&c, "/tree", tfd, &to, &err) == 0, "tar_get with mode_or 0444");
+		is_int(tar_mode_of(tfd, "tree/sub dir"), 0755, "a 0700 directory is stored 0755");
+		is_int(tar_mode_of(tfd, "tree/top"), 0755, "a 0751 file is stored 0755");
+		reset(tfd);
+		symlink("/", at(R, "rootlink"));
+		ok(sbx_fsc_tar_get(&c, "/rootlink", tfd, &err) == 0 && !strcmp(tar_names(tfd), "rootlink"),
+		   "tar_get of a symlink to / stores the link, nothing behind it");
 	}
 	close(tfd);
 

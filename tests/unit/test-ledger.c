@@ -360,7 +360,8 @@ int main(void)
 		.skill = "racer", .state = "snapshotting", .op = "install",
 		.fingerprint = im.fingerprint, .base_template = "host", .parent = im.snapshot_id,
 		.sandbox_id = "none", .owner = "elsewhere:1:1", .generation = 100,
-		.image_generation = im.generation - 1, .created_at = sbx_now_ms(),
+		.image_generation = im.generation - 1,
+		.created_at = sbx_now_ms() - 3600 * 1000,   /* another host's, past grace */
 	};
 	sbx_skill_planned_name(T, 100, &row.planned_name, &err);
 	ok(sbx_ledger_begin(e.r, T, &row, &err) == 0, "begin a racer row");

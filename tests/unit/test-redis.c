@@ -377,6 +377,28 @@ static void sessions_tests(const char *url)
 	sbx_binding_clear(&got);
 	close(ready[0]); close(ready[1]); close(go[0]); close(go[1]);
 
+	/* A stored binding with a higher fence than the holder's is never
+	 * deleted or re-marked by that holder. */
+	ok(sbx_lock_acquire(r, "hi", 2, "s", 1, 0, &a, &err) == 0, "lock hi/s");
+	SBX_AUTOFREE char *hkey = sbx_key_session("sbx", "hi", 2, "s", 1, SBX_KEY_BINDING);
+	struct sbx_binding hb = mk("hi", "s", "sb-hi");
+	hb.fence = 999;
+	SBX_AUTOFREE char *hjson = sbx_binding_encode(&hb);
+	const char *hset[] = {"SET", hkey, hjson};
+	ok(sbx_redis_cmd(r, &rep, &err, 3, hset, NULL) == 0, "store a binding with fence 999");
+	freeReplyObject(rep);
+	ok(sbx_binding_delete_if_match(r, a, "hi", "s", "sb-hi", &err) < 0 && err.kind == SBX_CONFLICT,
+	   "a holder with a lower fence cannot delete it");
+	a->lost = 0;
+	ok(sbx_binding_mark_stale(r, a, &hb, 5, &err) < 0 && err.kind == SBX_CONFLICT,
+	   "nor mark it stale");
+	a->lost = 0;
+	ok(sbx_binding_get(r, "hi", "s", &got, &err) == 1 && got.fence == 999 && !got.stale_at,
+	   "the binding is untouched");
+	sbx_binding_clear(&got);
+	sbx_binding_clear(&hb);
+	sbx_lock_release(a, &err);
+
 	/* Renewal keeps a lock alive past several TTLs. */
 	setenv("SBX_LOCK_TTL_MS", "600", 1);
 	ok(sbx_lock_acquire(r, "renew", 5, "s", 1, 0, &a, &err) == 0, "lock with a 600 ms TTL");

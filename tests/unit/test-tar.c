@@ -91,7 +91,7 @@ static void make_tree(const char *dir, int full)
 	mkdirat(d, "dir", 0750);
 	put(d, "dir/inner", "inner", 0644);
 	mkdirat(d, "emptydir", 0700);
-	mkdirat(d, "ro", 0555);
+	mkdirat(d, "ro", 0755);
 	put(d, "ro/readonly-dir-child", "x", 0644);
 	fchmodat(d, "ro", 0555, 0);
 	symlinkat("plain.txt", d, "link");
@@ -633,6 +633,25 @@ static void test_hostile(void)
 #undef ROOT
 }
 
+static void test_writer_misuse(void)
+{
+	struct sbx_err err = {0};
+	int fd = tmpfile_fd();
+	struct sbx_tar_writer w;
+	sbx_tar_writer_init(&w, fd);
+	struct sbx_tar_entry e = {.name = "f", .type = SBX_TAR_FILE, .mode = 0644, .size = 5};
+	ok(sbx_tar_write_header(&w, &e, &err) == 0, "writer: header for 5 bytes");
+	ok(sbx_tar_write_data(&w, "123456", 6, &err) < 0, "writer: 6 bytes for a 5-byte entry refused");
+	ok(sbx_tar_write_data(&w, "123", 3, &err) == 0, "writer: 3 bytes accepted");
+	ok(sbx_tar_write_header(&w, &e, &err) < 0 && strstr(err.msg, "short by 2"),
+	   "writer: next header before the data is complete refused (%s)", err.msg);
+	ok(sbx_tar_write_end(&w, &err) < 0, "writer: end before the data is complete refused");
+	ok(sbx_tar_write_data(&w, "45", 2, &err) == 0 && sbx_tar_write_end(&w, &err) == 0,
+	   "writer: completing the data then ending works");
+	is_int(w.written, 512 + 512 + 1024, "writer: header, one padded block, two zero blocks");
+	close(fd);
+}
+
 static void test_truncated(void)
 {
 	struct sbx_err err = {0};
@@ -706,6 +725,7 @@ int main(void)
 	test_round_trip_fallback();
 	test_hostile();
 	unsetenv("SBX_TAR_NO_OPENAT2");
+	test_writer_misuse();
 	test_truncated();
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "chmod -R u+rwx %s; rm -rf %s", T, T);
