@@ -89,7 +89,8 @@ fuzz:
 	@mkdir -p $(BUILD)/fuzz
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Icommon \
 	  -o $(BUILD)/fuzz/fuzz-doc tests/fuzz/fuzz-doc.c common/doc.c common/err.c common/util.c -ljson-c
-	$(BUILD)/fuzz/fuzz-doc -max_total_time=$(FUZZ_SECONDS) -max_len=4096 tests/fuzz/corpus
+	@mkdir -p $(BUILD)/fuzz/corpus
+	$(BUILD)/fuzz/fuzz-doc -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(BUILD)/fuzz/corpus tests/fuzz/corpus
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \

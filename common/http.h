@@ -71,8 +71,14 @@ void sbx_http_resp_clear(struct sbx_http_resp *r);
 char *sbx_http_header(const struct sbx_http_resp *r, const char *name);
 
 /* 0 with resp filled (any status) / -1 on a transport failure: refused by
- * the SSRF guard (invalid_request), timeout (timeout), connection failure
- * (unavailable). */
+ * the SSRF guard at dial time (invalid_request), timeout (timeout),
+ * connection/resolution/TLS-handshake/read failure (unavailable), the
+ * server's certificate not verified (authentication), a buffered body over
+ * max_body (internal), out_fd write failure (internal; EPIPE also sets
+ * exit_status SBX_EXIT_IOERR like sbx_doc_write).  Error messages carry the
+ * method, the base URL without userinfo and the path (with its query):
+ * never put a secret in `path`; send it in a header.  On -1 resp is
+ * cleared.  The handle stays usable after any failure. */
 int sbx_http_do(struct sbx_http *h, const struct sbx_http_req *req,
 		struct sbx_http_resp *resp, struct sbx_err *err);
 

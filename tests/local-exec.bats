@@ -215,3 +215,34 @@ ex() { sbx-exec --id "$SB" "$@" | jq -c .exec; }
 	run sbx-ls --id "$SB"
 	[ "$(jqo .sandbox.state)" = "running" ]
 }
+
+@test "root in a sandbox cannot write the host kernel's knobs in /proc" {
+	run sbx-exec --id "$SB" --root -- sh -c \
+		'echo x > /proc/sys/kernel/core_pattern 2>/dev/null && echo wrote; umount /proc/sys 2>/dev/null && echo unmounted; echo end'
+	[ "$(jqo .exec.stdout)" = "end" ]
+	[ "$(cat /proc/sys/kernel/core_pattern)" != "x" ]
+}
+
+@test "the examples of sbx-exec(1), sbx-ctl(1) and sbx-ls(1) run" {
+	run bash -c 'sbx-create | sbx-exec -- uname -a | jq -r .exec.stdout'
+	[[ "$output" == Linux* ]]
+	run bash -c "sbx-create | sbx-exec --root --check -- sh -c 'mkdir -p /opt/sbx/skills/pdf' | sbx-ctl kill"
+	assert_success
+	[ "$(jqo .ctl.op)" = "kill" ]
+	[ "$(jqo .exec.exit_code)" = "0" ]
+	if command -v python3 >/dev/null; then
+		run bash -c "echo 'print(6*7)' | sbx-exec --id $SB --raw -- python3"
+		[ "$output" = "42" ]
+	fi
+	run bash -c 'sbx-create --label team=blue | sbx-ctl timeout --seconds 300 --on-timeout pause --auto-resume'
+	assert_success
+	[ "$(jqo .ctl.on_timeout)" = "pause" ]
+	run bash -c 'sbx-ls --label team=blue | jq -r .sandbox.id'
+	[[ "$output" =~ ^sb- ]]
+	run sbx-ctl pause --id "$SB"
+	assert_success
+	run sbx-ctl resume --id "$SB"
+	[ "$(jqo .sandbox.state)" = "running" ]
+	run bash -c 'sbx-ls --state dead | sbx-ctl kill'
+	assert_success
+}

@@ -295,3 +295,30 @@ TREE='cd / && find bin etc home opt root tmp workspace usr sbin var -xdev 2>/dev
 	[ "$(jqd .error.kind)" = unsupported ]
 	sb_kill "$d"
 }
+
+@test "the EXAMPLES of sbx-tpl(1) and sbx-snap(1) run" {
+	run sbx-tpl import busybox --file "$ROOTFS_TAR"
+	assert_success
+	run bash -c 'sbx-create --template busybox | sbx-exec -- id'
+	assert_success
+	[ "$(jqo .exec.exit_code)" = 0 ]
+	run bash -c 'sbx-tpl ls | jq -r .template.id'
+	assert_line busybox
+	run bash -c "sbx-create --template busybox |
+		sbx-exec --root --check -- sh -c 'echo hi >/opt/greeting' |
+		sbx-snap --name greeting | jq -r .snapshot.id"
+	assert_success
+	sid=$output
+	run bash -c "sbx-snap ls | jq -r '.snapshot | \"\\(.id) \\(.name) \\(.layers)\"'"
+	assert_line "$sid greeting 2"
+	run sbx-snap flatten "$sid" --name pdf-flat
+	assert_success
+	flat=$(jqo .snapshot.id)
+	d=$(new_sb "$flat")
+	run sb "$d" cat /opt/greeting
+	assert_output hi
+	sb_kill "$d"
+	sbx-ls --all | jq -c "select(.sandbox.template == \"$sid\")" | sbx-ctl kill >/dev/null
+	run sbx-snap rm "$sid" --force
+	assert_success
+}

@@ -173,6 +173,10 @@ wait_no_key() { while [ "$(rcli EXISTS "$1")" != 0 ]; do sleep 0.05; done; }
 	assert_success
 	[ "$(jqo .reap.skipped)" = "another reaper holds the lease" ]
 	exists "$o"
+	# A dry run takes no lease: it plans even while a real reaper runs.
+	run sbx-reap --tenant t7 --grace 0 --dry-run
+	assert_success
+	[ "$(ids would_delete)" = "$o" ]
 	rcli DEL sbx:reap:lease >/dev/null
 	run sbx-reap --tenant t7 --grace 0
 	assert_success
@@ -345,6 +349,22 @@ crashed_resolve() {
 	[ "$status" -eq 75 ]
 	grep -qx 'sbx_reap_last_run_success 0' "$m"
 	grep -qx 'sbx_reap_refused_tenants 1' "$m"
+}
+
+@test "a reaper killed inside the lock, right before the delete: the sandbox stays, the next run reaps it" {
+	local o
+	o=$(orphan t17 a)
+	SBX_REAP_LEASE_TTL=300ms SBX_LOCK_TTL_MS=300 SBX_FAULT=reap:before-delete \
+		run sbx-reap --tenant t17 --grace 0
+	[ "$status" -eq 137 ]
+	exists "$o"
+	# Its lock and lease expire by themselves (short TTLs above).
+	wait_no_key "sbx:{t17}:sess:a:lock"
+	wait_no_key sbx:reap:lease
+	run sbx-reap --tenant t17 --grace 0
+	assert_success
+	[ "$(ids deleted)" = "$o" ]
+	! exists "$o"
 }
 
 @test "Redis unavailable: nothing is deleted and the run fails" {
