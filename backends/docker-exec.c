@@ -13,9 +13,9 @@
  *   - the command runs as uid/gid 1000 unless as_root, in /workspace unless
  *     told otherwise, and touches the activity marker first (the idle
  *     sweep's clock);
- *   - a timeout is enforced inside the sandbox (`timeout -s KILL n`, whole
- *     seconds, rounded up); a command it kills is timed_out with exit_code
- *     -1 and signal 9, which is a result, not an error;
+ *   - a timeout is enforced inside the sandbox (whole seconds, rounded up):
+ *     the command's whole process group is SIGKILLed; a command killed so
+ *     is timed_out with exit_code -1 and signal 9, a result, not an error;
  *   - captured output is capped per stream (truncation is flagged, and the
  *     stream is still drained so the command never blocks on a full pipe);
  *     raw mode writes each frame to the caller's fd as it arrives;
@@ -126,17 +126,31 @@ static int valid_id(const char *id, struct sbx_err *err)
 	return 0;
 }
 
-/* The exec's Cmd: a shell that touches the activity marker and then execs
- * the argv, positionally (no quoting, no word splitting), under busybox
- * `timeout` when a timeout is set.  Applied here and not to PID 1: a
- * SIGKILL from inside the namespace to its PID 1 is ignored. */
+/* The exec's Cmd: a shell that touches the activity marker and then runs
+ * the argv positionally (no quoting, no word splitting).  With a timeout,
+ * the command gets its own process group (setsid) and a killer in another
+ * one SIGKILLs that whole group after n seconds, so what the command
+ * started dies with it; stdin is handed over through fd 3 because an
+ * asynchronous command's stdin would otherwise be /dev/null.  The killer
+ * is removed when the command ends first.  Applied in the exec, not to
+ * PID 1: a SIGKILL from inside the namespace to its PID 1 is ignored. */
 static json_object *exec_cmd(const struct sbx_exec_req *req, int64_t secs)
 {
 	json_object *a = json_object_new_array();
-	char script[256];
+	char script[640];
 	if (secs > 0)
 		snprintf(script, sizeof(script),
-			 "touch " DOCKER_MARKER " 2>/dev/null; exec timeout -s KILL %lld \"$@\"",
+			 "touch " DOCKER_MARKER " 2>/dev/null\n"
+			 "exec 3<&0\n"
+			 "setsid \"$@\" <&3 3<&- &\n"
+			 "p=$!\n"
+			 "exec 3<&-\n"
+			 "setsid sh -c 'sleep \"$1\"; kill -KILL -- \"-$2\" 2>/dev/null' sbx-timeout %lld \"$p\" "
+			 "</dev/null >/dev/null 2>&1 &\n"
+			 "k=$!\n"
+			 "wait \"$p\" 2>/dev/null; rc=$?\n"
+			 "kill -KILL -- \"-$k\" 2>/dev/null\n"
+			 "exit $rc\n",
 			 (long long)secs);
 	else
 		snprintf(script, sizeof(script), "touch " DOCKER_MARKER " 2>/dev/null; exec \"$@\"");
@@ -404,8 +418,8 @@ int docker_exec(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_
 	}
 	res->duration_ms = sbx_mono_ms() - t0;
 	res->exit_code = code;
-	/* busybox timeout -s KILL: the command dies with 137 (124 for -s TERM
-	 * variants); only a kill at or after the limit counts as the timeout. */
+	/* SIGKILL: the shell reports 137; only a kill at or after the limit
+	 * counts as the timeout (an OOM kill before it does not). */
 	if (secs > 0 && (code == 137 || code == 124) && res->duration_ms + 250 >= req->timeout_ms) {
 		res->timed_out = 1;
 		res->exit_code = -1;

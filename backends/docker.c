@@ -70,6 +70,10 @@ int docker_status_err(const char *op, const struct sbx_http_resp *resp, struct s
 		k = SBX_CONFLICT;
 	if (msg && strstr(msg, "is marked for removal"))
 		k = SBX_TERMINAL;
+	/* A bad import or archive body is the caller's input, not an outage. */
+	if (msg && resp->status == 500 && (strstr(msg, "Error processing tar file") ||
+					   strstr(msg, "invalid tar header")))
+		k = SBX_INVALID_REQUEST;
 	if (msg)
 		sbx_fail(err, k, op, "docker: %s", msg);
 	else

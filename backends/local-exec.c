@@ -486,10 +486,11 @@ int local_exec(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_e
 	if (cfd >= 0)
 		close(cfd);
 	/* The main process is gone: take what is already in the pipes, but
-	 * do not wait for background processes that still hold them. */
-	while (so.fd >= 0 && sink_read(&so) == 1)
+	 * do not wait for background processes that still hold them (nor
+	 * read forever from one that keeps writing). */
+	for (int i = 0; so.fd >= 0 && i < 256 && sink_read(&so) == 1; i++)
 		;
-	while (se.fd >= 0 && sink_read(&se) == 1)
+	for (int i = 0; se.fd >= 0 && i < 256 && sink_read(&se) == 1; i++)
 		;
 	if (exec_errno) {
 		const char *m = strerror(exec_errno);

@@ -776,6 +776,9 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 				"the local backend has no allow_out/deny_out rules");
 	if (!v2_mount())
 		return sbx_fail(err, SBX_UNSUPPORTED, "create", "no cgroup2 hierarchy is mounted");
+	if (strpbrk(L(b)->dir, ":,"))
+		return sbx_fail(err, SBX_UNSUPPORTED, "create",
+				"the state dir must not contain ':' or ',' (overlay options)");
 	struct layers l;
 	if (resolve_layers(b, tpl, &l, err) < 0)
 		return -1;

@@ -489,7 +489,8 @@ static int list_all(struct sbx_backend *b, struct sbx_snapshot_ref **out, size_t
 			break;
 		}
 		all = sbx_xrealloc(all, (nall + ni + 1) * sizeof(*all));
-		memcpy(all + nall, items, ni * sizeof(*items));
+		if (ni)     /* memcpy from NULL is undefined even for 0 bytes */
+			memcpy(all + nall, items, ni * sizeof(*items));
 		nall += ni;
 		free(items);        /* the fields moved into `all` */
 		if (!next || !*next) {
@@ -541,6 +542,32 @@ int sbx_ledger_find_snapshot(struct sbx_backend *b, const char *id_or_name,
 		ref_copy(s, out);
 	sbx_snapshot_refs_free(all, n);
 	return s != NULL;
+}
+
+int sbx_ledger_image_bytes(struct sbx_backend *b, const char *id, int64_t *bytes,
+			   struct sbx_err *err)
+{
+	struct sbx_snapshot_ref *all;
+	size_t n;
+	*bytes = 0;
+	if (list_all(b, &all, &n, err) < 0)
+		return -1;
+	const char *cur = id;
+	for (size_t depth = 0; cur && depth <= n; depth++) {
+		const struct sbx_snapshot_ref *s = NULL;
+		for (size_t i = 0; i < n && !s; i++)
+			if (all[i].id && !strcmp(all[i].id, cur))
+				s = &all[i];
+		if (!s)
+			break;      /* the base template: not a snapshot */
+		if (s->size_bytes < 0 || *bytes < 0)
+			*bytes = -1;
+		else
+			*bytes += s->size_bytes;
+		cur = s->parent;
+	}
+	sbx_snapshot_refs_free(all, n);
+	return 0;
 }
 
 /* ---- publish: pointer + stale ------------------------------------------- */

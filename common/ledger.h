@@ -170,4 +170,10 @@ void sbx_ledger_ids_free(char **ids, size_t n);
 int sbx_ledger_find_snapshot(struct sbx_backend *b, const char *id_or_name,
 			     struct sbx_snapshot_ref *out, struct sbx_err *err);
 
+/* The bytes of an image: the sizes of snapshot `id` and of every snapshot
+ * below it in its parent chain (the base template is not counted), from
+ * one listing.  *bytes = -1 when a size is unknown. */
+int sbx_ledger_image_bytes(struct sbx_backend *b, const char *id, int64_t *bytes,
+			   struct sbx_err *err);
+
 #endif

@@ -288,9 +288,11 @@ static int claim(struct rs *c, struct sbx_sandbox *out, struct sbx_err *err)
 			rc = -1;
 			break;
 		}
-		all = sbx_xrealloc(all, (n + pg.n) * sizeof(*all));
-		memcpy(all + n, pg.items, pg.n * sizeof(*all));
-		n += pg.n;
+		if (pg.n) {
+			all = sbx_xrealloc(all, (n + pg.n) * sizeof(*all));
+			memcpy(all + n, pg.items, pg.n * sizeof(*all));
+			n += pg.n;
+		}
 		pg.n = 0;
 		char *next = pg.next;
 		pg.next = NULL;

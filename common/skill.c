@@ -409,6 +409,10 @@ int sbx_skill_snapshot(struct sbx_backend *b, struct sbx_redis *r, struct sbx_sa
 		sbx_json_set_str(snap, "fingerprint", row.fingerprint);
 		sbx_json_set_str(snap, "base_template", row.base_template);
 		sbx_json_set_str(snap, "parent", row.parent);
+		int64_t total;
+		struct sbx_err berr = {0};
+		if (sbx_ledger_image_bytes(b, ref.id, &total, &berr) == 0 && total >= 0)
+			sbx_json_set_int(snap, "image_bytes", total);
 		if (req->flatten_above > 0 && ref.layers > req->flatten_above) {
 			rc = sbx_skill_flatten(b, r, req->tenant, snap, err);
 		} else if (ref.layers > SBX_SKILL_LAYERS_HINT) {
@@ -481,6 +485,10 @@ int sbx_skill_status(struct sbx_backend *b, struct sbx_redis *r, const char *ten
 				sbx_json_set_int(o, "layers", ref.layers);
 			if (ref.size_bytes >= 0)
 				sbx_json_set_int(o, "size_bytes", ref.size_bytes);
+			int64_t total;
+			if (sbx_ledger_image_bytes(b, im.snapshot_id, &total, &lerr) == 0 &&
+			    total >= 0)
+				sbx_json_set_int(o, "image_bytes", total);
 		}
 		free(ref.id);
 		free(ref.name);

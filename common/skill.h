@@ -72,8 +72,9 @@ struct sbx_skill_snap_req {
  *      row published; a lost race deletes our snapshot and fails (conflict);
  *   7. optionally flatten (a second ledger row, ".image", same protocol).
  * `result` gets the `snapshot` object {id, name, skill, op, generation,
- * image_generation, fingerprint, base_template, parent, layers, size_bytes,
- * stale, [flattened_from], [hint], [warning]}.  A failure before step 4
+ * image_generation, fingerprint, base_template, parent, layers, size_bytes
+ * (this layer), image_bytes (every snapshot layer of the image), stale,
+ * [flatten], [hint], [warning]}.  A failure before step 4
  * fails the row; a crash anywhere leaves a row sbx_ledger_recover settles. */
 int sbx_skill_snapshot(struct sbx_backend *b, struct sbx_redis *r, struct sbx_sandbox *sb,
 		       const struct sbx_skill_snap_req *req, json_object *result,
@@ -90,7 +91,7 @@ int sbx_skill_flatten(struct sbx_backend *b, struct sbx_redis *r, const char *te
 /* The tenant's view for `sbx-snap ls|show --tenant T`: into `out`
  * "tenant", "fingerprint" (the profile's), "image" {snapshot_id,
  * generation, fingerprint, base_template, updated_at, usable, layers,
- * size_bytes, exists}, "skills" (ledger rows), "installed" (names whose
+ * size_bytes, image_bytes, exists}, "skills" (ledger rows), "installed" (names whose
  * last ready row is an install), and "warning" when the image's
  * fingerprint differs from the profile's ("credentials rotated: sessions
  * start from the base template") or its snapshot is gone.  Returns 1 when

@@ -203,6 +203,7 @@ sbx-snap ls --tenant "$TENANT" >"$work/docs/ledger.ndjson" 2>"$work/docs/ledger.
 show "sbx-snap ls --tenant $TENANT" "$work/docs/ledger.ndjson"
 check "the ledger has both skills ready" \
 	test "$(jq -s -r '[.[] | select(.skill.state == "ready")] | length' "$work/docs/ledger.ndjson")" = 2
+summary+=("  image $(jq -s -r '.[] | select(.image) | .image | "\(.snapshot_id): generation \(.generation), \(.layers) layers, \(.image_bytes) bytes over \(.base_template)"' "$work/docs/ledger.ndjson")")
 check "the image is on the second snapshot, usable by this profile" \
 	test "$(jq -s -r '.[] | select(.image) | "\(.image.snapshot_id) \(.image.usable)"' "$work/docs/ledger.ndjson")" = "$snap2 true"
 

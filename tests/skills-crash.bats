@@ -30,6 +30,7 @@ teardown_file() {
 
 setup() {
 	[ "$(id -u)" -eq 0 ] || skip "the local backend needs root"
+	sbx-snap --help | grep -q -- '--skill ' || skip "this sbx-snap has no skill mode"
 }
 
 jqd() { printf '%s\n' "$output" | grep '^{' | jq -r "$@"; }

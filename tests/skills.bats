@@ -27,6 +27,7 @@ teardown_file() {
 
 setup() {
 	[ "$(id -u)" -eq 0 ] || skip "the local backend needs root"
+	sbx-snap --help | grep -q -- '--skill ' || skip "this sbx-snap has no skill mode"
 }
 
 # install NAME [TENANT]: the DESIGN §2 pipeline; documents in $DOCS/NAME.*

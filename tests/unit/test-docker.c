@@ -150,6 +150,21 @@ static void test_exec(struct sbx_sandbox *sb)
 	ok(r.timed_out && r.exit_code == -1 && r.signal == 9, "timed out, exit -1, signal 9");
 	sbx_exec_result_clear(&r);
 
+	char *tree[] = {"sh", "-c", "sleep 300 & sleep 301", NULL};
+	to.argv = tree;
+	ok(B->ops->exec(B, sb, &to, &r, &e) == 0 && r.timed_out, "a process tree times out");
+	sbx_exec_result_clear(&r);
+	is_str(out_of(sb, 0, "ps -o args | grep -c '^sleep 30[01]'"), "0",
+	       "the timeout killed the whole tree, not just the command");
+
+	char *cat2[] = {"sh", "-c", "cat; exit 4", NULL};
+	struct sbx_exec_req tin = {.argv = cat2, .timeout_ms = 30000, .stdin_data = "piped",
+				   .stdin_len = 5, .raw_out_fd = -1, .raw_err_fd = -1, .raw_in_fd = -1};
+	ok(B->ops->exec(B, sb, &tin, &r, &e) == 0, "stdin under a timeout");
+	ok(r.out && !strcmp(r.out, "piped") && r.exit_code == 4 && !r.timed_out,
+	   "stdin reaches the command and its exit code survives the wrapper");
+	sbx_exec_result_clear(&r);
+
 	char tmpl[] = "/tmp/sbx-unit-raw.XXXXXX";
 	int fd = mkstemp(tmpl);
 	unlink(tmpl);

@@ -272,6 +272,13 @@ int main(void)
 	   "planned name sbx-sk-<tenant>-g<gen>-<hex>: %s", sbx_json_str(s, "name"));
 	ok(sbx_json_int(s, "layers", 0) >= 2, "layers reported (%lld)",
 	   (long long)sbx_json_int(s, "layers", 0));
+	ok(sbx_json_int(s, "image_bytes", -1) >= sbx_json_int(s, "size_bytes", 0) &&
+	   sbx_json_int(s, "size_bytes", 0) > 0, "layer and image sizes reported");
+	char *pn = NULL;
+	sbx_skill_planned_name("Tenant With Spaces and a long name", 7, &pn, &err);
+	ok(pn && strlen(pn) == strlen("sbx-sk-h0123456789ab-g7-01234567") &&
+	   sbx_str_starts(pn, "sbx-sk-h"), "an unusual tenant is hashed in the name: %s", pn);
+	free(pn);
 	struct sbx_image im = {0};
 	is_int(sbx_image_get(e.r, T, &im, &err), 1, "the tenant has an image");
 	is_str(im.snapshot_id, sid, "the pointer is on the new snapshot");
