@@ -35,6 +35,7 @@
 #include <openssl/evp.h>
 
 #include "doc.h"
+#include "fingerprint.h"
 #include "tar.h"
 #include "util.h"
 
@@ -341,6 +342,9 @@ static int docker_open(struct sbx_backend *b, struct sbx_err *err)
 	}
 	struct sbx_http_opts o = {
 		.base_url = d->base_url, .unix_socket = d->unix_path,
+		/* Commit, remove and image deletes of big sandboxes are slow;
+		 * exec streams and imports set their own limits. */
+		.timeout_ms = 120000,
 		/* A unix socket never leaves the host; a tcp:// daemon on a
 		 * private address needs the profile's allow_private, as every
 		 * other endpoint does. */
@@ -364,7 +368,7 @@ static unsigned docker_caps(struct sbx_backend *b)
 
 static int docker_health(struct sbx_backend *b, struct sbx_err *err)
 {
-	struct sbx_http_req req = {.method = "GET", .path = "/_ping"};
+	struct sbx_http_req req = {.method = "GET", .path = "/_ping", .timeout_ms = 10000};
 	struct sbx_http_resp resp = {0};
 	struct docker *d = docker_of(b);
 	if (sbx_http_do(d->http, &req, &resp, err) < 0)
@@ -377,23 +381,15 @@ static int docker_health(struct sbx_backend *b, struct sbx_err *err)
 	return rc;
 }
 
-/* Reference §4.3: SHA-256 of "docker\n<tls cert path>\n<host>", each part
- * trimmed, a blank host being "local-daemon".  The host is the profile's
- * configured endpoint; a DOCKER_HOST picked up from the environment does
- * not count (the fingerprint is the profile's identity, not the shell's). */
+/* Reference §4.3 (common/fingerprint.c): SHA-256 of "docker\n<tls cert
+ * path>\n<host>", a blank host being "local-daemon".  The host is the
+ * profile's configured endpoint; a DOCKER_HOST picked up from the
+ * environment does not count (the fingerprint is the profile's identity,
+ * not the shell's). */
 static int docker_fingerprint(struct sbx_backend *b, char out[65], struct sbx_err *err)
 {
 	struct sbx_profile *p = b->profile;
-	SBX_AUTOFREE char *tls = sbx_trim(sbx_xstrdup(p && p->tls_cert_path ? p->tls_cert_path : ""));
-	SBX_AUTOFREE char *host = sbx_trim(sbx_xstrdup(p && p->endpoint ? p->endpoint : ""));
-	SBX_AUTOFREE char *in = sbx_xasprintf("docker\n%s\n%s", tls, *host ? host : "local-daemon");
-	unsigned char md[32];
-	unsigned int n = 0;
-	if (!EVP_Digest(in, strlen(in), md, &n, EVP_sha256(), NULL) || n != 32)
-		return sbx_fail(err, SBX_INTERNAL, "fingerprint", "SHA-256 failed");
-	for (int i = 0; i < 32; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
-	return 0;
+	return sbx_fingerprint_docker(p ? p->tls_cert_path : NULL, p ? p->endpoint : NULL, out, err);
 }
 
 /* ---- the opportunistic idle sweep -------------------------------------- */

@@ -166,8 +166,9 @@ static int images_init(struct sbx_backend *b, struct sbx_err *err)
 	return 0;
 }
 
-/* The images lock (flock, exclusive).  Returns an fd to close, or -1. */
-static int img_lock(struct sbx_backend *b, struct sbx_err *err)
+/* The images lock (flock; exclusive for commits and deletes, shared for
+ * resolving a stack).  Returns an fd to close, or -1. */
+static int img_lock_mode(struct sbx_backend *b, int mode, struct sbx_err *err)
 {
 	if (images_init(b, err) < 0)
 		return -1;
@@ -175,7 +176,7 @@ static int img_lock(struct sbx_backend *b, struct sbx_err *err)
 	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "image", "open %s", p);
-	while (flock(fd, LOCK_EX) < 0) {
+	while (flock(fd, mode) < 0) {
 		if (errno != EINTR) {
 			sbx_fail_errno(err, SBX_INTERNAL, "image", "lock %s", p);
 			close(fd);
@@ -183,6 +184,11 @@ static int img_lock(struct sbx_backend *b, struct sbx_err *err)
 		}
 	}
 	return fd;
+}
+
+static int img_lock(struct sbx_backend *b, struct sbx_err *err)
+{
+	return img_lock_mode(b, LOCK_EX, err);
 }
 
 static json_object *rec_to_json(const struct rec *r)
@@ -497,10 +503,18 @@ static void tpl_from_rec(const struct rec *r, struct sbx_template *out)
 	out->size_bytes = r->size_bytes;
 }
 
+/* Under the shared lock, so that a delete (which checks the sandboxes and
+ * unlinks the record under the exclusive lock) is either wholly before
+ * this read (not_found) or wholly after it (and then sees the sandbox,
+ * provided the caller recorded it before resolving: see local.c). */
 int local_image_layers(struct sbx_backend *b, const char *template_id, json_object **layers,
 		       struct sbx_err *err)
 {
 	struct rec r;
+	int host = !template_id || !*template_id || strcmp(template_id, HOST_ID) == 0;
+	SBX_AUTOCLOSE int lk = host ? -1 : img_lock_mode(b, LOCK_SH, err);
+	if (!host && lk < 0)
+		return -1;
 	if (image_load(b, template_id, &r, err) < 0)
 		return -1;
 	json_object *a = json_object_new_array();
@@ -566,19 +580,19 @@ static int image_delete(struct sbx_backend *b, const char *id, int want_snapshot
 	*gone = 0;
 	if (id && strcmp(id, HOST_ID) == 0)
 		return sbx_fail(err, SBX_INVALID_REQUEST, op, "the builtin template 'host' cannot be deleted");
+	SBX_AUTOCLOSE int lk = img_lock(b, err);
+	if (lk < 0)
+		return -1;
+	/* Asked under the lock: a create resolving this image now waits, and
+	 * then finds no record (see local_image_layers). */
 	char **used = NULL;
 	size_t nused = 0;
-	/* Asked before the lock: it looks at sandboxes, not images. */
 	if (local_sb_templates_in_use(b, &used, &nused, err) < 0)
 		return -1;
 	int in_use = 0;
 	for (size_t i = 0; i < nused; i++)
 		in_use |= id && used[i] && strcmp(used[i], id) == 0;
 	strv_free(used, nused);
-
-	SBX_AUTOCLOSE int lk = img_lock(b, err);
-	if (lk < 0)
-		return -1;
 	struct rec r;
 	struct sbx_err e2 = {0};
 	if (rec_load(b, id, &r, &e2) < 0) {

@@ -589,6 +589,10 @@ static int prepare_upper(struct sbx_backend *b, const char *upper, const struct 
 	return 0;
 }
 
+/* The template's read-only layers, top-most first.  The builtin `host`
+ * template is the host's "/" when no image module answers for it.  An
+ * unknown template is invalid_request (a bad create, not a missing
+ * sandbox). */
 static int resolve_layers(struct sbx_backend *b, const char *tpl, struct layers *l,
 			  struct sbx_err *err)
 {
@@ -762,6 +766,12 @@ static int start_slirp(const char *slirp, const struct local_rec *r, pid_t init,
 
 static int local_remove(struct sbx_backend *b, const char *id, int *gone, struct sbx_err *err);
 
+/* Create sandbox `id` step by step, in an order that a SIGKILL at any
+ * point leaves cleanable: (1) directory + "creating" record naming the
+ * cgroups, (2) cgroups and limits, (3) the writable layer, (4) the init,
+ * (5) the "ready" record.  Before (5) the sandbox lists as transitioning
+ * while its creator lives and as dead after.  On failure r->dir is set
+ * once something exists on disk; the caller removes it. */
 static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 		     const char *id, struct local_rec *r, struct sbx_err *err)
 {
@@ -894,6 +904,9 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 	return 0;
 }
 
+/* A new sandbox, running and ready for exec when this returns 0.  On
+ * failure nothing of it is left (best effort; a crash leaves a dead
+ * sandbox that list shows and remove cleans). */
 static int local_create(struct sbx_backend *b, const struct sbx_create_req *req,
 			struct sbx_sandbox *out, struct sbx_err *err)
 {
@@ -1041,6 +1054,12 @@ static void kill_all(const struct local_rec *r)
 		kill(r->init_pid, SIGKILL);
 }
 
+/* Remove sandbox `id` and everything it holds: SIGKILL to all its
+ * processes through cgroup.kill (frozen ones included; the init's death
+ * takes its mount namespace and so the overlay with it), then its cgroup
+ * directories, then its state directory, the record last.  A remove that
+ * dies midway is finished by the next one.  Works from the id alone when
+ * the record is missing or torn.  Nothing left to remove: 0, *gone = 1. */
 static int local_remove(struct sbx_backend *b, const char *id, int *gone, struct sbx_err *err)
 {
 	*gone = 0;
@@ -1193,6 +1212,8 @@ static int local_connect(struct sbx_backend *b, struct sbx_sandbox *sb, struct s
 	return refresh(b, sb, err);
 }
 
+/* Freeze the sandbox's processes (not its init, which keeps the idle
+ * timer).  Pausing a paused sandbox is a no-op; a dead one is terminal. */
 static int local_pause(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err)
 {
 	struct local_rec r;

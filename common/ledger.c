@@ -697,6 +697,37 @@ static int lose_race(struct sbx_backend *b, struct sbx_redis *r, const char *ten
 	return 0;
 }
 
+/* Did the image pass through snapshot `id` on its way to `cur`?  Every
+ * install stands on the image it replaces and records it as its row's
+ * parent, so following parents through the ledger from the current image
+ * finds every earlier image that is still named by a row.  Used when a
+ * run crashed between its pointer move and its publish, and the image has
+ * moved on since: that row won, it did not lose.  1 yes, 0 no, -1 error. */
+static int image_descends_from(struct sbx_redis *r, const char *tenant, const char *cur,
+			       const char *id, struct sbx_err *err)
+{
+	struct sbx_ledger_row *rows;
+	size_t n;
+	if (sbx_ledger_list(r, tenant, &rows, &n, err) < 0)
+		return -1;
+	int found = 0;
+	const char *at = cur;
+	for (size_t hops = 0; at && *at && hops <= n && !found; hops++) {
+		if (!strcmp(at, id)) {
+			found = 1;
+			break;
+		}
+		const char *next = NULL;
+		for (size_t i = 0; i < n && !next; i++)
+			if (rows[i].snapshot_id && !strcmp(rows[i].snapshot_id, at) &&
+			    !strcmp(rows[i].state, "ready"))
+				next = rows[i].parent;
+		at = next;
+	}
+	sbx_ledger_rows_free(rows, n);
+	return found;
+}
+
 int sbx_ledger_publish(struct sbx_backend *b, struct sbx_redis *r, const char *tenant,
 		       const struct sbx_ledger_row *row, int check_exists, json_object *out,
 		       struct sbx_err *err)
@@ -708,6 +739,22 @@ int sbx_ledger_publish(struct sbx_backend *b, struct sbx_redis *r, const char *t
 	int already = have && im.snapshot_id && row->snapshot_id &&
 		      !strcmp(im.snapshot_id, row->snapshot_id);
 	int64_t cur_gen = im.generation, new_gen = im.generation;
+	if (!already && have && cur_gen > row->image_generation && row->snapshot_id) {
+		int d = image_descends_from(r, tenant, im.snapshot_id, row->snapshot_id, err);
+		if (d < 0) {
+			sbx_image_clear(&im);
+			return -1;
+		}
+		if (d) {
+			/* We moved the pointer, then died; later installs stacked
+			 * on us and marked the sessions stale themselves. */
+			sbx_image_clear(&im);
+			if (out)
+				sbx_json_set_str(out, "outcome", "superseded");
+			return sbx_ledger_mark_published(r, tenant, row->skill, row->planned_name,
+							 err) < 0 ? -1 : 1;
+		}
+	}
 	sbx_image_clear(&im);
 	if (!already) {
 		if (cur_gen != row->image_generation) {

@@ -106,8 +106,8 @@ teardown_file() { sbx_teardown_file; }
 }
 
 @test "the lock is renewed while the command runs longer than its TTL" {
-	SBX_LOCK_TTL_MS=300 run sbx-lease lock --tenant t1 --session renew -- \
-		sh -c 'sleep 1.2; sbx-lease lock --tenant t1 --session renew -- true; echo inner=$?'
+	SBX_LOCK_TTL_MS=900 run sbx-lease lock --tenant t1 --session renew -- \
+		sh -c 'sleep 3; sbx-lease lock --tenant t1 --session renew -- true; echo inner=$?'
 	assert_success
 	assert_output --partial "inner=75"
 }

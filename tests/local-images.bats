@@ -322,3 +322,30 @@ TREE='cd / && find bin etc home opt root tmp workspace usr sbin var -xdev 2>/dev
 	run sbx-snap rm "$sid" --force
 	assert_success
 }
+
+@test "concurrent snapshots of one sandbox all land; concurrent imports of one name: one wins" {
+	d=$(new_sb bb)
+	sb "$d" sh -c 'echo c >/workspace/c'
+	for i in 1 2 3 4; do sbx-snap --name "par$i" <"$d" >"$BATS_TEST_TMPDIR/par$i" & done
+	wait
+	for i in 1 2 3 4; do
+		[ "$(jq -r .snapshot.name "$BATS_TEST_TMPDIR/par$i")" = "par$i" ]
+	done
+	[ "$(cat "$BATS_TEST_TMPDIR"/par* | jq -r .snapshot.id | sort -u | wc -l)" = 4 ]
+	run sb "$d" cat /workspace/c      # thawed, still running
+	assert_output c
+	n=$(new_sb "$(jq -r .snapshot.id "$BATS_TEST_TMPDIR/par3")")
+	run sb "$n" cat /workspace/c
+	assert_output c
+	sb_kill "$n"
+	sb_kill "$d"
+	for i in 1 2 3 4; do
+		(sbx-tpl import race --dir "$ROOTFS_DIR" >"$BATS_TEST_TMPDIR/imp$i" 2>/dev/null
+		 echo $? >"$BATS_TEST_TMPDIR/imp$i.rc") &
+	done
+	wait
+	[ "$(cat "$BATS_TEST_TMPDIR"/imp*.rc | sort | tr '\n' ' ')" = "0 75 75 75 " ]
+	[ -z "$(ls -A "$(IMAGES)/tmp" | grep -v '^\.')" ]
+	run sbx-tpl rm race
+	assert_success
+}

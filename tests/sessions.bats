@@ -213,11 +213,11 @@ crash_at() {
 }
 
 @test "a crashed turn's lease expires, then the stale sandbox is rebuilt" {
-	SBX_TURN_TTL_MS=1500 sbx-lease begin --tenant acme --session crashed >/dev/null
-	SBX_TURN_TTL_MS=1500 run resolve acme crashed
+	SBX_TURN_TTL_MS=5000 sbx-lease begin --tenant acme --session crashed >/dev/null
+	SBX_TURN_TTL_MS=5000 run resolve acme crashed
 	id=${output%% *}
 	sbx-lease stale --tenant acme >/dev/null
-	SBX_TURN_TTL_MS=1500 run resolve acme crashed
+	SBX_TURN_TTL_MS=5000 run resolve acme crashed
 	[ "$output" = "$id bound" ]
 	wait_key_gone "$(skey acme crashed turn)"     # nobody calls end: it expires
 	run resolve acme crashed

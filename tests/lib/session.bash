@@ -5,11 +5,11 @@
 skey() { printf 'sbx:{%s}:sess:%s:%s' "$1" "$2" "$3"; }
 bound_key() { printf 'sbx:{%s}:bound' "$1"; }
 
-# Wait (up to ~20 s) until a Redis key no longer exists (a lock or lease
+# Wait (up to ~30 s) until a Redis key no longer exists (a lock or lease
 # expiring).  Returns 1 on timeout: the caller's assertion then fails.
 wait_key_gone() {
 	local i
-	for i in $(seq 1 400); do
+	for i in $(seq 1 600); do
 		[ "$(rcli exists "$1")" = 0 ] && return 0
 		sleep 0.05
 	done

@@ -348,13 +348,55 @@ int main(void)
 		   "a second recovery after %s does nothing", faults[i]);
 		json_object_put(rep);
 	}
+	/* 4b. Killed between the pointer move and the publish, and another
+	 * install stacks on it before any recovery: that row won. */
+	ok(crash_at("desc", "snap:after-pointer"), "killed desc after its pointer move");
+	{
+		struct sbx_sandbox nx = {0};
+		installer(&e, "next", &nx);
+		struct sbx_image cur = {0};
+		sbx_image_get(e.r, T, &cur, &err);
+		struct sbx_ledger_row nr = {
+			.skill = "next", .state = "snapshotting", .op = "install",
+			.fingerprint = cur.fingerprint, .base_template = "host", .parent = nx.template_id,
+			.sandbox_id = nx.id, .generation = 50, .image_generation = cur.generation,
+			.created_at = sbx_now_ms(),
+		};
+		sbx_skill_planned_name(T, 50, &nr.planned_name, &err);
+		struct sbx_snapshot_ref nref = {0};
+		ok(sbx_ledger_begin(e.r, T, &nr, &err) == 0 &&
+		   sbx_call(e.b, snapshot_create, &err, &nx, nr.planned_name, &nref) == 0 &&
+		   sbx_ledger_mark_ready(e.r, T, "next", nr.planned_name, nref.id, &err) == 1,
+		   "a second install stacks on desc's image without recovering first");
+		nr.state = "ready";
+		nr.snapshot_id = nref.id;
+		ok(sbx_ledger_publish(e.b, e.r, T, &nr, 0, NULL, &err) == 1, "and publishes");
+		int rrc;
+		json_object *rep = recover(&e, &rrc);
+		struct sbx_ledger_row d;
+		sbx_ledger_get(e.r, T, "desc", &d, &err);
+		ok(rrc == 0 && !strcmp(d.state, "ready") && d.published && d.snapshot_id &&
+		   snapshot_exists(&e, d.snapshot_id) == 1,
+		   "recovery sees desc was superseded, not lost: ready, published, kept");
+		sbx_ledger_row_clear(&d);
+		json_object_put(rep);
+		free(nr.planned_name);
+		free(nref.id);
+		free(nref.name);
+		free(nref.parent);
+		sbx_image_clear(&cur);
+		sbx_call(e.b, remove, &err, nx.id, &gone);
+		sbx_sandbox_clear(&nx);
+	}
+
 	/* Cumulative: the last image holds every skill that became ready. */
 	sbx_image_get(e.r, T, &im, &err);
 	creq.template_id = im.snapshot_id;
 	sbx_call(e.b, create, &err, &creq, &sb);
 	sbx_image_clear(&im);
 	is_int(sh(&e, &sb, 0, "/opt/sbx/skills/alpha/bin/run && /opt/sbx/skills/crash1/bin/run && /opt/sbx/skills/crash2/bin/run && "
-		  "/opt/sbx/skills/crash3/bin/run && test ! -e /opt/sbx/skills/crash0", &res), 0,
+		  "/opt/sbx/skills/crash3/bin/run && /opt/sbx/skills/desc/bin/run && "
+		  "/opt/sbx/skills/next/bin/run && test ! -e /opt/sbx/skills/crash0", &res), 0,
 	       "the image holds alpha and the recovered installs, not the failed one");
 	sbx_exec_result_clear(&res);
 	sbx_call(e.b, remove, &err, sb.id, &gone);
