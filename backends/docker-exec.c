@@ -23,7 +23,7 @@
  *     and half-closed at its end, so `cat` sees EOF.
  * Over TCP+TLS the connection cannot be hijacked (http.c): output is
  * spooled to a temporary file and demultiplexed after the command ends,
- * and stdin is unsupported there. */
+ * and stdin is staged into the container beforehand (stage_stdin). */
 #include "docker.h"
 
 #include <errno.h>
@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "doc.h"
+#include "tar.h"
 #include "util.h"
 
 #define DEFAULT_CAP (1u << 20)
@@ -134,12 +135,17 @@ static int valid_id(const char *id, struct sbx_err *err)
  * asynchronous command's stdin would otherwise be /dev/null.  The killer
  * is removed when the command ends first.  Applied in the exec, not to
  * PID 1: a SIGKILL from inside the namespace to its PID 1 is ignored. */
-static json_object *exec_cmd(const struct sbx_exec_req *req, int64_t secs)
+static json_object *exec_cmd(const struct sbx_exec_req *req, int64_t secs, const char *stage)
 {
 	json_object *a = json_object_new_array();
-	char script[640];
+	char script[800], pre[128] = "";
+	/* Staged stdin (TLS, see stage_stdin): open it, then remove the
+	 * private folder before the command runs. */
+	if (stage)
+		snprintf(pre, sizeof(pre), "exec 0<'%s/in' && rm -rf '%s' || exit 125\n", stage, stage);
 	if (secs > 0)
 		snprintf(script, sizeof(script),
+			 "%s"
 			 "touch " DOCKER_MARKER " 2>/dev/null\n"
 			 "exec 3<&0\n"
 			 "setsid \"$@\" <&3 3<&- &\n"
@@ -151,9 +157,9 @@ static json_object *exec_cmd(const struct sbx_exec_req *req, int64_t secs)
 			 "wait \"$p\" 2>/dev/null; rc=$?\n"
 			 "kill -KILL -- \"-$k\" 2>/dev/null\n"
 			 "exit $rc\n",
-			 (long long)secs);
+			 pre, (long long)secs);
 	else
-		snprintf(script, sizeof(script), "touch " DOCKER_MARKER " 2>/dev/null; exec \"$@\"");
+		snprintf(script, sizeof(script), "%stouch " DOCKER_MARKER " 2>/dev/null; exec \"$@\"", pre);
 	json_object_array_add(a, json_object_new_string("/bin/sh"));
 	json_object_array_add(a, json_object_new_string("-c"));
 	json_object_array_add(a, json_object_new_string(script));
@@ -269,6 +275,64 @@ static int pump(int sock, const struct sbx_exec_req *req, int attach_in, struct 
 			demux_feed(dm, buf, (size_t)n);
 		}
 	}
+}
+
+/* Over TLS the exec connection cannot be hijacked, so there is no way to
+ * write stdin to it.  Instead the bytes are put into the container first,
+ * with the archive API, as /tmp/.sbx-stage-<128 random bits>/in, owned by
+ * the exec's user, mode 0700/0400; the exec opens it as stdin and removes
+ * the folder before the command starts.  The name cannot be guessed in
+ * advance, so nothing can be planted there, and sticky /tmp keeps others
+ * from renaming a folder they do not own.  raw_in_fd is read into
+ * memory (at most 256 MiB) for this.  *stage gets the folder's path. */
+static int stage_stdin(struct sbx_backend *b, const char *id, const struct sbx_exec_req *req,
+		       char **stage, struct sbx_err *err)
+{
+	char rnd[33];
+	SBX_AUTOFREE char *buf = NULL;
+	const char *data = req->stdin_data ? req->stdin_data : "";
+	size_t len = req->stdin_data ? req->stdin_len : 0;
+	if (req->raw_in_fd >= 0) {
+		if (sbx_read_all_fd(req->raw_in_fd, 256u << 20, &buf, &len, err) < 0) {
+			sbx_err_prefix(err, "stdin for a tcp+TLS docker endpoint");
+			return -1;
+		}
+		data = buf;
+	}
+	if (sbx_random_hex(rnd, 16, err) < 0)
+		return -1;
+	SBX_AUTOFREE char *dir = sbx_xasprintf(".sbx-stage-%s", rnd);
+	SBX_AUTOFREE char *file = sbx_xasprintf("%s/in", dir);
+	SBX_AUTOCLOSE int tmp = open("/tmp", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+	if (tmp < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "exec", "temporary file");
+	unsigned uid = req->as_root ? 0 : 1000;
+	int64_t now = sbx_now_ms() / 1000;
+	struct sbx_tar_writer w;
+	sbx_tar_writer_init(&w, tmp);
+	struct sbx_tar_entry de = {.name = dir, .type = SBX_TAR_DIR, .mode = 0700,
+				   .uid = uid, .gid = uid, .mtime = now};
+	struct sbx_tar_entry fe = {.name = file, .type = SBX_TAR_FILE, .mode = 0400,
+				   .uid = uid, .gid = uid, .size = (int64_t)len, .mtime = now};
+	if (sbx_tar_write_header(&w, &de, err) < 0 || sbx_tar_write_header(&w, &fe, err) < 0 ||
+	    (len && sbx_tar_write_data(&w, data, len, err) < 0) ||
+	    sbx_tar_write_pad(&w, (int64_t)len, err) < 0 || sbx_tar_write_end(&w, err) < 0)
+		return -1;
+	if (lseek(tmp, 0, SEEK_SET) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "exec", "lseek");
+	SBX_AUTOFREE char *path = sbx_xasprintf("/containers/%s/archive?path=%%2Ftmp", id);
+	const char *hdr[] = {"Content-Type: application/x-tar", NULL};
+	struct sbx_http_req hr = {.method = "PUT", .path = path, .headers = hdr, .body_fd = tmp};
+	struct sbx_http_resp resp = {0};
+	if (docker_raw(b, "exec", &hr, &resp, err) < 0)
+		return -1;
+	int rc = 0;
+	if (resp.status < 200 || resp.status >= 300)
+		rc = docker_status_err("exec", &resp, err);
+	sbx_http_resp_clear(&resp);
+	if (rc == 0)
+		*stage = sbx_xasprintf("/tmp/%s", dir);
+	return rc;
 }
 
 /* Start the exec and collect its output into dm. */
@@ -387,7 +451,17 @@ int docker_exec(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_
 		json_object_array_add(env, json_object_new_string(*e));
 	}
 	json_object_object_add(body, "Env", env);
-	json_object_object_add(body, "Cmd", exec_cmd(req, secs));
+	struct docker *d = docker_of(b);
+	SBX_AUTOFREE char *stage = NULL;
+	if (attach_in && !d->unix_path && sbx_str_starts(d->base_url, "https://")) {
+		if (stage_stdin(b, sb->id, req, &stage, err) < 0) {
+			json_object_put(body);
+			return -1;
+		}
+		attach_in = 0;
+		json_object_object_add(body, "AttachStdin", json_object_new_boolean(0));
+	}
+	json_object_object_add(body, "Cmd", exec_cmd(req, secs, stage));
 
 	SBX_AUTOFREE char *eid = NULL;
 	int rc = exec_create(b, sb->id, body, &eid, err);

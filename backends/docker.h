@@ -100,7 +100,7 @@ int docker_tar_get(struct sbx_backend *b, struct sbx_sandbox *sb, const char *pa
 int docker_check_path(const char *path, const char *op, struct sbx_err *err);
 
 /* The idle sweep (for sbx-reap, and run opportunistically at most once a
- * minute from create and connect).  Every sbx container whose label
+ * minute from create, get and connect).  Every sbx container whose label
  * sbx.idle-ttl-seconds is > 0 and whose last activity (the mtime of
  * /var/lib/sbx-activity; the container's start when the marker is missing
  * or more than 2 minutes in the future) is older than that is removed,

@@ -839,6 +839,13 @@ int local_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const c
 				"bad snapshot name: 1 to 255 printable bytes");
 	if (!local_sb_upper)
 		return sbx_fail(err, SBX_UNSUPPORTED, "snapshot", "the local lifecycle is not built in yet");
+	/* The per-sandbox lock first: another snapshot's freeze must not
+	 * look like a pause to our auto-resume below. */
+	if (images_init(b, err) < 0)
+		return -1;
+	SBX_AUTOCLOSE int sl = sb_lock(b, sb->id, err);
+	if (sl < 0)
+		return -1;
 	pid_t init;
 	if (local_sb_ensure_running(b, sb->id, &init, err) < 0)
 		return -1;
@@ -877,8 +884,7 @@ int local_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const c
 		return -1;
 	}
 
-	SBX_AUTOCLOSE int sl = sb_lock(b, sb->id, err);
-	if (sl < 0 || local_sb_freeze(b, sb->id, 1, err) < 0) {
+	if (local_sb_freeze(b, sb->id, 1, err) < 0) {
 		rec_clear(&r);
 		return -1;
 	}

@@ -534,6 +534,19 @@ static void classify_local(struct run *run)
 	}
 }
 
+/* Read and drop `n` pending pipeline replies, so that the connection stays
+ * usable (the lease is still released) after a reply we could not use. */
+static void drain(struct run *run, size_t n)
+{
+	struct sbx_err ignored = {0};
+	while (n--) {
+		redisReply *x;
+		if (sbx_redis_read(run->r, &x, &ignored) < 0)
+			return;
+		freeReplyObject(x);
+	}
+}
+
 /* One pipeline per BATCH sandboxes: for every session sandbox SISMEMBER on
  * its tenant's bound set and EXISTS on its session's lock key, and for
  * every tenant SCARD of the bound set.  A member is kept as "bound"; an
@@ -582,7 +595,9 @@ static int classify_redis(struct run *run, struct sbx_err *err)
 				run->tenants[ti].members = ok ? (long)rep->integer : 0;
 				freeReplyObject(rep);
 				if (!ok) {
-					sbx_fail(err, SBX_INTERNAL, "redis", "unexpected SCARD reply");
+					drain(run, run->ntenants - ti - 1 + 2 * nb);
+					sbx_fail(err, SBX_INTERNAL, "redis", "unexpected SCARD reply "
+						 "(is the bound set of another type?)");
 					goto fail;
 				}
 			}
@@ -607,14 +622,9 @@ static int classify_redis(struct run *run, struct sbx_err *err)
 			freeReplyObject(m);
 			freeReplyObject(e);
 			if (!ok) {
-				/* Drain the rest of the pipeline before failing. */
-				for (size_t rest = 2 * (nb - q - 1); rest; rest--) {
-					redisReply *x;
-					if (sbx_redis_read(run->r, &x, err) < 0)
-						break;
-					freeReplyObject(x);
-				}
-				sbx_fail(err, SBX_INTERNAL, "redis", "unexpected SISMEMBER/EXISTS reply");
+				drain(run, 2 * (nb - q - 1));
+				sbx_fail(err, SBX_INTERNAL, "redis", "unexpected SISMEMBER/EXISTS reply "
+					 "(is the bound set of another type?)");
 				goto fail;
 			}
 		}
@@ -1073,23 +1083,38 @@ int sbx_reap_run(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_re
 	run.would = json_object_new_array();
 	json_object *refused = json_object_new_object();
 
+	/* Where the time goes, per phase (benchmarks, and a slow backend or
+	 * Redis shows up here first). */
+	json_object *timing = json_object_new_object();
+	int64_t t = sbx_mono_ms();
+#define PHASE(name) do { int64_t t_ = sbx_mono_ms(); \
+	sbx_json_set_int(timing, name, t_ - t); t = t_; } while (0)
 	if (list_all(&run, err) < 0) {
 		rc = -1;
 	} else {
+		PHASE("list");
 		classify_local(&run);
 		if (classify_redis(&run, err) < 0) {
 			sbx_err_prefix(err, "reading Redis (nothing was deleted)");
 			rc = -1;
 		}
+		PHASE("redis");
 	}
 	if (rc == 0) {
 		refuse_tenants(&run, refused);
 		act(&run);
+		PHASE("delete");
 		do_ledger(&run);
+		PHASE("ledger");
 		do_snapshots(&run);
+		PHASE("snapshots");
 		do_idle(&run);
+		if (run.idle)
+			PHASE("idle");
 	}
+#undef PHASE
 	lease_release(&run);
+	json_object_object_add(run.rep, "timing_ms", timing);
 
 	report_tenants(&run);
 	sbx_json_set_int(run.rep, "seen", (int64_t)run.nitems);

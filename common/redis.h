@@ -56,7 +56,8 @@ int sbx_redis_dup(const struct sbx_redis *r, struct sbx_redis **out, struct sbx_
 int sbx_redis_check_prefix(const char *prefix, struct sbx_err *err);
 /* Replace the prefix (tests); the string is copied.  Checked as above. */
 int sbx_redis_set_prefix(struct sbx_redis *r, const char *prefix, struct sbx_err *err);
-/* The command timeout: $SBX_REDIS_TIMEOUT (a duration) or 2 s. */
+/* The connect and command timeout: $SBX_REDIS_TIMEOUT (a duration: 500ms,
+ * 2s; a bare number is seconds) or 2 s. */
 int64_t sbx_redis_default_timeout_ms(void);
 
 /* One command from an argv (binary-safe lengths; lens NULL = strlen).

@@ -144,7 +144,7 @@ static json_object *ownership(struct rs *c, json_object *base)
 
 /* Bind `sb` (fenced SET NX).  On any failure the caller decides about the
  * sandbox; here we only report.  1 bound, -1 error. */
-static int bind(struct rs *c, const struct sbx_sandbox *sb, const char *template_id,
+static int bind_session(struct rs *c, const struct sbx_sandbox *sb, const char *template_id,
 		struct sbx_err *err)
 {
 	struct sbx_binding nb = {
@@ -340,7 +340,7 @@ static int claim(struct rs *c, struct sbx_sandbox *out, struct sbx_err *err)
 				break;
 			remove_sandbox(c, all[i].id, &ignored);
 		}
-		if (bind(c, &all[adopted], NULL, err) < 0)
+		if (bind_session(c, &all[adopted], NULL, err) < 0)
 			rc = -1;        /* keep it: it is findable by metadata */
 		else
 			rc = 1;
@@ -430,7 +430,7 @@ static int create_and_bind(struct rs *c, struct sbx_sandbox *out, struct sbx_err
 	if (rc < 0)
 		return -1;
 	point("resolve:after-backend-create");
-	if (bind(c, &sb, cr.template_id, err) < 0) {
+	if (bind_session(c, &sb, cr.template_id, err) < 0) {
 		cleanup_ours(c, sb.id);
 		sbx_sandbox_clear(&sb);
 		return -1;

@@ -36,9 +36,7 @@ setup_file() {
 		DOCKER_SKIP="the base image sbx/base:latest could not be built"
 	fi
 	export DOCKER_HOST
-	# Idle sweeps only when a test asks for one (it removes the stamp).
 	if [ -z "$DOCKER_SKIP" ]; then
-		touch -d '2099-01-01' "$SBX_STATE_DIR/docker-sweep.stamp"
 		sbx-create --label "$BATS_RUN_LABEL" --label role=shared >"$SBX_TEST_DIR/shared.json" ||
 			DOCKER_SKIP="sbx-create failed against $DOCKER_HOST"
 	fi
@@ -236,10 +234,10 @@ fresh() { sbx-create --label "$BATS_RUN_LABEL" "$@"; }
 	[ "$new" != "$old" ]
 	run sbx-ls --id "$old"
 	assert_failure 66
-	touch -d '2099-01-01' "$SBX_STATE_DIR/docker-sweep.stamp"
 }
 
 @test "the reaper's idle sweep reports an idle container" {
+	export SBX_DOCKER_NO_SWEEP=1     # no opportunistic sweep may beat the dry run
 	run fresh --timeout 1h --on-timeout kill --label role=idle-reap
 	id=$(jqo .sandbox.id)
 	sbx-exec --root --id "$id" -- touch -d '2000-01-01 00:00:00' /var/lib/sbx-activity >/dev/null
@@ -286,4 +284,40 @@ fresh() { sbx-create --label "$BATS_RUN_LABEL" "$@"; }
 	assert_equal "$(jqo .caps.snapshots)" "true"
 	run sbx-ctl timeout --seconds 60 <"$SB"
 	assert_failure 69
+}
+
+@test "a tcp+TLS endpoint works: exec, stdin (staged), files; plain tcp is refused" {
+	[ "$(id -u)" = 0 ] && command -v dockerd >/dev/null && command -v openssl >/dev/null ||
+		skip "a TLS dockerd needs root, dockerd and openssl"
+	tdir=$(mktemp -d /tmp/sbxt.XXXXXX)
+	port=$((20000 + RANDOM % 20000))
+	out=$(SBX_DOCKERD_TLS_PORT=$port "$DOCKERD_SH" start "$tdir")
+	certs=$(printf '%s\n' "$out" | sed -n 's/^export SBX_DOCKERD_TLS_DIR=//p')
+	sock=$(printf '%s\n' "$out" | sed -n 's/^export DOCKER_HOST=//p')
+	DOCKER_HOST=$sock "$DOCKERD_SH" image
+	cat >"$BATS_TEST_TMPDIR/tls.json" <<EOF
+{"profiles": {"tls": {"backend": "docker", "endpoint": "tcp://127.0.0.1:$port",
+  "tls_cert_path": "$certs", "allow_private": true},
+ "plain": {"backend": "docker", "endpoint": "tcp://127.0.0.1:$port"}}}
+EOF
+	local st doc e1= e2= e3=
+	st=0
+	doc=$(SBX_CONFIG="$BATS_TEST_TMPDIR/tls.json" SBX_BACKEND= sbx-create -p tls --label "$BATS_RUN_LABEL") || st=$?
+	if [ "$st" = 0 ]; then
+		printf '%s\n' "$doc" >"$BATS_TEST_TMPDIR/t.json"
+		tx() { SBX_CONFIG="$BATS_TEST_TMPDIR/tls.json" SBX_BACKEND= "$@"; }
+		e1=$(tx sbx-exec -p tls --stdin-text 'over tls' -- sh -c 'cat; echo; id -u' \
+			<"$BATS_TEST_TMPDIR/t.json" | jq -r .exec.stdout)
+		mkdir -p "$BATS_TEST_TMPDIR/up/d"
+		echo tls-file >"$BATS_TEST_TMPDIR/up/d/f"
+		tx sbx-fs -p tls put "$BATS_TEST_TMPDIR/up" /workspace/up <"$BATS_TEST_TMPDIR/t.json" >/dev/null || true
+		e2=$(tx sbx-exec -p tls -- cat /workspace/up/d/f <"$BATS_TEST_TMPDIR/t.json" | jq -r .exec.stdout)
+		e3=0
+		tx sbx-create -p plain >/dev/null 2>&1 || e3=$?
+	fi
+	"$DOCKERD_SH" stop "$tdir"
+	[ "$st" = 0 ] || fail "create over TLS failed: $doc"
+	assert_equal "$e1" $'over tls\n1000'
+	assert_equal "$e2" "tls-file"
+	assert_equal "$e3" 78
 }

@@ -340,11 +340,12 @@ TREE='cd / && find bin etc home opt root tmp workspace usr sbin var -xdev 2>/dev
 	sb_kill "$n"
 	sb_kill "$d"
 	for i in 1 2 3 4; do
-		(sbx-tpl import race --dir "$ROOTFS_DIR" >"$BATS_TEST_TMPDIR/imp$i" 2>/dev/null
-		 echo $? >"$BATS_TEST_TMPDIR/imp$i.rc") &
+		(rc=0; sbx-tpl import race --dir "$ROOTFS_DIR" >"$BATS_TEST_TMPDIR/imp$i" 2>/dev/null || rc=$?
+		 echo $rc >"$BATS_TEST_TMPDIR/imp$i.rc") &
 	done
 	wait
-	[ "$(cat "$BATS_TEST_TMPDIR"/imp*.rc | sort | tr '\n' ' ')" = "0 75 75 75 " ]
+	run sh -c "cat '$BATS_TEST_TMPDIR'/imp*.rc | sort | tr '\n' ' '"
+	assert_output "0 75 75 75 "
 	[ -z "$(ls -A "$(IMAGES)/tmp" | grep -v '^\.')" ]
 	run sbx-tpl rm race
 	assert_success

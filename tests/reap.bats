@@ -244,9 +244,9 @@ wait_no_key() { while [ "$(rcli EXISTS "$1")" != 0 ]; do sleep 0.05; done; }
 
 # A resolve killed after creating its sandbox but before binding it leaves
 # an unbound sandbox that carries the session's metadata, and (until its
-# TTL passes) a held lock.  Short lock TTL so that the test need not wait 60 s.
+# TTL passes) a held lock.  A short lock TTL (1.5 s) so that the test need not wait 60 s.
 crashed_resolve() {
-	SBX_LOCK_TTL_MS=300 SBX_FAULT=resolve:before-bind sbx-create --tenant "$1" --session "$2" \
+	SBX_LOCK_TTL_MS=1500 SBX_FAULT=resolve:before-bind sbx-create --tenant "$1" --session "$2" \
 		>/dev/null 2>&1 && return 1
 	wait_no_key "sbx:{$1}:sess:$2:lock"
 	sbx-reap --tenant "$1" --grace 1h --dry-run | jq -er \
@@ -354,7 +354,7 @@ crashed_resolve() {
 @test "a reaper killed inside the lock, right before the delete: the sandbox stays, the next run reaps it" {
 	local o
 	o=$(orphan t17 a)
-	SBX_REAP_LEASE_TTL=300ms SBX_LOCK_TTL_MS=300 SBX_FAULT=reap:before-delete \
+	SBX_REAP_LEASE_TTL=2s SBX_LOCK_TTL_MS=2000 SBX_FAULT=reap:before-delete \
 		run sbx-reap --tenant t17 --grace 0
 	[ "$status" -eq 137 ]
 	exists "$o"
@@ -365,6 +365,18 @@ crashed_resolve() {
 	assert_success
 	[ "$(ids deleted)" = "$o" ]
 	! exists "$o"
+}
+
+@test "a bound set Redis cannot read as a set fails closed, and the lease is still released" {
+	local o
+	o=$(orphan t19 a)
+	rcli SET "sbx:{t19}:bound" not-a-set >/dev/null
+	run sbx-reap --tenant t19 --grace 0
+	[ "$status" -eq 70 ]
+	[[ "$(jqo .error.message)" == *"nothing was deleted"* ]]
+	exists "$o"
+	[ "$(rcli EXISTS sbx:reap:lease)" = 0 ]
+	rcli DEL "sbx:{t19}:bound" >/dev/null
 }
 
 @test "Redis unavailable: nothing is deleted and the run fails" {

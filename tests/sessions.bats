@@ -66,6 +66,12 @@ crash_at() {
 	assert_output --partial created
 }
 
+@test "kill -9 after the claim found nothing, before creating: the next resolve creates" {
+	run crash_at resolve:before-create
+	assert_success
+	assert_output --partial created
+}
+
 @test "kill -9 after the backend created the sandbox: the next resolve claims it" {
 	run crash_at resolve:after-backend-create
 	assert_success

@@ -135,7 +135,8 @@ Idle footprint of a fresh sandbox: $nproc process(es), Pss $pss kB
 Reading the table: every sbx program starts by loading libsbx's shared
 libraries (libcurl pulls in some 30 more), which the "program start alone"
 row isolates; the sandbox work itself is the difference between a row and
-that start-up cost.
+that start-up cost.  A load average above the CPU count inflates every
+number (the baselines too, but not equally): compare runs on an idle machine.
 EOF
 )
 mkdir -p "$(dirname "$OUT")"

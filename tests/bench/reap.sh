@@ -71,25 +71,27 @@ orphan() {
 	done
 }
 
-# One measured run: prints "ms client_rt server_calls deleted".
+# One measured run: prints "ms list_ms redis_ms client_rt server_calls deleted".
 measure() {
 	local before after out
 	before=$(calls)
 	out=$(sbx-reap --tenant bench --grace 0 "$@")
 	after=$(calls)
-	printf '%s %s %s %s\n' "$(jq .reap.duration_ms <<<"$out")" \
+	printf '%s %s %s %s %s %s\n' "$(jq .reap.duration_ms <<<"$out")" \
+		"$(jq '.reap.timing_ms.list // "-"' <<<"$out")" \
+		"$(jq '.reap.timing_ms.redis // "-"' <<<"$out")" \
 		"$(jq .reap.redis_round_trips <<<"$out")" "$((after - before))" \
 		"$(jq '(.reap.deleted // .reap.would_delete) | length' <<<"$out")"
 }
 
-row() { printf '| %-28s | %9s | %9s | %8s | %9s | %12s | %7s |\n' "$@"; }
+row() { printf '| %-28s | %9s | %9s | %7s | %7s | %8s | %9s | %12s | %10s |\n' "$@"; }
 
 table=$(mktemp)
 {
 	echo "sbx-reap scaling ($(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ), local backend)"
 	echo
-	row "case" "sandboxes" "bound set" "ms" "client RT" "server calls" "deleted"
-	row "---" "---:" "---:" "---:" "---:" "---:" "---:"
+	row "case" "sandboxes" "bound set" "total ms" "list ms" "redis ms" "client RT" "server calls" "deleted"
+	row "---" "---:" "---:" "---:" "---:" "---:" "---:" "---:" "---:"
 } >"$table"
 
 for n in "${sizes[@]}"; do
@@ -100,24 +102,21 @@ for n in "${sizes[@]}"; do
 	orphans=$((n / 10))
 	orphan "$orphans"
 	members=$(rcli SCARD "sbx:{bench}:bound")
-	read -r ms rt sc del < <(measure --dry-run)
-	row "dry run (reconcile)" "$n" "$members" "$ms" "$rt" "$sc" "$del (plan)" >>"$table"
-	read -r ms rt sc del < <(measure)
-	row "real run (delete orphans)" "$n" "$members" "$ms" "$rt" "$sc" "$del" >>"$table"
+	read -r ms lm rm rt sc del < <(measure --dry-run)
+	row "dry run (reconcile)" "$n" "$members" "$ms" "$lm" "$rm" "$rt" "$sc" "$del (plan)" >>"$table"
+	read -r ms lm rm rt sc del < <(measure)
+	row "real run (delete orphans)" "$n" "$members" "$ms" "$lm" "$rm" "$rt" "$sc" "$del" >>"$table"
 	# Re-create the deleted sessions' sandboxes for the next size.
 	for i in $(seq 1 "$orphans"); do sbx-create --tenant bench --session "s$i" >/dev/null; done
 done
 
 # Synthetic bindings: bound-set members naming no sandbox, beside 100 real ones.
-if [ "$(rcli SCARD "sbx:{bench}:bound")" -gt 100 ]; then
-	# Keep the first 100 sessions' sandboxes, delete the rest (and their bindings).
-	for i in $(seq 101 "$(rcli SCARD "sbx:{bench}:bound")"); do
-		id=$(rcli GET "sbx:{bench}:sess:s$i:binding" | jq -r .sandbox_id)
-		[ "$id" != null ] && sbx-ctl kill --id "$id" >/dev/null
-	done
-else
-	grow 100
-fi
+# Keep the first 100 sessions' sandboxes; kill the rest in one sbx-ctl run
+# (full handles on stdin, so their bindings are dropped with them).
+sbx-ls -l sbx.tenant=bench |
+	jq -c 'select((.sandbox.metadata["sbx.session"] | ltrimstr("s") | tonumber) > 100)' |
+	sbx-ctl kill >/dev/null
+grow 100
 real=$(sbx-ls -l sbx.tenant=bench | jq -s length)
 for syn in 10000 100000; do
 	have=$(rcli SCARD "sbx:{bench}:bound")
@@ -139,8 +138,8 @@ if batch:
     sys.stdout.write(cmd("SADD", key, *batch))
 EOF
 	members=$(rcli SCARD "sbx:{bench}:bound")
-	read -r ms rt sc del < <(measure --dry-run)
-	row "dry run, synthetic bindings" "$real" "$members" "$ms" "$rt" "$sc" "$del (plan)" >>"$table"
+	read -r ms lm rm rt sc del < <(measure --dry-run)
+	row "dry run, synthetic bindings" "$real" "$members" "$ms" "$lm" "$rm" "$rt" "$sc" "$del (plan)" >>"$table"
 done
 
 cat "$table"

@@ -9,6 +9,11 @@
 #   tests/lib/dockerd.sh stop DIR              stop it, wait until it is gone, remove DIR
 #   tests/lib/dockerd.sh ping                  exit 0 when $DOCKER_HOST answers /_ping
 #
+# With SBX_DOCKERD_TLS_PORT=N, `start` also listens on tcp://127.0.0.1:N with
+# --tlsverify, using a throwaway CA and certificates made with openssl in
+# DIR/tls (ca.pem, cert.pem, key.pem are the client's: a profile's
+# tls_cert_path), and prints `export SBX_DOCKERD_TLS_DIR=DIR/tls` too.
+#
 # The daemon runs with its own data root, exec root, socket and containerd
 # namespace, no iptables and no bridge (these machines have neither), so it
 # never touches a system dockerd.  Setup talks to the Engine API with curl;
@@ -35,6 +40,27 @@ cmd_ping() {
 	curl -s --max-time 2 --unix-socket "$(sock_of)" http://docker/_ping 2>/dev/null | grep -qx OK
 }
 
+# A CA, a server certificate for 127.0.0.1 and a client certificate.
+make_certs() {
+	local t=$1
+	command -v openssl >/dev/null || die "openssl is needed for a TLS dockerd"
+	mkdir -p "$t"
+	(
+		cd "$t"
+		openssl req -x509 -newkey rsa:2048 -nodes -keyout ca-key.pem -out ca.pem -days 2 \
+			-subj /CN=sbx-test-ca
+		openssl req -newkey rsa:2048 -nodes -keyout server-key.pem -out server.csr -subj /CN=127.0.0.1
+		printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >server.ext
+		openssl x509 -req -in server.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial \
+			-out server-cert.pem -days 2 -extfile server.ext
+		openssl req -newkey rsa:2048 -nodes -keyout key.pem -out client.csr -subj /CN=sbx-client
+		printf 'extendedKeyUsage=clientAuth\n' >client.ext
+		openssl x509 -req -in client.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial \
+			-out cert.pem -days 2 -extfile client.ext
+	) >/dev/null 2>&1 || die "making test certificates failed"
+	chmod 600 "$t"/*key.pem
+}
+
 cmd_start() {
 	local dir=${1:?usage: dockerd.sh start DIR}
 	command -v dockerd >/dev/null || die "dockerd is not installed"
@@ -42,7 +68,14 @@ cmd_start() {
 	dir=$(cd "$dir" && pwd)
 	local sock=$dir/run/docker.sock
 	[ ${#sock} -lt 100 ] || die "socket path too long for a unix socket: $sock"
-	dockerd --host "unix://$sock" --data-root "$dir/dkr/data" --exec-root "$dir/dkr/exec" \
+	local tls=()
+	if [ -n "${SBX_DOCKERD_TLS_PORT:-}" ]; then
+		make_certs "$dir/tls"
+		tls=(--host "tcp://127.0.0.1:$SBX_DOCKERD_TLS_PORT" --tlsverify
+			--tlscacert "$dir/tls/ca.pem" --tlscert "$dir/tls/server-cert.pem"
+			--tlskey "$dir/tls/server-key.pem")
+	fi
+	dockerd --host "unix://$sock" "${tls[@]}" --data-root "$dir/dkr/data" --exec-root "$dir/dkr/exec" \
 		--pidfile "$dir/dkr/dockerd.pid" --iptables=false --ip6tables=false --bridge=none \
 		--storage-driver overlay2 --containerd-namespace "sbx-$(basename "$dir")" \
 		--containerd-plugins-namespace "sbx-$(basename "$dir")-plugins" \
@@ -52,6 +85,7 @@ cmd_start() {
 	for i in $(seq 1 200); do
 		if curl -s --max-time 1 --unix-socket "$sock" http://docker/_ping 2>/dev/null | grep -qx OK; then
 			echo "export DOCKER_HOST=unix://$sock"
+			[ -z "${SBX_DOCKERD_TLS_PORT:-}" ] || echo "export SBX_DOCKERD_TLS_DIR=$dir/tls"
 			return 0
 		fi
 		kill -0 "$(cat "$dir/dockerd.launcher.pid")" 2>/dev/null || break

@@ -93,6 +93,11 @@ int main(void)
 	snprintf(url, sizeof(url), "unix://%s/plain.sock", dir);
 	ok(sbx_redis_open_url(url, NULL, 0, &r, &err) == 0, "connect over a unix socket");
 	is_int(r->timeout_ms, 2000, "default command timeout is 2 s");
+	setenv("SBX_REDIS_TIMEOUT", "750ms", 1);
+	is_int(sbx_redis_default_timeout_ms(), 750, "SBX_REDIS_TIMEOUT=750ms");
+	setenv("SBX_REDIS_TIMEOUT", "bogus", 1);
+	is_int(sbx_redis_default_timeout_ms(), 2000, "a bad SBX_REDIS_TIMEOUT falls back to 2 s");
+	unsetenv("SBX_REDIS_TIMEOUT");
 	is_str(r->prefix, "sbx", "default prefix");
 	ok(sbx_redis_cmdf(r, &rep, &err, "SET %s %s", "k", "v") == 0, "SET");
 	freeReplyObject(rep);
