@@ -338,22 +338,12 @@ static int rec_has_layer(const struct rec *r, const char *lid)
 	return 0;
 }
 
-/* The lowerdir string of a stack must fit the mount options page.  And
- * overlayfs refuses (ELOOP, "overlapping lowerdir path") a lower layer
- * that lies below another lower layer on the same filesystem: with the
- * host's "/" at the bottom, our layers must live on another filesystem
- * (e.g. an XFS state dir) or the stack could never be mounted. */
+/* The lowerdir string of a stack must fit the mount options page.  (A
+ * stack over the host's "/" mounts "/" through a view of its own, so that
+ * overlayfs does not see our layers as lying inside another lower layer:
+ * see mount_host_view in local-init.c.) */
 static int check_stack(struct sbx_backend *b, const struct rec *r, struct sbx_err *err)
 {
-	if (r->nlayers > 1 && strcmp(r->layers[r->nlayers - 1], HOST_LAYER) == 0) {
-		SBX_AUTOFREE char *lay = img_path(b, "layers");
-		struct stat a, h;
-		if (stat(lay, &a) == 0 && stat("/", &h) == 0 && a.st_dev == h.st_dev)
-			return sbx_fail(err, SBX_UNSUPPORTED, "snapshot",
-					"images over the 'host' template need the state dir on "
-					"another filesystem than / (overlayfs refuses a lower layer "
-					"inside another); import a rootfs template instead");
-	}
 	size_t total = 0;
 	for (size_t i = 0; i < r->nlayers; i++) {
 		SBX_AUTOFREE char *p = layer_abs(b, r->layers[i]);

@@ -170,6 +170,22 @@ static void protect_proc(struct init_fds *f, const char *root)
 	}
 }
 
+/* overlayfs refuses a lower layer that lies below another lower layer of
+ * the same filesystem ("overlapping lowerdir path").  A snapshot over the
+ * `host` template stacks layers kept under the state dir (on the root
+ * filesystem, usually) over "/" itself, so "/" enters the stack through a
+ * read-only overlay of its own (lowerdir=<empty tmpfs>:/): a different
+ * superblock, the same files.  It lives only in this mount namespace. */
+static void mount_host_view(struct init_fds *f, const struct local_init_cfg *c)
+{
+	char empty[4200], opts[4300];
+	snprintf(empty, sizeof(empty), "%s/hostempty", c->dir);
+	mount_or_die(f, "tmpfs", empty, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=755",
+		     "mount the empty host-view layer");
+	snprintf(opts, sizeof(opts), "lowerdir=%s:/", empty);
+	mount_or_die(f, "overlay", c->host_view, "overlay", MS_RDONLY, opts, "mount the host view");
+}
+
 /* Build the sandbox's root at <dir>/root and pivot into it. */
 static void setup_root(struct init_fds *f, const struct local_init_cfg *c)
 {
@@ -177,6 +193,8 @@ static void setup_root(struct init_fds *f, const struct local_init_cfg *c)
 	snprintf(root, sizeof(root), "%s/root", c->dir);
 
 	mount_or_die(f, NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, "make mounts private");
+	if (c->host_view)
+		mount_host_view(f, c);
 	mount_or_die(f, "overlay", root, "overlay", 0, c->overlay_opts, "mount the overlay");
 
 	snprintf(p, sizeof(p), "%s/proc", root);

@@ -66,6 +66,8 @@ struct local_init_cfg {
 	const char *dir;         /* sandbox dir on the host */
 	const char *overlay_opts;/* "lowerdir=...,upperdir=...,workdir=..." */
 	char *const *cg;         /* LOCAL_NCG cgroup dirs to join (NULL = skip) */
+	const char *host_view;   /* non-NULL: mount a read-only view of the host's
+				  * "/" here first (it is the stack's bottom layer) */
 };
 /* Start the init of a sandbox as a daemon: new mount, pid, uts, ipc, net
  * and cgroup namespaces, in the sandbox's cgroups, its root on the

@@ -543,7 +543,11 @@ static int prepare_upper(struct sbx_backend *b, const char *upper, const struct 
 	};
 	if (l->host) {
 		struct stat st;
-		for (size_t i = 0; i < SBX_ARRAY_LEN(hidden); i++) {
+		/* Over a snapshot of a host-based sandbox, the snapshot's own layer
+		 * already carries these opaque directories (copied from that
+		 * sandbox's upper); making them opaque again here would hide the
+		 * snapshot's files under them too. */
+		for (size_t i = 0; l->n == 1 && i < SBX_ARRAY_LEN(hidden); i++) {
 			SBX_AUTOFREE char *abs = sbx_xasprintf("/%s", hidden[i]);
 			if (lstat(abs, &st) < 0 || !S_ISDIR(st.st_mode))
 				continue;
@@ -869,6 +873,19 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 		layers_free(&l);
 		return -1;
 	}
+	/* Layers stacked over the host's "/" mount it through a view of its
+	 * own (see mount_host_view in local-init.c). */
+	SBX_AUTOFREE char *host_view = NULL;
+	if (l.n > 1 && strcmp(l.dir[l.n - 1], "/") == 0) {
+		host_view = sbx_xasprintf("%s/hostroot", r->dir);
+		SBX_AUTOFREE char *empty = sbx_xasprintf("%s/hostempty", r->dir);
+		if (mkdir(host_view, 0755) < 0 || mkdir(empty, 0755) < 0) {
+			layers_free(&l);
+			return sbx_fail_errno(err, SBX_INTERNAL, "create", "mkdir host view");
+		}
+		free(l.dir[l.n - 1]);
+		l.dir[l.n - 1] = sbx_xstrdup(host_view);
+	}
 	size_t cap = 64 + strlen(upper) + strlen(work);
 	for (size_t i = 0; i < l.n; i++)
 		cap += strlen(l.dir[i]) + 1;
@@ -883,7 +900,8 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 	sbx_fault("local:after-upper");
 
 	/* 4. The init. */
-	struct local_init_cfg ic = {.id = id, .dir = r->dir, .overlay_opts = opts, .cg = r->cg};
+	struct local_init_cfg ic = {.id = id, .dir = r->dir, .overlay_opts = opts, .cg = r->cg,
+				    .host_view = host_view};
 	pid_t pid;
 	if (local_init_start(&ic, &pid, err) < 0)
 		return -1;

@@ -9,26 +9,54 @@
  *   sbx-snap rm ID [--force]             --force: also the snapshots stacked on it
  *   sbx-snap flatten ID [--name NAME]    one layer instead of a chain
  *
+ * Skills (skill.c, ledger.c; DESIGN §7):
+ *   sbx-snap --tenant T --skill NAME [--clean-scratch] [--seal PATH]
+ *            [--flatten-above N]         ledger row first, then the snapshot
+ *                                        with the row's planned name, then
+ *                                        ready, the image pointer, stale marks
+ *   sbx-snap --tenant T --remove-skill NAME [--clean-scratch]
+ *   sbx-snap --recover [--tenant T] [--grace D] [--dry-run]
+ *   sbx-snap ls|show --tenant T          the ledger rows and the image pointer
+ *   sbx-snap rm --tenant T --skill NAME [--force]
+ *   sbx-snap flatten --tenant T          flatten the tenant's image
+ *
  * Structure: every mode is a small function over library calls, chosen in
- * main.  The skills mode (--tenant/--skill: ledger first, then snapshot,
- * then record and mark sessions stale) is meant to be added as one more
- * mode beside take_one, reusing snap_take and snap_json. */
+ * main. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "app.h"
 #include "cli.h"
 #include "doc.h"
+#include "ledger.h"
 #include "local-image.h"
+#include "skill.h"
 #include "util.h"
 
-enum { O_PROFILE, O_NAME, O_ID, O_FORCE };
+enum { O_PROFILE, O_NAME, O_ID, O_FORCE, O_TENANT, O_SKILL, O_REMOVE_SKILL, O_CLEAN,
+       O_SEAL, O_FLATTEN_ABOVE, O_RECOVER, O_GRACE, O_DRY_RUN };
 
 static const struct sbx_opt opts[] = {
 	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE},
 	{"name", 'n', "NAME", "name stored with the new snapshot (take, flatten)", O_NAME},
 	{"id", 'i', "ID", "snapshot this sandbox instead of reading documents", O_ID},
-	{"force", 'f', NULL, "rm: also delete the snapshots stacked on it", O_FORCE},
+	{"force", 'f', NULL, "rm: also delete the snapshots stacked on it, or an image in use",
+	 O_FORCE},
+	{"tenant", 0, "TENANT", "skills: the tenant whose skill image this is", O_TENANT},
+	{"skill", 0, "NAME", "skills: snapshot the installer with skill NAME (ledger first)",
+	 O_SKILL},
+	{"remove-skill", 0, "NAME", "skills: remove skill NAME from the image, then snapshot",
+	 O_REMOVE_SKILL},
+	{"clean-scratch", 0, NULL, "skills: empty /workspace, /tmp and package caches first",
+	 O_CLEAN},
+	{"seal", 0, "PATH", "skills: the tree to make root-owned and read-only "
+	 "(default /opt/sbx/skills/NAME)", O_SEAL},
+	{"flatten-above", 0, "N", "skills: flatten the new image when it has more than N layers",
+	 O_FLATTEN_ABOVE},
+	{"recover", 0, NULL, "skills: complete or fail half-done ledger rows", O_RECOVER},
+	{"grace", 0, "DURATION", "--recover: age before a row with no snapshot fails (default 10m)",
+	 O_GRACE},
+	{"dry-run", 0, NULL, "--recover: report what would be done, change nothing", O_DRY_RUN},
 	{0},
 };
 
@@ -36,7 +64,12 @@ static const char *const subcommands[] = {"ls", "show", "rm", "flatten", NULL};
 
 static const struct sbx_cmd cmd = {
 	.name = "sbx-snap",
-	.synopsis = "[--name NAME] [--id ID] | ls | show ID | rm ID [--force] | flatten ID [--name NAME]",
+	.synopsis = "[--name NAME] [--id ID] | ls | show ID | rm ID [--force] | flatten ID [--name NAME]\n"
+		    "       sbx-snap --tenant T (--skill NAME | --remove-skill NAME) [--clean-scratch] "
+		    "[--seal PATH] [--flatten-above N]\n"
+		    "       sbx-snap --recover [--tenant T] [--grace D] [--dry-run]\n"
+		    "       sbx-snap ls|show --tenant T | rm --tenant T --skill NAME [--force] | "
+		    "flatten --tenant T",
 	.summary = "Freeze sandboxes into snapshots; list, show, delete and flatten snapshots.",
 	.opts = opts,
 	.subcommands = subcommands,
@@ -47,17 +80,35 @@ struct snap_opts {
 	const char *name;
 	const char *id;
 	int force;
+	const char *tenant, *skill, *remove_skill, *seal;
+	int clean_scratch, recover, dry_run;
+	int64_t flatten_above, grace_ms;
 };
 
 static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 {
 	struct snap_opts *o = ctx;
-	(void)err;
 	switch (key) {
 	case O_PROFILE: o->app.profile_flag = arg; return 0;
 	case O_NAME: o->name = arg; return 0;
 	case O_ID: o->id = arg; return 0;
 	case O_FORCE: o->force = 1; return 0;
+	case O_TENANT: o->tenant = arg; return 0;
+	case O_SKILL: o->skill = arg; return 0;
+	case O_REMOVE_SKILL: o->remove_skill = arg; return 0;
+	case O_CLEAN: o->clean_scratch = 1; return 0;
+	case O_SEAL: o->seal = arg; return 0;
+	case O_RECOVER: o->recover = 1; return 0;
+	case O_DRY_RUN: o->dry_run = 1; return 0;
+	case O_GRACE: return sbx_parse_duration_ms(arg, &o->grace_ms, err);
+	case O_FLATTEN_ABOVE: {
+		char *end;
+		long long n = strtoll(arg, &end, 10);
+		if (*end || n <= 0)
+			return sbx_usage_err(err, "--flatten-above must be a positive number");
+		o->flatten_above = n;
+		return 0;
+	}
 	}
 	return 0;
 }
@@ -213,10 +264,14 @@ static int rm_tree(struct sbx_backend *b, const char *id, int force,
 	return rm_emit(id, gone, err);
 }
 
+static int release_for_rm(struct snap_opts *o, const char *id, struct sbx_err *err);
+
 static int do_rm(struct snap_opts *o, struct sbx_backend *b, const char *id, struct sbx_err *err)
 {
 	struct sbx_snapshot_ref *v = NULL;
 	size_t n = 0;
+	if (release_for_rm(o, id, err) < 0)
+		return -1;
 	if (o->force && list_all(b, &v, &n, err) < 0)
 		return -1;
 	int rc = rm_tree(b, id, o->force, v, n, 0, err);
@@ -242,6 +297,160 @@ static int do_flatten(struct snap_opts *o, struct sbx_backend *b, const char *id
 	return rc;
 }
 
+/* ---- skills ---- */
+
+static int open_both(struct snap_opts *o, json_object *handle, struct sbx_backend **b,
+		     struct sbx_redis **r, struct sbx_err *err)
+{
+	if (sbx_app_backend(&o->app, handle, b, err) < 0)
+		return -1;
+	return sbx_app_redis(&o->app, r, err);
+}
+
+/* One installer sandbox: the whole ledger protocol (skill.c). */
+static int skill_one(json_object *doc, void *ctx, struct sbx_err *err)
+{
+	struct snap_opts *o = ctx;
+	struct sbx_backend *b;
+	struct sbx_redis *r;
+	json_object *h = sbx_json_obj(doc, "sandbox");
+	if (!h)
+		return sbx_fail(err, SBX_INVALID_REQUEST, "snapshot", "the document has no sandbox");
+	if (open_both(o, h, &b, &r, err) < 0)
+		return -1;
+	struct sbx_sandbox sb = {0};
+	if (sbx_sandbox_from_json(h, &sb, err) < 0)
+		return -1;
+	struct sbx_skill_snap_req q = {
+		.tenant = o->tenant, .skill = o->skill ? o->skill : o->remove_skill,
+		.remove = o->remove_skill != NULL, .clean_scratch = o->clean_scratch,
+		.seal = o->seal, .flatten_above = o->flatten_above, .grace_ms = o->grace_ms,
+	};
+	int64_t t0 = sbx_mono_ms();
+	int rc = sbx_skill_snapshot(b, r, &sb, &q, doc, err);
+	sbx_sandbox_clear(&sb);
+	json_object *s = sbx_json_obj(doc, "snapshot");
+	if (s)
+		sbx_json_set_int(s, "duration_ms", sbx_mono_ms() - t0);
+	if (rc == 0 && s && sbx_json_str(s, "warning"))
+		fprintf(stderr, "%s: warning: %s\n", cmd.name, sbx_json_str(s, "warning"));
+	return rc;
+}
+
+static int do_recover(struct snap_opts *o, struct sbx_err *err)
+{
+	struct sbx_backend *b;
+	struct sbx_redis *r;
+	if (open_both(o, NULL, &b, &r, err) < 0)
+		return -1;
+	json_object *doc = json_object_new_object();
+	json_object *rep = sbx_json_child(doc, "recover");
+	if (o->tenant)
+		sbx_json_set_str(rep, "tenant", o->tenant);
+	sbx_json_set_bool(rep, "dry_run", o->dry_run);
+	int rc = sbx_ledger_recover(b, r, o->tenant, o->grace_ms, o->dry_run, rep, err);
+	struct sbx_err werr = {0};
+	if (sbx_emit(doc, &werr) < 0 && rc == 0) {
+		*err = werr;
+		rc = -1;
+	}
+	json_object_put(doc);
+	return rc;
+}
+
+/* ls --tenant: one {"skill": row} per ledger row, then {"image": ...}.
+ * show --tenant: one document with everything, and a warning on stderr
+ * when the image is not usable by this profile. */
+static int do_tenant_view(struct snap_opts *o, int show, struct sbx_err *err)
+{
+	struct sbx_backend *b;
+	struct sbx_redis *r;
+	if (open_both(o, NULL, &b, &r, err) < 0)
+		return -1;
+	json_object *st = json_object_new_object();
+	int w = sbx_skill_status(b, r, o->tenant, st, err);
+	if (w < 0) {
+		json_object_put(st);
+		return -1;
+	}
+	int rc = 0;
+	if (w)
+		fprintf(stderr, "%s: warning: %s\n", cmd.name, sbx_json_str(st, "warning"));
+	if (show) {
+		json_object *doc = json_object_new_object();
+		json_object_object_add(doc, "skills", json_object_get(st));
+		rc = sbx_emit(doc, err);
+		json_object_put(doc);
+	} else {
+		json_object *rows = NULL;
+		json_object_object_get_ex(st, "skills", &rows);
+		size_t n = rows ? json_object_array_length(rows) : 0;
+		for (size_t i = 0; i < n && rc == 0; i++) {
+			json_object *doc = json_object_new_object();
+			sbx_json_set_str(doc, "tenant", o->tenant);
+			json_object_object_add(doc, "skill",
+					       json_object_get(json_object_array_get_idx(rows, i)));
+			rc = sbx_emit(doc, err);
+			json_object_put(doc);
+		}
+		json_object *im = sbx_json_obj(st, "image");
+		if (rc == 0 && im) {
+			json_object *doc = json_object_new_object();
+			sbx_json_set_str(doc, "tenant", o->tenant);
+			json_object_object_add(doc, "image", json_object_get(im));
+			if (w)
+				sbx_json_set_str(doc, "warning", sbx_json_str(st, "warning"));
+			rc = sbx_emit(doc, err);
+			json_object_put(doc);
+		}
+	}
+	json_object_put(st);
+	return rc;
+}
+
+static int do_skill_rm(struct snap_opts *o, struct sbx_err *err)
+{
+	struct sbx_backend *b;
+	struct sbx_redis *r;
+	if (open_both(o, NULL, &b, &r, err) < 0)
+		return -1;
+	json_object *doc = json_object_new_object();
+	int rc = sbx_skill_rm(b, r, o->tenant, o->skill, o->force, doc, err);
+	if (rc == 0)
+		rc = sbx_emit(doc, err);
+	json_object_put(doc);
+	return rc;
+}
+
+static int do_tenant_flatten(struct snap_opts *o, struct sbx_err *err)
+{
+	struct sbx_backend *b;
+	struct sbx_redis *r;
+	if (open_both(o, NULL, &b, &r, err) < 0)
+		return -1;
+	json_object *doc = json_object_new_object();
+	sbx_json_set_str(doc, "tenant", o->tenant);
+	int rc = sbx_skill_flatten(b, r, o->tenant, doc, err);
+	if (rc == 0)
+		rc = sbx_emit(doc, err);
+	json_object_put(doc);
+	return rc;
+}
+
+/* Plain rm of a snapshot a tenant's image uses: refused without --force,
+ * and with it the pointer is cleared first.  Without Redis configured
+ * there is no pointer to protect. */
+static int release_for_rm(struct snap_opts *o, const char *id, struct sbx_err *err)
+{
+	struct sbx_redis *r;
+	const char *url = getenv("SBX_REDIS_URL");
+	if (!(url && *url) && !(o->app.profile && o->app.profile->redis_url))
+		return 0;
+	if (sbx_app_redis(&o->app, &r, err) < 0)
+		return -1;
+	return sbx_skill_release_snapshot(r, id, o->force, NULL, err) < 0 ? -1 : 0;
+}
+
 static int fail_usage(struct sbx_err *err, const char *msg)
 {
 	sbx_usage_err(err, "%s", msg);
@@ -258,6 +467,68 @@ int main(int argc, char **argv)
 	const char *sub = i < argc ? argv[i] : NULL;
 	int nargs = argc - i - 1;
 	const char *arg = nargs >= 1 ? argv[i + 1] : NULL;
+
+	int skill_flags = o.skill || o.remove_skill || o.clean_scratch || o.seal ||
+			  o.flatten_above || o.recover || o.grace_ms || o.dry_run;
+	if (!o.grace_ms)
+		o.grace_ms = SBX_LEDGER_GRACE_DEFAULT_MS;
+	if (o.tenant || skill_flags) {
+		int rc = 0;
+		if (o.recover) {
+			if (sub || o.skill || o.remove_skill || o.id || o.name || o.force ||
+			    o.clean_scratch || o.seal || o.flatten_above)
+				return fail_usage(&err, "--recover takes only --tenant, --grace and --dry-run");
+			rc = do_recover(&o, &err);
+		} else if ((o.grace_ms != SBX_LEDGER_GRACE_DEFAULT_MS && !o.skill && !o.remove_skill) ||
+			   o.dry_run) {
+			return fail_usage(&err, "--grace and --dry-run belong to --recover");
+		} else if (!o.tenant) {
+			return fail_usage(&err, "skill options need --tenant");
+		} else if (!sub) {
+			if (!o.skill == !o.remove_skill)
+				return fail_usage(&err, "give exactly one of --skill and --remove-skill");
+			if (o.name || o.force)
+				return fail_usage(&err, "--name and --force do not apply to skill snapshots");
+			if (o.remove_skill && o.seal)
+				return fail_usage(&err, "--seal applies to --skill");
+			json_object *seed = NULL;
+			if (o.id) {
+				seed = json_object_new_object();
+				sbx_json_set_str(sbx_json_child(seed, "sandbox"), "id", o.id);
+			}
+			int st = sbx_cli_run_docs(cmd.name, seed, skill_one, &o);
+			json_object_put(seed);
+			sbx_app_close(&o.app);
+			return st;
+		} else if (nargs != 0) {
+			return fail_usage(&err, "with --tenant, commands take no ID");
+		} else if (o.remove_skill || o.clean_scratch || o.seal || o.flatten_above || o.id ||
+			   o.name) {
+			return fail_usage(&err, "this option belongs to taking a skill snapshot");
+		} else if (!strcmp(sub, "ls") || !strcmp(sub, "show")) {
+			if (o.skill || o.force)
+				return fail_usage(&err, "ls and show --tenant take no --skill or --force");
+			rc = do_tenant_view(&o, !strcmp(sub, "show"), &err);
+		} else if (!strcmp(sub, "rm")) {
+			if (!o.skill)
+				return fail_usage(&err, "rm --tenant needs --skill NAME");
+			rc = do_skill_rm(&o, &err);
+		} else if (!strcmp(sub, "flatten")) {
+			if (o.skill || o.force)
+				return fail_usage(&err, "flatten --tenant takes no --skill or --force");
+			rc = do_tenant_flatten(&o, &err);
+		} else {
+			sbx_usage_err(&err, "unknown command '%s'", sub);
+			return sbx_cli_report(cmd.name, &err);
+		}
+		int st = 0;
+		if (rc < 0)
+			st = sbx_err_exit_status(&err) == SBX_EXIT_IOERR && !err.msg[0]
+				     ? SBX_EXIT_IOERR
+				     : sbx_cli_fail(cmd.name, NULL, &err);
+		sbx_app_close(&o.app);
+		return st;
+	}
 
 	if (!sub) {
 		if (o.force)

@@ -40,6 +40,7 @@
 
 #define BATCH 512                 /* commands per pipeline */
 #define LEASE_TTL_DEFAULT_MS 60000
+#define MAX_PAGES 100000          /* a listing longer than this is not trusted */
 /* Names the skill pipeline gives its snapshots (ledger.h planned_name). */
 #define SKILL_SNAPSHOT_PREFIX "sbx-sk-"
 
@@ -460,6 +461,13 @@ static int list_all(struct run *run, struct sbx_err *err)
 			rc = sbx_fail(err, SBX_INTERNAL, "list",
 				      "the backend returned a repeated page token after %ld pages; "
 				      "the listing cannot be trusted (nothing was deleted)", pages);
+			break;
+		}
+		/* Fresh tokens forever are a loop too, just a slower one. */
+		if (pages >= MAX_PAGES) {
+			rc = sbx_fail(err, SBX_INTERNAL, "list",
+				      "the backend listing did not end after %ld pages "
+				      "(nothing was deleted)", pages);
 			break;
 		}
 	}

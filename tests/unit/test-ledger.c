@@ -92,6 +92,31 @@ static void env_close(struct env *e)
 		sbx_profile_free(e->p);
 }
 
+/* Remove every sandbox of this test's private state dir (the crashed
+ * children's installers included: nobody else would). */
+static void remove_all(struct env *e)
+{
+	struct sbx_err err = {0};
+	struct sbx_list_filter f = {0};
+	char *token = NULL;
+	for (int pages = 0; pages < 100; pages++) {
+		struct sbx_page pg = {0};
+		if (sbx_call(e->b, list, &err, &f, token, &pg) < 0)
+			break;
+		for (size_t i = 0; i < pg.n; i++) {
+			int gone;
+			sbx_call(e->b, remove, &err, pg.items[i].id, &gone);
+		}
+		free(token);
+		token = pg.next;
+		pg.next = NULL;
+		sbx_page_clear(&pg);
+		if (!token)
+			break;
+	}
+	free(token);
+}
+
 static int sh(struct env *e, struct sbx_sandbox *sb, int root, const char *script,
 	      struct sbx_exec_result *res)
 {
@@ -478,6 +503,7 @@ int main(void)
 	   "the image's snapshot is not removed without --force");
 	json_object_put(out);
 
+	remove_all(&e);
 	env_close(&e);
 	return tap_done();
 }
