@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "binding.h"
 #include "cli.h"
 #include "doc.h"
 #include "util.h"
@@ -74,10 +75,31 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 
 /* Kill the sandbox of `sb`: the one place that ends a sandbox's life, so
  * that whatever must go with it (a session binding) is added here. */
-static int ctl_kill(struct sbx_backend *b, struct sbx_sandbox *sb, int *gone,
-		    struct sbx_err *err)
+static int ctl_kill(struct sbx_app *app, struct sbx_backend *b, struct sbx_sandbox *sb,
+		    int *gone, struct sbx_err *err)
 {
-	return sbx_call(b, remove, err, sb->id, gone);
+	/* A bare handle (--id) does not say whose it is: look it up first,
+	 * so that a session sandbox's binding goes with it. */
+	const char *md_tenant = sbx_json_str(sb->metadata, "sbx.tenant");
+	if (!sb->tenant && !md_tenant && b->ops->get) {
+		struct sbx_sandbox full = {0};
+		struct sbx_err gerr = {0};
+		if (b->ops->get(b, sb->id, &full, &gerr) == 0) {
+			json_object_put(sb->metadata);
+			sb->metadata = json_object_get(full.metadata);
+		}
+		sbx_sandbox_clear(&full);
+		md_tenant = sbx_json_str(sb->metadata, "sbx.tenant");
+	}
+	if (sbx_call(b, remove, err, sb->id, gone) < 0)
+		return -1;
+	const char *md_session = sbx_json_str(sb->metadata, "sbx.session");
+	if (!(sb->tenant && sb->session) && !(md_tenant && md_session))
+		return 0;
+	struct sbx_redis *r;
+	if (sbx_app_redis(app, &r, err) < 0 || sbx_binding_drop_for_sandbox(r, sb, err) < 0)
+		return -1;
+	return 0;
 }
 
 static int ctl_one(json_object *doc, void *ctx, struct sbx_err *err)
@@ -97,7 +119,7 @@ static int ctl_one(json_object *doc, void *ctx, struct sbx_err *err)
 	int rc;
 	if (strcmp(o->op, "kill") == 0) {
 		int gone = 0;
-		rc = ctl_kill(b, &sb, &gone, err);
+		rc = ctl_kill(&o->app, b, &sb, &gone, err);
 		if (rc == 0) {
 			sbx_json_set_bool(res, "gone", gone);
 			sb.state = SBX_STATE_TERMINAL;
