@@ -138,11 +138,21 @@ static int valid_id(const char *id, struct sbx_err *err)
 static json_object *exec_cmd(const struct sbx_exec_req *req, int64_t secs, const char *stage)
 {
 	json_object *a = json_object_new_array();
-	char script[800], pre[128] = "";
+	char script[1400], pre[512];
+	/* The clean environment of sbx-exec(1): the daemon gives PATH, HOME
+	 * and HOSTNAME; the rest is set here unless the sandbox (create-time
+	 * Env) or --env already set it, which keeps the documented order. */
+	int n = snprintf(pre, sizeof(pre),
+			 ": \"${USER=%s}\" \"${LOGNAME=%s}\" \"${LANG=C.UTF-8}\" "
+			 "\"${SBX_SKILL_OUTPUT_DIR=/workspace/output}\" "
+			 "\"${SBX_SESSION_INPUT_DIR=/workspace/input}\"\n"
+			 "export USER LOGNAME LANG SBX_SKILL_OUTPUT_DIR SBX_SESSION_INPUT_DIR\n",
+			 req->as_root ? "root" : "user", req->as_root ? "root" : "user");
 	/* Staged stdin (TLS, see stage_stdin): open it, then remove the
 	 * private folder before the command runs. */
 	if (stage)
-		snprintf(pre, sizeof(pre), "exec 0<'%s/in' && rm -rf '%s' || exit 125\n", stage, stage);
+		snprintf(pre + n, sizeof(pre) - (size_t)n, "exec 0<'%s/in' && rm -rf '%s' || exit 125\n",
+			 stage, stage);
 	if (secs > 0)
 		snprintf(script, sizeof(script),
 			 "%s"

@@ -50,7 +50,8 @@ int docker_check_path(const char *path, const char *op, struct sbx_err *err)
 		while (q[0] == '/' && q[1] == '/')
 			q++;
 		if (!strncmp(q, reserved[i], n) && (q[n] == 0 || q[n] == '/'))
-			return sbx_fail(err, SBX_INVALID_REQUEST, op, "path '%s' is reserved", path);
+			return sbx_fail(err, SBX_INVALID_REQUEST, op,
+					"path '%s' refused: /proc, /sys and /dev are off limits", path);
 	}
 	const char *q = path;
 	while (q[0] == '/' && q[1] == '/')
@@ -139,7 +140,7 @@ int docker_file_read(struct sbx_backend *b, struct sbx_sandbox *sb, const char *
 		return -1;
 	if (r.out_truncated || r.out_len > max) {
 		sbx_exec_result_clear(&r);
-		return sbx_fail(err, SBX_INVALID_REQUEST, "file_read", "%s is larger than %zu bytes", path, max);
+		return sbx_fail(err, SBX_INVALID_REQUEST, "file_read", "%s: more than the limit of %zu bytes", path, max);
 	}
 	*data = r.out;
 	*len = r.out_len;

@@ -573,6 +573,21 @@ static int docker_connect(struct sbx_backend *b, struct sbx_sandbox *sb, struct 
 	return 0;
 }
 
+/* GET the listing `what` (a path ending in '?' or '&') with `filters` (a
+ * JSON text) escaped onto it.  *arr gets the answer (the caller puts it;
+ * may be NULL), *n its length (0 unless it is an array). */
+static int docker_get_listing(struct sbx_backend *b, const char *op, const char *what,
+			      const char *filters, json_object **arr, size_t *n,
+			      struct sbx_err *err)
+{
+	SBX_AUTOFREE char *q = sbx_http_escape(filters);
+	SBX_AUTOFREE char *path = sbx_xasprintf("%sfilters=%s", what, q);
+	if (docker_api(b, op, "GET", path, NULL, arr, err) < 0)
+		return -1;
+	*n = *arr && json_object_is_type(*arr, json_type_array) ? json_object_array_length(*arr) : 0;
+	return 0;
+}
+
 static int docker_list(struct sbx_backend *b, const struct sbx_list_filter *f,
 		       const char *page_token, struct sbx_page *out, struct sbx_err *err)
 {
@@ -588,13 +603,14 @@ static int docker_list(struct sbx_backend *b, const struct sbx_list_filter *f,
 		}
 	}
 	json_object_object_add(filters, "label", lab);
-	SBX_AUTOFREE char *q = sbx_http_escape(json_object_to_json_string_ext(filters, JSON_C_TO_STRING_PLAIN));
-	json_object_put(filters);
-	SBX_AUTOFREE char *path = sbx_xasprintf("/containers/json?all=1&filters=%s", q);
 	json_object *arr;
-	if (docker_api(b, "list", "GET", path, NULL, &arr, err) < 0)
+	size_t n;
+	int rc = docker_get_listing(b, "list", "/containers/json?all=1&",
+				    json_object_to_json_string_ext(filters, JSON_C_TO_STRING_PLAIN),
+				    &arr, &n, err);
+	json_object_put(filters);
+	if (rc < 0)
 		return -1;
-	size_t n = arr && json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
 	out->items = sbx_xcalloc(n ? n : 1, sizeof(*out->items));
 	for (size_t i = 0; i < n; i++) {
 		json_object *c = json_object_array_get_idx(arr, i);
@@ -770,12 +786,11 @@ static int docker_snapshot_list(struct sbx_backend *b, const char *page_token,
 	*n = 0;
 	if (next)
 		*next = NULL;
-	SBX_AUTOFREE char *q = sbx_http_escape("{\"label\":[\"" DOCKER_LABEL_SNAPSHOT "=1\"]}");
-	SBX_AUTOFREE char *path = sbx_xasprintf("/images/json?filters=%s", q);
 	json_object *arr;
-	if (docker_api(b, "snapshot_list", "GET", path, NULL, &arr, err) < 0)
+	size_t m;
+	if (docker_get_listing(b, "snapshot_list", "/images/json?",
+			       "{\"label\":[\"" DOCKER_LABEL_SNAPSHOT "=1\"]}", &arr, &m, err) < 0)
 		return -1;
-	size_t m = arr && json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
 	*out = sbx_xcalloc(m ? m : 1, sizeof(**out));
 	for (size_t i = 0; i < m; i++) {
 		json_object *im = json_object_array_get_idx(arr, i);
@@ -1067,13 +1082,12 @@ static void report_item(json_object *arr, const char *id, int64_t idle_s, int de
 static int sweep(struct sbx_backend *b, int dry_run, json_object *items, int *checked,
 		 struct sbx_err *err)
 {
-	SBX_AUTOFREE char *q = sbx_http_escape("{\"label\":[\"" DOCKER_LABEL_MANAGED "\"]}");
-	SBX_AUTOFREE char *path = sbx_xasprintf("/containers/json?all=1&filters=%s", q);
 	json_object *arr;
+	size_t m;
 	*checked = 0;
-	if (docker_api(b, "reap", "GET", path, NULL, &arr, err) < 0)
+	if (docker_get_listing(b, "reap", "/containers/json?all=1&",
+			       "{\"label\":[\"" DOCKER_LABEL_MANAGED "\"]}", &arr, &m, err) < 0)
 		return -1;
-	size_t m = arr && json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
 	for (size_t i = 0; i < m; i++) {
 		json_object *c = json_object_array_get_idx(arr, i);
 		const char *id = sbx_json_str(c, "Id");

@@ -63,76 +63,69 @@ static int xattr_skip(const char *name, unsigned flags)
 	return 0;
 }
 
-/* Copy the xattrs of src onto dst (both paths, symlinks not followed).
- * Names the destination filesystem refuses (EOPNOTSUPP, e.g. trusted.* on a
- * filesystem without them) fail the copy: a silently dropped opaque marker
- * would resurrect deleted directories. */
-static int copy_xattrs(const char *src, const char *dst, unsigned flags, struct sbx_err *err)
+/* One side of an xattr copy: an open fd, or (fd < 0) a path (a symlink
+ * there is not followed: its own xattrs are copied). */
+struct xa_file {
+	int fd;
+	const char *path;
+};
+
+static ssize_t xa_list(const struct xa_file *f, char *buf, size_t size)
 {
-	ssize_t n = llistxattr(src, NULL, 0);
-	if (n < 0) {
-		if (errno == ENOTSUP)
-			return 0;
-		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "listxattr %s", src);
-	}
-	if (n == 0)
-		return 0;
-	SBX_AUTOFREE char *names = sbx_xmalloc((size_t)n + 1);
-	n = llistxattr(src, names, (size_t)n);
-	if (n < 0)
-		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "listxattr %s", src);
-	size_t cap = 4096;
-	SBX_AUTOFREE char *val = sbx_xmalloc(cap);
-	for (char *name = names; name < names + n; name += strlen(name) + 1) {
-		if (xattr_skip(name, flags))
-			continue;
-		ssize_t v;
-		while ((v = lgetxattr(src, name, val, cap)) < 0 && errno == ERANGE) {
-			cap *= 4;
-			val = sbx_xrealloc(val, cap);
-		}
-		if (v < 0) {
-			if (errno == ENODATA)
-				continue;
-			return sbx_fail_errno(err, SBX_INTERNAL, "copy", "getxattr %s %s", src, name);
-		}
-		if (lsetxattr(dst, name, val, (size_t)v, 0) < 0)
-			return sbx_fail_errno(err, SBX_INTERNAL, "copy", "setxattr %s %s", dst, name);
-	}
-	return 0;
+	return f->fd >= 0 ? flistxattr(f->fd, buf, size) : llistxattr(f->path, buf, size);
 }
 
-/* copy_xattrs for two open regular files: no path lookups. */
-static int copy_xattrs_fd(int in, int out, const char *dst, unsigned flags, struct sbx_err *err)
+static ssize_t xa_get(const struct xa_file *f, const char *name, void *buf, size_t size)
 {
+	return f->fd >= 0 ? fgetxattr(f->fd, name, buf, size) : lgetxattr(f->path, name, buf, size);
+}
+
+static int xa_set(const struct xa_file *f, const char *name, const void *val, size_t size)
+{
+	return f->fd >= 0 ? fsetxattr(f->fd, name, val, size, 0)
+			  : lsetxattr(f->path, name, val, size, 0);
+}
+
+/* Copy the xattrs of `in` onto `out`; `dst` names the destination in
+ * messages (and the source too when `in` is an fd).  Names the destination
+ * filesystem refuses (EOPNOTSUPP, e.g. trusted.* on a filesystem without
+ * them) fail the copy: a silently dropped opaque marker would resurrect
+ * deleted directories.  A source without xattr support has none. */
+static int copy_xattrs(const struct xa_file *in, const struct xa_file *out, const char *dst,
+		       unsigned flags, struct sbx_err *err)
+{
+	/* "listxattr /src" for a path, "listxattr for /dst" for an fd */
+	const char *sfor = in->fd >= 0 ? "for " : "", *sname = in->fd >= 0 ? dst : in->path;
 	char small[1024];
-	ssize_t n = flistxattr(in, small, sizeof(small));
+	ssize_t n = xa_list(in, small, sizeof(small));
 	if (n < 0 && errno == ERANGE)
-		n = flistxattr(in, NULL, 0);
+		n = xa_list(in, NULL, 0);
 	if (n < 0)
-		return errno == ENOTSUP ? 0 : sbx_fail_errno(err, SBX_INTERNAL, "copy", "listxattr for %s", dst);
+		return errno == ENOTSUP ? 0 : sbx_fail_errno(err, SBX_INTERNAL, "copy", "listxattr %s%s",
+							     sfor, sname);
 	if (n == 0)
 		return 0;
 	SBX_AUTOFREE char *names = sbx_xmalloc((size_t)n + 1);
-	n = flistxattr(in, names, (size_t)n);
+	n = xa_list(in, names, (size_t)n);
 	if (n < 0)
-		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "listxattr for %s", dst);
+		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "listxattr %s%s", sfor, sname);
 	size_t cap = 4096;
 	SBX_AUTOFREE char *val = sbx_xmalloc(cap);
 	for (char *name = names; name < names + n; name += strlen(name) + 1) {
 		if (xattr_skip(name, flags))
 			continue;
 		ssize_t v;
-		while ((v = fgetxattr(in, name, val, cap)) < 0 && errno == ERANGE) {
+		while ((v = xa_get(in, name, val, cap)) < 0 && errno == ERANGE) {
 			cap *= 4;
 			val = sbx_xrealloc(val, cap);
 		}
 		if (v < 0) {
 			if (errno == ENODATA)
 				continue;
-			return sbx_fail_errno(err, SBX_INTERNAL, "copy", "getxattr for %s %s", dst, name);
+			return sbx_fail_errno(err, SBX_INTERNAL, "copy", "getxattr %s%s %s", sfor, sname,
+					      name);
 		}
-		if (fsetxattr(out, name, val, (size_t)v, 0) < 0)
+		if (xa_set(out, name, val, (size_t)v) < 0)
 			return sbx_fail_errno(err, SBX_INTERNAL, "copy", "setxattr %s %s", dst, name);
 	}
 	return 0;
@@ -147,7 +140,7 @@ static int copy_meta(const char *src, const char *dst, const struct stat *s, uns
 		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "chown %s", dst);
 	if (!S_ISLNK(s->st_mode) && chmod(dst, s->st_mode & 07777) < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "chmod %s", dst);
-	if (copy_xattrs(src, dst, flags, err) < 0)
+	if (copy_xattrs(&(struct xa_file){-1, src}, &(struct xa_file){-1, dst}, dst, flags, err) < 0)
 		return -1;
 	struct timespec ts[2] = {s->st_atim, s->st_mtim};
 	if (utimensat(AT_FDCWD, dst, ts, AT_SYMLINK_NOFOLLOW) < 0)
@@ -231,7 +224,8 @@ static int copy_file(struct walk *w, const char *src, const char *dst, const str
 		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "chown %s", dst);
 	if (fchmod(out, s->st_mode & 07777) < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "chmod %s", dst);
-	if (copy_xattrs_fd(in, out, dst, w->flags, err) < 0)
+	if (copy_xattrs(&(struct xa_file){in, NULL}, &(struct xa_file){out, NULL}, dst, w->flags,
+			err) < 0)
 		return -1;
 	struct timespec ts[2] = {s->st_atim, s->st_mtim};
 	if (futimens(out, ts) < 0)

@@ -29,6 +29,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,6 +211,28 @@ static __attribute__((noreturn)) void child_main(const struct child_cfg *c)
 	child_fail(c, STAGE_EXEC);
 }
 
+/* An exec step failed with errno set: terminal when the init died under
+ * us (setns and fork into its namespaces fail then; what failed is not
+ * the point), else internal with the step's message. */
+static void init_gone_or(int pidfd, pid_t init, const char *id, struct sbx_err *err,
+			 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void init_gone_or(int pidfd, pid_t init, const char *id, struct sbx_err *err,
+			 const char *fmt, ...)
+{
+	int e = errno;
+	if (local_init_gone(pidfd, init)) {
+		sbx_fail(err, SBX_TERMINAL, "exec", "sandbox %s is dead (its init is gone)", id);
+		return;
+	}
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	errno = e;
+	sbx_fail_errno(err, SBX_INTERNAL, "exec", "%s", msg);
+}
+
 /* ---- capture ---- */
 
 struct sink {
@@ -271,16 +294,22 @@ int local_exec(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_e
 	const char *cwd = req->cwd && *req->cwd ? req->cwd : "/workspace";
 	if (cwd[0] != '/')
 		return sbx_fail(err, SBX_INVALID_REQUEST, "exec", "cwd must be absolute: %s", cwd);
+	/* Every namespace is joined through this pidfd (setns on a pidfd),
+	 * never through /proc/<pid>: it is the init or nothing, even if the
+	 * init dies and its pid is reused while we work. */
 	pid_t init;
-	if (local_sb_ensure_running(b, sb->id, &init, err) < 0)
+	int pidfd = local_sb_init_pidfd(b, sb->id, "exec", &init, err);
+	if (pidfd < 0)
 		return -1;
 	struct local_rec r;
-	if (local_rec_load(b, sb->id, &r, err) < 0)
+	if (local_rec_load(b, sb->id, &r, err) < 0) {
+		close(pidfd);
 		return -1;
+	}
 	int64_t t0 = sbx_mono_ms();
 
 	int rc = -1;
-	int pidfd = -1, selfns = -1, busy = -1, report[2] = {-1, -1};
+	int selfns = -1, busy = -1, report[2] = {-1, -1};
 	int p_in[2] = {-1, -1}, p_out[2] = {-1, -1}, p_err[2] = {-1, -1}, nul = -1;
 	int cg_fds[LOCAL_NCG] = {-1, -1, -1, -1}, killfd = -1;
 	char *xcg = NULL, *work = NULL;
@@ -295,11 +324,6 @@ int local_exec(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_e
 		flock(busy, LOCK_SH);
 	local_sb_touch(b, sb->id);
 
-	pidfd = (int)syscall(SYS_pidfd_open, init, 0);
-	if (pidfd < 0 || !local_pid_alive(init, (unsigned long long)sbx_json_int(r.j, "init_start", 0))) {
-		sbx_fail(err, SBX_TERMINAL, "exec", "sandbox %s is dead (its init is gone)", sb->id);
-		goto out;
-	}
 	selfns = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
 	if (selfns < 0) {
 		sbx_fail_errno(err, SBX_INTERNAL, "exec", "open /proc/self/ns/pid");
@@ -362,7 +386,7 @@ int local_exec(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_e
 
 	/* Our children go into the sandbox's pid namespace; we stay out. */
 	if (setns(pidfd, CLONE_NEWPID) < 0) {
-		sbx_fail_errno(err, SBX_INTERNAL, "exec", "join the pid namespace of %s", sb->id);
+		init_gone_or(pidfd, init, sb->id, err, "join the pid namespace of %s", sb->id);
 		goto out;
 	}
 	child = fork();
@@ -375,8 +399,8 @@ int local_exec(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_e
 	if (child == 0)
 		child_main(&cc);
 	if (child < 0) {
-		errno = fork_errno;
-		sbx_fail_errno(err, SBX_INTERNAL, "exec", "fork");
+		errno = fork_errno;   /* ENOMEM: the namespace's init is gone */
+		init_gone_or(pidfd, init, sb->id, err, "fork");
 		goto out;
 	}
 	old_pipe = signal(SIGPIPE, SIG_IGN);
@@ -401,8 +425,8 @@ int local_exec(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_e
 			if (msg[0] == STAGE_CWD)
 				sbx_fail_errno(err, SBX_INVALID_REQUEST, "exec", "cwd %s", cwd);
 			else
-				sbx_fail_errno(err, SBX_INTERNAL, "exec", "enter sandbox %s (step %d)",
-					       sb->id, msg[0]);
+				init_gone_or(pidfd, init, sb->id, err, "enter sandbox %s (step %d)",
+					     sb->id, msg[0]);
 			goto out;
 		}
 		exec_errno = msg[1];

@@ -55,9 +55,52 @@ int local_rec_load(struct sbx_backend *b, const char *id, struct local_rec *r,
 		   struct sbx_err *err);
 void local_rec_free(struct local_rec *r);
 /* 1 if pid is alive and still the process that started at `start`
- * (field 22 of /proc/PID/stat; 0 = do not check). */
+ * (field 22 of /proc/PID/stat; 0 = do not check).  A pid names whoever
+ * holds it *now*: between this check and any later use of the pid, the
+ * process may die and the pid go to another one.  Use a pidfd
+ * (local_sb_init_pidfd) whenever the answer leads to acting on the
+ * process. */
 int local_pid_alive(pid_t pid, unsigned long long start);
 unsigned long long local_pid_start(pid_t pid);
+
+/* The init of a sandbox, held by pidfd, so that a recycled pid can never
+ * make us act on another process.
+ *
+ * local_sb_init_pidfd: sandbox `id` is running when this returns (a paused
+ * one is thawed first, like local_sb_ensure_running).  The pidfd is opened
+ * first and the init's start time checked after, which proves that the
+ * pidfd is the init and not a later holder of its pid (a later process
+ * cannot have the init's earlier start time).  Fails with terminal when the
+ * init is gone, not_found when there is no such sandbox.  Returns the
+ * pidfd (the caller closes it) and *pid, the init's pid in our pid
+ * namespace; `op` names the operation in errors.
+ *
+ * local_init_open: open /proc/<pid>/<what> (root, ns/mnt, ...) of that
+ * init.  The path goes through the pid, so the open is proven afterwards:
+ * when the init is still alive after the open, the pid was not recycled
+ * before it, and the fd is the init's.  When the init died meanwhile the fd
+ * is dropped and the error is terminal, whatever the open returned.
+ *
+ * local_init_alive: 1 while the process behind `pidfd` lives and is not
+ * a zombie (a zombie still answers signals but has no root, no
+ * namespaces).
+ *
+ * local_init_gone: after something failed on the init, 1 when it is dead
+ * or dying.  Waits up to 200 ms for an exit in progress, which has taken
+ * the root and namespaces away before the process turns zombie. */
+int local_sb_init_pidfd(struct sbx_backend *b, const char *id, const char *op, pid_t *pid,
+			struct sbx_err *err);
+int local_init_open(int pidfd, pid_t pid, const char *what, int flags, const char *id,
+		    const char *op, struct sbx_err *err);
+int local_init_alive(int pidfd, pid_t pid);
+int local_init_gone(int pidfd, pid_t pid);
+
+/* Test hook, the sibling of sbx_fault (util.h): SBX_STOP=point[,point]
+ * stops this process with SIGSTOP when it reaches `point`, so that a test
+ * can change the world at exactly that step (kill an init, delete an
+ * image) and then let it go on with SIGCONT.  A stop point is never placed
+ * while a lock is held.  Without SBX_STOP it is one getenv. */
+void local_stop_point(const char *point);
 
 /* What the init needs (local-init.c).  Everything is prepared by create;
  * the init only mounts, pivots and then runs its loop. */

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -218,6 +219,17 @@ int local_pid_alive(pid_t pid, unsigned long long start)
 		return 0;
 	unsigned long long now = local_pid_start(pid);
 	return now != 0 && (start == 0 || now == start);
+}
+
+void local_stop_point(const char *point)
+{
+	const char *f = getenv("SBX_STOP");
+	if (!f || !*f)
+		return;
+	size_t n = strlen(point);
+	for (const char *p = f; (p = strstr(p, point)); p += n)
+		if ((p == f || p[-1] == ',') && (p[n] == '\0' || p[n] == ','))
+			raise(SIGSTOP);
 }
 
 static int rec_write(const char *dir, json_object *j, struct sbx_err *err)
@@ -772,9 +784,13 @@ static int local_remove(struct sbx_backend *b, const char *id, int *gone, struct
 
 /* Create sandbox `id` step by step, in an order that a SIGKILL at any
  * point leaves cleanable: (1) directory + "creating" record naming the
- * cgroups, (2) cgroups and limits, (3) the writable layer, (4) the init,
- * (5) the "ready" record.  Before (5) the sandbox lists as transitioning
- * while its creator lives and as dead after.  On failure r->dir is set
+ * template and the cgroups, then the template's layers are resolved,
+ * (2) cgroups and limits, (3) the writable layer, (4) the init, (5) the
+ * "ready" record.  Before (5) the sandbox lists as transitioning while its
+ * creator lives and as dead after.  Because the record precedes the
+ * resolve, an image delete racing with us either removes the image before
+ * we resolve it (we fail with invalid_request) or sees us and is refused:
+ * layers are never deleted under a sandbox.  On failure r->dir is set
  * once something exists on disk; the caller removes it. */
 static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 		     const char *id, struct local_rec *r, struct sbx_err *err)
@@ -793,22 +809,17 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 	if (strpbrk(L(b)->dir, ":,"))
 		return sbx_fail(err, SBX_UNSUPPORTED, "create",
 				"the state dir must not contain ':' or ',' (overlay options)");
-	struct layers l;
-	if (resolve_layers(b, tpl, &l, err) < 0)
-		return -1;
+	local_stop_point("local:before-record");
 
-	/* 1. The directory and a "creating" record: from here on, list sees
-	 * the sandbox and remove can clean it. */
+	/* 1. The directory and a "creating" record naming the template: from
+	 * here on, list sees the sandbox, remove can clean it, and an image
+	 * delete sees the template in use. */
 	SBX_AUTOFREE char *parent = sbx_xasprintf("%s/sandboxes", L(b)->dir);
-	if (sbx_mkdir_p(parent, 0700, err) < 0) {
-		layers_free(&l);
+	if (sbx_mkdir_p(parent, 0700, err) < 0)
 		return -1;
-	}
 	r->dir = sb_dir(b, id);
-	if (mkdir(r->dir, 0700) < 0) {
-		layers_free(&l);
+	if (mkdir(r->dir, 0700) < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "create", "mkdir %s", r->dir);
-	}
 	for (int i = 0; i < LOCAL_NCG; i++)
 		r->cg[i] = local_cg_path(i, id);
 	r->j = json_object_new_object();
@@ -840,15 +851,25 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 	for (int i = 0; i < LOCAL_NCG; i++)
 		if (r->cg[i])
 			sbx_json_set_str(cg, cg_keys[i], r->cg[i]);
+	if (rec_write(r->dir, j, err) < 0)
+		return -1;
+	sbx_fault("local:after-mkdir");
+	local_stop_point("local:recorded");
+
+	/* The template's layers, only now: an image delete checks the
+	 * sandbox records and removes the image under the images lock, and
+	 * local_image_layers reads the image under that lock too.  A delete
+	 * that comes first makes this fail cleanly (invalid_request, nothing
+	 * mounted); one that comes later finds our record and is refused.
+	 * Resolved before the record, a delete could slip in between and
+	 * remove the layers we are about to mount. */
+	struct layers l;
+	if (resolve_layers(b, tpl, &l, err) < 0)
+		return -1;
 	json_object *la = json_object_new_array();
 	for (size_t i = 0; i < l.n; i++)
 		json_object_array_add(la, json_object_new_string(l.dir[i]));
-	json_object_object_add(j, "layers", la);
-	if (rec_write(r->dir, j, err) < 0) {
-		layers_free(&l);
-		return -1;
-	}
-	sbx_fault("local:after-mkdir");
+	json_object_object_add(j, "layers", la);   /* written with the ready record */
 
 	/* 2. Cgroups with their limits. */
 	if (local_policy_write(r->dir, &req->timeout, err) < 0 ||
@@ -1164,14 +1185,19 @@ static int state_error(const char *id, enum sbx_state st, const char *op, struct
 	}
 }
 
-int local_sb_ensure_running(struct sbx_backend *b, const char *id, pid_t *init_pid,
-			    struct sbx_err *err)
+/* The common part of ensure_running and init_pidfd: sandbox `id` is
+ * running when this returns 0 (a paused one is thawed: auto-resume), with
+ * the pid and start time its record gives for the init.  Those name the
+ * init as it was when checked; see local_sb_init_pidfd for holding it. */
+static int sb_running(struct sbx_backend *b, const char *id, pid_t *pid,
+		      unsigned long long *start, struct sbx_err *err)
 {
 	struct local_rec r;
 	if (local_rec_load(b, id, &r, err) < 0)
 		return -1;
 	enum sbx_state st = rec_state(&r);
-	pid_t pid = r.init_pid;
+	*pid = r.init_pid;
+	*start = (unsigned long long)sbx_json_int(r.j, "init_start", 0);
 	local_rec_free(&r);
 	if (st == SBX_STATE_PAUSED) {
 		/* Auto-resume.  Activity first, so the idle timer does not
@@ -1185,20 +1211,94 @@ int local_sb_ensure_running(struct sbx_backend *b, const char *id, pid_t *init_p
 	if (geteuid() != 0)
 		return sbx_fail(err, SBX_UNSUPPORTED, "exec",
 				"the local backend needs root (or user namespaces: not implemented)");
-	*init_pid = pid;
 	return 0;
 }
 
+int local_sb_ensure_running(struct sbx_backend *b, const char *id, pid_t *init_pid,
+			    struct sbx_err *err)
+{
+	unsigned long long start;
+	return sb_running(b, id, init_pid, &start, err);
+}
+
+static int dead_init(const char *id, const char *op, struct sbx_err *err)
+{
+	return sbx_fail(err, SBX_TERMINAL, op, "sandbox %s is dead (its init is gone)", id);
+}
+
+int local_sb_init_pidfd(struct sbx_backend *b, const char *id, const char *op, pid_t *pid,
+			struct sbx_err *err)
+{
+	unsigned long long start;
+	if (sb_running(b, id, pid, &start, err) < 0)
+		return -1;
+	int fd = (int)syscall(SYS_pidfd_open, *pid, 0);
+	if (fd < 0 && errno != ESRCH)
+		return sbx_fail_errno(err, SBX_INTERNAL, op, "pidfd_open of the init of %s", id);
+	/* After the open: the pid's holder now started when the init did,
+	 * so it is the init, and so is what the pidfd holds.  A record
+	 * without a start time cannot prove that: the init was already gone
+	 * when create looked (local_pid_start gave 0). */
+	if (fd < 0 || start == 0 || !local_pid_alive(*pid, start)) {
+		if (fd >= 0)
+			close(fd);
+		return dead_init(id, op, err);
+	}
+	local_stop_point("local:init-pidfd");
+	return fd;
+}
+
+int local_init_alive(int pidfd, pid_t pid)
+{
+	/* Signal 0 succeeds until the process is reaped, so its pid is not
+	 * yet free and /proc/<pid> is still this process: a start time of
+	 * 0 there means a zombie. */
+	return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0 && local_pid_start(pid) != 0;
+}
+
+int local_init_gone(int pidfd, pid_t pid)
+{
+	/* An init in the middle of exiting has already lost its root and
+	 * namespaces but is not a zombie yet; a pidfd polls readable once the
+	 * exit is complete, so give it a moment. */
+	struct pollfd pf = {.fd = pidfd, .events = POLLIN};
+	return poll(&pf, 1, 200) > 0 || !local_init_alive(pidfd, pid);
+}
+
+int local_init_open(int pidfd, pid_t pid, const char *what, int flags, const char *id,
+		    const char *op, struct sbx_err *err)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/%s", (int)pid, what);
+	int fd = open(p, flags | O_CLOEXEC);
+	int e = errno;
+	/* Alive after the open means alive during it: the pid could not be
+	 * anyone else's then, so fd is the init's.  Asked even when the open
+	 * failed: a dead init is terminal, not an internal error. */
+	if (fd >= 0 ? !local_init_alive(pidfd, pid) : local_init_gone(pidfd, pid)) {
+		if (fd >= 0)
+			close(fd);
+		return dead_init(id, op, err);
+	}
+	if (fd < 0) {
+		errno = e;
+		return sbx_fail_errno(err, SBX_INTERNAL, op, "open %s of sandbox %s", what, id);
+	}
+	return fd;
+}
+
+/* An fd on the root of the init of sb, through a pidfd (see
+ * local_init_open): never another process's root, even if the init dies
+ * and its pid is reused while we open it. */
 int local_sb_rootfd(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err)
 {
 	pid_t pid;
-	if (local_sb_ensure_running(b, sb->id, &pid, err) < 0)
+	SBX_AUTOCLOSE int pidfd = local_sb_init_pidfd(b, sb->id, "files", &pid, err);
+	if (pidfd < 0)
 		return -1;
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%d/root", (int)pid);
-	int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd = local_init_open(pidfd, pid, "root", O_PATH | O_DIRECTORY, sb->id, "files", err);
 	if (fd < 0)
-		return sbx_fail_errno(err, SBX_INTERNAL, "files", "open the root of %s", sb->id);
+		return -1;
 	local_sb_touch(b, sb->id);
 	return fd;
 }

@@ -13,6 +13,7 @@
 
 #include "app.h"
 #include "cli.h"
+#include "cliutil.h"
 #include "doc.h"
 #include "session.h"
 #include "util.h"
@@ -62,17 +63,6 @@ struct create_opts {
 	int64_t lock_wait_ms;    /* 0 = library default; -1 = try once */
 };
 
-static int add_pair(json_object *o, const char *arg, const char *what, struct sbx_err *err)
-{
-	const char *eq = strchr(arg, '=');
-	if (!eq || eq == arg)
-		return sbx_usage_err(err, "%s must be KEY=VALUE, got '%s'", what, arg);
-	char *k = strndup(arg, (size_t)(eq - arg));
-	json_object_object_add(o, k, json_object_new_string(eq + 1));
-	free(k);
-	return 0;
-}
-
 static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 {
 	struct create_opts *o = ctx;
@@ -82,8 +72,8 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	case O_LABEL:
 		if (strncmp(arg, "sbx.", 4) == 0)
 			return sbx_usage_err(err, "labels starting with sbx. are reserved");
-		return add_pair(o->labels, arg, "--label", err);
-	case O_ENV: return add_pair(o->env, arg, "--env", err);
+		return sbx_cli_pair_add(o->labels, arg, "--label", err);
+	case O_ENV: return sbx_cli_pair_add(o->env, arg, "--env", err);
 	case O_TIMEOUT:
 		o->timeout_set = 1;
 		return sbx_parse_duration_ms(arg, &o->timeout_ms, err);

@@ -14,6 +14,7 @@
 #include "app.h"
 #include "binding.h"
 #include "cli.h"
+#include "cliutil.h"
 #include "doc.h"
 #include "util.h"
 
@@ -108,12 +109,8 @@ static int ctl_one(json_object *doc, void *ctx, struct sbx_err *err)
 	json_object *sbj = sbx_json_obj(doc, "sandbox");
 	struct sbx_sandbox sb;
 	struct sbx_backend *b;
-	if (sbx_sandbox_from_json(sbj, &sb, err) < 0)
+	if (sbx_cli_open_sandbox(&o->app, sbj, &sb, &b, err) < 0)
 		return -1;
-	if (sbx_app_backend(&o->app, sbj, &b, err) < 0) {
-		sbx_sandbox_clear(&sb);
-		return -1;
-	}
 	json_object *res = json_object_new_object();
 	sbx_json_set_str(res, "op", o->op);
 	int rc;
@@ -191,13 +188,7 @@ int main(int argc, char **argv)
 	if (strcmp(o.op, "caps") == 0) {
 		st = caps_main(&o);
 	} else {
-		json_object *seed = NULL;
-		if (o.id) {
-			seed = json_object_new_object();
-			json_object *sb = json_object_new_object();
-			sbx_json_set_str(sb, "id", o.id);
-			json_object_object_add(seed, "sandbox", sb);
-		}
+		json_object *seed = sbx_cli_id_seed(o.id);
 		st = sbx_cli_run_docs(cmd.name, seed, ctl_one, &o);
 		json_object_put(seed);
 	}

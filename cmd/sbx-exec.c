@@ -19,6 +19,7 @@
 
 #include "app.h"
 #include "cli.h"
+#include "cliutil.h"
 #include "doc.h"
 #include "util.h"
 
@@ -80,8 +81,8 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 			return sbx_usage_err(err, "--timeout must be positive");
 		return 0;
 	case O_ENV:
-		if (!strchr(arg, '=') || arg[0] == '=')
-			return sbx_usage_err(err, "--env must be KEY=VALUE, got '%s'", arg);
+		if (sbx_cli_pair_check(arg, "--env", err) < 0)
+			return -1;
 		o->env = sbx_xrealloc(o->env, (o->nenv + 2) * sizeof(char *));
 		o->env[o->nenv++] = (char *)arg;
 		o->env[o->nenv] = NULL;
@@ -184,12 +185,8 @@ static int run(struct exec_opts *o, json_object *doc, int raw_in, struct sbx_exe
 	json_object *sbj = sbx_json_obj(doc, "sandbox");
 	struct sbx_sandbox sb;
 	struct sbx_backend *b;
-	if (sbx_sandbox_from_json(sbj, &sb, err) < 0)
+	if (sbx_cli_open_sandbox(&o->app, sbj, &sb, &b, err) < 0)
 		return -1;
-	if (sbx_app_backend(&o->app, sbj, &b, err) < 0) {
-		sbx_sandbox_clear(&sb);
-		return -1;
-	}
 	struct sbx_exec_req req = {
 		.argv = o->argv,
 		.stdin_data = o->have_stdin ? o->stdin_data : NULL,
@@ -320,13 +317,7 @@ int main(int argc, char **argv)
 		return o.raw ? SBX_EXIT_RAW_SELF : st;
 	}
 	o.argv = argv + i;
-	json_object *seed = NULL;
-	if (o.id) {
-		seed = json_object_new_object();
-		json_object *sb = json_object_new_object();
-		sbx_json_set_str(sb, "id", o.id);
-		json_object_object_add(seed, "sandbox", sb);
-	}
+	json_object *seed = sbx_cli_id_seed(o.id);
 	int st;
 	if (o.raw) {
 		st = raw_main(&o, seed);

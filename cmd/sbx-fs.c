@@ -34,6 +34,7 @@
 
 #include "app.h"
 #include "cli.h"
+#include "cliutil.h"
 #include "doc.h"
 #include "fsconfine.h"
 #include "tar.h"
@@ -542,10 +543,9 @@ static int fs_one(json_object *doc, void *ctx, struct sbx_err *err)
 	struct sbx_backend *b;
 	if (!sbj)
 		return sbx_fail(err, SBX_INVALID_REQUEST, "files", "the document has no sandbox");
-	if (sbx_sandbox_from_json(sbj, &sb, err) < 0)
+	if (sbx_cli_open_sandbox(&o->app, sbj, &sb, &b, err) < 0)
 		return -1;
-	if (sbx_app_backend(&o->app, sbj, &b, err) < 0 ||
-	    sbx_backend_require(b, SBX_CAP_FILES, "files", err) < 0) {
+	if (sbx_backend_require(b, SBX_CAP_FILES, "files", err) < 0) {
 		sbx_sandbox_clear(&sb);
 		return -1;
 	}
@@ -705,13 +705,7 @@ int main(int argc, char **argv)
 	    sbx_read_all_fd(0, FS_MAX_FILE, &o.stdin_data, &o.stdin_len, &err) < 0)
 		return sbx_cli_report(cmd.name, &err);
 
-	json_object *seed = NULL;
-	if (o.id) {
-		seed = json_object_new_object();
-		json_object *sb = json_object_new_object();
-		sbx_json_set_str(sb, "id", o.id);
-		json_object_object_add(seed, "sandbox", sb);
-	}
+	json_object *seed = sbx_cli_id_seed(o.id);
 	int st = sbx_cli_run_docs(cmd.name, seed, fs_one, &o);
 	json_object_put(seed);
 	free(o.stdin_data);

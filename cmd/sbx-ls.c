@@ -11,6 +11,7 @@
 
 #include "app.h"
 #include "cli.h"
+#include "cliutil.h"
 #include "doc.h"
 #include "util.h"
 
@@ -46,15 +47,7 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	switch (key) {
 	case O_PROFILE: o->app.profile_flag = arg; return 0;
 	case O_ALL: o->all = 1; return 0;
-	case O_LABEL: {
-		const char *eq = strchr(arg, '=');
-		if (!eq || eq == arg)
-			return sbx_usage_err(err, "--label must be KEY=VALUE, got '%s'", arg);
-		char *k = strndup(arg, (size_t)(eq - arg));
-		json_object_object_add(o->labels, k, json_object_new_string(eq + 1));
-		free(k);
-		return 0;
-	}
+	case O_LABEL: return sbx_cli_pair_add(o->labels, arg, "--label", err);
 	case O_STATE: {
 		enum sbx_state s = sbx_state_from_name(arg);
 		if (s == SBX_STATE_UNKNOWN && strcmp(arg, "unknown") != 0)

@@ -27,6 +27,7 @@
 
 #include "app.h"
 #include "cli.h"
+#include "cliutil.h"
 #include "doc.h"
 #include "ledger.h"
 #include "local-image.h"
@@ -408,29 +409,22 @@ static int do_tenant_view(struct snap_opts *o, int show, struct sbx_err *err)
 	return rc;
 }
 
-static int do_skill_rm(struct snap_opts *o, struct sbx_err *err)
+/* rm --tenant --skill NAME, or (flatten) flatten --tenant: one library
+ * call that fills one document, written only when the call succeeded. */
+static int do_tenant_change(struct snap_opts *o, int flatten, struct sbx_err *err)
 {
 	struct sbx_backend *b;
 	struct sbx_redis *r;
 	if (open_both(o, NULL, &b, &r, err) < 0)
 		return -1;
 	json_object *doc = json_object_new_object();
-	int rc = sbx_skill_rm(b, r, o->tenant, o->skill, o->force, doc, err);
-	if (rc == 0)
-		rc = sbx_emit(doc, err);
-	json_object_put(doc);
-	return rc;
-}
-
-static int do_tenant_flatten(struct snap_opts *o, struct sbx_err *err)
-{
-	struct sbx_backend *b;
-	struct sbx_redis *r;
-	if (open_both(o, NULL, &b, &r, err) < 0)
-		return -1;
-	json_object *doc = json_object_new_object();
-	sbx_json_set_str(doc, "tenant", o->tenant);
-	int rc = sbx_skill_flatten(b, r, o->tenant, doc, err);
+	int rc;
+	if (flatten) {
+		sbx_json_set_str(doc, "tenant", o->tenant);
+		rc = sbx_skill_flatten(b, r, o->tenant, doc, err);
+	} else {
+		rc = sbx_skill_rm(b, r, o->tenant, o->skill, o->force, doc, err);
+	}
 	if (rc == 0)
 		rc = sbx_emit(doc, err);
 	json_object_put(doc);
@@ -455,6 +449,20 @@ static int fail_usage(struct sbx_err *err, const char *msg)
 {
 	sbx_usage_err(err, "%s", msg);
 	return sbx_cli_report(cmd.name, err);
+}
+
+/* The end of main for a mode that writes its own documents: a failure
+ * (rc < 0) is reported with an error document, except a closed stdout
+ * (exit 74, quietly: there is no reader).  Closes what the mode opened. */
+static int finish(struct snap_opts *o, int rc, struct sbx_err *err)
+{
+	int st = 0;
+	if (rc < 0)
+		st = sbx_err_exit_status(err) == SBX_EXIT_IOERR && !err->msg[0]
+			     ? SBX_EXIT_IOERR
+			     : sbx_cli_fail(cmd.name, NULL, err);
+	sbx_app_close(&o->app);
+	return st;
 }
 
 int main(int argc, char **argv)
@@ -491,11 +499,7 @@ int main(int argc, char **argv)
 				return fail_usage(&err, "--name and --force do not apply to skill snapshots");
 			if (o.remove_skill && o.seal)
 				return fail_usage(&err, "--seal applies to --skill");
-			json_object *seed = NULL;
-			if (o.id) {
-				seed = json_object_new_object();
-				sbx_json_set_str(sbx_json_child(seed, "sandbox"), "id", o.id);
-			}
+			json_object *seed = sbx_cli_id_seed(o.id);
 			int st = sbx_cli_run_docs(cmd.name, seed, skill_one, &o);
 			json_object_put(seed);
 			sbx_app_close(&o.app);
@@ -512,32 +516,22 @@ int main(int argc, char **argv)
 		} else if (!strcmp(sub, "rm")) {
 			if (!o.skill)
 				return fail_usage(&err, "rm --tenant needs --skill NAME");
-			rc = do_skill_rm(&o, &err);
+			rc = do_tenant_change(&o, 0, &err);
 		} else if (!strcmp(sub, "flatten")) {
 			if (o.skill || o.force)
 				return fail_usage(&err, "flatten --tenant takes no --skill or --force");
-			rc = do_tenant_flatten(&o, &err);
+			rc = do_tenant_change(&o, 1, &err);
 		} else {
 			sbx_usage_err(&err, "unknown command '%s'", sub);
 			return sbx_cli_report(cmd.name, &err);
 		}
-		int st = 0;
-		if (rc < 0)
-			st = sbx_err_exit_status(&err) == SBX_EXIT_IOERR && !err.msg[0]
-				     ? SBX_EXIT_IOERR
-				     : sbx_cli_fail(cmd.name, NULL, &err);
-		sbx_app_close(&o.app);
-		return st;
+		return finish(&o, rc, &err);
 	}
 
 	if (!sub) {
 		if (o.force)
 			return fail_usage(&err, "--force belongs to rm");
-		json_object *seed = NULL;
-		if (o.id) {
-			seed = json_object_new_object();
-			sbx_json_set_str(sbx_json_child(seed, "sandbox"), "id", o.id);
-		}
+		json_object *seed = sbx_cli_id_seed(o.id);
 		int st = sbx_cli_run_docs(cmd.name, seed, take_one, &o);
 		json_object_put(seed);
 		sbx_app_close(&o.app);
@@ -567,11 +561,5 @@ int main(int argc, char **argv)
 		else
 			rc = do_flatten(&o, b, arg, &err);
 	}
-	int st = 0;
-	if (rc < 0)
-		st = sbx_err_exit_status(&err) == SBX_EXIT_IOERR && !err.msg[0]
-			     ? SBX_EXIT_IOERR
-			     : sbx_cli_fail(cmd.name, NULL, &err);
-	sbx_app_close(&o.app);
-	return st;
+	return finish(&o, rc, &err);
 }

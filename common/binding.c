@@ -28,6 +28,16 @@
 	"  if tonumber(redis.call('GET', KEYS[3]) or '0') ~= tonumber(ARGV[2]) then return {-2} end\n" \
 	"end\n"
 
+/* After FENCE_CHECK: load the binding of KEYS[1] into `v`, or return {0}
+ * when there is none, it does not decode, or it binds another sandbox than
+ * ARGV[3]; then STORED_FENCE_CHECK. */
+#define LOAD_OWN_BINDING                                                        \
+	"local raw = redis.call('GET', KEYS[1])\n"                              \
+	"if not raw then return {0} end\n"                                      \
+	"local ok, v = pcall(cjson.decode, raw)\n"                              \
+	"if not ok or type(v) ~= 'table' or v.sandbox_id ~= ARGV[3] then return {0} end\n" \
+	STORED_FENCE_CHECK
+
 /* KEYS: binding, lock, fence, bound.  ARGV: token, fence, json, sandbox_id */
 static struct sbx_script create_script = {.src =
 	FENCE_CHECK
@@ -40,11 +50,7 @@ static struct sbx_script create_script = {.src =
 /* KEYS: binding, lock, fence, bound.  ARGV: token, fence, sandbox_id */
 static struct sbx_script delete_script = {.src =
 	FENCE_CHECK
-	"local raw = redis.call('GET', KEYS[1])\n"
-	"if not raw then return {0} end\n"
-	"local ok, v = pcall(cjson.decode, raw)\n"
-	"if not ok or type(v) ~= 'table' or v.sandbox_id ~= ARGV[3] then return {0} end\n"
-	STORED_FENCE_CHECK
+	LOAD_OWN_BINDING
 	"redis.call('DEL', KEYS[1])\n"
 	"redis.call('SREM', KEYS[4], ARGV[3])\n"
 	"return {1}\n"};
@@ -52,11 +58,7 @@ static struct sbx_script delete_script = {.src =
 /* KEYS: binding, lock, fence.  ARGV: token, fence, sandbox_id, json */
 static struct sbx_script stale_script = {.src =
 	FENCE_CHECK
-	"local raw = redis.call('GET', KEYS[1])\n"
-	"if not raw then return {0} end\n"
-	"local ok, v = pcall(cjson.decode, raw)\n"
-	"if not ok or type(v) ~= 'table' or v.sandbox_id ~= ARGV[3] then return {0} end\n"
-	STORED_FENCE_CHECK
+	LOAD_OWN_BINDING
 	"if v.stale_at ~= nil and v.stale_at ~= cjson.null then return {0} end\n"
 	"redis.call('SET', KEYS[1], ARGV[4])\n"
 	"return {1}\n"};

@@ -484,6 +484,31 @@ int sbx_fsc_stat(const struct sbx_fsc *c, const char *path, struct sbx_dirent *o
 	return rc;
 }
 
+/* A directory stream over a new open of the directory `fd` (which may be
+ * O_PATH, and stays the caller's), or NULL with errno set. */
+static DIR *opendir_fd(int fd)
+{
+	int dup = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dup < 0)
+		return NULL;
+	DIR *d = fdopendir(dup);
+	if (!d) {
+		int e = errno;
+		close(dup);
+		errno = e;
+	}
+	return d;
+}
+
+/* readdir without "." and "..". */
+static struct dirent *readdir_real(DIR *d)
+{
+	struct dirent *de;
+	while ((de = readdir(d)) && (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")))
+		;
+	return de;
+}
+
 static int cmp_dirent(const void *a, const void *b)
 {
 	return strcmp(((const struct sbx_dirent *)a)->name, ((const struct sbx_dirent *)b)->name);
@@ -512,21 +537,14 @@ int sbx_fsc_list(const struct sbx_fsc *c, const char *path, struct sbx_dirent **
 		}
 		return 0;
 	}
-	int dfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
+	DIR *d = opendir_fd(pfd);
+	if (!d)
 		return fail_errno(err, "list", p);
-	DIR *d = fdopendir(dfd);
-	if (!d) {
-		close(dfd);
-		return fail_errno(err, "list", p);
-	}
 	size_t cap = 16, cnt = 0;
 	struct sbx_dirent *v = sbx_xcalloc(cap, sizeof(*v));
 	struct dirent *de;
 	int rc = 0;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
+	while ((de = readdir_real(d))) {
 		if (cnt == cap) {
 			cap *= 2;
 			v = sbx_xrealloc(v, cap * sizeof(*v));
@@ -634,19 +652,12 @@ static int rm_contents(int dfd, uint64_t mnt, const char *path, int depth, struc
 {
 	if (depth > FSC_MAX_DEPTH)
 		return refuse(err, "remove", path, "directory tree too deep");
-	int dup = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dup < 0)
+	DIR *d = opendir_fd(dfd);
+	if (!d)
 		return fail_errno(err, "remove", path);
-	DIR *d = fdopendir(dup);
-	if (!d) {
-		close(dup);
-		return fail_errno(err, "remove", path);
-	}
 	struct dirent *de;
 	int rc = 0;
-	while (rc == 0 && (de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
+	while (rc == 0 && (de = readdir_real(d))) {
 		SBX_AUTOFREE char *cp = sbx_xasprintf("%s/%s", path, de->d_name);
 		struct stat st;
 		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -777,21 +788,14 @@ static int tar_dir_contents(struct tar_walk *t, int fd, const char *rel, const c
 {
 	if (depth > FSC_MAX_DEPTH)
 		return refuse(err, "tar", path, "directory tree too deep");
-	int dup = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dup < 0)
+	DIR *d = opendir_fd(fd);
+	if (!d)
 		return fail_errno(err, "tar", path);
-	DIR *d = fdopendir(dup);
-	if (!d) {
-		close(dup);
-		return fail_errno(err, "tar", path);
-	}
 	/* Sorted, so that the same tree gives the same archive. */
 	size_t cap = 16, n = 0;
 	char **names = sbx_xcalloc(cap, sizeof(char *));
 	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
+	while ((de = readdir_real(d))) {
 		if (n == cap) {
 			cap *= 2;
 			names = sbx_xrealloc(names, cap * sizeof(char *));

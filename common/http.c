@@ -119,6 +119,23 @@ static int close_socket(void *clientp, curl_socket_t fd)
 	return close(fd);
 }
 
+/* Append data to the NUL-terminated buffer *buf of *used bytes and *cap
+ * capacity, growing it to twice what is needed but to no more than `most`
+ * bytes (the caller has checked that *used + len + 1 <= most). */
+static void buf_append(char **buf, size_t *used, size_t *cap, size_t most, const char *data,
+		       size_t len)
+{
+	if (*used + len + 1 > *cap) {
+		*cap = (*used + len + 1) * 2;
+		if (*cap > most)
+			*cap = most;
+		*buf = sbx_xrealloc(*buf, *cap);
+	}
+	memcpy(*buf + *used, data, len);
+	*used += len;
+	(*buf)[*used] = 0;
+}
+
 static size_t on_header(char *data, size_t size, size_t n, void *userp)
 {
 	struct sink *s = userp;
@@ -129,13 +146,7 @@ static size_t on_header(char *data, size_t size, size_t n, void *userp)
 		s->hlen = 0;
 	if (s->hlen + len + 1 > HTTP_MAX_HEADERS)
 		return 0;       /* absurd header block: abort the transfer */
-	if (s->hlen + len + 1 > s->hcap) {
-		s->hcap = (s->hlen + len + 1) * 2;
-		r->headers = sbx_xrealloc(r->headers, s->hcap);
-	}
-	memcpy(r->headers + s->hlen, data, len);
-	s->hlen += len;
-	r->headers[s->hlen] = 0;
+	buf_append(&r->headers, &s->hlen, &s->hcap, HTTP_MAX_HEADERS, data, len);
 	return len;
 }
 
@@ -164,15 +175,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *userp)
 		s->overflow = 1;
 		return 0;
 	}
-	if (r->len + len + 1 > s->cap) {
-		s->cap = (r->len + len + 1) * 2;
-		if (s->cap > s->max + 1)
-			s->cap = s->max + 1;
-		r->body = sbx_xrealloc(r->body, s->cap);
-	}
-	memcpy(r->body + r->len, data, len);
-	r->len += len;
-	r->body[r->len] = 0;
+	buf_append(&r->body, &r->len, &s->cap, s->max + 1, data, len);
 	return len;
 }
 

@@ -29,30 +29,29 @@ static struct sbx_script consume_script = {.src =
 	"redis.call('PEXPIRE', KEYS[1], ARGV[1])\n"
 	"return 1\n"};
 
-/* TurnState then consume, atomically.  HGETALL on a key of another type
- * raises WRONGTYPE: the script fails and the caller keeps the sandbox.
- * Returns {refs, rebuild-was-"1", pttl}. */
-static struct sbx_script observe_script = {.src =
-	"local h = redis.call('HGETALL', KEYS[1])\n"
-	"if #h == 0 then return {0, 0, -2} end\n"
-	"local refs, rebuild = 0, '0'\n"
-	"for i = 1, #h, 2 do\n"
-	"  if h[i] == 'refs' then refs = tonumber(h[i+1]) or 0\n"
-	"  elseif h[i] == 'rebuild' then rebuild = h[i+1] end\n"
+/* TurnState's read, shared by the two scripts that report a state: no key
+ * returns {0, 0, -2}; else `refs` and `rebuild` hold the hash's fields.
+ * HGETALL on a key of another type raises WRONGTYPE: the script fails and
+ * the caller keeps the sandbox. */
+#define READ_TURN                                                               \
+	"local h = redis.call('HGETALL', KEYS[1])\n"                            \
+	"if #h == 0 then return {0, 0, -2} end\n"                               \
+	"local refs, rebuild = 0, '0'\n"                                        \
+	"for i = 1, #h, 2 do\n"                                                 \
+	"  if h[i] == 'refs' then refs = tonumber(h[i+1]) or 0\n"               \
+	"  elseif h[i] == 'rebuild' then rebuild = h[i+1] end\n"                \
 	"end\n"
+
+/* TurnState then consume, atomically.  Returns {refs, rebuild-was-"1", pttl}. */
+static struct sbx_script observe_script = {.src =
+	READ_TURN
 	"redis.call('HSET', KEYS[1], 'rebuild', 0)\n"
 	"redis.call('PEXPIRE', KEYS[1], ARGV[1])\n"
 	"return {refs, rebuild == '1' and 1 or 0, tonumber(ARGV[1])}\n"};
 
 /* TurnState: HGETALL, refresh the TTL of an active lease. */
 static struct sbx_script state_script = {.src =
-	"local h = redis.call('HGETALL', KEYS[1])\n"
-	"if #h == 0 then return {0, 0, -2} end\n"
-	"local refs, rebuild = 0, '0'\n"
-	"for i = 1, #h, 2 do\n"
-	"  if h[i] == 'refs' then refs = tonumber(h[i+1]) or 0\n"
-	"  elseif h[i] == 'rebuild' then rebuild = h[i+1] end\n"
-	"end\n"
+	READ_TURN
 	"if refs > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end\n"
 	"return {refs, rebuild == '1' and 1 or 0, redis.call('PTTL', KEYS[1])}\n"};
 
@@ -86,49 +85,29 @@ static int run(struct sbx_redis *r, struct sbx_script *s, const char *tenant,
 	return 0;
 }
 
-static int int_reply(redisReply *rep, long long *v, struct sbx_err *err)
+/* run() for the scripts that answer a number: *v (may be NULL) gets it. */
+static int run_int(struct sbx_redis *r, struct sbx_script *s, const char *tenant,
+		   const char *session, long long *v, struct sbx_err *err)
 {
-	if (rep->type != REDIS_REPLY_INTEGER) {
-		freeReplyObject(rep);
-		return sbx_fail(err, SBX_INTERNAL, "lease", "unexpected reply from a turn script");
-	}
-	if (v)
+	redisReply *rep;
+	if (run(r, s, tenant, session, &rep, err) < 0)
+		return -1;
+	int ok = rep->type == REDIS_REPLY_INTEGER;
+	if (ok && v)
 		*v = rep->integer;
 	freeReplyObject(rep);
-	return 0;
+	return ok ? 0 : sbx_fail(err, SBX_INTERNAL, "lease", "unexpected reply from a turn script");
 }
 
-int sbx_turn_begin(struct sbx_redis *r, const char *tenant, const char *session,
-		   long long *refs, struct sbx_err *err)
+/* run() for the scripts that answer {refs, rebuild, pttl}: *out gets the
+ * state (zeroed first, also on failure). */
+static int run_state(struct sbx_redis *r, struct sbx_script *s, const char *tenant,
+		     const char *session, struct sbx_turn *out, struct sbx_err *err)
 {
 	redisReply *rep;
-	if (run(r, &begin_script, tenant, session, &rep, err) < 0)
-		return -1;
-	return int_reply(rep, refs, err);
-}
-
-int sbx_turn_end(struct sbx_redis *r, const char *tenant, const char *session,
-		 long long *refs, struct sbx_err *err)
-{
-	redisReply *rep;
-	if (run(r, &end_script, tenant, session, &rep, err) < 0)
-		return -1;
-	return int_reply(rep, refs, err);
-}
-
-int sbx_turn_consume(struct sbx_redis *r, const char *tenant, const char *session,
-		     struct sbx_err *err)
-{
-	redisReply *rep;
-	long long v = 0;
-	if (run(r, &consume_script, tenant, session, &rep, err) < 0 || int_reply(rep, &v, err) < 0)
-		return -1;
-	return (int)v;
-}
-
-static int triple(redisReply *rep, struct sbx_turn *out, struct sbx_err *err)
-{
 	memset(out, 0, sizeof(*out));
+	if (run(r, s, tenant, session, &rep, err) < 0)
+		return -1;
 	if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3) {
 		freeReplyObject(rep);
 		return sbx_fail(err, SBX_INTERNAL, "lease", "unexpected reply from a turn script");
@@ -141,20 +120,35 @@ static int triple(redisReply *rep, struct sbx_turn *out, struct sbx_err *err)
 	return 0;
 }
 
+int sbx_turn_begin(struct sbx_redis *r, const char *tenant, const char *session,
+		   long long *refs, struct sbx_err *err)
+{
+	return run_int(r, &begin_script, tenant, session, refs, err);
+}
+
+int sbx_turn_end(struct sbx_redis *r, const char *tenant, const char *session,
+		 long long *refs, struct sbx_err *err)
+{
+	return run_int(r, &end_script, tenant, session, refs, err);
+}
+
+int sbx_turn_consume(struct sbx_redis *r, const char *tenant, const char *session,
+		     struct sbx_err *err)
+{
+	long long v = 0;
+	if (run_int(r, &consume_script, tenant, session, &v, err) < 0)
+		return -1;
+	return (int)v;
+}
+
 int sbx_turn_state(struct sbx_redis *r, const char *tenant, const char *session,
 		   struct sbx_turn *out, struct sbx_err *err)
 {
-	redisReply *rep;
-	if (run(r, &state_script, tenant, session, &rep, err) < 0)
-		return -1;
-	return triple(rep, out, err);
+	return run_state(r, &state_script, tenant, session, out, err);
 }
 
 int sbx_turn_observe(struct sbx_redis *r, const char *tenant, const char *session,
 		     struct sbx_turn *out, struct sbx_err *err)
 {
-	redisReply *rep;
-	if (run(r, &observe_script, tenant, session, &rep, err) < 0)
-		return -1;
-	return triple(rep, out, err);
+	return run_state(r, &observe_script, tenant, session, out, err);
 }

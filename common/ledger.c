@@ -987,8 +987,28 @@ static void recover_row(struct recov *c, const char *tenant, const struct sbx_le
 	}
 }
 
-static int recover_tenant(struct recov *c, const char *tenant, struct sbx_err *err)
+/* fn(ctx, T, err) for `tenant`, or for every tenant with a ledger when it
+ * is NULL, in sbx_ledger_tenants order; stops at the first failure. */
+static int each_tenant(struct sbx_redis *r, const char *tenant,
+		       int (*fn)(void *ctx, const char *tenant, struct sbx_err *err), void *ctx,
+		       struct sbx_err *err)
 {
+	if (tenant)
+		return fn(ctx, tenant, err);
+	char **ts;
+	size_t nt;
+	if (sbx_ledger_tenants(r, &ts, &nt, err) < 0)
+		return -1;
+	int rc = 0;
+	for (size_t i = 0; i < nt && rc == 0; i++)
+		rc = fn(ctx, ts[i], err);
+	sbx_ledger_ids_free(ts, nt);
+	return rc;
+}
+
+static int recover_tenant(void *ctx, const char *tenant, struct sbx_err *err)
+{
+	struct recov *c = ctx;
 	struct sbx_ledger_row *rows;
 	size_t n;
 	if (sbx_ledger_list(c->r, tenant, &rows, &n, err) < 0)
@@ -1018,18 +1038,7 @@ int sbx_ledger_recover(struct sbx_backend *b, struct sbx_redis *r, const char *t
 			sbx_json_set_int(report, counts[i], 0);
 	if (report && !get_any(report, "actions"))
 		json_object_object_add(report, "actions", json_object_new_array());
-	int rc = 0;
-	if (tenant) {
-		rc = recover_tenant(&c, tenant, err);
-	} else {
-		char **ts;
-		size_t nt;
-		if (sbx_ledger_tenants(r, &ts, &nt, err) < 0)
-			return -1;
-		for (size_t i = 0; i < nt && rc == 0; i++)
-			rc = recover_tenant(&c, ts[i], err);
-		sbx_ledger_ids_free(ts, nt);
-	}
+	int rc = each_tenant(r, tenant, recover_tenant, &c, err);
 	sbx_snapshot_refs_free(c.snaps, c.nsnaps);
 	if (rc < 0)
 		return -1;
@@ -1053,23 +1062,29 @@ static void ids_add(char ***v, size_t *n, size_t *cap, const char *s)
 	(*v)[(*n)++] = sbx_xstrdup(s);
 }
 
-static int referenced_tenant(struct sbx_redis *r, const char *tenant, char ***v, size_t *n,
-			     size_t *cap, struct sbx_err *err)
+struct referenced {
+	struct sbx_redis *r;
+	char **v;
+	size_t n, cap;
+};
+
+static int referenced_tenant(void *ctx, const char *tenant, struct sbx_err *err)
 {
+	struct referenced *s = ctx;
 	struct sbx_ledger_row *rows;
 	size_t nr;
-	if (sbx_ledger_list(r, tenant, &rows, &nr, err) < 0)
+	if (sbx_ledger_list(s->r, tenant, &rows, &nr, err) < 0)
 		return -1;
 	for (size_t i = 0; i < nr; i++) {
-		ids_add(v, n, cap, rows[i].snapshot_id);
+		ids_add(&s->v, &s->n, &s->cap, rows[i].snapshot_id);
 		if (!strcmp(rows[i].state, "snapshotting"))
-			ids_add(v, n, cap, rows[i].planned_name);
+			ids_add(&s->v, &s->n, &s->cap, rows[i].planned_name);
 	}
 	sbx_ledger_rows_free(rows, nr);
 	struct sbx_image im = {0};
-	if (sbx_image_get(r, tenant, &im, err) < 0)
+	if (sbx_image_get(s->r, tenant, &im, err) < 0)
 		return -1;
-	ids_add(v, n, cap, im.snapshot_id);
+	ids_add(&s->v, &s->n, &s->cap, im.snapshot_id);
 	sbx_image_clear(&im);
 	return 0;
 }
@@ -1077,20 +1092,10 @@ static int referenced_tenant(struct sbx_redis *r, const char *tenant, char ***v,
 int sbx_ledger_referenced(struct sbx_redis *r, const char *tenant, char ***ids, size_t *n,
 			  struct sbx_err *err)
 {
-	char **v = NULL;
-	size_t nv = 0, cap = 0;
-	int rc = 0;
-	if (tenant) {
-		rc = referenced_tenant(r, tenant, &v, &nv, &cap, err);
-	} else {
-		char **ts;
-		size_t nt;
-		if (sbx_ledger_tenants(r, &ts, &nt, err) < 0)
-			return -1;
-		for (size_t i = 0; i < nt && rc == 0; i++)
-			rc = referenced_tenant(r, ts[i], &v, &nv, &cap, err);
-		sbx_ledger_ids_free(ts, nt);
-	}
+	struct referenced s = {.r = r};
+	int rc = each_tenant(r, tenant, referenced_tenant, &s, err);
+	char **v = s.v;
+	size_t nv = s.n;
 	if (rc < 0) {
 		sbx_ledger_ids_free(v, nv);
 		return -1;

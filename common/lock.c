@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "keys.h"
+#include "tokenkey.h"
 #include "util.h"
 
 /* KEYS: lock, fence, binding.  ARGV: token, ttl_ms.
@@ -22,17 +23,9 @@ static struct sbx_script acquire_script = {.src =
 	"end\n"
 	"return 0\n"};
 
-static struct sbx_script renew_script = {.src =
-	"if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
-	"  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-	"end\n"
-	"return 0\n"};
+static struct sbx_script renew_script = {.src = SBX_TOKENKEY_RENEW_LUA};
 
-static struct sbx_script release_script = {.src =
-	"if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
-	"  return redis.call('DEL', KEYS[1])\n"
-	"end\n"
-	"return 0\n"};
+static struct sbx_script release_script = {.src = SBX_TOKENKEY_RELEASE_LUA};
 
 static int64_t env_ms(const char *name, int64_t dflt)
 {

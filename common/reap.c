@@ -34,6 +34,7 @@
 #include "binding.h"
 #include "doc.h"
 #include "keys.h"
+#include "tokenkey.h"
 #include "ledger.h"
 #include "lock.h"
 #include "util.h"
@@ -233,17 +234,9 @@ static int tenant_get(struct run *run, const char *name, size_t len)
 /* The lease: SET NX PX with a random token; renew and release only while
  * the key still holds our token. */
 
-static struct sbx_script lease_renew_script = {.src =
-	"if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
-	"  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-	"end\n"
-	"return 0\n"};
+static struct sbx_script lease_renew_script = {.src = SBX_TOKENKEY_RENEW_LUA};
 
-static struct sbx_script lease_release_script = {.src =
-	"if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
-	"  return redis.call('DEL', KEYS[1])\n"
-	"end\n"
-	"return 0\n"};
+static struct sbx_script lease_release_script = {.src = SBX_TOKENKEY_RELEASE_LUA};
 
 static int64_t env_ms(const char *name, int64_t dflt)
 {

@@ -8,32 +8,13 @@
 # two concurrent installs cannot both win.
 
 load lib/helpers
+load lib/skills
 
-SKILLS="$SBX_TOP/examples/skills"
 T=crashco
 
-setup_file() {
-	sbx_setup_file
-	[ "$(id -u)" -eq 0 ] || return 0
-	mount -t tmpfs -o size=2g,mode=0700 sbx-crash-state "$SBX_STATE_DIR"
-	export DOCS="$SBX_TEST_DIR/docs"
-	mkdir -p "$DOCS"
-}
-
-teardown_file() {
-	if mountpoint -q "${SBX_STATE_DIR:-/nonexistent}"; then
-		sbx-ls --all 2>/dev/null | sbx-ctl kill >/dev/null 2>&1 || true
-		umount -l "$SBX_STATE_DIR"
-	fi
-	sbx_teardown_file
-}
-
-setup() {
-	[ "$(id -u)" -eq 0 ] || skip "the local backend needs root"
-	sbx-snap --help | grep -q -- '--skill ' || skip "this sbx-snap has no skill mode"
-}
-
-jqd() { printf '%s\n' "$output" | grep '^{' | jq -r "$@"; }
+setup_file() { skills_setup_file sbx-crash-state; }
+teardown_file() { skills_teardown_file; }
+setup() { skills_setup; }
 
 # installer NAME -> a document file: an installer sandbox on the tenant's
 # current image, with a one-file skill NAME placed and installed.
@@ -49,7 +30,6 @@ installer() {
 # changed" comparisons).
 state() { sbx-snap ls --tenant $T 2>/dev/null | jq -cS .; }
 row() { sbx-snap ls --tenant $T | jq -r --arg s "$1" "select(.skill.skill == \$s) | .skill | $2"; }
-image() { sbx-snap ls --tenant $T | jq -r 'select(.image) | .image.snapshot_id'; }
 snapshot_named() { sbx-snap ls | jq -r --arg n "$1" 'select(.snapshot.name == $n or .snapshot.id == $n) | .snapshot.id'; }
 
 # The one consistent state after recovery, for skill $1.
@@ -61,7 +41,7 @@ assert_consistent() {
 		local id
 		id=$(row "$1" .snapshot_id)
 		[ -n "$(snapshot_named "$id")" ] || { echo "ready row's snapshot $id is missing"; return 1; }
-		[ "$(image)" = "$id" ] || { echo "the pointer is on $(image), not $id"; return 1; }
+		[ "$(image_of)" = "$id" ] || { echo "the pointer is on $(image_of), not $id"; return 1; }
 		[ "$(row "$1" .published)" = true ] || { echo "not published"; return 1; }
 		;;
 	failed)
@@ -81,7 +61,7 @@ crash_at() {
 	local fault=$1 name=$2 want=$3 doc
 	doc=$(installer "$name")
 	local img_before
-	img_before=$(image)
+	img_before=$(image_of)
 	SBX_FAULT=$fault run sbx-snap --tenant $T --skill "$name" --clean-scratch <"$doc"
 	[ "$status" -eq 137 ] || { echo "sbx-snap was not killed at $fault (status $status): $output"; return 1; }
 	[ "$(row "$name" .state)" != "" ]
@@ -92,7 +72,7 @@ crash_at() {
 	assert_consistent "$name"
 	[ "$(row "$name" .state)" = "$want" ]
 	if [ "$want" = failed ]; then
-		[ "$(image)" = "$img_before" ]
+		[ "$(image_of)" = "$img_before" ]
 	fi
 
 	local before
@@ -182,7 +162,7 @@ crash_at() {
 	if [ $sa -eq 0 ]; then win=race-a lose=race-b; else win=race-b lose=race-a; fi
 	[ "$(jq -r .error.kind "$DOCS/$lose.out")" = conflict ]
 	assert_consistent "$win"
-	[ "$(image)" = "$(row "$win" .snapshot_id)" ]
+	[ "$(image_of)" = "$(row "$win" .snapshot_id)" ]
 	# the loser: no row at all (refused before the ledger) or a failed row
 	# whose snapshot was deleted
 	st=$(row "$lose" .state)

@@ -5,30 +5,13 @@
 # snapshots over `host` need their layers on another filesystem than /.
 
 load lib/helpers
+load lib/skills
 
-SKILLS="$SBX_TOP/examples/skills"
 T=acme
 
-setup_file() {
-	sbx_setup_file
-	[ "$(id -u)" -eq 0 ] || return 0
-	mount -t tmpfs -o size=2g,mode=0700 sbx-skills-state "$SBX_STATE_DIR"
-	export DOCS="$SBX_TEST_DIR/docs"
-	mkdir -p "$DOCS"
-}
-
-teardown_file() {
-	if mountpoint -q "${SBX_STATE_DIR:-/nonexistent}"; then
-		sbx-ls --all 2>/dev/null | sbx-ctl kill >/dev/null 2>&1 || true
-		umount -l "$SBX_STATE_DIR"
-	fi
-	sbx_teardown_file
-}
-
-setup() {
-	[ "$(id -u)" -eq 0 ] || skip "the local backend needs root"
-	sbx-snap --help | grep -q -- '--skill ' || skip "this sbx-snap has no skill mode"
-}
+setup_file() { skills_setup_file sbx-skills-state; }
+teardown_file() { skills_teardown_file; }
+setup() { skills_setup; }
 
 # install NAME [TENANT]: the DESIGN §2 pipeline; documents in $DOCS/NAME.*
 install_skill() {
@@ -56,11 +39,6 @@ in_sb() {
 	[ "${1:-}" = --root ] && { root=(--root); shift; }
 	sbx-exec --raw "${root[@]}" -- "$@" <"$doc"
 }
-
-# jq on the documents of the last `run` (stderr lines interleave there).
-jqd() { printf '%s\n' "$output" | grep '^{' | jq -r "$@"; }
-
-image_of() { sbx-snap ls --tenant "${1:-$T}" | jq -r 'select(.image) | .image.snapshot_id'; }
 
 @test "the pipeline, stage by stage: each stage adds its own key and keeps the rest" {
 	sbx-create --tenant $T --skill-image --label purpose=skill-install >"$DOCS/1"

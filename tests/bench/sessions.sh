@@ -21,15 +21,8 @@ export PATH="$BUILD/bin:$PATH"
 runs=${1:-50}
 
 work=$(mktemp -d /tmp/sbx-bench-sessions.XXXXXX)
-export SBX_STATE_DIR="$work/state" SBX_CONFIG="$work/config.json" SBX_BACKEND=local
-mkdir -p "$SBX_STATE_DIR"
-echo '{}' >"$SBX_CONFIG"
-redis-server --port 0 --unixsocket "$work/redis.sock" --unixsocketperm 700 --save '' \
-	--appendonly no --daemonize yes --pidfile "$work/redis.pid" --logfile "$work/redis.log" \
-	--dir "$work" >/dev/null
-for _ in $(seq 100); do redis-cli -s "$work/redis.sock" ping >/dev/null 2>&1 && break; sleep 0.05; done
-export SBX_REDIS_URL="unix://$work/redis.sock"
-rcli() { redis-cli -s "$work/redis.sock" "$@"; }
+. "$top/tests/bench/lib.sh"
+bench_local_redis "$work"
 mon_pid=
 cleanup() {
 	[ -n "$mon_pid" ] && kill "$mon_pid" 2>/dev/null || true

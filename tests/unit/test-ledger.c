@@ -282,6 +282,8 @@ int main(void)
 	struct sbx_sandbox sb = {0};
 	if (installer(&e, "alpha", &sb) < 0) {
 		printf("1..0 # SKIP the local backend cannot run sandboxes here\n");
+		sbx_sandbox_clear(&sb);
+		env_close(&e);
 		return 0;
 	}
 

@@ -1,0 +1,49 @@
+/* cliutil.c - what the programs share on their way to a sandbox (see
+ * cliutil.h).  Prints nothing. */
+#include "cliutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "doc.h"
+
+json_object *sbx_cli_id_seed(const char *id)
+{
+	if (!id)
+		return NULL;
+	json_object *seed = json_object_new_object();
+	sbx_json_set_str(sbx_json_child(seed, "sandbox"), "id", id);
+	return seed;
+}
+
+int sbx_cli_open_sandbox(struct sbx_app *app, json_object *handle, struct sbx_sandbox *sb,
+			 struct sbx_backend **b, struct sbx_err *err)
+{
+	if (sbx_sandbox_from_json(handle, sb, err) < 0)
+		return -1;
+	if (sbx_app_backend(app, handle, b, err) < 0) {
+		sbx_sandbox_clear(sb);
+		return -1;
+	}
+	return 0;
+}
+
+int sbx_cli_pair_check(const char *arg, const char *what, struct sbx_err *err)
+{
+	const char *eq = strchr(arg, '=');
+	if (!eq || eq == arg)
+		return sbx_usage_err(err, "%s must be KEY=VALUE, got '%s'", what, arg);
+	return 0;
+}
+
+int sbx_cli_pair_add(json_object *o, const char *arg, const char *what, struct sbx_err *err)
+{
+	if (sbx_cli_pair_check(arg, what, err) < 0)
+		return -1;
+	const char *eq = strchr(arg, '=');
+	char *k = strndup(arg, (size_t)(eq - arg));
+	json_object_object_add(o, k, json_object_new_string(eq + 1));
+	free(k);
+	return 0;
+}

@@ -1,0 +1,37 @@
+/* cliutil.h - small pieces the programs share on their way to a sandbox:
+ * the document `--id ID` stands for, the sandbox and backend of a
+ * document, and KEY=VALUE flags.
+ *
+ * Nothing here prints or exits (that is cli.c's, on behalf of main): every
+ * fallible call returns -1 with `err` filled, a usage error (exit 64) for a
+ * malformed flag. */
+#ifndef SBX_CLIUTIL_H
+#define SBX_CLIUTIL_H
+
+#include <json-c/json.h>
+
+#include "app.h"
+#include "backend.h"
+#include "err.h"
+
+/* The one document `--id ID` stands for: {"sandbox": {"id": ID}}, for
+ * sbx_cli_run_docs to act on instead of reading stdin.  NULL when id is
+ * NULL (read documents).  The caller puts it (json_object_put(NULL) is a
+ * no-op). */
+json_object *sbx_cli_id_seed(const char *id);
+
+/* Load the sandbox `handle` (a document's "sandbox" object, may be NULL)
+ * into *sb, then open the backend it belongs to through `app` (--profile,
+ * else the handle's profile, see app.h), in that order.  On success the
+ * caller owns *sb and clears it; on failure *sb holds nothing. */
+int sbx_cli_open_sandbox(struct sbx_app *app, json_object *handle, struct sbx_sandbox *sb,
+			 struct sbx_backend **b, struct sbx_err *err);
+
+/* Check that `arg` is KEY=VALUE with a non-empty KEY; else the usage error
+ * "WHAT must be KEY=VALUE, got 'ARG'" (what: the flag, "--env"). */
+int sbx_cli_pair_check(const char *arg, const char *what, struct sbx_err *err);
+/* sbx_cli_pair_check, then set "KEY": "VALUE" in the object `o` (a
+ * repeated KEY keeps the last VALUE). */
+int sbx_cli_pair_add(json_object *o, const char *arg, const char *what, struct sbx_err *err);
+
+#endif
