@@ -166,6 +166,24 @@ static int images_init(struct sbx_backend *b, struct sbx_err *err)
 	return 0;
 }
 
+/* Open (creating) the lock file at `path` and flock it in `mode`, waiting
+ * as long as it takes.  Returns the fd that holds the lock (closing it
+ * releases it), or -1 with err (kind internal, op `op`). */
+static int lock_file(const char *path, int mode, const char *op, struct sbx_err *err)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, op, "open %s", path);
+	while (flock(fd, mode) < 0) {
+		if (errno != EINTR) {
+			sbx_fail_errno(err, SBX_INTERNAL, op, "lock %s", path);
+			close(fd);
+			return -1;
+		}
+	}
+	return fd;
+}
+
 /* The images lock (flock; exclusive for commits and deletes, shared for
  * resolving a stack).  Returns an fd to close, or -1. */
 static int img_lock_mode(struct sbx_backend *b, int mode, struct sbx_err *err)
@@ -173,17 +191,7 @@ static int img_lock_mode(struct sbx_backend *b, int mode, struct sbx_err *err)
 	if (images_init(b, err) < 0)
 		return -1;
 	SBX_AUTOFREE char *p = img_path(b, ".lock");
-	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return sbx_fail_errno(err, SBX_INTERNAL, "image", "open %s", p);
-	while (flock(fd, mode) < 0) {
-		if (errno != EINTR) {
-			sbx_fail_errno(err, SBX_INTERNAL, "image", "lock %s", p);
-			close(fd);
-			return -1;
-		}
-	}
-	return fd;
+	return lock_file(p, mode, "image", err);
 }
 
 static int img_lock(struct sbx_backend *b, struct sbx_err *err)
@@ -792,17 +800,7 @@ int local_template_import(struct sbx_backend *b, const char *name, int fd, const
 static int sb_lock(struct sbx_backend *b, const char *id, struct sbx_err *err)
 {
 	SBX_AUTOFREE char *p = img_path(b, "tmp/.sb-%s.lock", id);
-	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return sbx_fail_errno(err, SBX_INTERNAL, "snapshot", "open %s", p);
-	while (flock(fd, LOCK_EX) < 0) {
-		if (errno != EINTR) {
-			sbx_fail_errno(err, SBX_INTERNAL, "snapshot", "lock %s", p);
-			close(fd);
-			return -1;
-		}
-	}
-	return fd;
+	return lock_file(p, LOCK_EX, "snapshot", err);
 }
 
 static int new_snap_id(char id[32], struct sbx_err *err)

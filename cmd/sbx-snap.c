@@ -456,11 +456,7 @@ static int fail_usage(struct sbx_err *err, const char *msg)
  * (exit 74, quietly: there is no reader).  Closes what the mode opened. */
 static int finish(struct snap_opts *o, int rc, struct sbx_err *err)
 {
-	int st = 0;
-	if (rc < 0)
-		st = sbx_err_exit_status(err) == SBX_EXIT_IOERR && !err->msg[0]
-			     ? SBX_EXIT_IOERR
-			     : sbx_cli_fail(cmd.name, NULL, err);
+	int st = sbx_cli_finish(cmd.name, rc, err);
 	sbx_app_close(&o->app);
 	return st;
 }

@@ -196,11 +196,7 @@ int main(int argc, char **argv)
 		else
 			rc = do_rm(b, arg, &err);
 	}
-	int st = 0;
-	if (rc < 0)
-		st = sbx_err_exit_status(&err) == SBX_EXIT_IOERR && !err.msg[0]
-			     ? SBX_EXIT_IOERR
-			     : sbx_cli_fail(cmd.name, NULL, &err);
+	int st = sbx_cli_finish(cmd.name, rc, &err);
 	sbx_app_close(&o.app);
 	return st;
 }

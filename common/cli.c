@@ -178,6 +178,15 @@ int sbx_cli_fail(const char *program, json_object *input, const struct sbx_err *
 	return sbx_cli_report(program, err);
 }
 
+int sbx_cli_finish(const char *program, int rc, const struct sbx_err *err)
+{
+	if (rc >= 0)
+		return 0;
+	if (sbx_err_exit_status(err) == SBX_EXIT_IOERR && !err->msg[0])
+		return SBX_EXIT_IOERR;
+	return sbx_cli_fail(program, NULL, err);
+}
+
 static void ignore_sigpipe(void)
 {
 	struct sigaction sa = {0};

@@ -48,6 +48,11 @@ int sbx_cli_report(const char *program, const struct sbx_err *err);
  * the document loop, e.g. a bad flag value seen after parsing). */
 int sbx_cli_fail(const char *program, json_object *input, const struct sbx_err *err);
 
+/* The end of a program that is not a document loop: rc < 0 is reported
+ * with an error document and its stderr line, except a quiet closed stdout
+ * (74).  Returns the exit status. */
+int sbx_cli_finish(const char *program, int rc, const struct sbx_err *err);
+
 /* Per-document callback.  Add results to `doc` in place and return 0 (the
  * loop writes doc), 1 (the callback wrote what it wanted with sbx_emit;
  * the loop writes nothing), or -1 with err (the loop writes the input with
