@@ -1,0 +1,186 @@
+#!/usr/bin/env bats
+# tests/docs.bats - every documented example is a test.
+#
+# tools/doc-examples turns the README's `sh` and `cron` blocks, and each man
+# page's EXAMPLES, into a script; the script runs exactly as printed, in
+# document order, with `set -eo pipefail`.  A run fails when a command fails,
+# when any output is an error document, or when a command run in a sandbox
+# exits non-zero.  A crontab line is checked for syntax and its command run
+# once.
+#
+# The README is followed as a new user would, in a mount namespace of its
+# own: empty /tmp and /var (so its redis-server socket, the default state
+# dir /var/lib/sbx and /var/log are private), none of the suite's SBX_*
+# settings.  The man pages run against this file's redis and state dir, in a
+# scratch folder that holds what their examples name (./skills/pdf,
+# ./attachments, ./backup-session.sh, the source tree's examples/ and
+# tests/), also with an empty /var.
+
+load lib/helpers
+
+setup_file() { sbx_setup_file; }
+teardown_file() { sbx_teardown_file; }
+
+# Shell functions the generated scripts call; exported into the runner.
+cron_line() { # cron_line 'MIN HOUR DOM MON DOW COMMAND'
+	local line=$1 f i
+	read -r -a f <<<"$line"
+	local -a lo=(0 0 1 1 0) hi=(59 23 31 12 7)
+	[ "${#f[@]}" -ge 6 ] || { echo "cron: fewer than six fields: $line" >&2; return 1; }
+	for i in 0 1 2 3 4; do
+		cron_field "${f[$i]}" "${lo[$i]}" "${hi[$i]}" ||
+			{ echo "cron: field $((i + 1)) '${f[$i]}' is not valid: $line" >&2; return 1; }
+	done
+	# The command: everything after the fifth field, as cron's sh runs it.
+	sh -c "$(sed -E 's/^[[:space:]]*([^[:space:]]+[[:space:]]+){5}//' <<<"$line")"
+}
+cron_field() { # FIELD LO HI: a list of *, N, N-M, each with an optional /STEP
+	local part a b parts
+	IFS=, read -r -a parts <<<"$1"
+	for part in "${parts[@]}"; do
+		[[ "$part" =~ ^(\*|([0-9]+)(-([0-9]+))?)(/([1-9][0-9]*))?$ ]] || return 1
+		a=${BASH_REMATCH[2]} b=${BASH_REMATCH[4]}
+		if [ -n "$a" ]; then
+			[ "$a" -ge "$2" ] && [ "$a" -le "$3" ] || return 1
+		fi
+		if [ -n "$b" ]; then
+			[ "$b" -ge "$a" ] && [ "$b" -le "$3" ] || return 1
+		fi
+	done
+}
+
+# Run a generated script in a private mount namespace with an empty /var
+# (and an empty /tmp when $1 is "fresh"); prints everything it printed.
+# Whatever the script leaves running is killed afterwards, failed or not.
+run_examples() { # run_examples fresh|suite SCRIPT
+	local mode=$1 script=$2
+	unshare -m --propagation private bash -c '
+		set -u
+		mode=$1 script=$2
+		mount -t tmpfs sbx-doc-var /var || exit 90
+		mkdir -p /var/log /var/tmp /var/lib/sbx /var/lib/node_exporter
+		if [ "$mode" = fresh ]; then
+			exec 3<"$script"
+			mount -t tmpfs sbx-doc-tmp /tmp || exit 90
+			unset SBX_STATE_DIR SBX_CONFIG SBX_REDIS_URL SBX_BACKEND SBX_PROFILE REDIS_SOCK
+		else
+			exec 3<"$script"
+		fi
+		bash -c "$(declare -f cron_line cron_field); . /dev/fd/3" 3<&3
+		rc=$?
+		[ "$mode" = fresh ] || exit $rc
+		# What a failed README run leaves behind: its sandboxes, its redis.
+		if [ -S /tmp/sbx-redis.sock ]; then
+			SBX_REDIS_URL=unix:///tmp/sbx-redis.sock sbx-ls --all 2>/dev/null | sbx-ctl kill >/dev/null 2>&1
+			redis-cli -s /tmp/sbx-redis.sock shutdown nosave >/dev/null 2>&1
+		fi
+		exit $rc
+	' run_examples "$mode" "$script"
+}
+export -f cron_line cron_field
+
+# The output of a run holds no error document and no failed command.
+assert_clean_output() {
+	if printf '%s\n' "$output" | grep -E '"error": ?\{|"exit_code": ?[1-9]'; then
+		echo "an example failed (above)" >&2
+		return 1
+	fi
+}
+
+@test "tools/doc-examples takes sh and cron blocks and leaves sample output out" {
+	local md=$BATS_TEST_TMPDIR/t.md
+	printf '%s\n' 'text' '```sh' 'echo one \' '  two' '```' '```json' '{"x":1}' '```' \
+		'```cron' '*/5 * * * *  echo it'"'"'s' '```' >"$md"
+	run "$SBX_TOP/tools/doc-examples" "$md"
+	assert_success
+	assert_line 'echo one \'
+	assert_line '  two'
+	assert_line "cron_line '*/5 * * * *  echo it'\\''s'"
+	refute_line '{"x":1}'
+}
+
+@test "cron_line refuses a bad schedule and runs the command of a good one" {
+	run cron_line '*/5 * * * echo too-few'
+	assert_failure
+	run cron_line '61 * * * * echo bad-minute'
+	assert_failure
+	run cron_line '0 0 * 13 * echo bad-month'
+	assert_failure
+	run cron_line '*/5 1-3,7 * * 1-5  echo ran >"'"$BATS_TEST_TMPDIR"'/cron.out"'
+	assert_success
+	[ "$(cat "$BATS_TEST_TMPDIR/cron.out")" = ran ]
+}
+
+@test "the README's pipeline, turn, reaper and cron line run as printed" {
+	local script=$BATS_TEST_TMPDIR/readme.sh
+	"$SBX_TOP/tools/doc-examples" "$SBX_TOP/README.md" >"$script"
+	grep -q 'redis-server' "$script"          # the by-hand section is there
+	grep -q '^cron_line ' "$script"
+	cd "$SBX_TOP"
+	run run_examples fresh "$script"
+	echo "$output"
+	assert_success
+	assert_clean_output
+	# What the README says the user will see.
+	assert_output --partial '"skill":"csvstat","op":"install"'
+	assert_line --regexp '^created sb-'
+	assert_output --partial '"count": 2, "min": 4.0, "max": 12.0'
+	assert_line '{"seen":1,"kept":["bound"],"deleted":[]}'
+}
+
+# A scratch folder holding what the man pages' examples name.
+man_fixture() {
+	local d=$BATS_TEST_TMPDIR/man
+	mkdir -p "$d/skills/pdf" "$d/attachments"
+	printf '#!/bin/sh\necho pdf installed\n' >"$d/skills/pdf/install.sh"
+	chmod 755 "$d/skills/pdf/install.sh"
+	printf 'a\nb\n' >"$d/attachments/a.txt"
+	printf '#!/bin/sh\necho backed up\n' >"$d/backup-session.sh"
+	chmod 755 "$d/backup-session.sh"
+	ln -s "$SBX_TOP/examples" "$d/examples"
+	ln -s "$SBX_TOP/tests" "$d/tests"
+	echo "$d"
+}
+
+run_man_page() { # run_man_page NAME [TEMPLATE]: TEMPLATE (busybox) imported first
+	local page=$SBX_TOP/man/$1.scd script=$BATS_TEST_TMPDIR/$1.sh
+	# A state dir per page: templates and snapshots one page makes do not
+	# meet another's (both sbx-snap(1) and sbx-tpl(1) import "busybox").
+	export SBX_STATE_DIR=$BATS_TEST_TMPDIR/state
+	mkdir -p "$SBX_STATE_DIR"
+	if [ "${2:-}" = busybox ] && ! sbx-tpl show busybox >/dev/null 2>&1; then
+		"$SBX_TOP/tests/lib/rootfs.sh" "$BATS_TEST_TMPDIR/rootfs.tar" >/dev/null
+		sbx-tpl import busybox --file "$BATS_TEST_TMPDIR/rootfs.tar" >/dev/null
+	fi
+	"$SBX_TOP/tools/doc-examples" "$page" >"$script"
+	[ "$(grep -cv -e '^set -eo pipefail$' -e '^#' -e '^$' "$script")" -gt 0 ] ||
+		{ echo "$1 has no examples" >&2; return 1; }
+	cd "$(man_fixture)"
+	SB=$(sbx_new_id)
+	export SB
+	run run_examples suite "$script"
+	echo "$output"
+	sbx-ls --all 2>/dev/null | sbx-ctl kill >/dev/null 2>&1 || true
+	assert_success
+	assert_clean_output
+}
+
+@test "sbx(1) EXAMPLES run" { run_man_page sbx.1; }
+@test "sbx-create(1) EXAMPLES run" { run_man_page sbx-create.1; }
+@test "sbx-exec(1) EXAMPLES run" { run_man_page sbx-exec.1; }
+@test "sbx-fs(1) EXAMPLES run" { run_man_page sbx-fs.1; }
+@test "sbx-ctl(1) EXAMPLES run" { run_man_page sbx-ctl.1; }
+@test "sbx-ls(1) EXAMPLES run" { run_man_page sbx-ls.1; }
+@test "sbx-lease(1) EXAMPLES run" { run_man_page sbx-lease.1; }
+@test "sbx-snap(1) EXAMPLES run" { run_man_page sbx-snap.1 busybox; }
+@test "sbx-tpl(1) EXAMPLES run" { run_man_page sbx-tpl.1; }
+@test "sbx-reap(1) EXAMPLES run" { run_man_page sbx-reap.1; }
+
+@test "every man page with EXAMPLES has a test here" {
+	local f name
+	for f in "$SBX_TOP"/man/*.scd; do
+		grep -q '^# EXAMPLES' "$f" || continue
+		name=$(basename "$f" .scd)
+		grep -qE "run_man_page $name( [a-z]+)?; }" "$BATS_TEST_FILENAME" || { echo "no test for $name" >&2; return 1; }
+	done
+}
