@@ -14,7 +14,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 BUILD=${BUILD:-$top/build}
-BASE=${BASE:-339683a0d0ef}
+BASE=${BASE:-90fd413e72be}
 RUNS=${RUNS:-30}
 OUT=${OUT:-$top/docs/benchmarks-boundary.md}
 
