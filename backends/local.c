@@ -1,9 +1,9 @@
 /* local.c - the local backend: sandboxes as Linux namespaces + overlayfs
  * on this machine, no daemon.  This file holds the vtable and the sandbox
  * lifecycle (create, get, list, connect, pause/resume, timeouts, remove);
- * the init lives in local-init.c, exec in local-exec.c, files and images
- * in their own files.  The on-disk layout and the cgroup layout are
- * described in local-sb.h.
+ * the init is sbx-init (libexec/sbx-init.c, started by local-init.c),
+ * exec lives in local-exec.c, files and images in their own files.  The
+ * on-disk layout and the cgroup layout are described in local-sb.h.
  *
  * Promises:
  *  - State is on disk only; any process can pick up any sandbox.
@@ -765,8 +765,11 @@ static int start_slirp(const char *slirp, const struct local_rec *r, pid_t init,
 		int rfd = dup(ready[1]);   /* without O_CLOEXEC: slirp writes it */
 		snprintf(fd, sizeof(fd), "%d", rfd);
 		snprintf(ipid, sizeof(ipid), "%d", (int)init);
-		execl(slirp, "slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback",
-		      "--ready-fd", fd, ipid, "tap0", (char *)NULL);
+		/* None of the caller's environment (a Redis password, an API
+		 * key) lives on in slirp: it needs nothing from it. */
+		static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+		execle(slirp, "slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback",
+		       "--ready-fd", fd, ipid, "tap0", (char *)NULL, envp);
 		_exit(127);
 	}
 	close(ready[1]);
@@ -895,7 +898,7 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 		return -1;
 	}
 	/* Layers stacked over the host's "/" mount it through a view of its
-	 * own (see mount_host_view in local-init.c). */
+	 * own (see mount_host_view in libexec/sbx-init.c). */
 	SBX_AUTOFREE char *host_view = NULL;
 	if (l.n > 1 && strcmp(l.dir[l.n - 1], "/") == 0) {
 		host_view = sbx_xasprintf("%s/hostroot", r->dir);
