@@ -106,3 +106,21 @@ host_hits() {
 	# A bad name is still refused.
 	run -64 sbx-exec --id "$(missing_id)" --env =x -- true
 }
+
+@test "sbx-init is found beside the program, never elsewhere; it runs only for the backend" {
+	local_only "the local backend's init"
+	# A copy of sbx-create with no libexec/sbx/sbx-init beside it.
+	mkdir -p "$BATS_TEST_TMPDIR/bin"
+	cp "$BUILD/bin/sbx-create" "$BATS_TEST_TMPDIR/bin/"
+	run -69 "$BATS_TEST_TMPDIR/bin/sbx-create"
+	[[ "$output" == *"libexec/sbx/sbx-init"*"missing"* ]]
+	# ... and one with it: the same program works.
+	mkdir -p "$BATS_TEST_TMPDIR/libexec/sbx"
+	cp "$BUILD/libexec/sbx/sbx-init" "$BATS_TEST_TMPDIR/libexec/sbx/"
+	run "$BATS_TEST_TMPDIR/bin/sbx-create"
+	assert_success
+	[ "$(jqo .sandbox.state)" = running ]
+	# Run by hand, without its status pipe and configuration: refused.
+	run -64 "$BUILD/libexec/sbx/sbx-init" 3>&- 4>&-
+	[[ "$output" == *"local backend only"* ]]
+}
