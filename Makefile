@@ -33,6 +33,8 @@ CMD_SRC  := $(wildcard cmd/*.c)
 PROGS    := $(CMD_SRC:cmd/%.c=$(BUILD)/bin/%)
 UNIT_SRC := $(wildcard tests/unit/test-*.c)
 UNITS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+# The sandbox init (local backend): a libexec program, not for users.
+INIT     := $(BUILD)/libexec/sbx/sbx-init
 MAN_SRC  := $(wildcard man/*.scd)
 MANS     := $(MAN_SRC:man/%.scd=$(BUILD)/man/%)
 LIB      := $(BUILD)/libsbx.a
@@ -41,7 +43,7 @@ LIB      := $(BUILD)/libsbx.a
 LINKLIB  := -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
 
 .PHONY: deps all check bench demo fuzz install clean man unit completions
-all: $(PROGS) $(UNITS) man
+all: $(PROGS) $(INIT) $(UNITS) man
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -54,6 +56,13 @@ $(LIB): $(LIB_OBJ)
 $(BUILD)/bin/%: $(BUILD)/obj/cmd/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $< $(LINKLIB) $(LDLIBS)
+
+# libc only, and no sanitizer: it is a sandbox's PID 1, which pivots away
+# from the host's files and lives in the sandbox's memory cgroup.
+$(INIT): libexec/sbx-init.c backends/local-init.h
+	@mkdir -p $(dir $@) $(BUILD)/obj/libexec
+	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -MF $(BUILD)/obj/libexec/sbx-init.d \
+	  -o $@ libexec/sbx-init.c
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 	@mkdir -p $(dir $@)
@@ -93,12 +102,14 @@ fuzz:
 	$(BUILD)/fuzz/fuzz-doc -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(BUILD)/fuzz/corpus tests/fuzz/corpus
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/libexec/sbx \
+	  $(DESTDIR)$(PREFIX)/share/man/man1 \
 	  $(DESTDIR)$(PREFIX)/share/man/man7 \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
 	  $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
 	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(INIT) $(DESTDIR)$(PREFIX)/libexec/sbx/
 	for m in $(MANS); do case $$m in *.7) d=man7;; *) d=man1;; esac; \
 	  install -m 644 $$m $(DESTDIR)$(PREFIX)/share/man/$$d/; done
 	for f in completions/bash/*; do install -m 644 $$f $(DESTDIR)$(PREFIX)/share/bash-completion/completions/; done

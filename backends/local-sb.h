@@ -102,8 +102,9 @@ int local_init_gone(int pidfd, pid_t pid);
  * while a lock is held.  Without SBX_STOP it is one getenv. */
 void local_stop_point(const char *point);
 
-/* What the init needs (local-init.c).  Everything is prepared by create;
- * the init only mounts, pivots and then runs its loop. */
+/* What the init needs (local-init.c passes it to sbx-init, local-init.h).
+ * Everything is prepared by create; the init only mounts, pivots and then
+ * runs its loop.  None of it is secret. */
 struct local_init_cfg {
 	const char *id;
 	const char *dir;         /* sandbox dir on the host */

@@ -1,9 +1,9 @@
 /* local.c - the local backend: sandboxes as Linux namespaces + overlayfs
  * on this machine, no daemon.  This file holds the vtable and the sandbox
  * lifecycle (create, get, list, connect, pause/resume, timeouts, remove);
- * the init lives in local-init.c, exec in local-exec.c, files and images
- * in their own files.  The on-disk layout and the cgroup layout are
- * described in local-sb.h.
+ * the init is sbx-init (libexec/sbx-init.c, started by local-init.c),
+ * exec lives in local-exec.c, files and images in their own files.  The
+ * on-disk layout and the cgroup layout are described in local-sb.h.
  *
  * Promises:
  *  - State is on disk only; any process can pick up any sandbox.
@@ -213,6 +213,24 @@ unsigned long long local_pid_start(pid_t pid)
 	return s ? strtoull(s, NULL, 10) : 0;
 }
 
+/* Field 3 of /proc/PID/stat (R, S, D, T, t, Z...), or 0. */
+static char pid_state(pid_t pid)
+{
+	char p[64], buf[1024];
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	if (read_small(p, buf, sizeof(buf)) < 0)
+		return 0;
+	char *s = strrchr(buf, ')');
+	return s && s[1] == ' ' ? s[2] : 0;
+}
+
+/* The init is stopped: by a signal (T) or by a tracer (t). */
+static int init_stopped(pid_t pid)
+{
+	char st = pid_state(pid);
+	return st == 'T' || st == 't';
+}
+
 int local_pid_alive(pid_t pid, unsigned long long start)
 {
 	if (pid <= 0)
@@ -322,6 +340,10 @@ static enum sbx_state rec_state(const struct local_rec *r)
 	if (!local_pid_alive(r->init_pid,
 			     (unsigned long long)sbx_json_int(r->j, "init_start", 0)))
 		return SBX_STATE_DEAD;
+	/* Before paused: a stopped init keeps no timer and reaps nothing,
+	 * whatever its sandbox's processes do. */
+	if (init_stopped(r->init_pid))
+		return SBX_STATE_STOPPED;
 	if (r->cg[CG_V2]) {
 		char buf[16];
 		snprintf(p, sizeof(p), "%s/work/cgroup.freeze", r->cg[CG_V2]);
@@ -765,8 +787,11 @@ static int start_slirp(const char *slirp, const struct local_rec *r, pid_t init,
 		int rfd = dup(ready[1]);   /* without O_CLOEXEC: slirp writes it */
 		snprintf(fd, sizeof(fd), "%d", rfd);
 		snprintf(ipid, sizeof(ipid), "%d", (int)init);
-		execl(slirp, "slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback",
-		      "--ready-fd", fd, ipid, "tap0", (char *)NULL);
+		/* None of the caller's environment (a Redis password, an API
+		 * key) lives on in slirp: it needs nothing from it. */
+		static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+		execle(slirp, "slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback",
+		       "--ready-fd", fd, ipid, "tap0", (char *)NULL, envp);
 		_exit(127);
 	}
 	close(ready[1]);
@@ -895,7 +920,7 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 		return -1;
 	}
 	/* Layers stacked over the host's "/" mount it through a view of its
-	 * own (see mount_host_view in local-init.c). */
+	 * own (see mount_host_view in libexec/sbx-init.c). */
 	SBX_AUTOFREE char *host_view = NULL;
 	if (l.n > 1 && strcmp(l.dir[l.n - 1], "/") == 0) {
 		host_view = sbx_xasprintf("%s/hostroot", r->dir);
@@ -1185,6 +1210,41 @@ static int state_error(const char *id, enum sbx_state st, const char *op, struct
 	}
 }
 
+/* The state of the sandbox of `r`, after continuing its init if it was
+ * stopped (SIGSTOP from the host): a stopped init runs no idle timer and
+ * reaps no orphans, so every command that uses the sandbox continues it
+ * first.  The SIGCONT goes through a pidfd proven to be the init (opened,
+ * then the start time checked), never to a later holder of its pid.
+ * Activity is recorded first, so the idle timer does not fire the moment
+ * the init wakes.  An init that stays stopped (held by a tracer) is a
+ * conflict: nothing here can free it. */
+static int rec_state_cont(struct sbx_backend *b, const struct local_rec *r, const char *op,
+			  enum sbx_state *st, struct sbx_err *err)
+{
+	const char *id = sbx_json_str(r->j, "id");
+	*st = rec_state(r);
+	if (*st != SBX_STATE_STOPPED)
+		return 0;
+	local_sb_touch(b, id);
+	unsigned long long start = (unsigned long long)sbx_json_int(r->j, "init_start", 0);
+	SBX_AUTOCLOSE int fd = (int)syscall(SYS_pidfd_open, r->init_pid, 0);
+	if (fd < 0 || start == 0 || !local_pid_alive(r->init_pid, start))
+		return state_error(id, SBX_STATE_DEAD, op, err);
+	if (syscall(SYS_pidfd_send_signal, fd, SIGCONT, NULL, 0) < 0)
+		return sbx_fail_errno(err, errno == ESRCH ? SBX_TERMINAL : SBX_INTERNAL, op,
+				      "continue the init of sandbox %s", id);
+	/* SIGCONT wakes a signal-stopped task at once; a traced one stays. */
+	for (int i = 0; i < 100 && init_stopped(r->init_pid); i++) {
+		struct timespec ts = {0, 10 * 1000000};
+		nanosleep(&ts, NULL);
+	}
+	if (init_stopped(r->init_pid))
+		return sbx_fail(err, SBX_CONFLICT, op, "the init of sandbox %s is stopped and does "
+				"not continue (held by a tracer?)", id);
+	*st = rec_state(r);
+	return 0;
+}
+
 /* The common part of ensure_running and init_pidfd: sandbox `id` is
  * running when this returns 0 (a paused one is thawed: auto-resume), with
  * the pid and start time its record gives for the init.  Those name the
@@ -1195,10 +1255,13 @@ static int sb_running(struct sbx_backend *b, const char *id, pid_t *pid,
 	struct local_rec r;
 	if (local_rec_load(b, id, &r, err) < 0)
 		return -1;
-	enum sbx_state st = rec_state(&r);
+	enum sbx_state st;
+	int rc = rec_state_cont(b, &r, "resume", &st, err);
 	*pid = r.init_pid;
 	*start = (unsigned long long)sbx_json_int(r.j, "init_start", 0);
 	local_rec_free(&r);
+	if (rc < 0)
+		return -1;
 	if (st == SBX_STATE_PAUSED) {
 		/* Auto-resume.  Activity first, so the idle timer does not
 		 * freeze it again before the caller gets to use it. */
@@ -1337,8 +1400,11 @@ static int local_pause(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx
 	struct local_rec r;
 	if (local_rec_load(b, sb->id, &r, err) < 0)
 		return -1;
-	enum sbx_state st = rec_state(&r);
+	enum sbx_state st;
+	int rc = rec_state_cont(b, &r, "pause", &st, err);
 	local_rec_free(&r);
+	if (rc < 0)
+		return -1;
 	if (st != SBX_STATE_RUNNING && st != SBX_STATE_PAUSED)
 		return state_error(sb->id, st, "pause", err);
 	if (st == SBX_STATE_RUNNING && local_sb_freeze(b, sb->id, 1, err) < 0)
@@ -1352,7 +1418,11 @@ static int local_set_timeout(struct sbx_backend *b, struct sbx_sandbox *sb,
 	struct local_rec r;
 	if (local_rec_load(b, sb->id, &r, err) < 0)
 		return -1;
-	enum sbx_state st = rec_state(&r);
+	enum sbx_state st;
+	if (rec_state_cont(b, &r, "timeout", &st, err) < 0) {
+		local_rec_free(&r);
+		return -1;
+	}
 	if (st != SBX_STATE_RUNNING && st != SBX_STATE_PAUSED) {
 		local_rec_free(&r);
 		return state_error(sb->id, st, "timeout", err);

@@ -2,7 +2,8 @@
  *
  *   local.c        the vtable, sandbox lifecycle: create, connect, get,
  *                  list, remove, pause/resume, timeouts, capabilities
- *   local-init.c   the tiny PID 1 inside each sandbox
+ *   local-init.c   start the tiny PID 1 inside each sandbox: sbx-init
+ *                  (libexec/sbx-init.c, its own program; local-init.h)
  *   local-exec.c   exec: join the sandbox's namespaces and cgroup, drop
  *                  privileges, capture or stream output, kill on timeout
  *   local-files.c  the file operations, confined to the sandbox's root

@@ -26,7 +26,7 @@ static const struct sbx_opt opts[] = {
 	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE},
 	{"template", 't', "ID", "template or snapshot id to start from", O_TEMPLATE},
 	{"label", 'l', "KEY=VALUE", "metadata stored with the sandbox (repeatable)", O_LABEL},
-	{"env", 'e', "KEY=VALUE", "environment variable for every command (repeatable)", O_ENV},
+	{"env", 'e', "KEY[=VALUE]", "environment variable for every command; a bare KEY copies our value (repeatable)", O_ENV},
 	{"timeout", 0, "DURATION", "idle time before the sandbox is paused or killed", O_TIMEOUT},
 	{"on-timeout", 0, "ACTION", "what the idle timer does: pause or kill", O_ON_TIMEOUT},
 	{"auto-resume", 0, NULL, "resume a paused sandbox on the next command", O_AUTO_RESUME},
@@ -73,7 +73,7 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 		if (strncmp(arg, "sbx.", 4) == 0)
 			return sbx_usage_err(err, "labels starting with sbx. are reserved");
 		return sbx_cli_pair_add(o->labels, arg, "--label", err);
-	case O_ENV: return sbx_cli_pair_add(o->env, arg, "--env", err);
+	case O_ENV: return sbx_cli_env_add(o->env, arg, err);
 	case O_TIMEOUT:
 		o->timeout_set = 1;
 		return sbx_parse_duration_ms(arg, &o->timeout_ms, err);

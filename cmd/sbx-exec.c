@@ -33,7 +33,7 @@ static const struct sbx_opt opts[] = {
 	{"check", 0, NULL, "a non-zero exit or a timeout is an error (kind failed)", O_CHECK},
 	{"raw", 0, NULL, "stream stdout/stderr and exit with the command's status", O_RAW},
 	{"timeout", 0, "DURATION", "kill the command and all it started after this long", O_TIMEOUT},
-	{"env", 'e', "KEY=VALUE", "environment variable for the command (repeatable)", O_ENV},
+	{"env", 'e', "KEY[=VALUE]", "environment variable for the command; a bare KEY copies our value (repeatable)", O_ENV},
 	{"cwd", 0, "DIR", "working directory inside the sandbox (default /workspace)", O_CWD},
 	{"stdin-file", 0, "PATH", "feed this host file to the command's stdin", O_STDIN_FILE},
 	{"stdin-text", 0, "TEXT", "feed this text to the command's stdin", O_STDIN_TEXT},
@@ -80,13 +80,15 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 		if (o->timeout_ms <= 0)
 			return sbx_usage_err(err, "--timeout must be positive");
 		return 0;
-	case O_ENV:
-		if (sbx_cli_pair_check(arg, "--env", err) < 0)
+	case O_ENV: {
+		char *kv;
+		if (sbx_cli_env_arg(arg, &kv, err) < 0)
 			return -1;
 		o->env = sbx_xrealloc(o->env, (o->nenv + 2) * sizeof(char *));
-		o->env[o->nenv++] = (char *)arg;
+		o->env[o->nenv++] = kv;
 		o->env[o->nenv] = NULL;
 		return 0;
+	}
 	case O_CWD:
 		if (arg[0] != '/')
 			return sbx_usage_err(err, "--cwd must be an absolute path");
@@ -327,6 +329,8 @@ int main(int argc, char **argv)
 			st = o.check_status;
 	}
 	json_object_put(seed);
+	for (size_t i = 0; i < o.nenv; i++)
+		sbx_secret_free(o.env[i]);
 	free(o.env);
 	free(o.stdin_data);
 	sbx_app_close(&o.app);

@@ -4,8 +4,8 @@
  *
  * Writes one {"sandbox": handle} document per sandbox, so that the output
  * feeds any other program (`sbx-ls --all | sbx-ctl kill`).  Without --all
- * or --state only live sandboxes (running, paused, transitioning) are
- * listed.  Reads no documents. */
+ * or --state only live sandboxes (running, paused, stopped, transitioning)
+ * are listed.  Reads no documents. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,8 +51,8 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	case O_STATE: {
 		enum sbx_state s = sbx_state_from_name(arg);
 		if (s == SBX_STATE_UNKNOWN && strcmp(arg, "unknown") != 0)
-			return sbx_usage_err(err, "unknown state '%s' (running, paused, transitioning, "
-					     "terminal, dead)", arg);
+			return sbx_usage_err(err, "unknown state '%s' (running, paused, stopped, "
+					     "transitioning, terminal, dead)", arg);
 		o->states |= 1u << s;
 		return 0;
 	}
@@ -91,7 +91,7 @@ static int ls_one(json_object *doc, void *ctx, struct sbx_err *err)
 	};
 	if (!f.states && !o->all)
 		f.states = 1u << SBX_STATE_RUNNING | 1u << SBX_STATE_PAUSED |
-			   1u << SBX_STATE_TRANSITIONING;
+			   1u << SBX_STATE_STOPPED | 1u << SBX_STATE_TRANSITIONING;
 	char *token = NULL;
 	/* Every page, stopping if a backend hands back the same token. */
 	for (;;) {

@@ -27,6 +27,8 @@ enum sbx_state {
 	SBX_STATE_TRANSITIONING,
 	SBX_STATE_TERMINAL,      /* gone for good: killed, stopped, failed */
 	SBX_STATE_DEAD,          /* local: its init died; replaceable like terminal */
+	SBX_STATE_STOPPED,       /* local: its init is stopped (SIGSTOP); live, and
+				  * the next command continues it */
 };
 const char *sbx_state_name(enum sbx_state s);
 enum sbx_state sbx_state_from_name(const char *s);

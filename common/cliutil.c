@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "doc.h"
+#include "util.h"
 
 json_object *sbx_cli_id_seed(const char *id)
 {
@@ -45,5 +46,35 @@ int sbx_cli_pair_add(json_object *o, const char *arg, const char *what, struct s
 	char *k = strndup(arg, (size_t)(eq - arg));
 	json_object_object_add(o, k, json_object_new_string(eq + 1));
 	free(k);
+	return 0;
+}
+
+int sbx_cli_env_arg(const char *arg, char **kv, struct sbx_err *err)
+{
+	*kv = NULL;
+	if (strchr(arg, '=')) {
+		if (sbx_cli_pair_check(arg, "--env", err) < 0)
+			return -1;
+		*kv = sbx_xstrdup(arg);
+		return 0;
+	}
+	if (!*arg)
+		return sbx_usage_err(err, "--env must be KEY=VALUE or KEY, got ''");
+	const char *v = getenv(arg);
+	if (!v)
+		return sbx_usage_err(err, "--env %s: %s is not set in the environment", arg, arg);
+	*kv = sbx_xasprintf("%s=%s", arg, v);
+	return 0;
+}
+
+int sbx_cli_env_add(json_object *o, const char *arg, struct sbx_err *err)
+{
+	char *kv;
+	if (sbx_cli_env_arg(arg, &kv, err) < 0)
+		return -1;
+	char *eq = strchr(kv, '=');
+	*eq = '\0';
+	json_object_object_add(o, kv, json_object_new_string(eq + 1));
+	sbx_secret_free(kv);
 	return 0;
 }

@@ -34,4 +34,13 @@ int sbx_cli_pair_check(const char *arg, const char *what, struct sbx_err *err);
  * repeated KEY keeps the last VALUE). */
 int sbx_cli_pair_add(json_object *o, const char *arg, const char *what, struct sbx_err *err);
 
+/* An --env argument: KEY=VALUE as given, or KEY alone, whose value is
+ * then taken from this process's environment (so that a secret never has
+ * to be on a command line, where /proc/PID/cmdline shows it).  *kv is a
+ * malloc'd "KEY=VALUE".  A KEY that is not set is a usage error naming
+ * KEY (never a value); so is an empty KEY. */
+int sbx_cli_env_arg(const char *arg, char **kv, struct sbx_err *err);
+/* sbx_cli_env_arg, then set "KEY": "VALUE" in the object `o`. */
+int sbx_cli_env_add(json_object *o, const char *arg, struct sbx_err *err);
+
 #endif

@@ -276,7 +276,8 @@ static int claim(struct rs *c, struct sbx_sandbox *out, struct sbx_err *err)
 	sbx_json_set_str(want, SBX_MD_BINDING_VERSION, "1");
 	struct sbx_list_filter f = {
 		.metadata = want,
-		.states = (1u << SBX_STATE_RUNNING) | (1u << SBX_STATE_PAUSED),
+		.states = (1u << SBX_STATE_RUNNING) | (1u << SBX_STATE_PAUSED) |
+			  (1u << SBX_STATE_STOPPED),
 	};
 	struct sbx_sandbox *all = NULL;
 	size_t n = 0;

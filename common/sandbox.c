@@ -12,6 +12,7 @@ static const char *const state_names[] = {
 	[SBX_STATE_UNKNOWN] = "unknown", [SBX_STATE_RUNNING] = "running",
 	[SBX_STATE_PAUSED] = "paused", [SBX_STATE_TRANSITIONING] = "transitioning",
 	[SBX_STATE_TERMINAL] = "terminal", [SBX_STATE_DEAD] = "dead",
+	[SBX_STATE_STOPPED] = "stopped",
 };
 
 const char *sbx_state_name(enum sbx_state s)

@@ -2,7 +2,7 @@
 complete -c sbx-create -l profile -s p -r -d 'use this configuration profile'
 complete -c sbx-create -l template -s t -r -d 'template or snapshot id to start from'
 complete -c sbx-create -l label -s l -r -d 'metadata stored with the sandbox (repeatable)'
-complete -c sbx-create -l env -s e -r -d 'environment variable for every command (repeatable)'
+complete -c sbx-create -l env -s e -r -d 'environment variable for every command; a bare KEY copies our value (repeatable)'
 complete -c sbx-create -l timeout -r -d 'idle time before the sandbox is paused or killed'
 complete -c sbx-create -l on-timeout -r -d 'what the idle timer does: pause or kill'
 complete -c sbx-create -l auto-resume -d 'resume a paused sandbox on the next command'

@@ -5,7 +5,7 @@ complete -c sbx-exec -l root -d 'run as root (reduced capabilities) instead of u
 complete -c sbx-exec -l check -d 'a non-zero exit or a timeout is an error (kind failed)'
 complete -c sbx-exec -l raw -d 'stream stdout/stderr and exit with the command\'s status'
 complete -c sbx-exec -l timeout -r -d 'kill the command and all it started after this long'
-complete -c sbx-exec -l env -s e -r -d 'environment variable for the command (repeatable)'
+complete -c sbx-exec -l env -s e -r -d 'environment variable for the command; a bare KEY copies our value (repeatable)'
 complete -c sbx-exec -l cwd -r -d 'working directory inside the sandbox (default /workspace)'
 complete -c sbx-exec -l stdin-file -r -d 'feed this host file to the command\'s stdin'
 complete -c sbx-exec -l stdin-text -r -d 'feed this text to the command\'s stdin'
