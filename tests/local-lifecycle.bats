@@ -56,9 +56,11 @@ assert_no_trace() {
 @test "pause freezes the processes and keeps their memory; resume continues" {
 	local id c1 c2 c3
 	id=$(new_sb)
-	# The counter lives in the shell's memory; the file only shows it.
+	# The counter lives in the shell's memory; the file only shows it.  It
+	# is written whole (temp file + rename): a freeze can land between a
+	# truncate and a write, and an empty read is not a count.
 	sbx-exec --id "$id" -- sh -c \
-		'i=0; while :; do i=$((i+1)); echo $i > /workspace/c; sleep 0.05; done >/dev/null 2>&1 &' >/dev/null
+		'i=0; while :; do i=$((i+1)); echo $i > /workspace/c.t; mv /workspace/c.t /workspace/c; sleep 0.05; done >/dev/null 2>&1 &' >/dev/null
 	local f="$SBX_STATE_DIR/local/sandboxes/$id/upper/workspace/c"
 	for _ in $(seq 1 100); do [ "$(cat "$f" 2>/dev/null || echo 0)" -ge 5 ] && break; sleep 0.05; done
 	run sbx-ctl pause --id "$id"
