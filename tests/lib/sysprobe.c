@@ -2,6 +2,8 @@
  *
  *   sysprobe FAMILY...     prints "FAMILY RESULT" per family, RESULT being
  *                          "ok" or the errno's name (EPERM, ENOSYS, ...)
+ *   sysprobe open:PATH     open(PATH, O_RDONLY) (never writes to it)
+ *   sysprobe pty           open /dev/ptmx and the pts it hands out
  *
  * Built statically by the boundary tests and run inside a sandbox as root
  * and as uid 1000.  Each call's arguments are chosen so that, without the
@@ -21,6 +23,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/personality.h>
 #include <sys/syscall.h>
@@ -59,6 +62,15 @@ static long int80(long nr, long a, long b, long c)
 
 static long probe(const char *f)
 {
+	if (!strncmp(f, "open:", 5))
+		return open(f + 5, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (!strcmp(f, "pty")) {
+		int m = posix_openpt(O_RDWR | O_NOCTTY);
+		if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0)
+			return -1;
+		const char *pts = ptsname(m);
+		return pts ? open(pts, O_RDWR | O_NOCTTY) : -1;
+	}
 	if (!strcmp(f, "kexec"))
 		return syscall(SYS_kexec_load, 0, 1000, NULL, 0xdead0000UL);
 	if (!strcmp(f, "module"))
