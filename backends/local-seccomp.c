@@ -157,6 +157,10 @@ int local_seccomp_build(int allow_userns, struct local_filter *f, struct sbx_err
 	if (!ctx)
 		return sbx_fail(err, SBX_INTERNAL, "seccomp", "seccomp_init failed");
 	int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+	/* A binary search over syscall numbers rather than a linear chain:
+	 * every allowed syscall of every process pays for the walk. */
+	if (rc == 0)
+		rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	if (rc == 0 && seccomp_arch_native() == SCMP_ARCH_X86_64) {
 		rc = seccomp_arch_add(ctx, SCMP_ARCH_X86);
 		if (rc == 0)
@@ -194,14 +198,27 @@ int local_seccomp_build(int allow_userns, struct local_filter *f, struct sbx_err
 	return 0;
 }
 
+/* tmp + rename, without fsync: the file serves execs into a live
+ * sandbox, and no sandbox outlives a host crash (its init dies), so a
+ * torn file after one is never loaded.  Saves a disk flush per create. */
 int local_seccomp_write(const char *path, int allow_userns, struct sbx_err *err)
 {
 	struct local_filter f;
 	if (local_seccomp_build(allow_userns, &f, err) < 0)
 		return -1;
-	int rc = sbx_write_file_atomic(path, f.insns, f.len * sizeof(struct sock_filter), 0600,
-				       err);
+	SBX_AUTOFREE char *tmp = sbx_xasprintf("%s.tmp", path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int rc = fd < 0 || sbx_write_all(fd, f.insns, f.len * sizeof(struct sock_filter)) < 0
+		 ? -1 : 0;
+	if (fd >= 0 && close(fd) < 0)
+		rc = -1;
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = -1;
 	local_filter_free(&f);
+	if (rc < 0) {
+		sbx_fail_errno(err, SBX_INTERNAL, "seccomp", "write %s", path);
+		unlink(tmp);
+	}
 	return rc;
 }
 
