@@ -15,8 +15,9 @@
  *  - cgroup v1: the `devices` controller (devices.deny "a", then one
  *    devices.allow line per entry), on hybrid hosts;
  *  - cgroup v2: a BPF_PROG_TYPE_CGROUP_DEVICE program attached to the
- *    sandbox's cgroup2 cgroup, which covers <cg>/work and every x-* below
- *    it.  It is attached without BPF_F_ALLOW_OVERRIDE or MULTI, so no
+ *    sandbox's <cg>/work, which holds every exec'd process, and covers
+ *    every x-* below it (<cg> itself holds the init, our own code, and
+ *    slirp4netns, which needs /dev/net/tun).  It is attached without BPF_F_ALLOW_OVERRIDE or MULTI, so no
  *    cgroup below may attach a program of its own (and nothing inside can
  *    attach anything: no CAP_SYS_ADMIN, and bpf(2) is refused by the
  *    seccomp filter).  The cgroup holds the program; it lives as long as

@@ -20,7 +20,7 @@
  *   <v2>/sbx/<id>/work/x-*  one per exec that has a timeout (cgroup.kill)
  *   <v1:memory|pids|cpu>/sbx/<id>   the resource limits, whole sandbox
  *   <v1:devices>/sbx/<id>   the device allow-list (local-devices.c), which
- *                           also holds <v2>/sbx/<id> as a BPF program
+ *                           <v2>/sbx/<id>/work holds as a BPF program
  * where <v2> is the cgroup2 mount (/sys/fs/cgroup/unified on hybrid hosts,
  * /sys/fs/cgroup on pure v2 ones) and the v1 roots are the controllers'
  * mounts.  They hang from a fixed "sbx" parent at each hierarchy's root,

@@ -670,8 +670,11 @@ static int make_cgroups(struct local_rec *r, const struct sbx_limits *lim, struc
 	snprintf(p, sizeof(p), "%s/work", r->cg[CG_V2]);
 	if (mkdir_ok(p, 0755) < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "create", "mkdir %s", p);
-	/* Before any process joins: the init's first mknod is checked. */
-	if (local_devices_limit(r->cg[CG_DEVICES], r->cg[CG_V2], err) < 0)
+	/* Before any process joins: the init's first mknod is checked (v1).
+	 * The v2 program goes on <cg>/work, where every exec'd process
+	 * lives, not on <cg>: slirp4netns, a host helper that opens
+	 * /dev/net/tun, runs there (and joins no v1 cgroup). */
+	if (local_devices_limit(r->cg[CG_DEVICES], p, err) < 0)
 		return -1;
 	if (lim->memory_bytes > 0) {
 		if (!r->cg[CG_MEMORY])

@@ -80,7 +80,7 @@ plant() {
 	local major v1 v2
 	major=$(free_major) || skip "no free character major in 234-244"
 	v1=/sys/fs/cgroup/devices/sbx/$SB
-	v2=$(jq -r .cgroups.v2 "$SBX_STATE_DIR/local/sandboxes/$SB/sandbox.json")
+	v2=$(jq -r .cgroups.v2 "$SBX_STATE_DIR/local/sandboxes/$SB/sandbox.json")/work
 	[ -f /sys/fs/cgroup/devices/cgroup.procs ] || skip "no v1 devices controller on this host"
 	plant "$SB" x "$major" 0
 	# Both: refused.
