@@ -5,7 +5,8 @@
  * and drops privileges: uid/gid 1000 by default; with as_root, root but
  * with Docker's default capability set and no_new_privs.  It gets a clean
  * environment, /workspace as its cwd, no fd of ours beyond stdio, and its
- * own session.
+ * own session.  Its last step before execve is the sandbox's seccomp
+ * filter (local-seccomp.c), read from the sandbox's directory.
  *
  * Promises:
  *  - The exec is over when its main process exits.  Whatever it started
@@ -41,15 +42,21 @@
 #include <unistd.h>
 
 #include "doc.h"
+#include "local-seccomp.h"
 #include "util.h"
 
 #define DEFAULT_CAP (1u << 20)
 #define SANDBOX_UID 1000
 
-/* Docker's default capability set: what root inside a sandbox keeps. */
+/* What root inside a sandbox keeps: Docker's default capability set
+ * without CAP_MKNOD (a device node is the way to a host device; the
+ * device allow-list backs this up) and without CAP_NET_RAW.  Installs
+ * need the rest: chown/setuid/setgid for package users, DAC_OVERRIDE and
+ * FOWNER for dpkg, SETFCAP for packages that ship file capabilities.
+ * FIFOs and sockets need no capability to be made. */
 static const int keep_caps[] = {
 	CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID, CAP_KILL, CAP_SETGID,
-	CAP_SETUID, CAP_SETPCAP, CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT, CAP_MKNOD,
+	CAP_SETUID, CAP_SETPCAP, CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT,
 	CAP_AUDIT_WRITE, CAP_SETFCAP,
 };
 
@@ -130,6 +137,7 @@ struct child_cfg {
 	int report;                 /* CLOEXEC pipe: {stage, errno} on failure */
 	const char *cwd;
 	int as_root;
+	const struct local_filter *filter;
 	char *const *argv;
 	char **envp;
 };
@@ -207,6 +215,10 @@ static __attribute__((noreturn)) void child_main(const struct child_cfg *c)
 		child_fail(c, STAGE_CWD);
 	extern char **environ;
 	environ = c->envp;
+	/* Last: from here on only execve (and, on its failure, the report
+	 * write and _exit) must pass the filter. */
+	if (local_seccomp_install(c->filter) < 0)
+		child_fail(c, STAGE_PRIV);
 	execvp(c->argv[0], c->argv);
 	child_fail(c, STAGE_EXEC);
 }
@@ -311,12 +323,15 @@ int local_exec(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_e
 	int rc = -1;
 	int selfns = -1, busy = -1, report[2] = {-1, -1};
 	int p_in[2] = {-1, -1}, p_out[2] = {-1, -1}, p_err[2] = {-1, -1}, nul = -1;
-	int cg_fds[LOCAL_NCG] = {-1, -1, -1, -1}, killfd = -1;
+	int cg_fds[LOCAL_NCG], killfd = -1;
 	char *xcg = NULL, *work = NULL;
 	struct envv env = {0};
+	struct local_filter filter = {0};
 	struct sink so = {.fd = -1}, se = {.fd = -1};
 	pid_t child = -1;
 	void (*old_pipe)(int) = SIG_ERR;
+	for (int i = 0; i < LOCAL_NCG; i++)
+		cg_fds[i] = -1;
 
 	SBX_AUTOFREE char *busyp = sbx_xasprintf("%s/busy", r.dir);
 	busy = open(busyp, O_RDONLY | O_CLOEXEC);
@@ -356,6 +371,11 @@ int local_exec(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_e
 		}
 
 	env_build(&env, sb->id, sbx_json_obj(r.j, "env"), req);
+	SBX_AUTOFREE char *filter_path = sbx_xasprintf("%s/seccomp.bpf", r.dir);
+	if (local_seccomp_read(filter_path, sbx_json_bool(sbx_json_obj(r.j, "security"),
+							  "allow_userns", 0),
+			       &filter, err) < 0)
+		goto out;
 
 	nul = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (pipe2(report, O_CLOEXEC) < 0 || nul < 0) {
@@ -379,6 +399,7 @@ int local_exec(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_e
 		.report = report[1],
 		.cwd = cwd,
 		.as_root = req->as_root,
+		.filter = &filter,
 		.argv = req->argv,
 		.envp = env.v,
 	};
@@ -561,11 +582,13 @@ out:
 	if (old_pipe != SIG_ERR)
 		signal(SIGPIPE, old_pipe);
 	int fds[] = {pidfd, selfns, report[0], report[1], p_in[0], p_in[1], p_out[0], p_out[1],
-		     p_err[0], p_err[1], nul, killfd, so.fd, se.fd,
-		     cg_fds[0], cg_fds[1], cg_fds[2], cg_fds[3]};
+		     p_err[0], p_err[1], nul, killfd, so.fd, se.fd};
 	for (size_t i = 0; i < SBX_ARRAY_LEN(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
+	for (int i = 0; i < LOCAL_NCG; i++)
+		if (cg_fds[i] >= 0)
+			close(cg_fds[i]);
 	free(so.buf);
 	free(se.buf);
 	if (xcg) {
@@ -577,6 +600,7 @@ out:
 		free(work);
 	}
 	env_free(&env);
+	local_filter_free(&filter);
 	local_sb_touch(b, sb->id);
 	if (busy >= 0)
 		close(busy);

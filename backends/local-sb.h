@@ -19,6 +19,8 @@
  *   <v2>/sbx/<id>/work      every exec'd process (what pause freezes)
  *   <v2>/sbx/<id>/work/x-*  one per exec that has a timeout (cgroup.kill)
  *   <v1:memory|pids|cpu>/sbx/<id>   the resource limits, whole sandbox
+ *   <v1:devices>/sbx/<id>   the device allow-list (local-devices.c), which
+ *                           <v2>/sbx/<id>/work holds as a BPF program
  * where <v2> is the cgroup2 mount (/sys/fs/cgroup/unified on hybrid hosts,
  * /sys/fs/cgroup on pure v2 ones) and the v1 roots are the controllers'
  * mounts.  They hang from a fixed "sbx" parent at each hierarchy's root,
@@ -34,8 +36,8 @@
 
 #include "local.h"
 
-#define LOCAL_NCG 4          /* v2 + memory + pids + cpu */
-enum { CG_V2, CG_MEMORY, CG_PIDS, CG_CPU };
+#define LOCAL_NCG 5          /* v2 + memory + pids + cpu + devices */
+enum { CG_V2, CG_MEMORY, CG_PIDS, CG_CPU, CG_DEVICES };
 
 struct local_rec {
 	char *dir;               /* <state>/local/sandboxes/<id> */

@@ -38,6 +38,8 @@
 #include <openssl/evp.h>
 
 #include "doc.h"
+#include "local-devices.h"
+#include "local-seccomp.h"
 #include "util.h"
 
 #define HOST_TEMPLATE "host"
@@ -80,7 +82,7 @@ char *local_cg_path(int which, const char *id)
 {
 	static const char *const v1[] = {
 		[CG_MEMORY] = "/sys/fs/cgroup/memory", [CG_PIDS] = "/sys/fs/cgroup/pids",
-		[CG_CPU] = "/sys/fs/cgroup/cpu",
+		[CG_CPU] = "/sys/fs/cgroup/cpu", [CG_DEVICES] = "/sys/fs/cgroup/devices",
 	};
 	if (which == CG_V2) {
 		const char *m = v2_mount();
@@ -283,7 +285,8 @@ void local_rec_free(struct local_rec *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static const char *const cg_keys[LOCAL_NCG] = {"v2", "memory", "pids", "cpu"};
+static const char *const cg_keys[LOCAL_NCG] = {"v2", "memory", "pids", "cpu",
+							   "devices"};
 
 int local_rec_load(struct sbx_backend *b, const char *id, struct local_rec *r,
 		   struct sbx_err *err)
@@ -316,10 +319,13 @@ int local_rec_load(struct sbx_backend *b, const char *id, struct local_rec *r,
 			sbx_json_set_str(r->j, "state", "creating");
 		}
 	}
+	/* The record names every cgroup the sandbox has (one it does not
+	 * name did not exist when it was made: an older sandbox has no
+	 * devices cgroup); without a record they are derived from the id. */
 	json_object *cg = sbx_json_obj(r->j, "cgroups");
 	for (int i = 0; i < LOCAL_NCG; i++) {
 		const char *p = cg ? sbx_json_str(cg, cg_keys[i]) : NULL;
-		r->cg[i] = p ? sbx_xstrdup(p) : local_cg_path(i, id);
+		r->cg[i] = p ? sbx_xstrdup(p) : cg ? NULL : local_cg_path(i, id);
 	}
 	r->init_pid = (pid_t)sbx_json_int(r->j, "init_pid", 0);
 	return 0;
@@ -686,6 +692,12 @@ static int make_cgroups(struct local_rec *r, const struct sbx_limits *lim, struc
 	snprintf(p, sizeof(p), "%s/work", r->cg[CG_V2]);
 	if (mkdir_ok(p, 0755) < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "create", "mkdir %s", p);
+	/* Before any process joins: the init's first mknod is checked (v1).
+	 * The v2 program goes on <cg>/work, where every exec'd process
+	 * lives, not on <cg>: slirp4netns, a host helper that opens
+	 * /dev/net/tun, runs there (and joins no v1 cgroup). */
+	if (local_devices_limit(r->cg[CG_DEVICES], p, err) < 0)
+		return -1;
 	if (lim->memory_bytes > 0) {
 		if (!r->cg[CG_MEMORY])
 			return sbx_fail(err, SBX_UNSUPPORTED, "create", "no memory cgroup controller");
@@ -872,6 +884,7 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 	sbx_json_set_int(lim, "pids", req->limits.pids);
 	json_object_object_add(lim, "cpus", json_object_new_double(req->limits.cpus));
 	sbx_json_set_bool(sbx_json_child(j, "network"), "allow_internet", req->net.allow_internet);
+	sbx_json_set_bool(sbx_json_child(j, "security"), "allow_userns", req->allow_userns);
 	json_object *cg = sbx_json_child(j, "cgroups");
 	for (int i = 0; i < LOCAL_NCG; i++)
 		if (r->cg[i])
@@ -896,8 +909,10 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 		json_object_array_add(la, json_object_new_string(l.dir[i]));
 	json_object_object_add(j, "layers", la);   /* written with the ready record */
 
-	/* 2. Cgroups with their limits. */
-	if (local_policy_write(r->dir, &req->timeout, err) < 0 ||
+	/* 2. Cgroups with their limits, and the seccomp filter of every exec. */
+	SBX_AUTOFREE char *filter = sbx_xasprintf("%s/seccomp.bpf", r->dir);
+	if (local_seccomp_write(filter, req->allow_userns, err) < 0 ||
+	    local_policy_write(r->dir, &req->timeout, err) < 0 ||
 	    touch_file(r->dir, "activity") < 0 || touch_file(r->dir, "busy") < 0 ||
 	    make_cgroups(r, &req->limits, err) < 0) {
 		if (!err->msg[0])

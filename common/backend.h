@@ -71,6 +71,7 @@ struct sbx_create_req {
 	json_object *env;        /* string -> string, may be NULL */
 	struct sbx_network net;
 	struct sbx_limits limits;
+	int allow_userns;        /* local: namespace creation inside (seccomp) */
 };
 
 struct sbx_exec_req {

@@ -68,8 +68,8 @@ static const char *config_path(int *explicit)
 static const char *const profile_keys[] = {
 	"backend", "endpoint", "template", "state_dir", "redis_url", "redis_password_file",
 	"prefix", "api_key_file", "api_key_env", "tls_cert_path", "allow_private",
-	"allow_internet", "allow_public", "memory", "pids", "cpus", "idle_timeout",
-	"on_timeout", "auto_resume", "description", "options",
+	"allow_internet", "allow_public", "allow_userns", "memory", "pids", "cpus",
+	"idle_timeout", "on_timeout", "auto_resume", "description", "options",
 };
 
 static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *err)
@@ -98,6 +98,7 @@ static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *
 	p->allow_private = sbx_json_bool(o, "allow_private", p->allow_private);
 	p->allow_internet = sbx_json_bool(o, "allow_internet", p->allow_internet);
 	p->allow_public = sbx_json_bool(o, "allow_public", p->allow_public);
+	p->allow_userns = sbx_json_bool(o, "allow_userns", p->allow_userns);
 	p->auto_resume = sbx_json_bool(o, "auto_resume", p->auto_resume);
 	const char *s;
 	if ((s = sbx_json_str(o, "memory")) && sbx_parse_size(s, &p->limits.memory_bytes, err) < 0)

@@ -42,6 +42,7 @@ struct sbx_profile {
 	int allow_private;      /* SSRF: loopback and private ranges allowed */
 	int allow_internet;     /* egress; default 0 */
 	int allow_public;       /* inbound by URL; default 0 */
+	int allow_userns;       /* local: user namespaces inside; default 0 */
 	struct sbx_limits limits;
 	int64_t idle_timeout_ms;  /* idle timer; 0 = never */
 	int on_timeout_pause;     /* 1 = pause when idle, 0 = kill */
