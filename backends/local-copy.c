@@ -3,7 +3,8 @@
  *
  * Promises: everything an overlay layer can hold survives a copy (types,
  * modes incl. setuid, owners, nanosecond times, xattrs, whiteouts, hard
- * links inside the tree); file data is shared by reflink when the
+ * links inside the tree) except device nodes and sockets, which never
+ * reach a layer (each becomes a whiteout, see walk_entry); file data is shared by reflink when the
  * filesystem supports it, so a copy on XFS/btrfs costs metadata only.  The
  * copier never follows a symlink in either tree and never descends into
  * another filesystem.  It works on paths (not fds) for simplicity; trees
@@ -255,7 +256,8 @@ static int copy_other(const char *src, const char *dst, const struct stat *s,
 			return sbx_fail_errno(err, SBX_INTERNAL, "copy", "symlink %s", dst);
 		return 0;
 	}
-	/* Devices, fifos, sockets, and overlay whiteouts (char 0:0). */
+	/* FIFOs and overlay whiteouts (char 0:0); walk_entry drops devices
+	 * and sockets before they get here. */
 	if (mknod(dst, (s->st_mode & S_IFMT) | 0600, s->st_rdev) < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "mknod %s", dst);
 	return 0;
@@ -318,6 +320,19 @@ static int walk_entry(struct walk *w, const char *src, const char *dst, struct s
 		return -1;
 	if (S_ISREG(s.st_mode))
 		return copy_file(w, src, dst, &s, err);     /* metadata included */
+	/* A device node (other than a whiteout) or a socket never reaches a
+	 * layer: it becomes a whiteout, so the name stays gone as it was in
+	 * the source (a node that shadowed a lower file must not bring that
+	 * file back).  Merged without a layer below, it is simply left out. */
+	if (S_ISBLK(s.st_mode) || S_ISSOCK(s.st_mode) || (S_ISCHR(s.st_mode) && !is_whiteout(src, &s))) {
+		w->st->dropped++;
+		if (merge && !(w->flags & LCOPY_KEEP_WHITEOUTS))
+			return 0;
+		if (mknod(dst, S_IFCHR | 0600, makedev(0, 0)) < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "copy", "mknod %s", dst);
+		w->st->others++;
+		return 0;
+	}
 	{
 		if (copy_other(src, dst, &s, err) < 0)
 			return -1;

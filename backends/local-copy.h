@@ -2,8 +2,11 @@
  *
  * Copies a directory tree into a new one keeping what an overlay layer
  * needs: modes, owners, times, symlinks, hardlinks (within one copy),
- * device nodes, overlay whiteouts (char 0:0), and xattrs (including
- * trusted.overlay.opaque).  File data is reflinked (FICLONE) where the
+ * FIFOs, overlay whiteouts (char 0:0), and xattrs (including
+ * trusted.overlay.opaque).  Device nodes and sockets are dropped: a
+ * device node in a layer could be opened by whoever gets that layer, and a
+ * socket there is a stale name.  Each becomes a whiteout (merged onto a
+ * plain tree: nothing), so a name it shadowed stays hidden.  File data is reflinked (FICLONE) where the
  * filesystem allows it, else copied in the kernel (copy_file_range), else
  * read/written.  The same walk can *merge* an overlay layer onto a tree
  * (flatten): whiteouts delete, opaque directories replace.  Nothing here
@@ -29,7 +32,8 @@ struct lcopy_stats {
 	int64_t files;           /* regular files written (links excluded) */
 	int64_t bytes;           /* their apparent size */
 	int64_t reflinked;       /* files whose data was cloned, not copied */
-	int64_t dirs, others;    /* directories; symlinks, devices, whiteouts */
+	int64_t dirs, others;    /* directories; symlinks, FIFOs, whiteouts */
+	int64_t dropped;         /* device nodes and sockets left out */
 };
 
 /* Copy (or merge, see flags) the tree `src` into `dst`.  dst is created

@@ -765,7 +765,10 @@ int local_template_import(struct sbx_backend *b, const char *name, int fd, const
 			sbx_fail_errno(err, SBX_INTERNAL, "template_import", "mkdir %s", tmp);
 		} else {
 			SBX_AUTOCLOSE int root = open(tmp, O_PATH | O_DIRECTORY | O_CLOEXEC);
-			struct sbx_tar_extract_opts o = {.keep_owner = 1, .force_uid = -1, .force_gid = -1};
+			/* A rootfs tarball carries /dev/null and friends: dropped,
+			 * as a --dir import and a snapshot copy drop them. */
+			struct sbx_tar_extract_opts o = {.keep_owner = 1, .force_uid = -1, .force_gid = -1,
+							 .drop_devices = 1};
 			if (root < 0)
 				sbx_fail_errno(err, SBX_INTERNAL, "template_import", "open %s", tmp);
 			else

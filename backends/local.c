@@ -39,6 +39,7 @@
 
 #include "doc.h"
 #include "local-devices.h"
+#include "local-hostview.h"
 #include "local-seccomp.h"
 #include "util.h"
 
@@ -454,27 +455,6 @@ static int upper_dir(const char *upper, const struct layers *l, const char *rel,
 	return 0;
 }
 
-/* Hide a host file: an overlay whiteout (a 0:0 character device). */
-static int upper_whiteout(const char *upper, const struct layers *l, const char *rel,
-			  struct sbx_err *err)
-{
-	struct stat st;
-	if (lower_stat(l, rel, &st, NULL) < 0)
-		return 0;
-	char parent[PATH_MAX];
-	snprintf(parent, sizeof(parent), "%s", rel);
-	char *slash = strrchr(parent, '/');
-	if (slash) {
-		*slash = '\0';
-		if (upper_mkdirs(upper, l, parent, err) < 0)
-			return -1;
-	}
-	SBX_AUTOFREE char *p = sbx_xasprintf("%s/%s", upper, rel);
-	if (mknod(p, S_IFCHR | 0, makedev(0, 0)) < 0 && errno != EEXIST)
-		return sbx_fail_errno(err, SBX_INTERNAL, "create", "whiteout %s", p);
-	return 0;
-}
-
 /* /etc/passwd and /etc/group must name uid/gid 1000 "user": keep the
  * template's entries except any other claim on that name or number. */
 static int upper_account(const char *upper, const struct layers *l, const char *file,
@@ -528,86 +508,11 @@ static int upper_account(const char *upper, const struct layers *l, const char *
 	return 0;
 }
 
-/* The directory of a unix socket named by a redis URL, or NULL. */
-static char *redis_sock_dir(const char *url)
-{
-	if (!url || strncmp(url, "unix://", 7) != 0)
-		return NULL;
-	char *d = sbx_xstrdup(url + 7);
-	char *q = strchr(d, '?');
-	if (q)
-		*q = '\0';
-	char *s = strrchr(d, '/');
-	if (!s || s == d) {
-		free(d);
-		return NULL;
-	}
-	*s = '\0';
-	return d;
-}
-
-static const char *const hidden[] = {
-	"tmp", "var/tmp", "run", "root", "home", "work", "srv", "mnt", "media",
-	"var/lib/sbx", "var/lib/docker", "var/lib/redis", "var/lib/containerd",
-	"etc/sbx", "var/run",
-};
-
-static int hide_host_path(const char *upper, const struct layers *l, const char *abs,
-			  struct sbx_err *err)
-{
-	char real[PATH_MAX];
-	if (!abs || abs[0] != '/' || !realpath(abs, real))
-		return 0;
-	if (strcmp(real, "/") == 0)
-		return 0;
-	/* Already inside a hidden directory: nothing more to hide. */
-	for (size_t i = 0; i < SBX_ARRAY_LEN(hidden); i++) {
-		size_t n = strlen(hidden[i]);
-		if (strncmp(real + 1, hidden[i], n) == 0 && (real[1 + n] == '/' || real[1 + n] == '\0'))
-			return 0;
-	}
-	struct stat st;
-	if (lower_stat(l, real + 1, &st, NULL) < 0 || !S_ISDIR(st.st_mode))
-		return 0;
-	return upper_dir(upper, l, real + 1, st.st_mode & 07777, st.st_uid, st.st_gid, 1, err);
-}
-
 /* Everything the sandbox's root needs in its own layer: the standard
- * directories, the account, and (over the host's root) opaque directories
- * and whiteouts for what a sandbox must not see. */
-static int prepare_upper(struct sbx_backend *b, const char *upper, const struct layers *l,
-			 struct sbx_err *err)
+ * directories and the account.  (What a sandbox over the host must not see
+ * is hidden below this layer, by the host mask: local-hostview.c.) */
+static int prepare_upper(const char *upper, const struct layers *l, struct sbx_err *err)
 {
-	static const char *const whiteouts[] = {
-		"etc/shadow", "etc/gshadow", "etc/shadow-", "etc/gshadow-",
-	};
-	if (l->host) {
-		struct stat st;
-		/* Over a snapshot of a host-based sandbox, the snapshot's own layer
-		 * already carries these opaque directories (copied from that
-		 * sandbox's upper); making them opaque again here would hide the
-		 * snapshot's files under them too. */
-		for (size_t i = 0; l->n == 1 && i < SBX_ARRAY_LEN(hidden); i++) {
-			SBX_AUTOFREE char *abs = sbx_xasprintf("/%s", hidden[i]);
-			if (lstat(abs, &st) < 0 || !S_ISDIR(st.st_mode))
-				continue;
-			if (upper_dir(upper, l, hidden[i], st.st_mode & 07777, st.st_uid, st.st_gid, 1,
-				      err) < 0)
-				return -1;
-		}
-		for (size_t i = 0; i < SBX_ARRAY_LEN(whiteouts); i++)
-			if (upper_whiteout(upper, l, whiteouts[i], err) < 0)
-				return -1;
-		/* The state dir and the Redis socket's dir, wherever they are. */
-		if (hide_host_path(upper, l, b->profile->state_dir, err) < 0)
-			return -1;
-		SBX_AUTOFREE char *rd = redis_sock_dir(getenv("SBX_REDIS_URL"));
-		if (hide_host_path(upper, l, rd, err) < 0)
-			return -1;
-		SBX_AUTOFREE char *rd2 = redis_sock_dir(b->profile->redis_url);
-		if (hide_host_path(upper, l, rd2, err) < 0)
-			return -1;
-	}
 	static const char *const mnt[] = {"proc", "sys", "dev"};
 	for (size_t i = 0; i < SBX_ARRAY_LEN(mnt); i++)
 		if (upper_mkdirs(upper, l, mnt[i], err) < 0)
@@ -930,22 +835,31 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 		layers_free(&l);
 		return sbx_fail_errno(err, SBX_INTERNAL, "create", "mkdir layers");
 	}
-	if (prepare_upper(b, upper, &l, err) < 0) {
+	if (prepare_upper(upper, &l, err) < 0) {
 		layers_free(&l);
 		return -1;
 	}
 	/* Layers stacked over the host's "/" mount it through a view of its
-	 * own (see mount_host_view in libexec/sbx-init.c). */
+	 * own (see mount_host_view in libexec/sbx-init.c), under the host mask
+	 * that hides what the sandbox must not see (local-hostview.c), built
+	 * now from the current configuration: [snapshot layers..., mask, view]. */
 	SBX_AUTOFREE char *host_view = NULL;
-	if (l.n > 1 && strcmp(l.dir[l.n - 1], "/") == 0) {
+	if (l.host) {
 		host_view = sbx_xasprintf("%s/hostroot", r->dir);
 		SBX_AUTOFREE char *empty = sbx_xasprintf("%s/hostempty", r->dir);
+		SBX_AUTOFREE char *mask = sbx_xasprintf("%s/hostmask", r->dir);
 		if (mkdir(host_view, 0755) < 0 || mkdir(empty, 0755) < 0) {
 			layers_free(&l);
 			return sbx_fail_errno(err, SBX_INTERNAL, "create", "mkdir host view");
 		}
+		if (local_hostmask_build(mask, b->profile, err) < 0) {
+			layers_free(&l);
+			return -1;
+		}
+		l.dir = sbx_xrealloc(l.dir, (l.n + 1) * sizeof(char *));
 		free(l.dir[l.n - 1]);
-		l.dir[l.n - 1] = sbx_xstrdup(host_view);
+		l.dir[l.n - 1] = sbx_xstrdup(mask);
+		l.dir[l.n++] = sbx_xstrdup(host_view);
 	}
 	size_t cap = 64 + strlen(upper) + strlen(work);
 	for (size_t i = 0; i < l.n; i++)

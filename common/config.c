@@ -223,3 +223,116 @@ int sbx_profile_secret(const struct sbx_profile *p, char **out, struct sbx_err *
 	}
 	return 0;
 }
+
+struct strv {
+	char **v;
+	size_t n, cap;
+};
+
+static void strv_add(struct strv *s, const char *path)
+{
+	if (!path || !*path)
+		return;
+	char *abs;
+	if (path[0] == '/') {
+		abs = sbx_xstrdup(path);
+	} else {
+		char cwd[4096];
+		if (!getcwd(cwd, sizeof(cwd)))
+			return;
+		abs = sbx_xasprintf("%s/%s", cwd, path);
+	}
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(s->v[i], abs) == 0) {
+			free(abs);
+			return;
+		}
+	if (s->n + 2 > s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 16;
+		s->v = sbx_xrealloc(s->v, s->cap * sizeof(char *));
+	}
+	s->v[s->n++] = abs;
+	s->v[s->n] = NULL;
+}
+
+/* The socket path of a unix:// URL (redis or docker), without a query. */
+static void strv_add_socket(struct strv *s, const char *url)
+{
+	if (!url || !sbx_str_starts(url, "unix://"))
+		return;
+	SBX_AUTOFREE char *p = sbx_xstrdup(url + strlen("unix://"));
+	char *q = strchr(p, '?');
+	if (q)
+		*q = '\0';
+	if (p[0] == '/')
+		strv_add(s, p);
+}
+
+void sbx_strv_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+int sbx_config_paths(char ***out, size_t *n, struct sbx_err *err)
+{
+	struct strv s = {0};
+	int explicit;
+	const char *path = config_path(&explicit);
+	strv_add(&s, getenv("SBX_CONFIG"));
+	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+	if (xdg && *xdg) {
+		SBX_AUTOFREE char *p = sbx_xasprintf("%s/sbx/config.json", xdg);
+		strv_add(&s, p);
+	}
+	if (home && *home) {
+		SBX_AUTOFREE char *p = sbx_xasprintf("%s/.config/sbx/config.json", home);
+		strv_add(&s, p);
+	}
+	strv_add(&s, "/etc/sbx/config.json");
+	strv_add(&s, path);
+
+	SBX_AUTOFREE char *text = NULL;
+	size_t len;
+	struct sbx_err ferr;
+	if (sbx_read_file(path, CONFIG_MAX, &text, &len, &ferr) == 0) {
+		json_object *file = json_tokener_parse(text);
+		if (!file || !json_object_is_type(file, json_type_object)) {
+			json_object_put(file);
+			sbx_strv_free(s.v);
+			return sbx_fail_config(err, "config", "%s: not a JSON object", path);
+		}
+		json_object *profiles = sbx_json_obj(file, "profiles");
+		if (profiles && json_object_is_type(profiles, json_type_object)) {
+			json_object_object_foreach(profiles, name, po) {
+				(void)name;
+				if (!json_object_is_type(po, json_type_object))
+					continue;
+				static const char *const files[] = {
+					"state_dir", "api_key_file", "redis_password_file", "tls_cert_path",
+				};
+				for (size_t i = 0; i < SBX_ARRAY_LEN(files); i++)
+					strv_add(&s, sbx_json_str(po, files[i]));
+				strv_add_socket(&s, sbx_json_str(po, "redis_url"));
+				strv_add_socket(&s, sbx_json_str(po, "endpoint"));
+			}
+		}
+		json_object_put(file);
+	} else if (explicit || ferr.kind != SBX_NOT_FOUND) {
+		sbx_strv_free(s.v);
+		*err = ferr;
+		err->exit_status = SBX_EXIT_CONFIG;
+		return -1;
+	}
+	strv_add(&s, getenv("SBX_STATE_DIR"));
+	strv_add_socket(&s, getenv("SBX_REDIS_URL"));
+	strv_add_socket(&s, getenv("DOCKER_HOST"));
+	strv_add(&s, "/var/lib/sbx");
+	strv_add(&s, "/tmp/sbx-state");
+	if (!s.v)
+		s.v = sbx_xcalloc(1, sizeof(char *));
+	*out = s.v;
+	*n = s.n;
+	return 0;
+}

@@ -62,4 +62,17 @@ int sbx_profile_secret(const struct sbx_profile *p, char **out, struct sbx_err *
 /* Free a secret after overwriting it. */
 void sbx_secret_free(char *s);
 
+/* Every host path the configuration names, whichever profile is in use:
+ * the config file candidates ($SBX_CONFIG, the XDG and $HOME ones,
+ * /etc/sbx/config.json), and for *every* profile of the file its
+ * state_dir, api_key_file, redis_password_file, tls_cert_path and the
+ * socket of a unix:// redis_url or endpoint; then the environment's
+ * overrides (SBX_STATE_DIR, SBX_REDIS_URL, DOCKER_HOST) and the default
+ * state dirs.  Paths are absolute (a relative one is taken from the
+ * current directory) and may not exist.  A config file that exists but
+ * cannot be read or parsed is an error: the caller cannot know what to
+ * hide.  *out is a NULL-terminated array; free it with sbx_strv_free. */
+int sbx_config_paths(char ***out, size_t *n, struct sbx_err *err);
+void sbx_strv_free(char **v);
+
 #endif

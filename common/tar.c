@@ -1222,6 +1222,13 @@ static int x_other(struct xctx *x, const struct sbx_tar_entry *e, int parent, co
 	}
 	if (type != S_IFIFO) {
 		int whiteout = type == S_IFCHR && e->devmajor == 0 && e->devminor == 0;
+		if (!whiteout && x->o.drop_devices) {
+			/* Left out, and the name stays empty: a later entry
+			 * wins over an earlier one, as it would have. */
+			if (clear_slot(parent, base, 0) < 0)
+				return xfail_errno(x, err, e->name, "cannot replace the existing entry");
+			return 0;
+		}
 		if (!whiteout && !x->o.allow_devices)
 			return xfail(x, err, SBX_INVALID_REQUEST, e->name, "device node refused");
 		if (!x->is_root)

@@ -81,6 +81,9 @@ struct sbx_tar_extract_opts {
 	int allow_devices;       /* added: device nodes other than overlay
 	                          * whiteouts (0:0 char) are refused unless set;
 	                          * any device node needs root */
+	int drop_devices;        /* skip device nodes other than whiteouts
+	                          * instead of refusing them (wins over
+	                          * allow_devices) */
 };
 /* Extract the archive on fd below rootfd (confined, see above).  o may be
  * NULL (defaults).  Symlinks in an entry's parent path are followed as if

@@ -113,6 +113,36 @@ int main(void)
 	is_str(p->prefix, "sbx", "key prefix sbx");
 	sbx_profile_free(p);
 
+	/* Every path any profile names, not only the one in use. */
+	unsetenv("XDG_CONFIG_HOME");
+	write_config("{\"default_profile\": \"a\", \"profiles\": {"
+		     "\"a\": {\"state_dir\": \"/x/state-a\", \"redis_url\": \"unix:///x/r.sock?db=2\"},"
+		     "\"b\": {\"api_key_file\": \"/x/key\", \"redis_password_file\": \"/x/pw\","
+		     "        \"tls_cert_path\": \"/x/tls\", \"endpoint\": \"unix:///x/d.sock\","
+		     "        \"state_dir\": \"rel/state-b\"},"
+		     "\"c\": {\"redis_url\": \"redis://127.0.0.1:6379\", \"endpoint\": \"https://e\"}}}");
+	char **paths = NULL;
+	size_t np = 0;
+	ok(sbx_config_paths(&paths, &np, &err) == 0, "config paths are listed");
+	char cwd[4096], relb[4200], cpath[256];
+	snprintf(relb, sizeof(relb), "%s/rel/state-b", getcwd(cwd, sizeof(cwd)) ? cwd : "");
+	snprintf(cpath, sizeof(cpath), "%s/config.json", dir);
+	const char *want[] = {cpath, "/x/state-a", "/x/r.sock", "/x/key", "/x/pw", "/x/tls",
+			      "/x/d.sock", relb, "/etc/sbx/config.json", "/var/lib/sbx"};
+	for (size_t i = 0; i < SBX_ARRAY_LEN(want); i++) {
+		int found = 0;
+		for (size_t j = 0; j < np; j++)
+			found |= strcmp(paths[j], want[i]) == 0;
+		ok(found, "... %s is among them", want[i]);
+	}
+	int bad = 0;
+	for (size_t j = 0; j < np; j++)
+		bad |= paths[j][0] != '/' || strstr(paths[j], "127.0.0.1") || strstr(paths[j], "https");
+	ok(!bad && paths[np] == NULL, "... all absolute paths, NULL-terminated, no network URLs");
+	sbx_strv_free(paths);
+	write_config("{not json");
+	ok(sbx_config_paths(&paths, &np, &err) < 0, "an unparsable config file fails the listing");
+
 	char cmd[512];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
