@@ -135,6 +135,12 @@ int sbx_config_load(const char *name, struct sbx_profile **out, struct sbx_err *
 			sbx_profile_free(p);
 			return sbx_fail_config(err, "config", "%s: not a JSON object", path);
 		}
+		const char *why = sbx_json_text_problem(file);
+		if (why) {
+			json_object_put(file);
+			sbx_profile_free(p);
+			return sbx_fail_config(err, "config", "%s: %s", path, why);
+		}
 	} else if (explicit || ferr.kind != SBX_NOT_FOUND) {
 		sbx_profile_free(p);
 		*err = ferr;

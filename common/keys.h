@@ -41,7 +41,8 @@ enum sbx_tenant_key {
 	SBX_KEY_LEDGER,
 };
 
-/* 0, or -1 with invalid_request naming `what` ("tenant", "session"). */
+/* 0, or -1 with invalid_request naming `what` ("tenant", "session"): empty,
+ * longer than SBX_ID_MAX, a NUL inside, or not UTF-8. */
 int sbx_id_check(const char *what, const char *id, size_t len, struct sbx_err *err);
 
 /* Escape / unescape one id.  sbx_key_unescape returns NULL for text that
