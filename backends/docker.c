@@ -276,15 +276,32 @@ int docker_ensure_running(struct sbx_backend *b, const char *id, struct sbx_err 
 
 /* ---- open, caps, health, fingerprint ---------------------------------- */
 
+/* The endpoint as errors may show it: userinfo ("user:password@") after
+ * the scheme is replaced by "***@", as the Redis URL's is left out. */
+static char *shown_endpoint(const char *ep)
+{
+	const char *hier = strstr(ep, "://");
+	hier = hier ? hier + 3 : ep;
+	const char *end = hier + strcspn(hier, "/?#");
+	const char *at = NULL;
+	for (const char *c = hier; c < end; c++)
+		if (*c == '@')
+			at = c;        /* the last '@' ends the userinfo */
+	if (!at)
+		return sbx_xstrdup(ep);
+	return sbx_xasprintf("%.*s***%s", (int)(hier - ep), ep, at);
+}
+
 static int parse_endpoint(struct docker *d, const struct sbx_profile *p, struct sbx_err *err)
 {
 	const char *ep = d->endpoint && *d->endpoint ? d->endpoint : getenv("DOCKER_HOST");
 	if (!ep || !*ep)
 		ep = DEFAULT_HOST;
+	SBX_AUTOFREE char *shown = shown_endpoint(ep);
 	if (sbx_str_starts(ep, "unix://")) {
 		const char *path = ep + strlen("unix://");
 		if (*path != '/')
-			return sbx_fail_config(err, "config", "docker endpoint '%s': unix:// needs an absolute path", ep);
+			return sbx_fail_config(err, "config", "docker endpoint '%s': unix:// needs an absolute path", shown);
 		d->unix_path = sbx_xstrdup(path);
 		d->base_url = sbx_xstrdup("http://docker");
 		return 0;
@@ -292,7 +309,7 @@ static int parse_endpoint(struct docker *d, const struct sbx_profile *p, struct 
 	if (sbx_str_starts(ep, "tcp://")) {
 		const char *hp = ep + strlen("tcp://");
 		if (!*hp || strpbrk(hp, "/?#@ "))
-			return sbx_fail_config(err, "config", "docker endpoint '%s': expected tcp://host:port", ep);
+			return sbx_fail_config(err, "config", "docker endpoint '%s': expected tcp://host:port", shown);
 		const char *certs = p->tls_cert_path;
 		if (!certs || !*certs)
 			return sbx_fail_config(err, "config",
@@ -308,7 +325,7 @@ static int parse_endpoint(struct docker *d, const struct sbx_profile *p, struct 
 		d->base_url = sbx_xasprintf("https://%s", hp);
 		return 0;
 	}
-	return sbx_fail_config(err, "config", "docker endpoint '%s': expected unix:///path or tcp://host:port", ep);
+	return sbx_fail_config(err, "config", "docker endpoint '%s': expected unix:///path or tcp://host:port", shown);
 }
 
 static void docker_close(struct sbx_backend *b)

@@ -1062,6 +1062,28 @@ int local_sb_templates_in_use(struct sbx_backend *b, char ***ids, size_t *n, str
 	return 0;
 }
 
+/* Send `sig` to the init recorded in `r` through a pidfd, opened on its
+ * pid and then checked against the recorded start time: once the check
+ * passes, the pidfd holds the init itself, so a pid the init left behind
+ * and another process took gets nothing.  A record without a start time
+ * gets nothing either (its init was already gone at create).  `stop`
+ * names a stop point between the check and the signal, for tests. */
+static void signal_init(const struct local_rec *r, int sig, const char *stop)
+{
+	unsigned long long start = (unsigned long long)sbx_json_int(r->j, "init_start", 0);
+	if (r->init_pid <= 0 || start == 0)
+		return;
+	int fd = (int)syscall(SYS_pidfd_open, r->init_pid, 0);
+	if (fd < 0)
+		return;
+	if (local_pid_alive(r->init_pid, start)) {
+		if (stop)
+			local_stop_point(stop);
+		syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
+	}
+	close(fd);
+}
+
 /* ---- remove ---- */
 
 /* Kill every process of the sandbox and wait until none is left. */
@@ -1089,8 +1111,7 @@ static void kill_all(const struct local_rec *r)
 		}
 		local_cg_wait(cg, "populated", 0, 10000);
 	}
-	if (local_pid_alive(r->init_pid, (unsigned long long)sbx_json_int(r->j, "init_start", 0)))
-		kill(r->init_pid, SIGKILL);
+	signal_init(r, SIGKILL, NULL);
 }
 
 /* Remove sandbox `id` and everything it holds: SIGKILL to all its
@@ -1367,7 +1388,7 @@ static int local_set_timeout(struct sbx_backend *b, struct sbx_sandbox *sb,
 	if (rc == 0) {
 		/* The timer restarts from now. */
 		local_sb_touch(b, sb->id);
-		kill(r.init_pid, SIGHUP);
+		signal_init(&r, SIGHUP, "local:timeout-signal");
 	}
 	local_rec_free(&r);
 	return rc < 0 ? -1 : refresh(b, sb, err);
