@@ -842,6 +842,7 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 	sbx_json_set_int(to, "seconds", req->timeout.seconds);
 	sbx_json_set_str(to, "on_timeout", req->timeout.on_timeout_pause ? "pause" : "kill");
 	sbx_json_set_bool(to, "auto_resume", req->timeout.auto_resume);
+	sbx_json_set_bool(j, "resume_on_use", req->timeout.auto_resume);
 	json_object *lim = sbx_json_child(j, "limits");
 	sbx_json_set_int(lim, "memory_bytes", req->limits.memory_bytes);
 	sbx_json_set_int(lim, "pids", req->limits.pids);
@@ -1206,11 +1207,14 @@ static int state_error(const char *id, enum sbx_state st, const char *op, struct
 	}
 }
 
-/* The common part of ensure_running and init_pidfd: sandbox `id` is
- * running when this returns 0 (a paused one is thawed: auto-resume), with
- * the pid and start time its record gives for the init.  Those name the
- * init as it was when checked; see local_sb_init_pidfd for holding it. */
-static int sb_running(struct sbx_backend *b, const char *id, pid_t *pid,
+/* The common part of ensure_running, init_pidfd and connect: sandbox `id`
+ * is running when this returns 0, with the pid and start time its record
+ * gives for the init.  Those name the init as it was when checked; see
+ * local_sb_init_pidfd for holding it.  A paused sandbox is thawed when
+ * `resume` (connect: sbx-ctl resume, a session resolve) or when its record
+ * allows resume on use ("resume_on_use", absent in records older than the
+ * flag: on); else it is a conflict that names sbx-ctl resume. */
+static int sb_running(struct sbx_backend *b, const char *id, int resume, pid_t *pid,
 		      unsigned long long *start, struct sbx_err *err)
 {
 	struct local_rec r;
@@ -1219,7 +1223,12 @@ static int sb_running(struct sbx_backend *b, const char *id, pid_t *pid,
 	enum sbx_state st = rec_state(&r);
 	*pid = r.init_pid;
 	*start = (unsigned long long)sbx_json_int(r.j, "init_start", 0);
+	int on_use = sbx_json_bool(r.j, "resume_on_use", 1);
 	local_rec_free(&r);
+	if (st == SBX_STATE_PAUSED && !resume && !on_use)
+		return sbx_fail(err, SBX_CONFLICT, "resume",
+				"sandbox %s is paused and does not resume on use (auto_resume off); "
+				"run sbx-ctl resume first", id);
 	if (st == SBX_STATE_PAUSED) {
 		/* Auto-resume.  Activity first, so the idle timer does not
 		 * freeze it again before the caller gets to use it. */
@@ -1239,7 +1248,7 @@ int local_sb_ensure_running(struct sbx_backend *b, const char *id, pid_t *init_p
 			    struct sbx_err *err)
 {
 	unsigned long long start;
-	return sb_running(b, id, init_pid, &start, err);
+	return sb_running(b, id, 0, init_pid, &start, err);
 }
 
 static int dead_init(const char *id, const char *op, struct sbx_err *err)
@@ -1251,7 +1260,7 @@ int local_sb_init_pidfd(struct sbx_backend *b, const char *id, const char *op, p
 			struct sbx_err *err)
 {
 	unsigned long long start;
-	if (sb_running(b, id, pid, &start, err) < 0)
+	if (sb_running(b, id, 0, pid, &start, err) < 0)
 		return -1;
 	int fd = (int)syscall(SYS_pidfd_open, *pid, 0);
 	if (fd < 0 && errno != ESRCH)
@@ -1345,7 +1354,8 @@ static int refresh(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err
 static int local_connect(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err)
 {
 	pid_t pid;
-	if (local_sb_ensure_running(b, sb->id, &pid, err) < 0)
+	unsigned long long start;
+	if (sb_running(b, sb->id, 1, &pid, &start, err) < 0)
 		return -1;
 	local_sb_touch(b, sb->id);
 	return refresh(b, sb, err);
@@ -1379,9 +1389,14 @@ static int local_set_timeout(struct sbx_backend *b, struct sbx_sandbox *sb,
 		return state_error(sb->id, st, "timeout", err);
 	}
 	json_object *to = sbx_json_child(r.j, "timeout");
+	struct sbx_timeout_policy pol = *t;
+	if (pol.auto_resume < 0)     /* keep */
+		pol.auto_resume = sbx_json_bool(r.j, "resume_on_use", 1);
+	t = &pol;
 	sbx_json_set_int(to, "seconds", t->seconds);
 	sbx_json_set_str(to, "on_timeout", t->on_timeout_pause ? "pause" : "kill");
 	sbx_json_set_bool(to, "auto_resume", t->auto_resume);
+	sbx_json_set_bool(r.j, "resume_on_use", t->auto_resume);
 	int rc = rec_write(r.dir, r.j, err);
 	if (rc == 0)
 		rc = local_policy_write(r.dir, t, err);

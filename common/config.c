@@ -113,7 +113,7 @@ static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *
 			return sbx_fail_config(err, "config", "profile '%s': on_timeout must be pause or kill", p->name);
 		p->on_timeout_pause = strcmp(s, "pause") == 0;
 	}
-	if (p->auto_resume && !p->on_timeout_pause)
+	if (sbx_json_bool(o, "auto_resume", 0) && !p->on_timeout_pause)
 		return sbx_fail_config(err, "config", "profile '%s': auto_resume needs on_timeout pause", p->name);
 	return 0;
 }
@@ -161,6 +161,7 @@ int sbx_config_load(const char *name, struct sbx_profile **out, struct sbx_err *
 	p->backend = sbx_xstrdup("local");
 	p->prefix = sbx_xstrdup("sbx");
 	p->on_timeout_pause = 1;
+	p->auto_resume = 1;     /* E2B's autoResume default, and sbx's behaviour before the flag */
 
 	json_object *profiles = sbx_json_obj(file, "profiles");
 	json_object *po = sbx_json_obj(profiles, name);
