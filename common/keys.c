@@ -127,6 +127,11 @@ char *sbx_key_reap_lease(const char *prefix)
 	return sbx_xasprintf("%s:reap:lease", prefix);
 }
 
+char *sbx_key_keyspace(const char *prefix)
+{
+	return sbx_xasprintf("%s:keyspace", prefix);
+}
+
 char *sbx_key_glob_escape(const char *s)
 {
 	size_t n = strlen(s);
