@@ -63,6 +63,7 @@ struct create_opts {
 	const char *tenant, *session;
 	int skill_image, read_input;
 	int64_t lock_wait_ms;    /* 0 = library default; -1 = try once */
+	json_object *env_all;    /* the profile's env, then --env over it */
 };
 
 static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
@@ -126,7 +127,17 @@ static void build_request(struct create_opts *o, const struct sbx_profile *p,
 	memset(req, 0, sizeof(*req));
 	req->template_id = o->template_id ? o->template_id : p->template_id;
 	req->metadata = o->labels;
-	req->env = o->env;
+	if (!o->env_all) {
+		o->env_all = json_object_new_object();
+		json_object *penv = sbx_json_obj(p->raw, "env");
+		if (penv) {
+			json_object_object_foreach(penv, k, v)
+				json_object_object_add(o->env_all, k, json_object_get(v));
+		}
+		json_object_object_foreach(o->env, k, v)
+			json_object_object_add(o->env_all, k, json_object_get(v));
+	}
+	req->env = o->env_all;
 	req->timeout.seconds = (o->timeout_set ? o->timeout_ms : p->idle_timeout_ms) / 1000;
 	req->timeout.on_timeout_pause = o->on_timeout_set ? o->on_timeout_pause : p->on_timeout_pause;
 	req->timeout.auto_resume = o->auto_resume ? o->auto_resume > 0 : p->auto_resume;
@@ -203,6 +214,7 @@ int main(int argc, char **argv)
 	json_object_put(seed);
 	json_object_put(o.labels);
 	json_object_put(o.env);
+	json_object_put(o.env_all);
 	sbx_app_close(&o.app);
 	return st;
 }

@@ -249,13 +249,26 @@ static int prepare_tree(struct maker *m, struct sbx_err *err)
 		return -1;
 	if (q->clean_scratch && sbx_skill_clean_scratch(m->b, m->sb, err) < 0)
 		return -1;
-	if (!q->remove) {
-		SBX_AUTOFREE char *dir = q->seal ? NULL
-						 : sbx_xasprintf(SBX_SKILLS_ROOT "/%s", q->skill);
-		if (sbx_skill_seal(m->b, m->sb, q->seal ? q->seal : dir, err) < 0)
-			return -1;
+	if (q->remove)
+		return 0;
+	if (q->seal)
+		return sbx_skill_seal(m->b, m->sb, q->seal, err);
+	/* The default tree may be absent: a skill that only installs packages
+	 * (apt) has nothing of its own to seal.  An explicit --seal PATH must
+	 * exist. */
+	SBX_AUTOFREE char *dir = sbx_xasprintf(SBX_SKILLS_ROOT "/%s", q->skill);
+	struct sbx_dirent de = {0};
+	struct sbx_err serr = {0};
+	if (sbx_call(m->b, file_stat, &serr, m->sb, dir, &de) < 0) {
+		if (serr.kind == SBX_NOT_FOUND)
+			return 0;
+		*err = serr;
+		return -1;
 	}
-	return 0;
+	free(de.name);
+	free(de.path);
+	free(de.link_target);
+	return sbx_skill_seal(m->b, m->sb, dir, err);
 }
 
 static int make_flat(struct maker *m, const char *name, struct sbx_snapshot_ref *ref,
