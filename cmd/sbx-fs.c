@@ -523,7 +523,8 @@ static int do_cat(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 	}
 	sbx_json_set_str(res, "path", o->a);
 	sbx_json_set_int(res, "size", (int64_t)len);
-	if (valid_utf8((const unsigned char *)data, len)) {
+	/* A NUL would make the document one the next stage refuses (doc.h). */
+	if (!memchr(data, '\0', len) && valid_utf8((const unsigned char *)data, len)) {
 		sbx_json_set_str(res, "encoding", "utf-8");
 		json_object_object_add(res, "content", json_object_new_string_len(data, (int)len));
 	} else {

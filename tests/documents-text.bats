@@ -87,3 +87,16 @@ for line in sys.stdin.buffer:
 	run bash -c "printf '%s\n' '$output' | sbx-exec -- true | sbx-ctl kill"
 	[ "$status" -eq 0 ]
 }
+
+@test "sbx-fs cat gives a file with a NUL byte in base64, and the next stage reads it" {
+	local id
+	id=$(sbx_new_id)
+	printf 'a\000b' | sbx-fs --id "$id" put - /workspace/nul.bin >/dev/null
+	run --separate-stderr sbx-fs --id "$id" cat /workspace/nul.bin
+	[ "$status" -eq 0 ]
+	[ "$(jqo .files.encoding)" = base64 ]
+	[ "$(jqo .files.content)" = YQBi ]
+	run bash -c "printf '%s\n' '$output' | sbx-exec -- true"
+	[ "$status" -eq 0 ]
+	sbx-ctl kill --id "$id" >/dev/null
+}
