@@ -4,6 +4,7 @@
 # sbx-ctl resume, and only sbx-ctl resume or a session resolve thaws it.
 
 load lib/helpers
+bats_require_minimum_version 1.5.0
 
 setup_file() { sbx_setup_file; }
 teardown_file() { sbx_teardown_file; }

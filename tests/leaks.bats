@@ -4,6 +4,7 @@
 # choice into another profile's documents.
 
 load lib/helpers
+bats_require_minimum_version 1.5.0
 
 setup_file() { sbx_setup_file; }
 teardown_file() { sbx_teardown_file; }

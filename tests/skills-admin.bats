@@ -4,6 +4,7 @@
 # and a profile's environment (CA bundles, proxies) for every command.
 
 load lib/helpers
+bats_require_minimum_version 1.5.0
 load lib/skills
 
 setup_file() { skills_setup_file sbx-skills-admin-state; }
