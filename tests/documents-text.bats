@@ -101,3 +101,17 @@ for line in sys.stdin.buffer:
 	[ "$status" -eq 0 ]
 	sbx-ctl kill --id "$id" >/dev/null
 }
+
+@test "file names from inside the sandbox that are not UTF-8 come as base64; the output stays strict JSON" {
+	local id
+	id=$(sbx_new_id)
+	sbx-exec --id "$id" -- sh -c 'mkdir /workspace/d && touch "/workspace/d/$(printf "a\377b")" && ln -s "$(printf "t\377")" /workspace/d/link' >/dev/null
+	run --separate-stderr sbx-fs --id "$id" ls /workspace/d
+	[ "$status" -eq 0 ]
+	strict_json_lines
+	[ "$(jqo '[.files.entries[] | .name_base64 // empty] | join(",")')" = "Yf9i" ]
+	[ "$(jqo '.files.entries[] | select(.name == "link") | .link_target_base64')" = "dP8=" ]
+	run bash -c "printf '%s\n' '$output' | sbx-exec -- true"
+	[ "$status" -eq 0 ]
+	sbx-ctl kill --id "$id" >/dev/null
+}
