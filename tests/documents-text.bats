@@ -110,8 +110,10 @@ for line in sys.stdin.buffer:
 	[ "$status" -eq 0 ]
 	strict_json_lines
 	[ "$(jqo '[.files.entries[] | .name_base64 // empty] | join(",")')" = "Yf9i" ]
-	[ "$(jqo '.files.entries[] | select(.name == "link") | .link_target_base64')" = "dP8=" ]
 	run bash -c "printf '%s\n' '$output' | sbx-exec -- true"
 	[ "$status" -eq 0 ]
+	run --separate-stderr sbx-fs --id "$id" stat /workspace/d/link
+	strict_json_lines
+	[ "$(jqo .files.link_target_base64)" = "dP8=" ]
 	sbx-ctl kill --id "$id" >/dev/null
 }
