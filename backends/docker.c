@@ -166,7 +166,8 @@ static enum sbx_state map_state(const char *s)
 /* Labels that are ours, not the caller's metadata. */
 static int internal_label(const char *k)
 {
-	return !strcmp(k, DOCKER_LABEL_TTL) || sbx_str_starts(k, DOCKER_LABEL_SNAPSHOT);
+	return !strcmp(k, DOCKER_LABEL_TTL) || !strcmp(k, DOCKER_LABEL_NO_RESUME) ||
+	       sbx_str_starts(k, DOCKER_LABEL_SNAPSHOT);
 }
 
 /* Fill *sb from a container's labels, id, image, state and creation time. */
@@ -241,15 +242,23 @@ static int container_post(struct sbx_backend *b, const char *id, const char *wha
 	return docker_api(b, op, "POST", path, NULL, NULL, err);
 }
 
-int docker_ensure_running(struct sbx_backend *b, const char *id, struct sbx_err *err)
+/* See docker.h.  `resume`: connect (sbx-ctl resume, a session resolve)
+ * unpauses whatever the sandbox's auto_resume says. */
+static int ensure_running(struct sbx_backend *b, const char *id, int resume, struct sbx_err *err)
 {
 	json_object *j;
 	if (inspect(b, id, "connect", &j, err) < 0)
 		return -1;
 	SBX_AUTOFREE char *st = sbx_xstrdup(inspect_status(j) ? inspect_status(j) : "");
+	const char *nr = label(sbx_json_obj(sbx_json_obj(j, "Config"), "Labels"), DOCKER_LABEL_NO_RESUME);
+	int on_use = !(nr && !strcmp(nr, "1"));
 	json_object_put(j);
 	if (!strcmp(st, "running"))
 		return 0;
+	if (!strcmp(st, "paused") && !resume && !on_use)
+		return sbx_fail(err, SBX_CONFLICT, "resume",
+				"sandbox %s is paused and does not resume on use (auto_resume off); "
+				"run sbx-ctl resume first", id);
 	if (!strcmp(st, "paused")) {
 		struct sbx_err e2 = {0};
 		if (container_post(b, id, "unpause", "resume", &e2) < 0 &&
@@ -274,17 +283,39 @@ int docker_ensure_running(struct sbx_backend *b, const char *id, struct sbx_err 
 	return sbx_fail(err, SBX_TERMINAL, "connect", "sandbox %s is %s", id, *st ? st : "in an unknown state");
 }
 
+int docker_ensure_running(struct sbx_backend *b, const char *id, struct sbx_err *err)
+{
+	return ensure_running(b, id, 0, err);
+}
+
 /* ---- open, caps, health, fingerprint ---------------------------------- */
+
+/* The endpoint as errors may show it: userinfo ("user:password@") after
+ * the scheme is replaced by "***@", as the Redis URL's is left out. */
+static char *shown_endpoint(const char *ep)
+{
+	const char *hier = strstr(ep, "://");
+	hier = hier ? hier + 3 : ep;
+	const char *end = hier + strcspn(hier, "/?#");
+	const char *at = NULL;
+	for (const char *c = hier; c < end; c++)
+		if (*c == '@')
+			at = c;        /* the last '@' ends the userinfo */
+	if (!at)
+		return sbx_xstrdup(ep);
+	return sbx_xasprintf("%.*s***%s", (int)(hier - ep), ep, at);
+}
 
 static int parse_endpoint(struct docker *d, const struct sbx_profile *p, struct sbx_err *err)
 {
 	const char *ep = d->endpoint && *d->endpoint ? d->endpoint : getenv("DOCKER_HOST");
 	if (!ep || !*ep)
 		ep = DEFAULT_HOST;
+	SBX_AUTOFREE char *shown = shown_endpoint(ep);
 	if (sbx_str_starts(ep, "unix://")) {
 		const char *path = ep + strlen("unix://");
 		if (*path != '/')
-			return sbx_fail_config(err, "config", "docker endpoint '%s': unix:// needs an absolute path", ep);
+			return sbx_fail_config(err, "config", "docker endpoint '%s': unix:// needs an absolute path", shown);
 		d->unix_path = sbx_xstrdup(path);
 		d->base_url = sbx_xstrdup("http://docker");
 		return 0;
@@ -292,7 +323,7 @@ static int parse_endpoint(struct docker *d, const struct sbx_profile *p, struct 
 	if (sbx_str_starts(ep, "tcp://")) {
 		const char *hp = ep + strlen("tcp://");
 		if (!*hp || strpbrk(hp, "/?#@ "))
-			return sbx_fail_config(err, "config", "docker endpoint '%s': expected tcp://host:port", ep);
+			return sbx_fail_config(err, "config", "docker endpoint '%s': expected tcp://host:port", shown);
 		const char *certs = p->tls_cert_path;
 		if (!certs || !*certs)
 			return sbx_fail_config(err, "config",
@@ -308,7 +339,7 @@ static int parse_endpoint(struct docker *d, const struct sbx_profile *p, struct 
 		d->base_url = sbx_xasprintf("https://%s", hp);
 		return 0;
 	}
-	return sbx_fail_config(err, "config", "docker endpoint '%s': expected unix:///path or tcp://host:port", ep);
+	return sbx_fail_config(err, "config", "docker endpoint '%s': expected unix:///path or tcp://host:port", shown);
 }
 
 static void docker_close(struct sbx_backend *b)
@@ -438,7 +469,7 @@ static int docker_create(struct sbx_backend *b, const struct sbx_create_req *req
 		return -1;
 	/* Pause-on-idle only matters with an idle timeout (the profile's
 	 * default action is pause, with no timeout). */
-	if ((req->timeout.seconds > 0 && req->timeout.on_timeout_pause) || req->timeout.auto_resume)
+	if (req->timeout.seconds > 0 && req->timeout.on_timeout_pause)
 		return sbx_fail(err, SBX_UNSUPPORTED, "create",
 				"the docker backend kills idle sandboxes (a paused container keeps its memory); "
 				"use --on-timeout kill (on_timeout \"kill\" in the profile)");
@@ -492,6 +523,8 @@ static int docker_create(struct sbx_backend *b, const struct sbx_create_req *req
 	char ttl[32];
 	snprintf(ttl, sizeof(ttl), "%lld", (long long)(req->timeout.seconds > 0 ? req->timeout.seconds : 0));
 	json_object_object_add(labels, DOCKER_LABEL_TTL, json_object_new_string(ttl));
+	if (!req->timeout.auto_resume)
+		json_object_object_add(labels, DOCKER_LABEL_NO_RESUME, json_object_new_string("1"));
 	json_object_object_add(body, "Labels", labels);
 
 	json_object *hc = json_object_new_object();
@@ -563,7 +596,7 @@ static int docker_connect(struct sbx_backend *b, struct sbx_sandbox *sb, struct 
 	if (!sb->id)
 		return sbx_fail(err, SBX_INVALID_REQUEST, "connect", "the sandbox has no id");
 	maybe_sweep(b);
-	if (docker_ensure_running(b, sb->id, err) < 0)
+	if (ensure_running(b, sb->id, 1, err) < 0)
 		return -1;
 	struct sbx_sandbox fresh;
 	if (docker_get(b, sb->id, &fresh, err) < 0)

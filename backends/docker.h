@@ -27,6 +27,7 @@
 #define DOCKER_MARKER "/var/lib/sbx-activity"
 #define DOCKER_LABEL_MANAGED "sbx.managed"
 #define DOCKER_LABEL_TTL "sbx.idle-ttl-seconds"
+#define DOCKER_LABEL_NO_RESUME "sbx.no-auto-resume"   /* "1": stays paused until connect */
 #define DOCKER_LABEL_SNAPSHOT "sbx.snapshot"
 #define DOCKER_LABEL_SNAPSHOT_NAME "sbx.snapshot.name"
 #define DOCKER_LABEL_SNAPSHOT_PARENT "sbx.snapshot.parent"
@@ -60,8 +61,9 @@ int docker_raw(struct sbx_backend *b, const char *op, struct sbx_http_req *req,
 int docker_status_err(const char *op, const struct sbx_http_resp *resp, struct sbx_err *err);
 
 /* The container must be able to run an exec: a paused one is unpaused
- * (auto-resume), a stopped one started.  not_found when it is gone or not
- * an sbx container; terminal when it is dead. */
+ * (auto-resume) unless it was created with auto_resume off (then a
+ * conflict naming sbx-ctl resume), a stopped one started.  not_found when
+ * it is gone or not an sbx container; terminal when it is dead. */
 int docker_ensure_running(struct sbx_backend *b, const char *id, struct sbx_err *err);
 
 /* Exec with the container resumed first when it is paused (docker-exec.c). */

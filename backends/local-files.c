@@ -19,6 +19,7 @@
 
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -42,11 +43,24 @@ struct fop {
 	struct sbx_tar_extract_opts xo;
 };
 
+/* A file put creates the folders above the file (0755, owned by whoever
+ * writes), as the docker backend's does (mkdir -p of the parent). */
+static int write_file_p(struct fop *o, struct sbx_err *err)
+{
+	const char *slash = strrchr(o->path, '/');
+	if (slash && slash != o->path) {
+		SBX_AUTOFREE char *dir = strndup(o->path, (size_t)(slash - o->path));
+		if (!dir || sbx_fsc_mkdir(o->c, dir, 0755, err) < 0)
+			return dir ? -1 : sbx_fail(err, SBX_INTERNAL, "file_write", "out of memory");
+	}
+	return sbx_fsc_write(o->c, o->path, o->data, o->len, o->mode, err);
+}
+
 static int fop_run(void *ctx, struct sbx_err *err)
 {
 	struct fop *o = ctx;
 	switch (o->kind) {
-	case FOP_WRITE: return sbx_fsc_write(o->c, o->path, o->data, o->len, o->mode, err);
+	case FOP_WRITE: return write_file_p(o, err);
 	case FOP_MKDIR: return sbx_fsc_mkdir(o->c, o->path, o->mode, err);
 	case FOP_REMOVE: return sbx_fsc_remove(o->c, o->path, o->recursive, err);
 	case FOP_MOVE: return sbx_fsc_move(o->c, o->path, o->to, err);

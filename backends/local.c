@@ -784,6 +784,7 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 	sbx_json_set_int(to, "seconds", req->timeout.seconds);
 	sbx_json_set_str(to, "on_timeout", req->timeout.on_timeout_pause ? "pause" : "kill");
 	sbx_json_set_bool(to, "auto_resume", req->timeout.auto_resume);
+	sbx_json_set_bool(j, "resume_on_use", req->timeout.auto_resume);
 	json_object *lim = sbx_json_child(j, "limits");
 	sbx_json_set_int(lim, "memory_bytes", req->limits.memory_bytes);
 	sbx_json_set_int(lim, "pids", req->limits.pids);
@@ -1016,6 +1017,28 @@ int local_sb_templates_in_use(struct sbx_backend *b, char ***ids, size_t *n, str
 	return 0;
 }
 
+/* Send `sig` to the init recorded in `r` through a pidfd, opened on its
+ * pid and then checked against the recorded start time: once the check
+ * passes, the pidfd holds the init itself, so a pid the init left behind
+ * and another process took gets nothing.  A record without a start time
+ * gets nothing either (its init was already gone at create).  `stop`
+ * names a stop point between the check and the signal, for tests. */
+static void signal_init(const struct local_rec *r, int sig, const char *stop)
+{
+	unsigned long long start = (unsigned long long)sbx_json_int(r->j, "init_start", 0);
+	if (r->init_pid <= 0 || start == 0)
+		return;
+	int fd = (int)syscall(SYS_pidfd_open, r->init_pid, 0);
+	if (fd < 0)
+		return;
+	if (local_pid_alive(r->init_pid, start)) {
+		if (stop)
+			local_stop_point(stop);
+		syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
+	}
+	close(fd);
+}
+
 /* ---- remove ---- */
 
 /* Kill every process of the sandbox and wait until none is left. */
@@ -1043,8 +1066,7 @@ static void kill_all(const struct local_rec *r)
 		}
 		local_cg_wait(cg, "populated", 0, 10000);
 	}
-	if (local_pid_alive(r->init_pid, (unsigned long long)sbx_json_int(r->j, "init_start", 0)))
-		kill(r->init_pid, SIGKILL);
+	signal_init(r, SIGKILL, NULL);
 }
 
 /* Remove sandbox `id` and everything it holds: SIGKILL to all its
@@ -1174,11 +1196,14 @@ static int rec_state_cont(struct sbx_backend *b, const struct local_rec *r, cons
 	return 0;
 }
 
-/* The common part of ensure_running and init_pidfd: sandbox `id` is
- * running when this returns 0 (a paused one is thawed: auto-resume), with
- * the pid and start time its record gives for the init.  Those name the
- * init as it was when checked; see local_sb_init_pidfd for holding it. */
-static int sb_running(struct sbx_backend *b, const char *id, pid_t *pid,
+/* The common part of ensure_running, init_pidfd and connect: sandbox `id`
+ * is running when this returns 0, with the pid and start time its record
+ * gives for the init.  Those name the init as it was when checked; see
+ * local_sb_init_pidfd for holding it.  A paused sandbox is thawed when
+ * `resume` (connect: sbx-ctl resume, a session resolve) or when its record
+ * allows resume on use ("resume_on_use", absent in records older than the
+ * flag: on); else it is a conflict that names sbx-ctl resume. */
+static int sb_running(struct sbx_backend *b, const char *id, int resume, pid_t *pid,
 		      unsigned long long *start, struct sbx_err *err)
 {
 	struct local_rec r;
@@ -1188,9 +1213,14 @@ static int sb_running(struct sbx_backend *b, const char *id, pid_t *pid,
 	int rc = rec_state_cont(b, &r, "resume", &st, err);
 	*pid = r.init_pid;
 	*start = (unsigned long long)sbx_json_int(r.j, "init_start", 0);
+	int on_use = sbx_json_bool(r.j, "resume_on_use", 1);
 	local_rec_free(&r);
 	if (rc < 0)
 		return -1;
+	if (st == SBX_STATE_PAUSED && !resume && !on_use)
+		return sbx_fail(err, SBX_CONFLICT, "resume",
+				"sandbox %s is paused and does not resume on use (auto_resume off); "
+				"run sbx-ctl resume first", id);
 	if (st == SBX_STATE_PAUSED) {
 		/* Auto-resume.  Activity first, so the idle timer does not
 		 * freeze it again before the caller gets to use it. */
@@ -1210,7 +1240,7 @@ int local_sb_ensure_running(struct sbx_backend *b, const char *id, pid_t *init_p
 			    struct sbx_err *err)
 {
 	unsigned long long start;
-	return sb_running(b, id, init_pid, &start, err);
+	return sb_running(b, id, 0, init_pid, &start, err);
 }
 
 static int dead_init(const char *id, const char *op, struct sbx_err *err)
@@ -1222,7 +1252,7 @@ int local_sb_init_pidfd(struct sbx_backend *b, const char *id, const char *op, p
 			struct sbx_err *err)
 {
 	unsigned long long start;
-	if (sb_running(b, id, pid, &start, err) < 0)
+	if (sb_running(b, id, 0, pid, &start, err) < 0)
 		return -1;
 	int fd = (int)syscall(SYS_pidfd_open, *pid, 0);
 	if (fd < 0 && errno != ESRCH)
@@ -1316,7 +1346,8 @@ static int refresh(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err
 static int local_connect(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err)
 {
 	pid_t pid;
-	if (local_sb_ensure_running(b, sb->id, &pid, err) < 0)
+	unsigned long long start;
+	if (sb_running(b, sb->id, 1, &pid, &start, err) < 0)
 		return -1;
 	local_sb_touch(b, sb->id);
 	return refresh(b, sb, err);
@@ -1357,16 +1388,21 @@ static int local_set_timeout(struct sbx_backend *b, struct sbx_sandbox *sb,
 		return state_error(sb->id, st, "timeout", err);
 	}
 	json_object *to = sbx_json_child(r.j, "timeout");
+	struct sbx_timeout_policy pol = *t;
+	if (pol.auto_resume < 0)     /* keep */
+		pol.auto_resume = sbx_json_bool(r.j, "resume_on_use", 1);
+	t = &pol;
 	sbx_json_set_int(to, "seconds", t->seconds);
 	sbx_json_set_str(to, "on_timeout", t->on_timeout_pause ? "pause" : "kill");
 	sbx_json_set_bool(to, "auto_resume", t->auto_resume);
+	sbx_json_set_bool(r.j, "resume_on_use", t->auto_resume);
 	int rc = rec_write(r.dir, r.j, err);
 	if (rc == 0)
 		rc = local_policy_write(r.dir, t, err);
 	if (rc == 0) {
 		/* The timer restarts from now. */
 		local_sb_touch(b, sb->id);
-		kill(r.init_pid, SIGHUP);
+		signal_init(&r, SIGHUP, "local:timeout-signal");
 	}
 	local_rec_free(&r);
 	return rc < 0 ? -1 : refresh(b, sb, err);

@@ -19,7 +19,7 @@
 #include "util.h"
 
 enum { O_PROFILE, O_TEMPLATE, O_LABEL, O_ENV, O_TIMEOUT, O_ON_TIMEOUT, O_AUTO_RESUME,
-       O_MEMORY, O_PIDS, O_CPUS, O_INTERNET, O_TENANT, O_SESSION, O_SKILL_IMAGE, O_IN,
+       O_NO_AUTO_RESUME, O_MEMORY, O_PIDS, O_CPUS, O_INTERNET, O_TENANT, O_SESSION, O_SKILL_IMAGE, O_IN,
        O_WAIT };
 
 static const struct sbx_opt opts[] = {
@@ -29,7 +29,8 @@ static const struct sbx_opt opts[] = {
 	{"env", 'e', "KEY[=VALUE]", "environment variable for every command; a bare KEY copies our value (repeatable)", O_ENV},
 	{"timeout", 0, "DURATION", "idle time before the sandbox is paused or killed", O_TIMEOUT},
 	{"on-timeout", 0, "ACTION", "what the idle timer does: pause or kill", O_ON_TIMEOUT},
-	{"auto-resume", 0, NULL, "resume a paused sandbox on the next command", O_AUTO_RESUME},
+	{"auto-resume", 0, NULL, "resume a paused sandbox on the next command (the default)", O_AUTO_RESUME},
+	{"no-auto-resume", 0, NULL, "a paused sandbox waits for sbx-ctl resume", O_NO_AUTO_RESUME},
 	{"memory", 0, "SIZE", "memory limit (e.g. 512M)", O_MEMORY},
 	{"pids", 0, "N", "process limit", O_PIDS},
 	{"cpus", 0, "N", "CPU limit (e.g. 1.5)", O_CPUS},
@@ -55,12 +56,14 @@ struct create_opts {
 	json_object *labels, *env;
 	int64_t timeout_ms;
 	int timeout_set;
-	int on_timeout_pause, on_timeout_set, auto_resume;
+	int on_timeout_pause, on_timeout_set;
+	int auto_resume;         /* 1 --auto-resume, -1 --no-auto-resume, 0 the profile's */
 	struct sbx_limits limits;
 	int allow_internet;
 	const char *tenant, *session;
 	int skill_image, read_input;
 	int64_t lock_wait_ms;    /* 0 = library default; -1 = try once */
+	json_object *env_all;    /* the profile's env, then --env over it */
 };
 
 static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
@@ -84,6 +87,7 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 		o->on_timeout_pause = strcmp(arg, "pause") == 0;
 		return 0;
 	case O_AUTO_RESUME: o->auto_resume = 1; return 0;
+	case O_NO_AUTO_RESUME: o->auto_resume = -1; return 0;
 	case O_MEMORY: return sbx_parse_size(arg, &o->limits.memory_bytes, err);
 	case O_PIDS: {
 		char *end;
@@ -123,10 +127,20 @@ static void build_request(struct create_opts *o, const struct sbx_profile *p,
 	memset(req, 0, sizeof(*req));
 	req->template_id = o->template_id ? o->template_id : p->template_id;
 	req->metadata = o->labels;
-	req->env = o->env;
+	if (!o->env_all) {
+		o->env_all = json_object_new_object();
+		json_object *penv = sbx_json_obj(p->raw, "env");
+		if (penv) {
+			json_object_object_foreach(penv, k, v)
+				json_object_object_add(o->env_all, k, json_object_get(v));
+		}
+		json_object_object_foreach(o->env, k, v)
+			json_object_object_add(o->env_all, k, json_object_get(v));
+	}
+	req->env = o->env_all;
 	req->timeout.seconds = (o->timeout_set ? o->timeout_ms : p->idle_timeout_ms) / 1000;
 	req->timeout.on_timeout_pause = o->on_timeout_set ? o->on_timeout_pause : p->on_timeout_pause;
-	req->timeout.auto_resume = o->auto_resume || p->auto_resume;
+	req->timeout.auto_resume = o->auto_resume ? o->auto_resume > 0 : p->auto_resume;
 	req->net.allow_internet = o->allow_internet || p->allow_internet;
 	req->net.allow_public = p->allow_public;
 	req->allow_userns = p->allow_userns;
@@ -150,7 +164,7 @@ static int create_one(json_object *doc, void *ctx, struct sbx_err *err)
 	if (sbx_app_backend(&o->app, NULL, &b, err) < 0)
 		return -1;
 	build_request(o, o->app.profile, &req);
-	if (req.timeout.auto_resume && !req.timeout.on_timeout_pause)
+	if (o->auto_resume > 0 && !req.timeout.on_timeout_pause)
 		return sbx_fail(err, SBX_INVALID_REQUEST, "create", "--auto-resume needs --on-timeout pause");
 
 	int rc;
@@ -201,6 +215,7 @@ int main(int argc, char **argv)
 	json_object_put(seed);
 	json_object_put(o.labels);
 	json_object_put(o.env);
+	json_object_put(o.env_all);
 	sbx_app_close(&o.app);
 	return st;
 }

@@ -18,7 +18,7 @@
 #include "doc.h"
 #include "util.h"
 
-enum { O_PROFILE, O_ID, O_SECONDS, O_ON_TIMEOUT, O_AUTO_RESUME };
+enum { O_PROFILE, O_ID, O_SECONDS, O_ON_TIMEOUT, O_AUTO_RESUME, O_NO_AUTO_RESUME };
 
 static const struct sbx_opt opts[] = {
 	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE},
@@ -26,6 +26,7 @@ static const struct sbx_opt opts[] = {
 	{"seconds", 0, "N", "timeout: idle seconds before the action (0 = never)", O_SECONDS},
 	{"on-timeout", 0, "ACTION", "timeout: pause or kill when idle (default pause)", O_ON_TIMEOUT},
 	{"auto-resume", 0, NULL, "timeout: resume on the next command after a pause", O_AUTO_RESUME},
+	{"no-auto-resume", 0, NULL, "timeout: stay paused until sbx-ctl resume", O_NO_AUTO_RESUME},
 	{0},
 };
 
@@ -46,7 +47,7 @@ struct ctl_opts {
 	int64_t seconds;
 	int seconds_set;
 	int pause;
-	int auto_resume;
+	int auto_resume;         /* 1 on, 0 off, -1 keep the sandbox's */
 };
 
 static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
@@ -70,6 +71,7 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 		o->pause = strcmp(arg, "pause") == 0;
 		return 0;
 	case O_AUTO_RESUME: o->auto_resume = 1; return 0;
+	case O_NO_AUTO_RESUME: o->auto_resume = 0; return 0;
 	}
 	return 0;
 }
@@ -133,7 +135,8 @@ static int ctl_one(json_object *doc, void *ctx, struct sbx_err *err)
 		if (rc == 0) {
 			sbx_json_set_int(res, "seconds", t.seconds);
 			sbx_json_set_str(res, "on_timeout", t.on_timeout_pause ? "pause" : "kill");
-			sbx_json_set_bool(res, "auto_resume", t.auto_resume);
+			if (t.auto_resume >= 0)
+				sbx_json_set_bool(res, "auto_resume", t.auto_resume);
 		}
 	}
 	if (rc == 0) {
@@ -163,7 +166,7 @@ static int caps_main(struct ctl_opts *o)
 
 int main(int argc, char **argv)
 {
-	struct ctl_opts o = {.pause = 1};
+	struct ctl_opts o = {.pause = 1, .auto_resume = -1};
 	struct sbx_err err = {0};
 	int i = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &err);
 	if (i >= 0 && i >= argc)
@@ -179,7 +182,7 @@ int main(int argc, char **argv)
 			i = sbx_usage_err(&err, "unexpected argument '%s'", argv[i + 1]);
 		else if (strcmp(o.op, "timeout") == 0 && !o.seconds_set)
 			i = sbx_usage_err(&err, "timeout needs --seconds");
-		else if (o.auto_resume && !o.pause)
+		else if (o.auto_resume == 1 && !o.pause)
 			i = sbx_usage_err(&err, "--auto-resume needs --on-timeout pause");
 	}
 	if (i < 0)

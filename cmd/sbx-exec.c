@@ -116,40 +116,14 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	return 0;
 }
 
-static int valid_utf8(const unsigned char *s, size_t n)
-{
-	size_t i = 0;
-	while (i < n) {
-		unsigned char c = s[i];
-		size_t len;
-		uint32_t cp;
-		if (c < 0x80) { i++; continue; }
-		else if ((c & 0xe0) == 0xc0) { len = 2; cp = c & 0x1f; }
-		else if ((c & 0xf0) == 0xe0) { len = 3; cp = c & 0x0f; }
-		else if ((c & 0xf8) == 0xf0) { len = 4; cp = c & 0x07; }
-		else return 0;
-		if (i + len > n)
-			return 0;
-		for (size_t k = 1; k < len; k++) {
-			if ((s[i + k] & 0xc0) != 0x80)
-				return 0;
-			cp = (cp << 6) | (s[i + k] & 0x3f);
-		}
-		if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-			return 0;
-		i += len;
-	}
-	return 1;
-}
-
-/* A captured stream: a JSON string when it is UTF-8, else base64 under
- * "<name>_base64" (and no "<name>"). */
+/* A captured stream: a JSON string when it is UTF-8 without NUL, else
+ * base64 under "<name>_base64" (and no "<name>").  A NUL would make the
+ * document one the next stage refuses (doc.h). */
 static void add_stream(json_object *o, const char *name, const char *data, size_t len)
 {
 	if (!data)
 		return;
-	if (valid_utf8((const unsigned char *)data, len)) {
+	if (!memchr(data, '\0', len) && sbx_utf8_valid(data, len)) {
 		json_object_object_add(o, name, json_object_new_string_len(data, (int)len));
 		return;
 	}

@@ -172,12 +172,30 @@ static int valid_utf8(const unsigned char *s, size_t n)
 	return 1;
 }
 
+/* A name from inside the sandbox: any bytes but NUL.  One that is not
+ * UTF-8 goes under "<key>_base64" instead, so the document stays JSON a
+ * strict reader accepts (sbx(7)). */
+static void set_name(json_object *j, const char *key, const char *s)
+{
+	if (!s)
+		return;
+	size_t len = strlen(s);
+	if (valid_utf8((const unsigned char *)s, len)) {
+		sbx_json_set_str(j, key, s);
+		return;
+	}
+	SBX_AUTOFREE char *b64 = sbx_xmalloc(4 * ((len + 2) / 3) + 1);
+	EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)s, (int)len);
+	SBX_AUTOFREE char *k = sbx_xasprintf("%s_base64", key);
+	sbx_json_set_str(j, k, b64);
+}
+
 static json_object *dirent_json(const struct sbx_dirent *e)
 {
 	json_object *j = json_object_new_object();
 	char buf[32];
-	sbx_json_set_str(j, "name", e->name);
-	sbx_json_set_str(j, "path", e->path);
+	set_name(j, "name", e->name);
+	set_name(j, "path", e->path);
 	sbx_json_set_str(j, "type", sbx_ftype_name(e->type));
 	sbx_json_set_int(j, "size", e->size);
 	sbx_time_iso(e->mtime, buf, sizeof(buf));
@@ -186,8 +204,7 @@ static json_object *dirent_json(const struct sbx_dirent *e)
 	sbx_json_set_str(j, "mode", buf);
 	sbx_json_set_int(j, "uid", e->uid);
 	sbx_json_set_int(j, "gid", e->gid);
-	if (e->link_target)
-		sbx_json_set_str(j, "link_target", e->link_target);
+	set_name(j, "link_target", e->link_target);
 	return j;
 }
 
@@ -523,7 +540,8 @@ static int do_cat(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 	}
 	sbx_json_set_str(res, "path", o->a);
 	sbx_json_set_int(res, "size", (int64_t)len);
-	if (valid_utf8((const unsigned char *)data, len)) {
+	/* A NUL would make the document one the next stage refuses (doc.h). */
+	if (!memchr(data, '\0', len) && valid_utf8((const unsigned char *)data, len)) {
 		sbx_json_set_str(res, "encoding", "utf-8");
 		json_object_object_add(res, "content", json_object_new_string_len(data, (int)len));
 	} else {

@@ -113,7 +113,8 @@ static int lease_one(json_object *doc, void *ctx, struct sbx_err *err)
 	if (!stale && (!session || !*session))
 		return sbx_fail(err, SBX_INVALID_REQUEST, "lease", "no session (--session or sandbox.session)");
 	struct sbx_redis *r;
-	if (sbx_app_redis(&o->app, &r, err) < 0)
+	/* The handle's profile names the Redis its session lives in. */
+	if (sbx_app_use(&o->app, sb, err) < 0 || sbx_app_redis(&o->app, &r, err) < 0)
 		return -1;
 
 	json_object *res = json_object_new_object();

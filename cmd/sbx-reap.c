@@ -2,7 +2,8 @@
  * nobody owns.
  *
  *   sbx-reap (--tenant T | --all-tenants) [--grace DURATION] [--dry-run]
- *            [--max-delete N] [--metrics-file PATH] [--force] [--profile P]
+ *            [--max-delete N] [--metrics-file PATH] [--force] [--adopt-legacy]
+ *            [--profile P]
  *
  * Reads no documents.  Writes exactly one report document {"reap": {...}}
  * (with an "error" key added when the run failed or refused something) and
@@ -17,7 +18,7 @@
 #include "reap.h"
 #include "util.h"
 
-enum { O_PROFILE, O_TENANT, O_ALL, O_GRACE, O_DRY, O_MAX, O_METRICS, O_FORCE };
+enum { O_PROFILE, O_TENANT, O_ALL, O_GRACE, O_DRY, O_MAX, O_METRICS, O_FORCE, O_ADOPT };
 
 static const struct sbx_opt opts[] = {
 	{"tenant", 0, "TENANT", "reap this tenant's sandboxes only", O_TENANT},
@@ -27,6 +28,7 @@ static const struct sbx_opt opts[] = {
 	{"max-delete", 0, "N", "delete at most N objects in this run", O_MAX},
 	{"metrics-file", 0, "PATH", "also write Prometheus text metrics here (atomically)", O_METRICS},
 	{"force", 0, NULL, "delete even when a tenant looks like Redis lost its data", O_FORCE},
+	{"adopt-legacy", 0, NULL, "also judge sandboxes and snapshots that carry no keyspace id", O_ADOPT},
 	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE},
 	{0},
 };
@@ -70,6 +72,7 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	}
 	case O_METRICS: c->metrics = arg; return 0;
 	case O_FORCE: c->o.force = 1; return 0;
+	case O_ADOPT: c->o.adopt_legacy = 1; return 0;
 	}
 	return 0;
 }

@@ -2,7 +2,12 @@
  * the profile, the backend, and (lazily) Redis.  One place so that every
  * program resolves "which profile" the same way: --profile, else the
  * profile recorded in the document's sandbox handle, else $SBX_PROFILE,
- * else the config file's default. */
+ * else the config file's default.
+ *
+ * A stream may mix documents of several profiles: each document is acted
+ * on with its own profile's backend and Redis.  Each profile is loaded and
+ * opened once per run and kept until sbx_app_close; `profile`, `backend`
+ * and `redis` below are those of the profile the last call selected. */
 #ifndef SBX_APP_H
 #define SBX_APP_H
 
@@ -10,19 +15,34 @@
 #include "config.h"
 #include "redis.h"
 
-struct sbx_app {
-	const char *profile_flag;     /* --profile, or NULL */
+#define SBX_APP_PROFILES_MAX 16   /* profiles one run may open */
+
+struct sbx_app_slot {
+	char *asked;                  /* the name asked for; "" = no name */
+	size_t same;                  /* the slot that holds its profile (itself or an earlier one) */
 	struct sbx_profile *profile;
 	struct sbx_backend *backend;
 	struct sbx_redis *redis;
 };
 
-/* Open the profile and its backend once; later calls return the same.
- * `sandbox` (a document's handle, may be NULL) names a profile when no
- * --profile was given. */
+struct sbx_app {
+	const char *profile_flag;     /* --profile, or NULL */
+	struct sbx_profile *profile;  /* the selected slot's, or NULL */
+	struct sbx_backend *backend;
+	struct sbx_redis *redis;
+	struct sbx_app_slot slots[SBX_APP_PROFILES_MAX];
+	size_t nslots, cur;
+};
+
+/* Select the profile for a document: --profile, else `sandbox`'s (a
+ * document's handle, may be NULL), else the default.  Loads it the first
+ * time it is named.  Does not open anything. */
+int sbx_app_use(struct sbx_app *a, json_object *sandbox, struct sbx_err *err);
+/* sbx_app_use, then open that profile's backend (once). */
 int sbx_app_backend(struct sbx_app *a, json_object *sandbox, struct sbx_backend **out,
 		    struct sbx_err *err);
-/* Open Redis (after the profile); later calls return the same. */
+/* Open Redis of the selected profile (the default when none was selected
+ * yet); later calls for the same profile return the same connection. */
 int sbx_app_redis(struct sbx_app *a, struct sbx_redis **out, struct sbx_err *err);
 void sbx_app_close(struct sbx_app *a);
 

@@ -54,7 +54,8 @@ int sbx_sandbox_from_json(json_object *o, struct sbx_sandbox *sb, struct sbx_err
 struct sbx_timeout_policy {
 	int64_t seconds;         /* idle seconds; 0 = never */
 	int on_timeout_pause;    /* 1 pause, 0 kill */
-	int auto_resume;         /* requires on_timeout_pause */
+	int auto_resume;         /* a paused sandbox resumes on the next command;
+				  * set_timeout: -1 keeps the sandbox's setting */
 };
 
 struct sbx_network {

@@ -69,8 +69,33 @@ static const char *const profile_keys[] = {
 	"backend", "endpoint", "template", "state_dir", "redis_url", "redis_password_file",
 	"prefix", "api_key_file", "api_key_env", "tls_cert_path", "allow_private",
 	"allow_internet", "allow_public", "allow_userns", "memory", "pids", "cpus",
-	"idle_timeout", "on_timeout", "auto_resume", "description", "options",
+	"idle_timeout", "on_timeout", "auto_resume", "description", "options", "env",
 };
+
+/* "env": {"NAME": "value", ...}: names as a shell takes them, string
+ * values (a CA bundle path, proxies).  Not for secrets: they are stored
+ * with every sandbox the profile creates. */
+static int check_env(const struct sbx_profile *p, json_object *o, struct sbx_err *err)
+{
+	json_object *env;
+	if (!json_object_object_get_ex(o, "env", &env))
+		return 0;
+	if (!json_object_is_type(env, json_type_object))
+		return sbx_fail_config(err, "config", "profile '%s': env must be an object", p->name);
+	json_object_object_foreach(env, k, v) {
+		int ok = *k && !(k[0] >= '0' && k[0] <= '9');
+		for (const char *c = k; ok && *c; c++)
+			ok = (*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') ||
+			     (*c >= '0' && *c <= '9') || *c == '_';
+		if (!ok)
+			return sbx_fail_config(err, "config", "profile '%s': env: bad variable name '%s'",
+					       p->name, k);
+		if (!json_object_is_type(v, json_type_string))
+			return sbx_fail_config(err, "config", "profile '%s': env: %s must be a string",
+					       p->name, k);
+	}
+	return 0;
+}
 
 static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *err)
 {
@@ -83,6 +108,8 @@ static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *
 		if (i == SBX_ARRAY_LEN(profile_keys))
 			return sbx_fail_config(err, "config", "profile '%s': unknown key '%s'", p->name, k);
 	}
+	if (check_env(p, o, err) < 0)
+		return -1;
 	if (sbx_json_obj(o, "api_key") || sbx_json_str(o, "api_key"))
 		return sbx_fail_config(err, "config", "profile '%s': put the key in a file (api_key_file)", p->name);
 	set_str(&p->backend, sbx_json_str(o, "backend"));
@@ -114,7 +141,7 @@ static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *
 			return sbx_fail_config(err, "config", "profile '%s': on_timeout must be pause or kill", p->name);
 		p->on_timeout_pause = strcmp(s, "pause") == 0;
 	}
-	if (p->auto_resume && !p->on_timeout_pause)
+	if (sbx_json_bool(o, "auto_resume", 0) && !p->on_timeout_pause)
 		return sbx_fail_config(err, "config", "profile '%s': auto_resume needs on_timeout pause", p->name);
 	return 0;
 }
@@ -136,6 +163,12 @@ int sbx_config_load(const char *name, struct sbx_profile **out, struct sbx_err *
 			sbx_profile_free(p);
 			return sbx_fail_config(err, "config", "%s: not a JSON object", path);
 		}
+		const char *why = sbx_json_text_problem(file);
+		if (why) {
+			json_object_put(file);
+			sbx_profile_free(p);
+			return sbx_fail_config(err, "config", "%s: %s", path, why);
+		}
 	} else if (explicit || ferr.kind != SBX_NOT_FOUND) {
 		sbx_profile_free(p);
 		*err = ferr;
@@ -156,6 +189,7 @@ int sbx_config_load(const char *name, struct sbx_profile **out, struct sbx_err *
 	p->backend = sbx_xstrdup("local");
 	p->prefix = sbx_xstrdup("sbx");
 	p->on_timeout_pause = 1;
+	p->auto_resume = 1;     /* E2B's autoResume default, and sbx's behaviour before the flag */
 
 	json_object *profiles = sbx_json_obj(file, "profiles");
 	json_object *po = sbx_json_obj(profiles, name);

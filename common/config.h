@@ -47,7 +47,8 @@ struct sbx_profile {
 	int64_t idle_timeout_ms;  /* idle timer; 0 = never */
 	int on_timeout_pause;     /* 1 = pause when idle, 0 = kill */
 	int auto_resume;
-	json_object *raw;       /* the profile object as configured (may be NULL) */
+	json_object *raw;       /* the profile object as configured (may be NULL);
+				 * "env" there: variables for every sandbox it creates */
 };
 
 /* Load `name` (NULL: $SBX_PROFILE, else the file's default_profile, else

@@ -13,6 +13,9 @@ void sbx_doc_reader_init(struct sbx_doc_reader *r, int fd, size_t max)
 	r->fd = fd;
 	r->max = max ? max : SBX_DOC_MAX_DEFAULT;
 	r->tok = json_tokener_new_ex(64);
+	r->scan = 0;
+	r->quote = 0;
+	r->nul_escape = 0;
 	r->pos = r->len = 0;
 	r->line = 1;
 	r->doc_line = 1;
@@ -27,11 +30,45 @@ void sbx_doc_reader_free(struct sbx_doc_reader *r)
 	r->tok = NULL;
 }
 
+/* Count lines, and spot a "\u0000" escape inside a string.  json-c keeps
+ * such a value whole (sbx_json_text_problem sees it) but cuts an object key
+ * at the NUL, so keys can only be checked here, on the raw bytes.  The scan
+ * state survives buffer boundaries; json-c's single-quoted strings count.
+ * (json-c's own JSON_TOKENER_VALIDATE_UTF8 is not used: it refuses a UTF-8
+ * character split across two reads.) */
 static void count_lines(struct sbx_doc_reader *r, const char *p, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		if (p[i] == '\n')
+	for (size_t i = 0; i < n; i++) {
+		char c = p[i];
+		if (c == '\n')
 			r->line++;
+		switch (r->scan) {
+		case 0:         /* outside strings */
+			if (c == '"' || c == '\'') {
+				r->quote = c;
+				r->scan = 1;
+			}
+			break;
+		case 1:         /* in a string */
+			if (c == '\\')
+				r->scan = 2;
+			else if (c == r->quote)
+				r->scan = 0;
+			break;
+		case 2:         /* after a backslash */
+			r->scan = c == 'u' ? 3 : 1;
+			break;
+		default:        /* 3..6: after \u and (scan - 3) zeros */
+			if (c != '0')
+				r->scan = c == r->quote ? 0 : 1;
+			else if (r->scan == 6) {
+				r->nul_escape = 1;
+				r->scan = 1;
+			} else
+				r->scan++;
+			break;
+		}
+	}
 }
 
 static int fill(struct sbx_doc_reader *r, struct sbx_err *err)
@@ -103,7 +140,10 @@ int sbx_doc_read(struct sbx_doc_reader *r, json_object **doc, struct sbx_err *er
 		r->doc_bytes += used;
 		json_tokener_reset(r->tok);
 		size_t total = r->doc_bytes;
+		int nul_escape = r->nul_escape;
 		r->doc_bytes = 0;
+		r->scan = 0;
+		r->nul_escape = 0;
 		if (total > r->max) {
 			json_object_put(o);
 			return sbx_fail(err, SBX_INVALID_REQUEST, "read",
@@ -114,8 +154,58 @@ int sbx_doc_read(struct sbx_doc_reader *r, json_object **doc, struct sbx_err *er
 			return sbx_fail(err, SBX_INVALID_REQUEST, "read",
 					"line %ld: a document must be a JSON object", r->doc_line);
 		}
+		const char *why = nul_escape ? "a string holds a NUL character (\\u0000)"
+					     : sbx_json_text_problem(o);
+		if (why) {
+			json_object_put(o);
+			return sbx_fail(err, SBX_INVALID_REQUEST, "read", "line %ld: %s",
+					r->doc_line, why);
+		}
 		*doc = o;
 		return 1;
+	}
+}
+
+static const char *text_problem(const char *s, size_t n)
+{
+	if (memchr(s, '\0', n))
+		return "a string holds a NUL character (\\u0000)";
+	if (!sbx_utf8_valid(s, n))
+		return "a string is not valid UTF-8";
+	return NULL;
+}
+
+/* Every id, name and path the programs read from a document is handed on as
+ * a C string, so a NUL inside a JSON string would silently cut it ("a\u0000b"
+ * counted as "a"); and a string that is not UTF-8 would be written back raw,
+ * which strict readers refuse.  Rather than trust each accessor, a document
+ * with such a string anywhere (keys included) is refused as a whole. */
+const char *sbx_json_text_problem(json_object *o)
+{
+	switch (json_object_get_type(o)) {
+	case json_type_string:
+		return text_problem(json_object_get_string(o), (size_t)json_object_get_string_len(o));
+	case json_type_object: {
+		json_object_object_foreach(o, k, v) {
+			const char *why = text_problem(k, strlen(k));
+			if (!why)
+				why = sbx_json_text_problem(v);
+			if (why)
+				return why;
+		}
+		return NULL;
+	}
+	case json_type_array: {
+		size_t n = json_object_array_length(o);
+		for (size_t i = 0; i < n; i++) {
+			const char *why = sbx_json_text_problem(json_object_array_get_idx(o, i));
+			if (why)
+				return why;
+		}
+		return NULL;
+	}
+	default:
+		return NULL;
 	}
 }
 

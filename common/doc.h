@@ -28,6 +28,9 @@ struct sbx_doc_reader {
 	long line;           /* 1-based line of the next unread byte */
 	long doc_line;       /* line where the current document started */
 	size_t doc_bytes;
+	int scan;            /* string state of the \u0000 scan (doc.c) */
+	char quote;          /* the quote of the string being scanned */
+	int nul_escape;      /* the current document escapes a NUL */
 	int eof;
 };
 
@@ -35,8 +38,12 @@ void sbx_doc_reader_init(struct sbx_doc_reader *r, int fd, size_t max);
 void sbx_doc_reader_free(struct sbx_doc_reader *r);
 /* 1 and *doc (caller owns it) / 0 at a clean end / -1 with invalid_request
  * ("line N: ...") on bad JSON, a non-object, a truncated or oversized
- * document.  After -1 the stream cannot be resynchronised. */
+ * document, a string with a NUL or with invalid UTF-8 (keys included).  After -1 the stream cannot be resynchronised. */
 int sbx_doc_read(struct sbx_doc_reader *r, json_object **doc, struct sbx_err *err);
+
+/* NULL when every string and key in `o` is NUL-free, strict UTF-8; else
+ * what is wrong (a static phrase).  sbx_doc_read refuses such documents. */
+const char *sbx_json_text_problem(json_object *o);
 
 /* Write one document and a newline, then flush.  A closed pipe (EPIPE) is
  * -1 with exit_status SBX_EXIT_IOERR and an empty message: the caller ends

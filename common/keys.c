@@ -26,6 +26,12 @@ int sbx_id_check(const char *what, const char *id, size_t len, struct sbx_err *e
 	if (len > SBX_ID_MAX)
 		return sbx_fail(err, SBX_INVALID_REQUEST, "keys",
 				"the %s id is %zu bytes; at most %d are allowed", what, len, SBX_ID_MAX);
+	/* An id travels in documents and as a C string: a NUL would cut it,
+	 * and bytes that are not UTF-8 would make the output not JSON. */
+	if (memchr(id, '\0', len))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "keys", "the %s id holds a NUL character", what);
+	if (!sbx_utf8_valid(id, len))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "keys", "the %s id is not valid UTF-8", what);
 	return 0;
 }
 
@@ -119,6 +125,11 @@ char *sbx_key_tenants(const char *prefix)
 char *sbx_key_reap_lease(const char *prefix)
 {
 	return sbx_xasprintf("%s:reap:lease", prefix);
+}
+
+char *sbx_key_keyspace(const char *prefix)
+{
+	return sbx_xasprintf("%s:keyspace", prefix);
 }
 
 char *sbx_key_glob_escape(const char *s)

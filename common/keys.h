@@ -10,6 +10,7 @@
  *   <prefix>:{<tenant>}:ledger                   index of the tenant's skill rows
  *   <prefix>:tenants                             set of tenants (--all-tenants)
  *   <prefix>:reap:lease                          one reaper at a time
+ *   <prefix>:keyspace                            this keyspace's random id (keyspace.h)
  *
  * Ids (tenant, session, skill name) are length-counted byte strings.  Each
  * is escaped: every byte outside [A-Za-z0-9._-] becomes %XX (upper-case
@@ -41,7 +42,8 @@ enum sbx_tenant_key {
 	SBX_KEY_LEDGER,
 };
 
-/* 0, or -1 with invalid_request naming `what` ("tenant", "session"). */
+/* 0, or -1 with invalid_request naming `what` ("tenant", "session"): empty,
+ * longer than SBX_ID_MAX, a NUL inside, or not UTF-8. */
 int sbx_id_check(const char *what, const char *id, size_t len, struct sbx_err *err);
 
 /* Escape / unescape one id.  sbx_key_unescape returns NULL for text that
@@ -59,6 +61,7 @@ char *sbx_key_skill(const char *prefix, const char *tenant, size_t tlen,
 		    const char *name, size_t nlen);
 char *sbx_key_tenants(const char *prefix);
 char *sbx_key_reap_lease(const char *prefix);
+char *sbx_key_keyspace(const char *prefix);
 
 /* Escape the glob characters * ? [ ] ^ \ so that `s` matches only itself
  * in SCAN MATCH. */

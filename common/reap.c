@@ -37,6 +37,7 @@
 #include "tokenkey.h"
 #include "ledger.h"
 #include "lock.h"
+#include "keyspace.h"
 #include "util.h"
 
 #define BATCH 512                 /* commands per pipeline */
@@ -175,6 +176,8 @@ struct run {
 	struct item *items;
 	size_t nitems;
 	struct sset templates_in_use;  /* template ids of listed sandboxes */
+	char keyspace[SBX_KEYSPACE_LEN + 1];   /* ours (keyspace.h); "" = none */
+	long unknown_keyspace;  /* objects kept because ours has no id */
 };
 
 static void note_failure(struct run *run, const char *id, const char *what,
@@ -413,6 +416,23 @@ static const char *meta(const struct sbx_sandbox *sb, const char *key)
 	return sb->metadata ? sbx_json_str(sb->metadata, key) : NULL;
 }
 
+/* Whether an object that carries keyspace id `ks` (NULL: none) is ours to
+ * judge: NULL when it is, else the reason to keep it.  When our keyspace
+ * has no id (Redis lost its data, or never made anything), nothing that
+ * carries one is judged, unless --force says this Redis lost its data. */
+static const char *keyspace_verdict(struct run *run, const char *ks)
+{
+	if (!ks)
+		return run->o->adopt_legacy ? NULL : "no-keyspace";
+	if (!run->keyspace[0]) {
+		if (run->o->force)
+			return NULL;
+		run->unknown_keyspace++;
+		return "keyspace-unknown";
+	}
+	return strcmp(ks, run->keyspace) ? "other-keyspace" : NULL;
+}
+
 /* Read every page of the managed sandboxes (of o->tenant when given) into
  * run->items.  Page tokens are remembered; a token seen before means the
  * backend is looping and the listing cannot be trusted.  Every item is
@@ -509,6 +529,15 @@ static void classify_local(struct run *run)
 		if (it->sb.template_id)
 			sset_add(&run->templates_in_use, it->sb.template_id,
 				 strlen(it->sb.template_id));
+		/* Only what our keyspace owns is ours to judge: another profile
+		 * may share this backend with its own Redis or prefix.  A sandbox
+		 * from before keyspace ids is left alone unless adopted. */
+		const char *ks = meta(&it->sb, SBX_MD_KEYSPACE);
+		const char *why = keyspace_verdict(run, ks);
+		if (why) {
+			it->reason = why;
+			continue;
+		}
 		if (!it->tenant || sbx_id_check("tenant", it->tenant, it->tlen, &ignored) < 0) {
 			/* No tenant: nothing in Redis can vouch for it either way. */
 			it->reason = it->tenant ? "invalid-metadata" : "no-tenant";
@@ -867,6 +896,24 @@ static json_object *snap_entry(const struct snap *s, const char *reason)
 	return e;
 }
 
+/* A skill snapshot's name ends with -k<keyspace id> (skill.c new_row):
+ * NULL when that is ours (or the name has none and legacy names are
+ * adopted), else the reason it is not ours to judge. */
+static const char *snap_keyspace(struct run *run, const char *name)
+{
+	size_t n = strlen(name), k = SBX_KEYSPACE_LEN + 2;   /* "-k" + id */
+	int tagged = n > k && name[n - k] == '-' && name[n - k + 1] == 'k';
+	for (size_t i = n - k + 2; tagged && i < n; i++)
+		tagged = (name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f');
+	return keyspace_verdict(run, tagged ? name + n - SBX_KEYSPACE_LEN : NULL);
+}
+
+static int snap_foreign(const char *reason)
+{
+	return !strcmp(reason, "other-keyspace") || !strcmp(reason, "no-keyspace") ||
+	       !strcmp(reason, "keyspace-unknown") || !strcmp(reason, "not-a-skill-snapshot");
+}
+
 /* Delete snapshots that no ledger row or image pointer references (by id
  * or by planned name), that no listed sandbox runs on, and that are older
  * than the grace period.  Only with --all-tenants: snapshots are shared by
@@ -912,7 +959,7 @@ static void do_snapshots(struct run *run)
 	}
 	json_object *kept = json_object_new_array(), *del = json_object_new_array(),
 		    *skipped = json_object_new_array();
-	long cand = 0;
+	long cand = 0, own = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct snap *x = &s[i];
 		if (sset_has(&referenced, x->ref.id, strlen(x->ref.id)) ||
@@ -925,15 +972,19 @@ static void do_snapshots(struct run *run)
 			 * meant to name it: never ours to judge (reference:
 			 * ReconcileSnapshots logs such snapshots, never deletes). */
 			x->reason = "not-a-skill-snapshot";
+		else if ((x->reason = snap_keyspace(run, x->ref.name)))
+			;
 		else if (x->ref.created_at <= 0)
 			x->reason = "age-unknown";
 		else if (run->now_ms - x->ref.created_at * 1000 < run->o->grace_ms)
 			x->reason = "young";
 		else
 			cand++;
+		if (!x->reason || !snap_foreign(x->reason))
+			own++;
 	}
 	const char *refused = NULL;
-	if (!run->o->force && cand > SBX_REAP_REFUSE_MIN && (size_t)cand * 2 > n) {
+	if (!run->o->force && cand > SBX_REAP_REFUSE_MIN && cand * 2 > own) {
 		refused = "most snapshots are referenced by no ledger row or image pointer; "
 			  "a Redis that lost its data looks like this. Nothing was deleted; "
 			  "check Redis, then rerun with --force";
@@ -1064,6 +1115,8 @@ int sbx_reap_run(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_re
 		sbx_json_set_int(run.rep, "max_delete", o->max_delete);
 	if (o->tenant)
 		sbx_json_set_str(run.rep, "tenant", o->tenant);
+	if (o->adopt_legacy)
+		sbx_json_set_bool(run.rep, "adopt_legacy", 1);
 
 	int rc = 0;
 	/* A dry run changes nothing, so it takes no lease: it never makes the
@@ -1090,7 +1143,10 @@ int sbx_reap_run(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_re
 	int64_t t = sbx_mono_ms();
 #define PHASE(name) do { int64_t t_ = sbx_mono_ms(); \
 	sbx_json_set_int(timing, name, t_ - t); t = t_; } while (0)
-	if (list_all(&run, err) < 0) {
+	if (sbx_keyspace_read(r, run.keyspace, err) < 0) {
+		sbx_err_prefix(err, "reading the keyspace id (nothing was deleted)");
+		rc = -1;
+	} else if (list_all(&run, err) < 0) {
 		rc = -1;
 	} else {
 		PHASE("list");
@@ -1141,6 +1197,16 @@ int sbx_reap_run(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_re
 		if (run.nfailed > 1)
 			sbx_err_prefix(err, "%d operations failed; first", run.nfailed);
 		rc = -1;
+	}
+	if (run.keyspace[0])
+		sbx_json_set_str(run.rep, "keyspace", run.keyspace);
+	if (rc == 0 && run.unknown_keyspace) {
+		SBX_AUTOFREE char *kk = sbx_key_keyspace(r->prefix);
+		rc = sbx_fail(err, SBX_CONFLICT, "reap",
+			      "this Redis keyspace has no id (%s) but %ld sandboxes or snapshots carry "
+			      "one: it lost its data, or they belong to another keyspace. Nothing of "
+			      "theirs was deleted; rerun with --force if this Redis lost its data",
+			      kk, run.unknown_keyspace);
 	}
 	if (rc == 0 && (json_object_object_length(refused) ||
 			json_object_object_get_ex(sbx_json_obj(run.rep, "snapshots"), "refused", NULL))) {

@@ -13,6 +13,11 @@
  * right before it is deleted, so a resolve can never bind a sandbox that
  * the reaper is deleting (see reap.c and docs/reaper.md for the argument).
  *
+ * Scope: only sandboxes and skill snapshots of this Redis keyspace
+ * (keyspace.h) are judged; another keyspace's (another Redis, or another
+ * prefix, on the same backend) are kept as "other-keyspace", and those that
+ * carry no keyspace id as "no-keyspace" unless adopt_legacy.
+ *
  * The library never prints: the outcome is one JSON report document. */
 #ifndef SBX_REAP_H
 #define SBX_REAP_H
@@ -36,6 +41,8 @@ struct sbx_reap_opts {
 	int dry_run;             /* plan only: report would_delete, delete nothing */
 	long long max_delete;    /* deletions per run (sandboxes + snapshots); < 0: no cap */
 	int force;               /* override the mostly-unbound refusal */
+	int adopt_legacy;        /* also judge sandboxes and skill snapshots that carry
+				  * no keyspace id (made before ids existed) */
 };
 
 /* Run one reconcile.  *report is always set ({"reap": {...}}, the caller

@@ -10,6 +10,7 @@
 #include "redis.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,6 +237,11 @@ static int do_connect(struct sbx_redis *r, struct sbx_err *err)
 		return sbx_fail(err, SBX_UNAVAILABLE, "redis", "redis unavailable at %s: %s",
 				r->safe_url, detail);
 	}
+	/* hiredis 0.14 opens its socket without SOCK_CLOEXEC: a command run
+	 * by the program (sbx-lease lock -- CMD) must not inherit it. */
+	int fl = fcntl(r->c->fd, F_GETFD);
+	if (fl < 0 || fcntl(r->c->fd, F_SETFD, fl | FD_CLOEXEC) < 0)
+		return conn_fail(r, "unavailable", err);
 	if (redisSetTimeout(r->c, tv) != REDIS_OK)
 		return conn_fail(r, "unavailable", err);
 

@@ -19,6 +19,7 @@
 #include "doc.h"
 #include "image.h"
 #include "keys.h"
+#include "keyspace.h"
 #include "lease.h"
 #include "lock.h"
 #include "util.h"
@@ -31,6 +32,7 @@ struct rs {
 	unsigned caps;
 	struct sbx_lock *lock;
 	char run_id[17];
+	char keyspace[SBX_KEYSPACE_LEN + 1];   /* "" until needed (keyspace.h) */
 	int rebuilding;          /* a stale sandbox was removed: result is "rebuilt" */
 };
 
@@ -124,6 +126,14 @@ static int choose_template(struct rs *c, const char *base, char **out, int64_t *
 	return 0;
 }
 
+/* The keyspace id, read once per resolve and only on the paths that create
+ * or claim: a bound session costs no extra round trip. */
+static int need_keyspace(struct rs *c, struct sbx_err *err)
+{
+	return c->keyspace[0] ? 0 : sbx_keyspace_id(c->r, c->keyspace, err);
+}
+
+/* The metadata that says who owns a sandbox; c->keyspace must be set. */
 static json_object *ownership(struct rs *c, json_object *base)
 {
 	json_object *md = json_object_new_object();
@@ -134,6 +144,7 @@ static json_object *ownership(struct rs *c, json_object *base)
 	sbx_json_set_str(md, SBX_MD_MANAGED, "1");
 	sbx_json_set_str(md, SBX_MD_TENANT, c->tenant);
 	sbx_json_set_str(md, SBX_MD_PROFILE, c->profile);
+	sbx_json_set_str(md, SBX_MD_KEYSPACE, c->keyspace);
 	sbx_json_set_str(md, SBX_MD_CREATED_BY, c->run_id);
 	if (c->session) {
 		sbx_json_set_str(md, SBX_MD_SESSION, c->session);
@@ -268,11 +279,14 @@ static int claim(struct rs *c, struct sbx_sandbox *out, struct sbx_err *err)
 {
 	if ((c->caps & (SBX_CAP_METADATA | SBX_CAP_LIST)) != (SBX_CAP_METADATA | SBX_CAP_LIST))
 		return 0;
+	if (need_keyspace(c, err) < 0)
+		return -1;
 	json_object *want = json_object_new_object();
 	sbx_json_set_str(want, SBX_MD_MANAGED, "1");
 	sbx_json_set_str(want, SBX_MD_TENANT, c->tenant);
 	sbx_json_set_str(want, SBX_MD_SESSION, c->session);
 	sbx_json_set_str(want, SBX_MD_PROFILE, c->profile);
+	sbx_json_set_str(want, SBX_MD_KEYSPACE, c->keyspace);   /* never another keyspace's */
 	sbx_json_set_str(want, SBX_MD_BINDING_VERSION, "1");
 	struct sbx_list_filter f = {
 		.metadata = want,
@@ -423,6 +437,8 @@ static int create_and_bind(struct rs *c, struct sbx_sandbox *out, struct sbx_err
 	if (choose_template(c, cr.template_id, &tpl, &gen, 0, err) < 0)
 		return -1;
 	cr.template_id = *tpl ? tpl : cr.template_id;
+	if (need_keyspace(c, err) < 0)
+		return -1;
 	cr.metadata = ownership(c, cr.metadata);
 	point("resolve:before-create");
 	struct sbx_sandbox sb = {0};
@@ -454,6 +470,8 @@ static int installer(struct rs *c, struct sbx_sandbox *out, const char **how,
 	if (choose_template(c, cr.template_id, &tpl, &gen, 1, err) < 0)
 		return -1;
 	cr.template_id = *tpl ? tpl : cr.template_id;
+	if (need_keyspace(c, err) < 0)
+		return -1;
 	cr.metadata = ownership(c, cr.metadata);
 	sbx_json_set_str(cr.metadata, SBX_MD_PURPOSE, "skill-install");
 	char g[24];

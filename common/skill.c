@@ -22,6 +22,7 @@
 #include "keys.h"
 #include "ledger.h"
 #include "local-image.h"
+#include "keyspace.h"
 #include "util.h"
 
 int sbx_skill_name_check(const char *name, struct sbx_err *err)
@@ -248,13 +249,26 @@ static int prepare_tree(struct maker *m, struct sbx_err *err)
 		return -1;
 	if (q->clean_scratch && sbx_skill_clean_scratch(m->b, m->sb, err) < 0)
 		return -1;
-	if (!q->remove) {
-		SBX_AUTOFREE char *dir = q->seal ? NULL
-						 : sbx_xasprintf(SBX_SKILLS_ROOT "/%s", q->skill);
-		if (sbx_skill_seal(m->b, m->sb, q->seal ? q->seal : dir, err) < 0)
-			return -1;
+	if (q->remove)
+		return 0;
+	if (q->seal)
+		return sbx_skill_seal(m->b, m->sb, q->seal, err);
+	/* The default tree may be absent: a skill that only installs packages
+	 * (apt) has nothing of its own to seal.  An explicit --seal PATH must
+	 * exist. */
+	SBX_AUTOFREE char *dir = sbx_xasprintf(SBX_SKILLS_ROOT "/%s", q->skill);
+	struct sbx_dirent de = {0};
+	struct sbx_err serr = {0};
+	if (sbx_call(m->b, file_stat, &serr, m->sb, dir, &de) < 0) {
+		if (serr.kind == SBX_NOT_FOUND)
+			return 0;
+		*err = serr;
+		return -1;
 	}
-	return 0;
+	free(de.name);
+	free(de.path);
+	free(de.link_target);
+	return sbx_skill_seal(m->b, m->sb, dir, err);
 }
 
 static int make_flat(struct maker *m, const char *name, struct sbx_snapshot_ref *ref,
@@ -273,8 +287,14 @@ static int new_row(struct sbx_redis *r, const char *tenant, const char *skill, c
 	memset(row, 0, sizeof(*row));
 	row->generation = (im->generation > maxgen ? im->generation : maxgen) + 1;
 	row->image_generation = im->generation;
-	if (sbx_skill_planned_name(tenant, row->generation, &row->planned_name, err) < 0)
+	/* The keyspace id ends the name: a reaper of another keyspace on the
+	 * same backend leaves the snapshot alone (keyspace.h). */
+	char ks[SBX_KEYSPACE_LEN + 1];
+	SBX_AUTOFREE char *pn = NULL;
+	if (sbx_keyspace_id(r, ks, err) < 0 ||
+	    sbx_skill_planned_name(tenant, row->generation, &pn, err) < 0)
 		return -1;
+	row->planned_name = sbx_xasprintf("%s-k%s", pn, ks);
 	row->skill = sbx_xstrdup(skill);
 	row->state = sbx_xstrdup("snapshotting");
 	row->op = sbx_xstrdup(op);
@@ -365,18 +385,28 @@ int sbx_skill_snapshot(struct sbx_backend *b, struct sbx_redis *r, struct sbx_sa
 	}
 
 	/* 1. The installer must stand on the current image, or the new one
-	 * would silently drop every skill installed since it was made. */
+	 * would silently drop every skill installed since it was made.  What
+	 * it stands on is what the backend recorded when it was created, not
+	 * what the input says: `--id` carries no template, and a document
+	 * may be stale or edited. */
+	struct sbx_sandbox cur = {0};
+	if (sbx_call(b, get, err, sb->id, &cur) < 0)
+		return -1;
+	free(sb->template_id);
+	sb->template_id = cur.template_id && *cur.template_id ? sbx_xstrdup(cur.template_id) : NULL;
+	sbx_sandbox_clear(&cur);
 	struct sbx_image im = {0};
 	int have = sbx_image_get(r, req->tenant, &im, err);
 	if (have < 0)
 		return -1;
 	int usable = have && im.fingerprint && !strcmp(im.fingerprint, fp);
-	if (usable && sb->template_id && strcmp(sb->template_id, im.snapshot_id)) {
+	if (usable && (!sb->template_id || strcmp(sb->template_id, im.snapshot_id))) {
 		rc = sbx_fail(err, SBX_CONFLICT, "skill",
 			      "the installer sandbox %s started from %s, but the image of tenant "
 			      "'%s' is now %s (generation %lld): snapshotting it would drop "
 			      "skills; start a new one with sbx-create --tenant %s --skill-image",
-			      sb->id, sb->template_id, req->tenant, im.snapshot_id,
+			      sb->id, sb->template_id ? sb->template_id : "an unrecorded image",
+			      req->tenant, im.snapshot_id,
 			      (long long)im.generation, req->tenant);
 		sbx_image_clear(&im);
 		return rc;

@@ -42,7 +42,8 @@ int sbx_skill_remove_tree(struct sbx_backend *b, struct sbx_sandbox *sb, const c
 			  struct sbx_err *err);
 
 /* sbx-sk-<tenant>-g<gen>-<8 random hex>, where <tenant> is the tenant id
- * when it is 1..24 bytes of [a-z0-9-], else "h" + 12 hex of its SHA-256. */
+ * when it is 1..24 bytes of [a-z0-9-], else "h" + 12 hex of its SHA-256.
+ * The pipeline's ledger rows add -k<keyspace id> (keyspace.h). */
 int sbx_skill_planned_name(const char *tenant, int64_t generation, char **out,
 			   struct sbx_err *err);
 

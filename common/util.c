@@ -311,3 +311,32 @@ void sbx_fault(const char *point)
 			kill(getpid(), SIGKILL);
 	}
 }
+
+/* Strict UTF-8: shortest form only, no surrogates, nothing above U+10FFFF. */
+int sbx_utf8_valid(const char *str, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0;
+	while (i < n) {
+		unsigned char c = s[i];
+		size_t len;
+		uint32_t cp;
+		if (c < 0x80) { i++; continue; }
+		else if ((c & 0xe0) == 0xc0) { len = 2; cp = c & 0x1f; }
+		else if ((c & 0xf0) == 0xe0) { len = 3; cp = c & 0x0f; }
+		else if ((c & 0xf8) == 0xf0) { len = 4; cp = c & 0x07; }
+		else return 0;
+		if (i + len > n)
+			return 0;
+		for (size_t k = 1; k < len; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return 0;
+			cp = (cp << 6) | (s[i + k] & 0x3f);
+		}
+		if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return 0;
+		i += len;
+	}
+	return 1;
+}

@@ -60,6 +60,11 @@ int sbx_read_all_fd(int fd, size_t max, char **out, size_t *len, struct sbx_err 
 /* write(2) until done, retrying EINTR. 0 or -1 (errno set). */
 int sbx_write_all(int fd, const void *buf, size_t len);
 
+/* Strict UTF-8: shortest forms only, no surrogates, nothing above
+ * U+10FFFF.  NUL bytes are valid UTF-8 here; callers that hand the bytes on
+ * as C strings check for them separately. */
+int sbx_utf8_valid(const char *s, size_t n);
+
 /* Trim ASCII whitespace at both ends, in place; returns s. */
 char *sbx_trim(char *s);
 bool sbx_str_starts(const char *s, const char *prefix);

@@ -267,3 +267,26 @@ foreign_root() {
 		sbx-ctl kill --id "$id" >/dev/null
 	done
 }
+
+@test "init dies and its pid is reused during sbx-ctl timeout: the new process gets no SIGHUP" {
+	local id pid out
+	foreign_root
+	id=$(sbx-create | jq -r .sandbox.id)
+	pid=$(init_of "$id")
+	out="$BATS_TEST_TMPDIR/timeout"
+	SBX_STOP=local:timeout-signal sbx-ctl timeout --id "$id" --seconds 300 \
+		>"$out" 2>/dev/null 3>&- &
+	STOPPED=$!
+	wait_stopped "$STOPPED"
+	kill_init "$id"
+	start_at "$pid" "$FAKE"
+	kill -CONT "$STOPPED"
+	wait "$STOPPED" || true
+	STOPPED=
+	# perl dies of a SIGHUP it does not handle: it must still be there.
+	kill -0 "$FOREIGN"
+	[ "$(proc_state "$FOREIGN")" = S ]
+	kill -9 "$FOREIGN"
+	FOREIGN=
+	sbx-ctl kill --id "$id" >/dev/null
+}

@@ -61,7 +61,7 @@ in_sb() {
 	cp "$DOCS/5" "$DOCS/csvstat.$T.out"
 	run jq -r '.snapshot | [.skill, .op, .generation, .image_generation, .parent, .base_template,
 		(.fingerprint | test("^[0-9a-f]{64}$")), (.id | startswith("snap-")),
-		(.name | test("^sbx-sk-acme-g1-[0-9a-f]{8}$")), (.layers >= 2), (.size_bytes > 0),
+		(.name | test("^sbx-sk-acme-g1-[0-9a-f]{8}-k[0-9a-f]{16}$")), (.layers >= 2), (.size_bytes > 0),
 		.stale.marked] | join(" ")' "$DOCS/5"
 	assert_output "csvstat install 1 1 host host true true true true true 0"
 	run jq -r '.exec.stdout' "$DOCS/5"
@@ -162,6 +162,24 @@ writable"
 	[ "$(jqd .error.kind)" = conflict ]
 	assert_output --partial "skill-image"
 	sbx-ctl kill <"$DOCS/stale-installer" >/dev/null
+}
+
+@test "an out-of-date installer is refused whatever the input: --id, or a document that lies" {
+	# The guard reads what the backend recorded the installer was made
+	# from; --id carries no template, and a document can be edited.
+	local old cur id
+	old=$(jq -r .snapshot.id "$DOCS/csvstat.$T.out")
+	cur=$(image_of)
+	id=$(sbx-create --template "$old" | jq -r .sandbox.id)
+	run sbx-snap --tenant $T --skill late --id "$id"
+	[ "$status" -eq 75 ]
+	[ "$(jqd .error.kind)" = conflict ]
+	run bash -c "sbx-ls --id $id | jq -c --arg t '$cur' '.sandbox.template = \$t' | sbx-snap --tenant $T --skill late"
+	[ "$status" -eq 75 ]
+	[ "$(image_of)" = "$cur" ]
+	run sbx-snap show --tenant $T
+	[ "$(jqd '.skills.installed | index("late")')" = null ]
+	sbx-ctl kill --id "$id" >/dev/null
 }
 
 @test "removing a skill: a new image without it, the others kept" {

@@ -5,6 +5,7 @@ complete -c sbx-ctl -l id -r -d 'act on this sandbox instead of reading document
 complete -c sbx-ctl -l seconds -r -d 'timeout: idle seconds before the action (0 = never)'
 complete -c sbx-ctl -l on-timeout -r -d 'timeout: pause or kill when idle (default pause)'
 complete -c sbx-ctl -l auto-resume -d 'timeout: resume on the next command after a pause'
+complete -c sbx-ctl -l no-auto-resume -d 'timeout: stay paused until sbx-ctl resume'
 complete -c sbx-ctl -l help -s h -d 'show help'
 complete -c sbx-ctl -l version -d 'show the version'
 complete -c sbx-ctl -l progress -d 'print progress on stderr'

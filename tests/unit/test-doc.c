@@ -250,6 +250,42 @@ int main(void)
 	ok(r.ndocs == 1 && r.rc < 0, "a NUL byte inside a document is an error (%s)", r.err.msg);
 	result_free(&r);
 
+	/* An escaped NUL inside a string would cut every id the programs hand
+	 * on as a C string ("a\u0000b" read as "a"): the document is refused,
+	 * keys included, and the error names the document's line. */
+	const char *nuls[] = {
+		"{\"ok\":1}\n{\"sandbox\":{\"tenant\":\"a\\u0000b\"}}\n",
+		"{\"ok\":1}\n{\"sandbox\":{\"id\":\"sb-X\\u0000zz\"}}\n",
+		"{\"ok\":1}\n{\"k\\u0000\":1}\n",
+		"{\"ok\":1}\n{\"a\":[\"x\",\"\\u0000\"]}\n",
+	};
+	for (size_t i = 0; i < SBX_ARRAY_LEN(nuls); i++) {
+		feed(nuls[i], &r);
+		ok(r.ndocs == 1 && r.rc < 0 && r.err.kind == SBX_INVALID_REQUEST && has(&r, "line 2") &&
+		   has(&r, "NUL"), "an escaped NUL in a string or key is invalid_request (%zu: %s)", i, r.err.msg);
+		result_free(&r);
+	}
+
+	/* Bytes that are not UTF-8 would be written back raw: refused, with
+	 * the line.  Overlong forms and encoded surrogates too, which json-c's
+	 * own check lets through. */
+	const char *bad8[] = {
+		"{\"ok\":1}\n{\"a\":\"x\xffy\"}\n",           /* a stray byte */
+		"{\"ok\":1}\n{\"a\":\"\xc0\xaf\"}\n",         /* overlong '/' */
+		"{\"ok\":1}\n{\"a\":\"\xed\xa0\x80\"}\n",     /* U+D800 encoded */
+		"{\"ok\":1}\n{\"\xe9t\xe9\":1}\n",             /* Latin-1 key */
+		"{\"ok\":1}\n{\"a\":\"\xf4\x90\x80\x80\"}\n", /* above U+10FFFF */
+	};
+	for (size_t i = 0; i < SBX_ARRAY_LEN(bad8); i++) {
+		feed(bad8[i], &r);
+		ok(r.ndocs == 1 && r.rc < 0 && r.err.kind == SBX_INVALID_REQUEST && has(&r, "line 2"),
+		   "invalid UTF-8 is invalid_request naming the line (%zu: %s)", i, r.err.msg);
+		result_free(&r);
+	}
+	feed("{\"a\":\"\xc3\xa9t\xc3\xa9 \xf0\x9f\x98\x80\",\"b\":\"\\ud83d\\ude00\"}\n", &r);
+	ok(r.ndocs == 1 && r.rc == 0, "valid UTF-8, raw and escaped, passes (%s)", r.err.msg);
+	result_free(&r);
+
 	/* Not asserted (json-c's lenient mode): report what it accepts. */
 	const char *lenient[] = {"{'a':1}\n", "{\"a\":1,}\n", "{\"a\":NaN}\n", "{a:1}\n"};
 	for (size_t i = 0; i < SBX_ARRAY_LEN(lenient); i++) {
