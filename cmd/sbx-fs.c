@@ -603,7 +603,7 @@ static int do_get(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 		size_t nl = 0;
 		mode = 0600;
 		if (sbx_call(b, file_read, err, sb, src, 0, o->root, &none, &nl) < 0 &&
-		    strstr(err->msg, "is a directory"))
+		    strcasestr(err->msg, "is a directory"))
 			is_dir = 1, mode = 0700;
 		free(none);
 		sbx_err_clear(err);
