@@ -187,8 +187,8 @@ int local_file_write(struct sbx_backend *b, struct sbx_sandbox *sb, const char *
 
 /* Run read `o` with the right identity, its result coming back over a
  * pipe into *out (NUL-terminated; at most cap bytes, more is
- * invalid_request).  As root the read runs here, as uid 1000 in a child
- * while this process drains the pipe. */
+ * invalid_request).  The read runs in a child (with uid 1000's identity,
+ * or root's for as_root) while this process drains the pipe. */
 static int run_read(struct sbx_backend *b, struct sbx_sandbox *sb, struct fop *o, int as_root,
 		    size_t cap, char **out, size_t *outlen, struct sbx_err *err)
 {
