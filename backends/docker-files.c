@@ -5,8 +5,8 @@
  * into a root write).  So everything done on behalf of the sandbox user is
  * done *as* that user, by small busybox scripts run through exec with the
  * paths passed positionally ("$1", never spliced into the script): the
- * kernel's permission checks are the confinement.  Root operations (the
- * install path, as_root) may use the archive API.
+ * kernel's permission checks are the confinement, reads included.  Root
+ * operations (the install path, as_root) may use the archive API.
  *
  * Promises: paths are absolute, free of "." and ".." components, and never
  * under /proc, /sys or /dev or the activity marker (invalid_request);
@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <openssl/evp.h>
 
 #include "doc.h"
 #include "util.h"
@@ -120,7 +119,7 @@ int docker_file_write(struct sbx_backend *b, struct sbx_sandbox *sb, const char 
 }
 
 int docker_file_read(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
-		     size_t max, char **data, size_t *len, struct sbx_err *err)
+		     size_t max, int as_root, char **data, size_t *len, struct sbx_err *err)
 {
 	*data = NULL;
 	*len = 0;
@@ -136,7 +135,7 @@ int docker_file_read(struct sbx_backend *b, struct sbx_sandbox *sb, const char *
 		"exec cat -- \"$1\"\n";
 	const char *args[] = {path, NULL};
 	struct sbx_exec_result r;
-	if (docker_sh(b, sb, 0, script, args, NULL, 0, -1, max + 1, &r, "file_read", err) < 0)
+	if (docker_sh(b, sb, as_root, script, args, NULL, 0, -1, max + 1, &r, "file_read", err) < 0)
 		return -1;
 	if (r.out_truncated || r.out_len > max) {
 		sbx_exec_result_clear(&r);
@@ -150,7 +149,7 @@ int docker_file_read(struct sbx_backend *b, struct sbx_sandbox *sb, const char *
 }
 
 int docker_file_stat(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
-		     struct sbx_dirent *out, struct sbx_err *err)
+		     int as_root, struct sbx_dirent *out, struct sbx_err *err)
 {
 	memset(out, 0, sizeof(*out));
 	if (docker_check_path(path, "file_stat", err) < 0)
@@ -160,7 +159,7 @@ int docker_file_stat(struct sbx_backend *b, struct sbx_sandbox *sb, const char *
 		"if [ -L \"$1\" ]; then readlink -- \"$1\"; fi\n";
 	const char *args[] = {path, NULL};
 	struct sbx_exec_result r;
-	if (docker_sh(b, sb, 0, script, args, NULL, 0, -1, 65536, &r, "file_stat", err) < 0)
+	if (docker_sh(b, sb, as_root, script, args, NULL, 0, -1, 65536, &r, "file_stat", err) < 0)
 		return -1;
 	char *nl = r.out ? strchr(r.out, '\n') : NULL;
 	if (!nl || parse_stat(r.out, out) < 0) {
@@ -184,7 +183,7 @@ int docker_file_stat(struct sbx_backend *b, struct sbx_sandbox *sb, const char *
  * and '/' is allowed in them, newlines included), an empty name as the end
  * mark, then one stat line per name in the same order. */
 int docker_file_list(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
-		     struct sbx_dirent **out, size_t *n, struct sbx_err *err)
+		     int as_root, struct sbx_dirent **out, size_t *n, struct sbx_err *err)
 {
 	*out = NULL;
 	*n = 0;
@@ -203,7 +202,7 @@ int docker_file_list(struct sbx_backend *b, struct sbx_sandbox *sb, const char *
 		"exec stat -c '%f %s %Y %u %g' -- \"$@\"\n";
 	const char *args[] = {path, NULL};
 	struct sbx_exec_result r;
-	if (docker_sh(b, sb, 0, script, args, NULL, 0, -1, 64u << 20, &r, "file_list", err) < 0)
+	if (docker_sh(b, sb, as_root, script, args, NULL, 0, -1, 64u << 20, &r, "file_list", err) < 0)
 		return -1;
 	if (r.out_truncated) {
 		sbx_exec_result_clear(&r);
@@ -343,12 +342,55 @@ int docker_tar_put(struct sbx_backend *b, struct sbx_sandbox *sb, const char *di
 	return rc;
 }
 
-/* Write `path` as a tar to fd through the archive API: "/dir/." gives the
- * folder's contents, anything else one top entry named by its basename
- * (the same convention as the local backend).  A path that is itself a
- * symlink is refused: the daemon would resolve it as root. */
+/* As the sandbox user: busybox tar inside the container, run through
+ * exec as uid 1000, its stdout streamed to fd, so the kernel refuses what
+ * that user may not read (the archive API reads everything as root).
+ * Names follow the same convention as below.  Symlinks are stored. */
+static int tar_get_as_user(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
+			   int fd, struct sbx_err *err)
+{
+	static const char script[] =
+		"p=$1\n"
+		"case $p in\n"
+		"*/.) d=${p%/.}; cd -- \"${d:-/}\" || exit 1; set --\n"
+		"  for f in .* *; do\n"
+		"    case $f in .|..) continue;; esac\n"
+		"    [ -e \"$f\" ] || [ -L \"$f\" ] || continue\n"
+		"    set -- \"$@\" \"$f\"\n"
+		"  done;;\n"
+		"*) [ -e \"$p\" ] || [ -L \"$p\" ] || { echo \"$p: No such file or directory\" >&2; exit 1; }\n"
+		"  n=${p##*/}; d=${p%/*}; cd -- \"${d:-/}\" || exit 1; set -- \"$n\";;\n"
+		"esac\n"
+		"[ $# -gt 0 ] || exec head -c 10240 /dev/zero\n"
+		"exec tar -c -f - -- \"$@\"\n";
+	char *argv[] = {"/bin/sh", "-c", (char *)script, "sbx-fs", (char *)path, NULL};
+	struct sbx_exec_req req = {
+		.argv = argv, .cwd = "/", .as_root = 0, .raw_out_fd = fd, .raw_err_fd = -1,
+		.raw_in_fd = -1,
+	};
+	struct sbx_exec_result r = {0};
+	if (docker_exec(b, sb, &req, &r, err) < 0) {
+		snprintf(err->op, sizeof(err->op), "tar_get");
+		return -1;
+	}
+	int rc = 0;
+	if (r.exit_code != 0) {
+		const char *m = r.err && *r.err ? sbx_trim(r.err) : "";
+		enum sbx_kind k = strstr(m, "No such file") ? SBX_NOT_FOUND
+				: strstr(m, "Permission denied") ? SBX_INVALID_REQUEST : SBX_INTERNAL;
+		rc = sbx_fail(err, k, "tar_get", "%s%s(exit %d)", m, *m ? " " : "", r.exit_code);
+	}
+	sbx_exec_result_clear(&r);
+	return rc;
+}
+
+/* Write `path` as a tar to fd: as root through the archive API: "/dir/."
+ * gives the folder's contents, anything else one top entry named by its
+ * basename (the same convention as the local backend).  The daemon
+ * resolves symlinks as root, inside the container: fine for a root read,
+ * so only as_root gets here.  As the sandbox user: tar_get_as_user. */
 int docker_tar_get(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path, int fd,
-		   struct sbx_err *err)
+		   int as_root, struct sbx_err *err)
 {
 	size_t l = path ? strlen(path) : 0;
 	SBX_AUTOFREE char *chk = l >= 2 && !strcmp(path + l - 2, "/.") ? strndup(path, l - 2)
@@ -359,6 +401,10 @@ int docker_tar_get(struct sbx_backend *b, struct sbx_sandbox *sb, const char *pa
 	}
 	if (docker_check_path(chk, "tar_get", err) < 0)
 		return -1;
+	if (fd == 0)
+		return sbx_fail(err, SBX_INVALID_REQUEST, "tar_get", "cannot write a tar to fd 0");
+	if (!as_root)
+		return tar_get_as_user(b, sb, path, fd, err);
 	if (docker_ensure_running(b, sb->id, err) < 0)
 		return -1;
 	SBX_AUTOFREE char *q = sbx_http_escape(path);
@@ -375,25 +421,9 @@ int docker_tar_get(struct sbx_backend *b, struct sbx_sandbox *sb, const char *pa
 		sbx_http_resp_clear(&resp);
 		return rc;
 	}
-	SBX_AUTOFREE char *h = sbx_http_header(&resp, "X-Docker-Container-Path-Stat");
 	sbx_http_resp_clear(&resp);
-	if (h && strcmp(chk, "/") != 0) {
-		unsigned char dec[8192];
-		int n = strlen(h) < 10000 ? EVP_DecodeBlock(dec, (const unsigned char *)h, (int)strlen(h)) : -1;
-		if (n > 0) {
-			dec[n] = 0;
-			json_object *j = json_tokener_parse((char *)dec);
-			const char *lt = sbx_json_str(j, "linkTarget");
-			int link = lt && *lt;
-			json_object_put(j);
-			if (link)
-				return sbx_fail(err, SBX_INVALID_REQUEST, "tar_get", "%s is a symlink", chk);
-		}
-	}
 	SBX_AUTOFREE char *gpath = sbx_xasprintf("/containers/%s/archive?path=%s", sb->id, q);
 	struct sbx_http_req greq = {.method = "GET", .path = gpath, .out_fd = fd, .timeout_ms = -1};
-	if (fd == 0)
-		return sbx_fail(err, SBX_INVALID_REQUEST, "tar_get", "cannot write a tar to fd 0");
 	if (docker_raw(b, "tar_get", &greq, &resp, err) < 0)
 		return -1;
 	int rc = 0;

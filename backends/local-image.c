@@ -10,6 +10,8 @@
  *                          first, created_at, size_bytes[, flattened_from]}
  *   tmp/<lid>.<pid>        work in progress (imports, snapshot copies) and
  *                          layers being deleted (<lid>.del.<pid>)
+ *   tmp/.work-<lid>.<pid>.lock  flock held by the worker while
+ *                          tmp/<lid>.<pid> is in progress
  *   .lock                  flock: commits, deletes and garbage collection
  *
  * The builtin template `host` is the host root "/" as one read-only layer;
@@ -20,11 +22,13 @@
  *
  * Promises: a record is written only after its layer is complete and
  * renamed into layers/, under the lock, so no reader ever sees a half
- * image.  A crash leaves at most a tmp/ entry of a dead pid or a layer no
- * record names; the next commit or delete collects both.  A layer is
+ * image.  A crash leaves at most a tmp/ entry nobody holds the lock of or
+ * a layer no record names; the next delete, import, recovery or reaper run
+ * collects both (sbx_image_gc), a commit the first.  A layer is
  * deleted only when no record references it, and a record only when no
  * other record stacks on it and no sandbox was created from it. */
 #include "local.h"
+#include "local-sb.h"     /* local_stop_point only */
 
 #include <dirent.h>
 #include <errno.h>
@@ -375,23 +379,90 @@ static int pid_alive(const char *name)
 	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
 }
 
-/* Garbage collection, under the lock: tmp/ entries of dead processes, and
- * (all = 1) layers that no record names (a crash between a commit's rename
- * and its record write, or a delete interrupted after the record went).
- * Commits collect tmp/ only, which is cheap; deletes and imports do all. */
-static int img_gc(struct sbx_backend *b, int all_layers, struct sbx_err *err)
+static int ends_with(const char *s, const char *tail)
 {
+	size_t n = strlen(s), m = strlen(tail);
+	return n >= m && strcmp(s + n - m, tail) == 0;
+}
+
+/* Is the work entry tmp/<name> abandoned?  A worker holds an flock on
+ * tmp/<name>.lock from before it creates tmp/<name> until after it is
+ * renamed or removed (new_work), so a lock we can take means
+ * nobody is working there, whatever pid namespace the worker ran in and
+ * whoever holds its pid now; the kernel drops the lock of a killed worker.
+ * (The lock is tmp/.work-<name>.lock: a hidden name, like the per-sandbox
+ * locks, so that tmp/ looks empty when no work is left.)
+ * Entries without a lock file (layers being deleted, <lid>.del.<pid>)
+ * belong to a live pid or to nobody.  Returns 1 (abandoned; *lockfd, when
+ * not -1, holds the taken lock until the entry is gone), or 0. */
+static int work_abandoned(int dirfd, const char *name, int *lockfd)
+{
+	*lockfd = -1;
+	SBX_AUTOFREE char *lk = sbx_xasprintf(".work-%s.lock", name);
+	int fd = openat(dirfd, lk, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return !pid_alive(name);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return 0;
+	}
+	*lockfd = fd;
+	return 1;
+}
+
+/* Garbage collection, under the lock: tmp/ entries nobody works on any
+ * more (see work_abandoned), and (all_layers) layers that no record names
+ * (a crash between a commit's rename and its record write, or a delete
+ * interrupted after the record went: both happen under this lock, so an
+ * unnamed layer seen here is never one being committed).  Commits collect
+ * tmp/ only, which is cheap; deletes, imports, recovery and the reaper do
+ * all.  `st` (may be NULL) counts what was (dry_run: would be) removed.
+ * Removal is best effort: what fails is retried next time. */
+static int img_gc(struct sbx_backend *b, int all_layers, int dry_run, struct sbx_image_gc *st,
+		  struct sbx_err *err)
+{
+	struct sbx_image_gc none = {0};
+	if (!st)
+		st = &none;
 	SBX_AUTOFREE char *tmp = img_path(b, "tmp");
 	DIR *d = opendir(tmp);
 	if (!d)
 		return sbx_fail_errno(err, SBX_INTERNAL, "image", "opendir %s", tmp);
 	struct dirent *e;
 	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.' || pid_alive(e->d_name))
-			continue;
 		SBX_AUTOFREE char *p = sbx_xasprintf("%s/%s", tmp, e->d_name);
+		int lk;
+		if (sbx_str_starts(e->d_name, ".work-") && ends_with(e->d_name, ".lock")) {
+			/* A work lock whose entry is gone (renamed into
+			 * layers/, removed, or never created): drop it once
+			 * nobody holds it. */
+			SBX_AUTOFREE char *entry = sbx_xasprintf("%s/%.*s", tmp,
+				(int)(strlen(e->d_name) - 11), e->d_name + 6);
+			SBX_AUTOCLOSE int fd = open(p, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+			if (access(entry, F_OK) < 0 && errno == ENOENT && fd >= 0 &&
+			    flock(fd, LOCK_EX | LOCK_NB) == 0 && !dry_run)
+				unlink(p);
+			continue;
+		}
+		if (e->d_name[0] == '.')
+			continue;
+		if (!work_abandoned(dirfd(d), e->d_name, &lk))
+			continue;
+		int64_t bytes = 0;
 		struct sbx_err ignored = {0};
-		sbx_rm_rf(p, &ignored);     /* best effort: retried next time */
+		lcopy_du(p, &bytes, &ignored);
+		st->tmp++;
+		st->bytes += bytes;
+		if (!dry_run) {
+			sbx_rm_rf(p, &ignored);
+			if (lk >= 0) {
+				SBX_AUTOFREE char *lp = sbx_xasprintf("%s/.work-%s.lock", tmp,
+								      e->d_name);
+				unlink(lp);
+			}
+		}
+		if (lk >= 0)
+			close(lk);
 	}
 	closedir(d);
 	if (!all_layers)
@@ -416,12 +487,30 @@ static int img_gc(struct sbx_backend *b, int all_layers, struct sbx_err *err)
 		if (used)
 			continue;
 		SBX_AUTOFREE char *p = sbx_xasprintf("%s/%s", lay, e->d_name);
+		int64_t bytes = 0;
 		struct sbx_err ignored = {0};
-		sbx_rm_rf(p, &ignored);
+		lcopy_du(p, &bytes, &ignored);
+		st->layers++;
+		st->bytes += bytes;
+		if (!dry_run)
+			sbx_rm_rf(p, &ignored);
 	}
 	closedir(d);
 	recs_free(all, n);
 	return 0;
+}
+
+int sbx_image_gc(struct sbx_backend *b, int dry_run, struct sbx_image_gc *out,
+		 struct sbx_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (strcmp(b->ops->name, "local") != 0)
+		return sbx_fail(err, SBX_UNSUPPORTED, "image_gc",
+				"the %s backend keeps no image store of its own", b->ops->name);
+	SBX_AUTOCLOSE int lk = img_lock(b, err);
+	if (lk < 0)
+		return -1;
+	return img_gc(b, 1, dry_run, out, err);
 }
 
 /* Make the finished tree `tmp` the top layer of `r` (r->layers[0] is
@@ -436,7 +525,7 @@ static int img_commit(struct sbx_backend *b, struct rec *r, const char *tmp, int
 	if (lk < 0)
 		return -1;
 	struct sbx_err ignored = {0};
-	img_gc(b, gc_all, &ignored);     /* best effort: leftovers of crashed runs */
+	img_gc(b, gc_all, 0, NULL, &ignored);     /* best effort: leftovers of crashed runs */
 	SBX_AUTOFREE char *rp = img_path(b, "templates/%s.json", r->id);
 	if (access(rp, F_OK) == 0) {
 		sbx_rm_rf(tmp, &ignored);
@@ -461,13 +550,20 @@ static int img_commit(struct sbx_backend *b, struct rec *r, const char *tmp, int
 	return rec_save(b, r, err);
 }
 
-/* A fresh layer id and its work directory tmp/<lid>.<pid> (not created). */
-static int new_work(struct sbx_backend *b, char lid[9], char **tmp, struct sbx_err *err)
+/* A fresh layer id and its work directory tmp/<lid>.<pid> (not created),
+ * with the flock on tmp/.work-<lid>.<pid>.lock that marks it as being worked on
+ * (*lk; closing it, or dying, ends the work: see work_abandoned).  The
+ * lock file itself is left for img_gc, which drops it once free. */
+static int new_work(struct sbx_backend *b, char lid[9], char **tmp, int *lk,
+		    struct sbx_err *err)
 {
+	*lk = -1;
 	if (images_init(b, err) < 0 || sbx_random_hex(lid, 4, err) < 0)
 		return -1;
 	*tmp = img_path(b, "tmp/%s.%d", lid, (int)getpid());
-	return 0;
+	SBX_AUTOFREE char *lp = img_path(b, "tmp/.work-%s.%d.lock", lid, (int)getpid());
+	*lk = lock_file(lp, LOCK_EX, "image", err);
+	return *lk < 0 ? -1 : 0;
 }
 
 /* Flush the new layer's filesystem before its record exists: a record
@@ -652,7 +748,7 @@ static int image_delete(struct sbx_backend *b, const char *id, int want_snapshot
 		doomed[ndoomed++] = to;
 	}
 	*gone = 0;
-	img_gc(b, 1, &e2);       /* best effort */
+	img_gc(b, 1, 0, NULL, &e2);       /* best effort */
 out:
 	close(lk);
 	lk = -1;
@@ -753,7 +849,8 @@ int local_template_import(struct sbx_backend *b, const char *name, int fd, const
 		return sbx_fail(err, SBX_CONFLICT, "template_import", "template '%s' exists already", name);
 	char lid[9];
 	SBX_AUTOFREE char *tmp = NULL;
-	if (new_work(b, lid, &tmp, err) < 0)
+	SBX_AUTOCLOSE int wlk = -1;
+	if (new_work(b, lid, &tmp, &wlk, err) < 0)
 		return -1;
 	int rc;
 	struct sbx_err ignored = {0};
@@ -853,9 +950,10 @@ int local_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const c
 	struct rec r = {0};
 	char id[32], lid[9];
 	SBX_AUTOFREE char *tmp = NULL;
+	SBX_AUTOCLOSE int wlk = -1;
 	SBX_AUTOFREE char *upper = NULL;
 	struct lcopy_stats st = {0};
-	if (new_snap_id(id, err) < 0 || new_work(b, lid, &tmp, err) < 0) {
+	if (new_snap_id(id, err) < 0 || new_work(b, lid, &tmp, &wlk, err) < 0) {
 		rec_clear(&parent);
 		return -1;
 	}
@@ -892,6 +990,7 @@ int local_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const c
 	if (rc == 0)
 		rc = sync_tree(tmp, err);
 	sbx_fault("snapshot-copied");
+	local_stop_point("image:snapshot-copied");
 	if (rc < 0) {
 		struct sbx_err ignored = {0};
 		sbx_rm_rf(tmp, &ignored);
@@ -952,7 +1051,8 @@ int sbx_snapshot_flatten(struct sbx_backend *b, const char *id, const char *name
 
 	char sid[32], lid[9];
 	SBX_AUTOFREE char *tmp = NULL;
-	if (new_snap_id(sid, err) < 0 || new_work(b, lid, &tmp, err) < 0) {
+	SBX_AUTOCLOSE int wlk = -1;
+	if (new_snap_id(sid, err) < 0 || new_work(b, lid, &tmp, &wlk, err) < 0) {
 		rec_clear(&src);
 		return -1;
 	}

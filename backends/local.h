@@ -59,11 +59,11 @@ int local_image_dependents(struct sbx_backend *b, const char *template_id, char 
 int local_file_write(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
 		     const void *data, size_t len, unsigned mode, int as_root, struct sbx_err *err);
 int local_file_read(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
-		    size_t max, char **data, size_t *len, struct sbx_err *err);
+		    size_t max, int as_root, char **data, size_t *len, struct sbx_err *err);
 int local_file_list(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
-		    struct sbx_dirent **out, size_t *n, struct sbx_err *err);
+		    int as_root, struct sbx_dirent **out, size_t *n, struct sbx_err *err);
 int local_file_stat(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
-		    struct sbx_dirent *out, struct sbx_err *err);
+		    int as_root, struct sbx_dirent *out, struct sbx_err *err);
 int local_file_mkdir(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
 		     unsigned mode, int as_root, struct sbx_err *err);
 int local_file_remove(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
@@ -73,7 +73,7 @@ int local_file_move(struct sbx_backend *b, struct sbx_sandbox *sb, const char *f
 int local_tar_put(struct sbx_backend *b, struct sbx_sandbox *sb, const char *dir, int fd,
 		  int as_root, struct sbx_err *err);
 int local_tar_get(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path, int fd,
-		  struct sbx_err *err);
+		  int as_root, struct sbx_err *err);
 
 /* vtable entries implemented in local-image.c */
 int local_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const char *name,

@@ -9,11 +9,17 @@
  *
  * Per input document (or the one sandbox named by --id) it acts on the
  * document's sandbox and adds its result under "files".  Sandbox paths are
- * absolute and confined by the backend; writes act as uid 1000 unless
- * --root.  Copies out to the host are confined too: a folder is extracted
- * into a new private directory below DEST's parent (no name or link in the
- * archive can land outside it), setuid/setgid bits are cleared, and only
- * then is it renamed into place, so DEST never holds a half copy.
+ * absolute and confined by the backend; reads and writes act as uid 1000
+ * unless --root, so a symlink the sandbox planted never reads its root-only
+ * files for it.  Copies out to the host are confined too: a folder is
+ * extracted into a new private directory below DEST's parent (no name or
+ * link in the archive can land outside it), within a byte budget (--max,
+ * zeros kept as holes), setuid/setgid bits are cleared, symlinks that
+ * would lead out of the copy are removed (and reported), and only then is
+ * it renamed into place, so DEST never holds a half copy.  A host copy is
+ * never more permissive than its source (a file reached through a symlink
+ * lands 0600: its own mode is not known without following the link
+ * twice).
  *
  * Folder rule, both ways: DEST *is* the copy.  put merges into an existing
  * sandbox folder; get/collect need a host DEST that does not exist or is
@@ -22,12 +28,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <linux/openat2.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -50,10 +58,11 @@ enum { O_PROFILE, O_ID, O_ROOT, O_MODE, O_RECURSIVE, O_MAX };
 static const struct sbx_opt opts[] = {
 	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE},
 	{"id", 0, "ID", "act on this sandbox instead of reading documents", O_ID},
-	{"root", 0, NULL, "put, mkdir, rm, mv as root (default: as uid 1000)", O_ROOT},
+	{"root", 0, NULL, "act as root (default: as uid 1000); not for restore", O_ROOT},
 	{"mode", 'm', "MODE", "octal permission bits for put (a file) and mkdir", O_MODE},
 	{"recursive", 'r', NULL, "rm: remove a folder and everything below it", O_RECURSIVE},
-	{"max", 0, "SIZE", "cat: largest file to read (default 1M); get: default 1G", O_MAX},
+	{"max", 0, "SIZE", "cat: largest file to read (default 1M); get, collect: bytes (default 1G)",
+	 O_MAX},
 	{0},
 };
 
@@ -228,10 +237,10 @@ static void progress(const char *fmt, const char *a, const char *b)
 /* What is at a sandbox path (lstat): 1 = directory, 0 = something else,
  * 2 = nothing; -1 on any other error. */
 static int remote_kind(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
-		       struct sbx_dirent *out, struct sbx_err *err)
+		       int as_root, struct sbx_dirent *out, struct sbx_err *err)
 {
 	struct sbx_dirent e = {0};
-	if (sbx_call(b, file_stat, err, sb, path, &e) < 0) {
+	if (sbx_call(b, file_stat, err, sb, path, as_root, &e) < 0) {
 		if (err->kind == SBX_NOT_FOUND) {
 			sbx_err_clear(err);
 			return 2;
@@ -297,14 +306,133 @@ static int put_dir(struct sbx_backend *b, struct sbx_sandbox *sb, const char *di
 
 /* ---- host side: extraction of a sandbox folder ----------------------- */
 
-struct host_extract { int rfd, wfd, dirfd; };
+struct host_extract { int rfd, wfd, dirfd; int64_t max; };
 
 static int host_extract(void *ctx, struct sbx_err *err)
 {
 	struct host_extract *h = ctx;
 	close(h->wfd);
-	struct sbx_tar_extract_opts xo = {.keep_owner = 0, .force_uid = -1, .force_gid = -1};
-	return sbx_tar_extract(h->rfd, h->dirfd, &xo, err);
+	struct sbx_tar_extract_opts xo = {.keep_owner = 0, .force_uid = -1, .force_gid = -1,
+					  .max_bytes = h->max};
+	int rc = sbx_tar_extract(h->rfd, h->dirfd, &xo, err);
+	if (rc < 0 && err->kind == SBX_CAPACITY)
+		sbx_err_prefix(err, "get: more than --max (%lld bytes)", (long long)h->max);
+	return rc;
+}
+
+/* ---- host side: the link policy of a copy ------------------------------
+ *
+ * A copy lands where other host programs (an artifact uploader) will walk
+ * and follow it.  So a symlink in it may only lead to something inside the
+ * copy: one whose target is absolute, or relative but climbing above the
+ * copy's top (counted on the target's text from the link's folder), or
+ * whose resolution by the kernel leaves the copy (RESOLVE_BENEATH, which
+ * also catches chains of links) or loops, is removed and reported.
+ * Everything else is kept as it is, dangling links included. */
+
+struct link_scan {
+	int rootfd;
+	size_t prefix;           /* strlen(copy dir) + 1 */
+	int kernel;              /* pass 2: resolve; pass 1: the target's text */
+	char **doomed;           /* full paths, then their targets, in pairs */
+	size_t n;
+};
+static struct link_scan *lscan;   /* nftw has no context argument */
+
+/* Pass 1: does the target's text lead out (absolute, or more ".." than the
+ * link is deep)?  Pass 2: does the kernel's resolution leave the copy or
+ * loop (chains of links)? */
+static int link_escapes(const struct link_scan *ls, const char *rel, const char *target)
+{
+	if (!ls->kernel) {
+		if (target[0] == '/')
+			return 1;
+		long depth = 0;
+		for (const char *p = rel; (p = strchr(p, '/')); p++)
+			depth++;
+		for (const char *p = target; *p;) {
+			size_t n = strcspn(p, "/");
+			if (n == 2 && p[0] == '.' && p[1] == '.') {
+				if (--depth < 0)
+					return 1;
+			} else if (n && !(n == 1 && p[0] == '.')) {
+				depth++;
+			}
+			p += n;
+			while (*p == '/')
+				p++;
+		}
+		return 0;
+	}
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
+	long fd = syscall(SYS_openat2, ls->rootfd, rel, &how, sizeof(how));
+	if (fd >= 0) {
+		close((int)fd);
+		return 0;
+	}
+	return errno == EXDEV || errno == ELOOP;
+}
+
+static int scan_link(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)f;
+	if (flag != FTW_SL && flag != FTW_SLN)
+		return 0;
+	char target[PATH_MAX];
+	ssize_t n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0)
+		return 0;
+	target[n] = 0;
+	if (!link_escapes(lscan, path + lscan->prefix, target))
+		return 0;
+	lscan->doomed = sbx_xrealloc(lscan->doomed, (lscan->n + 2) * sizeof(char *));
+	lscan->doomed[lscan->n++] = sbx_xstrdup(path);
+	lscan->doomed[lscan->n++] = sbx_xstrdup(target);
+	return 0;
+}
+
+/* Apply the link policy to the finished copy in `dir` (fd `dirfd`): two
+ * passes, each judging every link first and removing after, so that the
+ * outcome does not depend on the order of the walk.  The links removed are
+ * added to `res` (links_removed: count, removed_links: the first 100 as
+ * {path, target}). */
+static int drop_escaping_links(const char *dir, int dirfd, json_object *res, struct sbx_err *err)
+{
+	json_object *removed = json_object_new_array();
+	int64_t count = 0;
+	int rc = 0;
+	for (int pass = 0; pass < 2 && rc == 0; pass++) {
+		struct link_scan ls = {.rootfd = dirfd, .prefix = strlen(dir) + 1, .kernel = pass};
+		lscan = &ls;
+		if (nftw(dir, scan_link, 64, FTW_PHYS) != 0)
+			rc = sbx_fail_errno(err, SBX_INTERNAL, "get", "checking the links of %s", dir);
+		lscan = NULL;
+		for (size_t i = 0; i < ls.n; i += 2) {
+			if (rc == 0 && unlink(ls.doomed[i]) < 0 && errno != ENOENT)
+				rc = sbx_fail_errno(err, SBX_INTERNAL, "get", "%s", ls.doomed[i]);
+			if (rc == 0 && count++ < 100) {
+				json_object *e = json_object_new_object();
+				sbx_json_set_str(e, "path", ls.doomed[i] + ls.prefix);
+				sbx_json_set_str(e, "target", ls.doomed[i + 1]);
+				json_object_array_add(removed, e);
+			}
+			free(ls.doomed[i]);
+			free(ls.doomed[i + 1]);
+		}
+		free(ls.doomed);
+	}
+	if (rc < 0) {
+		json_object_put(removed);
+		return -1;
+	}
+	sbx_json_set_int(res, "links_removed", count);
+	if (count)
+		json_object_object_add(res, "removed_links", removed);
+	else
+		json_object_put(removed);
+	return 0;
 }
 
 static int clear_setid(const char *path, const struct stat *st, int flag, struct FTW *f)
@@ -344,9 +472,11 @@ static int host_target_free(const char *path, struct sbx_err *err)
 }
 
 /* Copy sandbox folder `src` to host `dest` (missing or empty): extract into
- * a fresh 0700 directory beside dest, clean setuid bits, rename into place. */
+ * a fresh 0700 directory beside dest (at most `max` bytes of files), clean
+ * setuid bits, drop links that lead out, rename into place. */
 static int get_dir(struct sbx_backend *b, struct sbx_sandbox *sb, const char *src,
-		   const char *dest, unsigned mode, struct sbx_err *err)
+		   const char *dest, unsigned mode, int as_root, int64_t max, json_object *res,
+		   struct sbx_err *err)
 {
 	if (host_target_free(dest, err) < 0)
 		return -1;
@@ -369,14 +499,14 @@ static int get_dir(struct sbx_backend *b, struct sbx_sandbox *sb, const char *sr
 			 : pipe2(p, O_CLOEXEC) < 0 ? sbx_fail_errno(err, SBX_INTERNAL, "get", "pipe")
 						   : 0;
 	struct sbx_fsc_child ch;
-	struct host_extract h = {.rfd = p[0], .wfd = p[1], .dirfd = tfd};
+	struct host_extract h = {.rfd = p[0], .wfd = p[1], .dirfd = tfd, .max = max};
 	if (rc == 0 && sbx_fsc_child_start(&ch, (uid_t)-1, (gid_t)-1, host_extract, &h, err) < 0)
 		rc = -1;
 	if (rc == 0) {
 		close(p[0]);
 		p[0] = -1;
 		SBX_AUTOFREE char *contents = sbx_xasprintf("%s%s.", src, ends_with_slash(src) ? "" : "/");
-		rc = sbx_call(b, tar_get, err, sb, contents, p[1]);
+		rc = sbx_call(b, tar_get, err, sb, contents, p[1], as_root);
 		close(p[1]);
 		p[1] = -1;
 		struct sbx_err cerr = {0};
@@ -384,7 +514,8 @@ static int get_dir(struct sbx_backend *b, struct sbx_sandbox *sb, const char *sr
 		if (rc == 0 && crc < 0) {
 			*err = cerr;
 			rc = -1;
-		} else if (rc < 0 && crc < 0 && strstr(err->msg, "Broken pipe")) {
+		} else if (rc < 0 && crc < 0 &&
+			   (strstr(err->msg, "Broken pipe") || cerr.kind == SBX_CAPACITY)) {
 			*err = cerr;    /* the extractor stopped first: its reason */
 		}
 	}
@@ -392,6 +523,8 @@ static int get_dir(struct sbx_backend *b, struct sbx_sandbox *sb, const char *sr
 		close(p[0]);
 	if (p[1] >= 0)
 		close(p[1]);
+	if (rc == 0)
+		rc = drop_escaping_links(tmp, tfd, res, err);
 	if (rc == 0) {
 		nftw(tmp, clear_setid, 64, FTW_PHYS);
 		fchmod(tfd, mode & 0777);
@@ -443,7 +576,7 @@ static int do_put(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 	}
 	if (!S_ISREG(st.st_mode))
 		return sbx_fail(err, SBX_INVALID_REQUEST, "put", "%s: not a file or folder", src);
-	int k = ends_with_slash(dest) ? 1 : remote_kind(b, sb, dest, NULL, err);
+	int k = ends_with_slash(dest) ? 1 : remote_kind(b, sb, dest, o->root, NULL, err);
 	if (k < 0)
 		return -1;
 	target = k == 1 ? join_base(dest, src) : sbx_xstrdup(dest);
@@ -471,7 +604,7 @@ static int do_get(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 		  const char *src, const char *dest, json_object *res, struct sbx_err *err)
 {
 	struct sbx_dirent e = {0};
-	int k = remote_kind(b, sb, src, &e, err);
+	int k = remote_kind(b, sb, src, o->root, &e, err);
 	if (k < 0)
 		return -1;
 	if (k == 2)
@@ -479,13 +612,16 @@ static int do_get(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 	unsigned mode = e.mode;
 	int is_dir = e.type == SBX_FT_DIR;
 	if (e.type == SBX_FT_SYMLINK) {
-		/* Followed (confined) like cp does: a folder behind it?  A read
-		 * limited to 0 bytes tells without reading anything. */
+		/* Followed (confined, with the reader's rights) like cp does:
+		 * a folder behind it?  A read limited to 0 bytes tells without
+		 * reading anything.  The link's own mode (0777) says nothing
+		 * about its target's: the copy gets the most private one. */
 		char *none = NULL;
 		size_t nl = 0;
-		if (sbx_call(b, file_read, err, sb, src, 0, &none, &nl) < 0 &&
-		    strstr(err->msg, "is a directory"))
-			is_dir = 1, mode = 0755;
+		mode = 0600;
+		if (sbx_call(b, file_read, err, sb, src, 0, o->root, &none, &nl) < 0 &&
+		    strcasestr(err->msg, "is a directory"))
+			is_dir = 1, mode = 0700;
 		free(none);
 		sbx_err_clear(err);
 	}
@@ -494,10 +630,11 @@ static int do_get(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 	sbx_json_set_str(res, "type", is_dir ? "dir" : "file");
 	if (!strcmp(dest, "-")) {
 		if (is_dir)
-			return sbx_call(b, tar_get, err, sb, src, 1) < 0 ? -1 : 1;
+			return sbx_call(b, tar_get, err, sb, src, 1, o->root) < 0 ? -1 : 1;
 		SBX_AUTOFREE char *data = NULL;
 		size_t len = 0;
-		if (sbx_call(b, file_read, err, sb, src, o->max_set ? o->max : FS_MAX_FILE, &data, &len) < 0)
+		if (sbx_call(b, file_read, err, sb, src, o->max_set ? o->max : FS_MAX_FILE, o->root,
+			     &data, &len) < 0)
 			return -1;
 		if (sbx_write_all(1, data, len) < 0)
 			return sbx_fail_errno(err, SBX_INTERNAL, "get", "stdout");
@@ -507,7 +644,8 @@ static int do_get(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 	if (is_dir) {
 		target = ends_with_slash(dest) ? join_base(dest, src) : sbx_xstrdup(dest);
 		progress("get %s -> %s (folder)", src, target);
-		if (get_dir(b, sb, src, target, mode, err) < 0)
+		if (get_dir(b, sb, src, target, mode, o->root,
+			    (int64_t)(o->max_set ? o->max : FS_MAX_FILE), res, err) < 0)
 			return -1;
 	} else {
 		struct stat st;
@@ -516,7 +654,8 @@ static int do_get(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 		SBX_AUTOFREE char *data = NULL;
 		size_t len = 0;
 		progress("get %s -> %s", src, target);
-		if (sbx_call(b, file_read, err, sb, src, o->max_set ? o->max : FS_MAX_FILE, &data, &len) < 0)
+		if (sbx_call(b, file_read, err, sb, src, o->max_set ? o->max : FS_MAX_FILE, o->root,
+			     &data, &len) < 0)
 			return -1;
 		/* setuid/setgid never travel to the host */
 		if (sbx_write_file_atomic(target, data, len, mode & 01777, err) < 0)
@@ -533,7 +672,7 @@ static int do_cat(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 	SBX_AUTOFREE char *data = NULL;
 	size_t len = 0;
 	size_t max = o->max_set ? o->max : FS_CAT_MAX_DEFAULT;
-	if (sbx_call(b, file_read, err, sb, o->a, max, &data, &len) < 0) {
+	if (sbx_call(b, file_read, err, sb, o->a, max, o->root, &data, &len) < 0) {
 		if (err->kind == SBX_INVALID_REQUEST && strstr(err->msg, "more than the limit"))
 			sbx_err_prefix(err, "cat reads at most --max (%zu bytes); use sbx-fs get", max);
 		return -1;
@@ -581,7 +720,7 @@ static int fs_one(json_object *doc, void *ctx, struct sbx_err *err)
 	case S_LS: {
 		struct sbx_dirent *v = NULL;
 		size_t n = 0;
-		rc = sbx_call(b, file_list, err, &sb, o->a, &v, &n);
+		rc = sbx_call(b, file_list, err, &sb, o->a, o->root, &v, &n);
 		if (rc == 0) {
 			json_object *arr = json_object_new_array();
 			for (size_t i = 0; i < n; i++)
@@ -594,7 +733,7 @@ static int fs_one(json_object *doc, void *ctx, struct sbx_err *err)
 	}
 	case S_STAT: {
 		struct sbx_dirent e = {0};
-		rc = sbx_call(b, file_stat, err, &sb, o->a, &e);
+		rc = sbx_call(b, file_stat, err, &sb, o->a, o->root, &e);
 		if (rc == 0) {
 			json_object *j = dirent_json(&e);
 			json_object_object_foreach(j, k, v)
@@ -615,7 +754,7 @@ static int fs_one(json_object *doc, void *ctx, struct sbx_err *err)
 		break;
 	case S_MV: {
 		SBX_AUTOFREE char *to = NULL;
-		int k = ends_with_slash(o->b) ? 1 : remote_kind(b, &sb, o->b, NULL, err);
+		int k = ends_with_slash(o->b) ? 1 : remote_kind(b, &sb, o->b, o->root, NULL, err);
 		rc = k < 0 ? -1 : 0;
 		if (rc == 0) {
 			to = k == 1 ? join_base(o->b, o->a) : sbx_xstrdup(o->b);
@@ -647,7 +786,7 @@ static int fs_one(json_object *doc, void *ctx, struct sbx_err *err)
 	}
 	case S_COLLECT: {
 		struct sbx_dirent e = {0};
-		int k = remote_kind(b, &sb, OUTPUT_DIR, &e, err);
+		int k = remote_kind(b, &sb, OUTPUT_DIR, o->root, &e, err);
 		dirent_clear(&e);
 		if (k < 0)
 			rc = -1;
@@ -655,7 +794,8 @@ static int fs_one(json_object *doc, void *ctx, struct sbx_err *err)
 			rc = sbx_fail(err, SBX_NOT_FOUND, "collect", "%s is not a folder", OUTPUT_DIR);
 		else {
 			progress("collect %s -> %s", OUTPUT_DIR, o->a);
-			rc = get_dir(b, &sb, OUTPUT_DIR, o->a, 0755, err);
+			rc = get_dir(b, &sb, OUTPUT_DIR, o->a, 0755, o->root,
+				     (int64_t)(o->max_set ? o->max : FS_MAX_FILE), res, err);
 			sbx_json_set_str(res, "path", OUTPUT_DIR);
 			sbx_json_set_str(res, "dest", o->a);
 		}
@@ -705,14 +845,14 @@ int main(int argc, char **argv)
 	}
 	o.a = argv[i + 1];
 	o.b = nops > 1 ? argv[i + 2] : NULL;
-	if (o.root && !(s == S_PUT || s == S_MKDIR || s == S_RM || s == S_MV))
-		i = sbx_usage_err(&err, "--root applies to put, mkdir, rm and mv");
+	if (o.root && s == S_RESTORE)
+		i = sbx_usage_err(&err, "--root does not apply to restore (attachments belong to uid 1000)");
 	else if (o.mode_set && !(s == S_PUT || s == S_MKDIR))
 		i = sbx_usage_err(&err, "--mode applies to put and mkdir");
 	else if (o.recursive && s != S_RM)
 		i = sbx_usage_err(&err, "-r applies to rm");
-	else if (o.max_set && !(s == S_CAT || s == S_GET))
-		i = sbx_usage_err(&err, "--max applies to cat and get");
+	else if (o.max_set && !(s == S_CAT || s == S_GET || s == S_COLLECT))
+		i = sbx_usage_err(&err, "--max applies to cat, get and collect");
 	else if (s == S_PUT && !strcmp(o.a, "-") && !o.id)
 		i = sbx_usage_err(&err, "put - (bytes on stdin) needs --id: without it stdin carries documents");
 	else if (s == S_GET && !strcmp(o.b, "-") && !o.id)

@@ -350,6 +350,18 @@ static int do_recover(struct snap_opts *o, struct sbx_err *err)
 		sbx_json_set_str(rep, "tenant", o->tenant);
 	sbx_json_set_bool(rep, "dry_run", o->dry_run);
 	int rc = sbx_ledger_recover(b, r, o->tenant, o->grace_ms, o->dry_run, rep, err);
+	/* Then what crashed snapshots left in the image store. */
+	struct sbx_image_gc st;
+	struct sbx_err gerr = {0};
+	if (sbx_image_gc(b, o->dry_run, &st, &gerr) == 0) {
+		json_object *ir = sbx_json_child(rep, "images");
+		sbx_json_set_int(ir, "work_dirs", st.tmp);
+		sbx_json_set_int(ir, "unnamed_layers", st.layers);
+		sbx_json_set_int(ir, "bytes", st.bytes);
+	} else if (gerr.kind != SBX_UNSUPPORTED && rc == 0) {
+		*err = gerr;
+		rc = -1;
+	}
 	struct sbx_err werr = {0};
 	if (sbx_emit(doc, &werr) < 0 && rc == 0) {
 		*err = werr;

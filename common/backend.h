@@ -198,16 +198,17 @@ struct sbx_backend_ops {
 
 	/* Files.  Paths are absolute inside the sandbox; the backend confines
 	 * them (no escape through "..", symlinks or races).  as_root = 0 acts
-	 * with uid 1000's permissions. */
+	 * with uid 1000's permissions, reads included: what the sandbox user
+	 * cannot read (directly or through a symlink it planted) is refused. */
 	int (*file_write)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
 			  const void *data, size_t len, unsigned mode, int as_root,
 			  struct sbx_err *err);
 	int (*file_read)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
-			 size_t max, char **data, size_t *len, struct sbx_err *err);
+			 size_t max, int as_root, char **data, size_t *len, struct sbx_err *err);
 	int (*file_list)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
-			 struct sbx_dirent **out, size_t *n, struct sbx_err *err);
+			 int as_root, struct sbx_dirent **out, size_t *n, struct sbx_err *err);
 	int (*file_stat)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
-			 struct sbx_dirent *out, struct sbx_err *err);
+			 int as_root, struct sbx_dirent *out, struct sbx_err *err);
 	int (*file_mkdir)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
 			  unsigned mode, int as_root, struct sbx_err *err);
 	int (*file_remove)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
@@ -219,7 +220,7 @@ struct sbx_backend_ops {
 	int (*tar_put)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *dir, int fd,
 		       int as_root, struct sbx_err *err);
 	int (*tar_get)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path, int fd,
-		       struct sbx_err *err);
+		       int as_root, struct sbx_err *err);
 
 	/* Snapshots: taken from a running sandbox, which keeps running. */
 	int (*snapshot_create)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *name,

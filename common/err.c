@@ -51,9 +51,14 @@ int sbx_fail(struct sbx_err *err, enum sbx_kind kind, const char *op,
 	return -1;
 }
 
+/* A full disk or an exhausted quota is never the program's fault: it is
+ * `capacity` (retryable, exit 75) whatever kind the caller expected, so
+ * that every path that reports an errno reports these the same way. */
 int sbx_fail_errno(struct sbx_err *err, enum sbx_kind kind, const char *op,
 		   const char *fmt, ...)
 {
+	if (errno == ENOSPC || errno == EDQUOT)
+		kind = SBX_CAPACITY;
 	const char *why = strerror(errno);
 	va_list ap;
 	va_start(ap, fmt);

@@ -57,7 +57,8 @@ struct sbx_err {
 /* Fill `err` and return -1.  `op` may be NULL. */
 int sbx_fail(struct sbx_err *err, enum sbx_kind kind, const char *op,
 	     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-/* Same, appending ": strerror(errno)" (errno is read before formatting). */
+/* Same, appending ": strerror(errno)" (errno is read before formatting).
+ * ENOSPC and EDQUOT turn any kind into capacity. */
 int sbx_fail_errno(struct sbx_err *err, enum sbx_kind kind, const char *op,
 		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* A configuration error: kind invalid_request, exit status 78. */

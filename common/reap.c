@@ -36,6 +36,7 @@
 #include "keys.h"
 #include "tokenkey.h"
 #include "ledger.h"
+#include "local-image.h"
 #include "lock.h"
 #include "keyspace.h"
 #include "util.h"
@@ -161,6 +162,7 @@ struct run {
 	json_object *rep;     /* the "reap" object */
 	json_object *kept, *deleted, *failed, *skipped, *would;
 	json_object *ledger, *snapshots, *idle;   /* sections, added at the end */
+	json_object *images;
 	struct sbx_err first;  /* first failure */
 	int nfailed;
 	long long deletions;  /* done (or planned, in a dry run) */
@@ -842,6 +844,28 @@ static void do_ledger(struct run *run)
 	}
 }
 
+/* The backend's own image store: work directories of crashed snapshots
+ * and imports, layers no record names (sbx_image_gc).  Owned by no tenant,
+ * so every run collects them; a live snapshot's work is never touched. */
+static void do_images(struct run *run)
+{
+	json_object *ir = json_object_new_object();
+	run->images = ir;
+	struct sbx_image_gc st;
+	struct sbx_err err = {0};
+	if (sbx_image_gc(run->b, run->o->dry_run, &st, &err) < 0) {
+		if (err.kind == SBX_UNSUPPORTED) {
+			sbx_json_set_str(ir, "skipped", err.msg);
+			return;
+		}
+		note_failure(run, NULL, "images", &err);
+		return;
+	}
+	sbx_json_set_int(ir, "work_dirs", st.tmp);
+	sbx_json_set_int(ir, "unnamed_layers", st.layers);
+	sbx_json_set_int(ir, "bytes", st.bytes);
+}
+
 struct snap {
 	struct sbx_snapshot_ref ref;
 	const char *reason;
@@ -1165,6 +1189,8 @@ int sbx_reap_run(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_re
 		PHASE("ledger");
 		do_snapshots(&run);
 		PHASE("snapshots");
+		do_images(&run);
+		PHASE("images");
 		do_idle(&run);
 		if (run.idle)
 			PHASE("idle");
@@ -1191,6 +1217,8 @@ int sbx_reap_run(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_re
 			       run.snapshots ? run.snapshots : json_object_new_object());
 	if (run.idle)
 		json_object_object_add(run.rep, "idle", run.idle);
+	if (run.images)
+		json_object_object_add(run.rep, "images", run.images);
 
 	if (rc == 0 && run.nfailed) {
 		*err = run.first;

@@ -38,8 +38,32 @@ int sbx_skill_name_check(const char *name, struct sbx_err *err)
 	return 0;
 }
 
+/* The part of a failed command's stderr that goes into an error message:
+ * its first lines (where the cause usually is: the first error, not the
+ * cascade after it), at most `head` bytes cut at a line end when there is
+ * one, then, when more was left out, " [...] " and its last `tail` bytes. */
+static void stderr_excerpt(const char *e, char *out, size_t outlen, size_t head, size_t tail)
+{
+	size_t len = strlen(e);
+	while (len && (e[len - 1] == '\n' || e[len - 1] == ' '))
+		len--;
+	if (len <= head + tail + 7) {
+		snprintf(out, outlen, "%.*s", (int)len, e);
+		return;
+	}
+	size_t h = head;
+	while (h > head / 2 && e[h - 1] != '\n')
+		h--;
+	if (e[h - 1] != '\n')
+		h = head;
+	while (h && e[h - 1] == '\n')
+		h--;
+	snprintf(out, outlen, "%.*s [...] %.*s", (int)h, e, (int)tail, e + len - tail);
+}
+
 /* Run `script` with /bin/sh as root inside the sandbox, with $1.. = args.
- * A non-zero exit is a `failed` error carrying the end of its stderr. */
+ * A non-zero exit is a `failed` error carrying an excerpt of its stderr
+ * (stderr_excerpt: the first lines, then the end). */
 static int root_sh(struct sbx_backend *b, struct sbx_sandbox *sb, const char *what,
 		   const char *script, const char *arg1, struct sbx_err *err)
 {
@@ -57,39 +81,95 @@ static int root_sh(struct sbx_backend *b, struct sbx_sandbox *sb, const char *wh
 	}
 	int rc = 0;
 	if (res.exit_code != 0) {
-		const char *e = res.err ? res.err : "";
-		size_t len = strlen(e);
-		while (len && (e[len - 1] == '\n' || e[len - 1] == ' '))
-			len--;
-		const char *tail = len > 300 ? e + len - 300 : e;
-		rc = sbx_fail(err, SBX_FAILED, "skill", "%s failed (exit %d%s): %.*s", what,
-			      res.exit_code, res.timed_out ? ", timed out" : "",
-			      (int)(len - (size_t)(tail - e)), tail);
+		char ex[600];
+		stderr_excerpt(res.err ? res.err : "", ex, sizeof(ex), 400, 120);
+		rc = sbx_fail(err, SBX_FAILED, "skill", "%s failed (exit %d%s): %s", what,
+			      res.exit_code, res.timed_out ? ", timed out" : "", ex);
 	}
 	sbx_exec_result_clear(&res);
 	return rc;
 }
 
 /* $1 = the sandbox's creation time (unix seconds): entries whose ctime is
- * older belong to the template, not to this install (see skill.h). */
+ * older belong to the template, not to this install (see skill.h).
+ *
+ * POSIX sh plus rm, mkdir, chown, date +%s, stat -c %Z and find with
+ * -xdev -mindepth -maxdepth -cmin, which busybox (Alpine), GNU (Debian)
+ * and the others all have; no GNU-only flag (-newerct was one).  An
+ * entry is judged at the top of each folder it cleans (by its ctime: a
+ * folder the install wrote into counts as new as a whole).  The installer
+ * is never left broken: /workspace/input and /workspace/output are emptied,
+ * not removed, so nothing has to be created again on a full disk; they
+ * are made (mode 755, uid 1000, as at create) only when missing or not real folders.
+ * Every failure is reported on stderr, first the first one, and the
+ * script goes on with the rest: one stuck cache does not keep the others. */
 static const char clean_script[] =
 	"T=$1\n"
-	"rm -rf /workspace/* /workspace/.[!.]* /workspace/..?* 2>/dev/null\n"
-	"mkdir -p /workspace/input /workspace/output || exit 1\n"
-	"chown 1000:1000 /workspace/input /workspace/output || exit 1\n"
-	"chmod 775 /workspace/input /workspace/output || exit 1\n"
-	"for d in /tmp /var/tmp; do\n"
-	"  [ -d \"$d\" ] || continue\n"
-	"  find \"$d\" -xdev -mindepth 1 -maxdepth 1 -newerct \"@$T\" -exec rm -rf -- {} + || exit 1\n"
+	"rc=0\n"
+	"say() { echo \"clean-scratch: $*\" >&2; rc=1; }\n"
+	"for t in stat find date; do\n"
+	"  command -v $t >/dev/null 2>&1 || { echo \"clean-scratch: no $t(1) in the image\" >&2; exit 2; }\n"
 	"done\n"
-	"for c in /root/.cache/pip /root/.cache/uv /root/.npm /root/.local/share/pnpm/store \\\n"
-	"         /home/*/.cache/pip /home/*/.cache/uv /home/*/.npm /home/*/.local/share/pnpm/store \\\n"
-	"         /var/cache/apt/archives; do\n"
-	"  [ -d \"$c\" ] && [ ! -L \"$c\" ] || continue\n"
-	"  find \"$c\" -xdev -mindepth 1 -newerct \"@$T\" ! -name lock ! -name partial -prune \\\n"
-	"       -exec rm -rf -- {} + || exit 1\n"
+	/* Loops over globs, not pipes: no subshell, so rc survives. */
+	"rmv() { rm -rf -- \"$1\" 2>/dev/null || say \"cannot remove $1\"; }\n"
+	"empty() {\n"
+	"  for x in \"$1\"/* \"$1\"/.[!.]* \"$1\"/..?*; do\n"
+	"    [ -e \"$x\" ] || [ -L \"$x\" ] || continue\n"
+	"    rmv \"$x\"\n"
+	"  done\n"
+	"}\n"
+	/* clean_new DIR [KEEP...]: remove DIR's entries changed since T.
+	 * find -cmin picks the candidates (one process for a folder of
+	 * thousands), stat -c %Z decides to the second. */
+	"M=$(( ($(date +%s) - T) / 60 + 2 ))\n"
+	"NL='\n"
+	"'\n"
+	"clean_new() {\n"
+	"  d=$1; shift\n"
+	"  [ -d \"$d\" ] && [ ! -L \"$d\" ] || return 0\n"
+	"  list=$(find \"$d\" -xdev -mindepth 1 -maxdepth 1 -cmin -\"$M\") || { say \"cannot list $d\"; return 0; }\n"
+	"  oifs=$IFS; IFS=$NL; set -f\n"
+	"  for y in $list; do\n"
+	"    IFS=$oifs; set +f\n"
+	"    [ -e \"$y\" ] || [ -L \"$y\" ] || continue\n"
+	"    keep=\n"
+	"    for k in \"$@\"; do [ \"${y##*/}\" = \"$k\" ] && keep=1; done\n"
+	"    [ -z \"$keep\" ] || continue\n"
+	"    c=$(stat -c %Z -- \"$y\" 2>/dev/null) || continue\n"
+	"    [ \"$c\" -ge \"$T\" ] && rmv \"$y\"\n"
+	"  done\n"
+	"  IFS=$oifs; set +f\n"
+	"  return 0\n"
+	"}\n"
+	"if [ -d /workspace ] && [ ! -L /workspace ]; then\n"
+	"  for w in /workspace/* /workspace/.[!.]* /workspace/..?*; do\n"
+	"    [ -e \"$w\" ] || [ -L \"$w\" ] || continue\n"
+	"    case $w in /workspace/input|/workspace/output)\n"
+	"      if [ -d \"$w\" ] && [ ! -L \"$w\" ]; then empty \"$w\"; continue; fi;;\n"
+	"    esac\n"
+	"    rmv \"$w\"\n"
+	"  done\n"
+	"  for w in /workspace/input /workspace/output; do\n"
+	"    [ -d \"$w\" ] && [ ! -L \"$w\" ] && continue\n"
+	"    mkdir -m 755 \"$w\" && chown -h 1000:1000 \"$w\" || say \"cannot make $w\"\n"
+	"  done\n"
+	"fi\n"
+	"clean_new /tmp\n"
+	"clean_new /var/tmp\n"
+	/* apt: lists and downloaded packages; apk; pip, uv, npm, pnpm, yarn */
+	"clean_new /var/lib/apt/lists lock partial\n"
+	"clean_new /var/lib/apt/lists/partial\n"
+	"clean_new /var/cache/apt/archives lock partial\n"
+	"clean_new /var/cache/apt/archives/partial\n"
+	"clean_new /var/cache/apt archives\n"
+	"clean_new /var/cache/apk\n"
+	"for h in /root /home/*; do\n"
+	"  [ -d \"$h\" ] && [ ! -L \"$h\" ] || continue\n"
+	"  for cc in .cache/pip .cache/uv .cache/yarn .npm .local/share/pnpm/store; do\n"
+	"    clean_new \"$h/$cc\"\n"
+	"  done\n"
 	"done\n"
-	"exit 0\n";
+	"exit $rc\n";
 
 int sbx_skill_clean_scratch(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err)
 {

@@ -25,10 +25,14 @@
 int sbx_skill_name_check(const char *name, struct sbx_err *err);
 
 /* Inside the sandbox, as root:
- * clean scratch - empty /workspace (recreating input/ and output/ owned by
- *   1000, mode 775), and remove what was created since the sandbox started
- *   (ctime >= its created_at) at the top of /tmp and /var/tmp, and in the
- *   package caches (pip, uv, npm, pnpm, apt archives) of root and users.
+ * clean scratch - empty /workspace (input/ and output/ are emptied in
+ *   place, never removed, so a full disk cannot leave them missing; made
+ *   for uid 1000, mode 755, only when absent), and remove what changed
+ *   since the sandbox started (ctime >= its created_at) at the top of /tmp
+ *   and /var/tmp, of the package managers' lists and caches (apt lists and
+ *   archives and *.bin, apk, pip, uv, yarn, npm, pnpm) of root and users.
+ *   Plain POSIX sh and tools busybox has too (no GNU-only flags).  A
+ *   failure's message keeps the first lines of the script's stderr.
  *   Older entries belong to the template (with the builtin `host` template
  *   they are the host's own files, seen through the overlay): leaving them
  *   keeps the snapshot free of whiteouts for files it never had.

@@ -1054,6 +1054,7 @@ struct dirattr { char *path; unsigned mode, uid, gid; int chown; int64_t mtime; 
 struct xctx {
 	int rootfd;
 	struct sbx_tar_extract_opts o;
+	int64_t bytes;           /* regular file sizes so far (max_bytes) */
 	int is_root;
 	long long entry;
 	struct dirattr *dirs;
@@ -1101,22 +1102,58 @@ static int clear_slot(int parent, const char *base, int want_dir)
 	return unlinkat(parent, base, 0);
 }
 
+static int pwrite_all(int fd, const char *p, size_t n, int64_t off)
+{
+	while (n) {
+		ssize_t w = pwrite(fd, p, n, off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+		off += w;
+	}
+	return 0;
+}
+
 static int x_file(struct xctx *x, struct sbx_tar_reader *r, const struct sbx_tar_entry *e,
 		  int parent, const char *base, struct sbx_err *err)
 {
+	x->bytes += e->size;
+	if (x->o.max_bytes > 0 && x->bytes > x->o.max_bytes)
+		return sbx_fail(err, SBX_CAPACITY, "extract",
+				"entry %lld (%.*s): the files add up to more than the limit of %lld bytes",
+				x->entry, NAME_SHOW, e->name, (long long)x->o.max_bytes);
 	if (clear_slot(parent, base, 0) < 0)
 		return xfail_errno(x, err, e->name, "cannot replace the existing entry");
 	SBX_AUTOCLOSE int fd = openat(parent, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 				      O_CLOEXEC | O_NOCTTY, 0600);
 	if (fd < 0)
 		return xfail_errno(x, err, e->name, "create");
+	static const char zeros[4096];
 	char buf[65536];
 	ssize_t n;
-	while ((n = sbx_tar_read_data(r, buf, sizeof(buf), err)) > 0)
-		if (sbx_write_all(fd, buf, (size_t)n) < 0)
-			return xfail_errno(x, err, e->name, "write");
+	int64_t off = 0;
+	while ((n = sbx_tar_read_data(r, buf, sizeof(buf), err)) > 0) {
+		/* Whole zero blocks become holes. */
+		for (ssize_t i = 0; i < n;) {
+			size_t k = (size_t)(n - i) < sizeof(zeros) ? (size_t)(n - i) : sizeof(zeros);
+			if (k == sizeof(zeros) && !memcmp(buf + i, zeros, k)) {
+				off += (int64_t)k;
+				i += (ssize_t)k;
+				continue;
+			}
+			if (pwrite_all(fd, buf + i, k, off) < 0)
+				return xfail_errno(x, err, e->name, "write");
+			off += (int64_t)k;
+			i += (ssize_t)k;
+		}
+	}
 	if (n < 0)
 		return -1;
+	if (ftruncate(fd, off) < 0)
+		return xfail_errno(x, err, e->name, "write");
 	int uid, gid;
 	owner_for(x, e, &uid, &gid);
 	if ((uid >= 0 || gid >= 0) && fchown(fd, (uid_t)uid, (gid_t)gid) < 0)

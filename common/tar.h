@@ -84,6 +84,9 @@ struct sbx_tar_extract_opts {
 	int drop_devices;        /* skip device nodes other than whiteouts
 	                          * instead of refusing them (wins over
 	                          * allow_devices) */
+	int64_t max_bytes;       /* > 0: the regular files' sizes may add up to
+	                          * this much; the entry that would pass it
+	                          * fails with `capacity` before its data */
 };
 /* Extract the archive on fd below rootfd (confined, see above).  o may be
  * NULL (defaults).  Symlinks in an entry's parent path are followed as if
@@ -94,6 +97,8 @@ struct sbx_tar_extract_opts {
  * must name something already inside the root.  Missing parent
  * directories are created (0755).  Directory modes and mtimes are applied
  * at the end (a read-only directory can still receive its entries).
+ * Runs of zeros in file data are left as holes (a sparse file stays
+ * sparse, and a file of zeros costs no disk).
  * -1 on the first failure (entries before it stay extracted): invalid_request
  * for a hostile or malformed entry (naming it), unsupported for an entry
  * type we do not extract (sparse files), internal for I/O errors. */

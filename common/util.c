@@ -236,42 +236,152 @@ int sbx_mkdir_p(const char *path, unsigned mode, struct sbx_err *err)
 	return 0;
 }
 
-static int rm_at(int dirfd, const char *name, dev_t dev, struct sbx_err *err)
+/* One directory of the walk below: its stream (NULL while closed to stay
+ * within the descriptor budget), its identity, its name in its parent. */
+struct rm_frame {
+	DIR *d;
+	dev_t dev;
+	ino_t ino;
+	char *name;
+};
+
+#define RM_MAX_OPEN 16
+
+static void rm_frames_free(struct rm_frame *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (f[i].d)
+			closedir(f[i].d);
+		free(f[i].name);
+	}
+	free(f);
+}
+
+/* Open directory `name` below `dirfd` as a frame: never through a symlink,
+ * never onto another filesystem than `dev`. */
+static int rm_open(int dirfd, const char *name, dev_t dev, struct rm_frame *fr,
+		   struct sbx_err *err)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		errno = e;
+		return sbx_fail_errno(err, SBX_INTERNAL, "rm", "%s", name);
+	}
+	if (st.st_dev != dev) {
+		close(fd);
+		return sbx_fail(err, SBX_INTERNAL, "rm", "%s is a mount point", name);
+	}
+	fr->d = fdopendir(fd);
+	if (!fr->d) {
+		close(fd);
+		return sbx_fail_errno(err, SBX_INTERNAL, "rm", "%s", name);
+	}
+	fr->dev = st.st_dev;
+	fr->ino = st.st_ino;
+	fr->name = sbx_xstrdup(name);
+	return 0;
+}
+
+/* Remove `name` below `at` and everything under it, depth first, with
+ * at most RM_MAX_OPEN directories open however deep the tree is (a sandbox
+ * can build a tree deeper than the descriptor limit).  Directories above
+ * the open window are closed on the way down and reopened through ".." on
+ * the way up; a reopened one must be the same inode as before, so a tree
+ * moved under us fails the removal instead of redirecting it. */
+static int rm_at(int at, const char *name, dev_t dev, struct sbx_err *err)
 {
 	struct stat st;
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : sbx_fail_errno(err, SBX_INTERNAL, "rm", "%s", name);
-	if (S_ISDIR(st.st_mode)) {
-		if (st.st_dev != dev)
-			return sbx_fail(err, SBX_INTERNAL, "rm", "%s is a mount point", name);
-		int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0)
-			return sbx_fail_errno(err, SBX_INTERNAL, "rm", "%s", name);
-		DIR *d = fdopendir(fd);
-		if (!d) {
-			close(fd);
-			return sbx_fail_errno(err, SBX_INTERNAL, "rm", "%s", name);
-		}
-		struct dirent *e;
-		int rc = 0;
-		while ((e = readdir(d))) {
-			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-				continue;
-			if (rm_at(fd, e->d_name, dev, err) < 0) {
-				rc = -1;
-				break;
-			}
-		}
-		closedir(d);
-		if (rc < 0)
-			return -1;
-		if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+	if (!S_ISDIR(st.st_mode)) {
+		if (unlinkat(at, name, 0) < 0 && errno != ENOENT)
 			return sbx_fail_errno(err, SBX_INTERNAL, "rm", "%s", name);
 		return 0;
 	}
-	if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
-		return sbx_fail_errno(err, SBX_INTERNAL, "rm", "%s", name);
-	return 0;
+	if (st.st_dev != dev)
+		return sbx_fail(err, SBX_INTERNAL, "rm", "%s is a mount point", name);
+	size_t cap = 16, depth = 0, lo = 0;     /* frames lo..depth are open */
+	struct rm_frame *f = sbx_xcalloc(cap, sizeof(*f));
+	if (rm_open(at, name, dev, &f[0], err) < 0) {
+		free(f);
+		return -1;
+	}
+	for (;;) {
+		struct rm_frame *cur = &f[depth];
+		int fd = dirfd(cur->d);
+		errno = 0;
+		struct dirent *e = readdir(cur->d);
+		if (e) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+				if (errno == ENOENT)
+					continue;
+				sbx_fail_errno(err, SBX_INTERNAL, "rm", "%s", e->d_name);
+				break;
+			}
+			if (!S_ISDIR(st.st_mode)) {
+				if (unlinkat(fd, e->d_name, 0) < 0 && errno != ENOENT) {
+					sbx_fail_errno(err, SBX_INTERNAL, "rm", "%s", e->d_name);
+					break;
+				}
+				continue;
+			}
+			if (depth + 1 == cap) {
+				f = sbx_xrealloc(f, 2 * cap * sizeof(*f));
+				memset(f + cap, 0, cap * sizeof(*f));
+				cap *= 2;
+			}
+			if (rm_open(fd, e->d_name, dev, &f[depth + 1], err) < 0)
+				break;
+			depth++;
+			if (depth - lo >= RM_MAX_OPEN) {
+				closedir(f[lo].d);
+				f[lo++].d = NULL;
+			}
+			continue;
+		}
+		if (errno) {
+			sbx_fail_errno(err, SBX_INTERNAL, "rm", "readdir %s", cur->name);
+			break;
+		}
+		/* cur is empty: remove it from its parent. */
+		if (depth == 0) {
+			closedir(cur->d);
+			cur->d = NULL;
+			rm_frames_free(f, 1);
+			if (unlinkat(at, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+				return sbx_fail_errno(err, SBX_INTERNAL, "rm", "%s", name);
+			return 0;
+		}
+		struct rm_frame *up = &f[depth - 1];
+		if (!up->d) {
+			int pfd = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (pfd < 0 || fstat(pfd, &st) < 0 || st.st_dev != up->dev ||
+			    st.st_ino != up->ino || !(up->d = fdopendir(pfd))) {
+				if (pfd >= 0)
+					close(pfd);
+				sbx_fail(err, SBX_INTERNAL, "rm", "%s moved during removal", up->name);
+				break;
+			}
+			lo--;
+		}
+		closedir(cur->d);
+		cur->d = NULL;
+		if (unlinkat(dirfd(up->d), cur->name, AT_REMOVEDIR) < 0 && errno != ENOENT) {
+			sbx_fail_errno(err, SBX_INTERNAL, "rm", "%s", cur->name);
+			break;
+		}
+		free(cur->name);
+		cur->name = NULL;
+		depth--;
+	}
+	rm_frames_free(f, depth + 1);
+	return -1;
 }
 
 int sbx_rm_rf(const char *path, struct sbx_err *err)

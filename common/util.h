@@ -52,7 +52,8 @@ int sbx_write_file_atomic(const char *path, const void *data, size_t len,
 			  unsigned mode, struct sbx_err *err);
 /* mkdir -p with `mode` for the directories it creates. */
 int sbx_mkdir_p(const char *path, unsigned mode, struct sbx_err *err);
-/* rm -rf that never crosses a mount point and never follows symlinks. */
+/* rm -rf that never crosses a mount point and never follows symlinks, in
+ * a bounded number of descriptors however deep the tree. */
 int sbx_rm_rf(const char *path, struct sbx_err *err);
 
 /* Read all of fd until EOF (at most max bytes; beyond -> invalid_request). */

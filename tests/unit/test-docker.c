@@ -191,19 +191,19 @@ static void test_files(struct sbx_sandbox *sb)
 	const char *txt = "line one\nline two\n";
 	ok(B->ops->file_write(B, sb, "/workspace/a dir/f.txt", txt, strlen(txt), 0640, 0, &e) == 0,
 	   "file_write creates parents");
-	ok(B->ops->file_read(B, sb, "/workspace/a dir/f.txt", 0, &data, &len, &e) == 0 &&
+	ok(B->ops->file_read(B, sb, "/workspace/a dir/f.txt", 0, 0, &data, &len, &e) == 0 &&
 	   len == strlen(txt) && !memcmp(data, txt, len), "file_read returns the bytes");
 	free(data);
 	struct sbx_dirent st;
-	ok(B->ops->file_stat(B, sb, "/workspace/a dir/f.txt", &st, &e) == 0, "file_stat");
+	ok(B->ops->file_stat(B, sb, "/workspace/a dir/f.txt", 0, &st, &e) == 0, "file_stat");
 	ok(st.type == SBX_FT_FILE && st.size == (int64_t)strlen(txt) && st.mode == 0640 &&
 	   st.uid == 1000, "stat: file, size, mode 0640, owner 1000");
 	is_str(st.name, "f.txt", "stat name");
 	dirent_clear(&st);
 
-	ok(B->ops->file_read(B, sb, "/workspace/nope", 0, &data, &len, &e) < 0 &&
+	ok(B->ops->file_read(B, sb, "/workspace/nope", 0, 0, &data, &len, &e) < 0 &&
 	   e.kind == SBX_NOT_FOUND, "missing file: not_found");
-	ok(B->ops->file_read(B, sb, "/workspace/a dir/f.txt", 3, &data, &len, &e) < 0 &&
+	ok(B->ops->file_read(B, sb, "/workspace/a dir/f.txt", 3, 0, &data, &len, &e) < 0 &&
 	   e.kind == SBX_INVALID_REQUEST, "read over max: invalid_request");
 
 	/* The escape the archive API allows: a symlink to a root-only file. */
@@ -212,7 +212,7 @@ static void test_files(struct sbx_sandbox *sb)
 	ok(B->ops->file_write(B, sb, "/workspace/evil", pw, strlen(pw), 0644, 0, &e) == 0,
 	   "write to a planted symlink succeeds");
 	ok(strstr(out_of(sb, 0, "head -1 /etc/passwd"), "root:") != NULL, "/etc/passwd untouched");
-	ok(B->ops->file_stat(B, sb, "/workspace/evil", &st, &e) == 0 && st.type == SBX_FT_FILE,
+	ok(B->ops->file_stat(B, sb, "/workspace/evil", 0, &st, &e) == 0 && st.type == SBX_FT_FILE,
 	   "the symlink was replaced by a file");
 	dirent_clear(&st);
 	ok(B->ops->file_write(B, sb, "/etc/passwd", pw, strlen(pw), 0644, 0, &e) < 0 &&
@@ -231,7 +231,7 @@ static void test_files(struct sbx_sandbox *sb)
 	ok(B->ops->file_write(B, sb, "/workspace/d/.hidden", "", 0, 0600, 0, &e) == 0, "empty file");
 	struct sbx_dirent *ls;
 	size_t n;
-	ok(B->ops->file_list(B, sb, "/workspace/d", &ls, &n, &e) == 0, "file_list");
+	ok(B->ops->file_list(B, sb, "/workspace/d", 0, &ls, &n, &e) == 0, "file_list");
 	is_int(n, 3, "three entries (dir, newline name, dot file)");
 	int seen_nl = 0, seen_dir = 0, seen_dot = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -241,16 +241,16 @@ static void test_files(struct sbx_sandbox *sb)
 	}
 	ok(seen_nl && seen_dir && seen_dot, "entries with their types, sizes and modes");
 	sbx_dirents_free(ls, n);
-	ok(B->ops->file_list(B, sb, "/workspace/empty-nothing", &ls, &n, &e) < 0 &&
+	ok(B->ops->file_list(B, sb, "/workspace/empty-nothing", 0, &ls, &n, &e) < 0 &&
 	   e.kind == SBX_NOT_FOUND, "list of a missing dir: not_found");
 
 	ok(B->ops->file_move(B, sb, odd, "/workspace/d/moved", 0, &e) == 0, "move");
-	ok(B->ops->file_stat(B, sb, "/workspace/d/moved", &st, &e) == 0, "moved file exists");
+	ok(B->ops->file_stat(B, sb, "/workspace/d/moved", 0, &st, &e) == 0, "moved file exists");
 	dirent_clear(&st);
 	ok(B->ops->file_remove(B, sb, "/workspace/d", 0, 0, &e) < 0 && e.kind == SBX_CONFLICT,
 	   "non-recursive remove of a full dir: conflict");
 	ok(B->ops->file_remove(B, sb, "/workspace/d", 1, 0, &e) == 0, "recursive remove");
-	ok(B->ops->file_stat(B, sb, "/workspace/d", &st, &e) < 0 && e.kind == SBX_NOT_FOUND,
+	ok(B->ops->file_stat(B, sb, "/workspace/d", 0, &st, &e) < 0 && e.kind == SBX_NOT_FOUND,
 	   "gone after remove");
 	ok(B->ops->file_remove(B, sb, "/workspace/d", 1, 0, &e) == 0, "remove of a missing path is fine");
 

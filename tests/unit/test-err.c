@@ -1,4 +1,6 @@
 /* The error model: kinds, HTTP mapping, replace rule, exit table. */
+#include <errno.h>
+
 #include "err.h"
 #include "tap.h"
 
@@ -34,6 +36,15 @@ int main(void)
 	};
 	for (size_t i = 0; i < sizeof(ex) / sizeof(ex[0]); i++)
 		is_int(sbx_kind_exit_status(ex[i].k), ex[i].st, "exit status of %s", sbx_kind_name(ex[i].k));
+	errno = ENOSPC;
+	sbx_fail_errno(&e, SBX_INTERNAL, "write", "f");
+	is_int(e.kind, SBX_CAPACITY, "ENOSPC is capacity, whatever the caller expected");
+	errno = EDQUOT;
+	sbx_fail_errno(&e, SBX_INTERNAL, "write", "f");
+	is_int(e.kind, SBX_CAPACITY, "EDQUOT is capacity");
+	errno = EIO;
+	sbx_fail_errno(&e, SBX_INTERNAL, "write", "f");
+	is_int(e.kind, SBX_INTERNAL, "other errnos keep the caller's kind");
 	sbx_fail_config(&e, "config", "x");
 	is_int(sbx_err_exit_status(&e), 78, "configuration errors exit 78");
 	sbx_fail(&e, SBX_INTERNAL, "op", "inner");
