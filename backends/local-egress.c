@@ -87,9 +87,7 @@ static void add(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
 			return;
 		}
 		*cap = *cap * 2 + (size_t)n;
-		*buf = realloc(*buf, *cap);
-		if (!*buf)
-			abort();
+		*buf = sbx_xrealloc(*buf, *cap);
 	}
 }
 
@@ -169,9 +167,7 @@ static char **host_cidrs(void)
 			inet_ntop(af, net, txt, sizeof(txt));
 			if (n + 2 >= cap) {
 				cap *= 2;
-				v = realloc(v, cap * sizeof(char *));
-				if (!v)
-					abort();
+				v = sbx_xrealloc(v, cap * sizeof(char *));
 			}
 			v[n++] = sbx_xasprintf("%s/%d", txt, plen);
 			v[n] = NULL;

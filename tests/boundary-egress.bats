@@ -53,8 +53,11 @@ setup_file() {
 	# One listener on every address of the namespace (TCP $PORT), naming
 	# the address it was reached at, and the stand-in resolver (UDP and TCP
 	# 53).  Bounded: it ends itself after 10 minutes.
+	# It closes every inherited descriptor (a bats pipe held open would
+	# keep bats waiting) and writes its own pid for teardown.
 	in_ns setsid python3 -c '
-import select, signal, socket, sys
+import os, select, signal, socket, sys
+os.closerange(3, 65536)
 signal.alarm(600)
 def sock(kind, addr, port):
     s = socket.socket(socket.AF_INET, kind)
@@ -66,7 +69,8 @@ def sock(kind, addr, port):
 ss = [sock(socket.SOCK_STREAM, "0.0.0.0", int(sys.argv[1]))]
 if sys.argv[3]:
     ss += [sock(socket.SOCK_DGRAM, sys.argv[3], 53), sock(socket.SOCK_STREAM, sys.argv[3], 53)]
-open(sys.argv[2], "w").write("ready")
+open(sys.argv[2] + ".tmp", "w").write(str(os.getpid()))
+os.rename(sys.argv[2] + ".tmp", sys.argv[2])
 while True:
     for s in select.select(ss, [], [])[0]:
         if s.type == socket.SOCK_DGRAM:
@@ -76,10 +80,9 @@ while True:
             c, _ = s.accept()
             what = b"dns-answer" if c.getsockname()[1] == 53 else b"answer-" + c.getsockname()[0].encode()
             c.sendall(what + b"\n"); c.close()
-' "$PORT" "$SBX_TEST_DIR/listener.ready" "$RESOLVER" >/dev/null 2>&1 3>&- &
-	echo $! >"$SBX_TEST_DIR/listener.pid"
-	for _ in $(seq 1 100); do [ -e "$SBX_TEST_DIR/listener.ready" ] && break; sleep 0.05; done
-	[ -e "$SBX_TEST_DIR/listener.ready" ]
+' "$PORT" "$SBX_TEST_DIR/listener.pid" "$RESOLVER" >/dev/null 2>&1 3>&- &
+	for _ in $(seq 1 400); do [ -e "$SBX_TEST_DIR/listener.pid" ] && break; sleep 0.05; done
+	[ -s "$SBX_TEST_DIR/listener.pid" ]
 	cat >"$SBX_CONFIG" <<-EOF
 	{"profiles": {"default": {},
 	              "lan": {"egress_allow": ["10.98.0.0/16", "fd98::/64"]},
