@@ -16,6 +16,7 @@
  *  - The host never holds a mount of a sandbox: the overlay exists only in
  *    the sandbox's mount namespace, which dies with its last process. */
 #include "local-sb.h"
+#include "local-egress.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -679,7 +680,11 @@ static char *find_in_path(const char *prog)
 }
 
 /* Egress on: slirp4netns attached to the init's net ns, host loopback
- * off, in the sandbox's top cgroup (so remove's cgroup.kill ends it). */
+ * off, in the sandbox's top cgroup (so remove's cgroup.kill ends it).
+ * slirp runs as host root: --enable-sandbox puts it in an empty mount
+ * namespace with every capability but NET_BIND_SERVICE dropped, and
+ * --enable-seccomp limits its syscalls.  The destination filter is not
+ * slirp's (it has none): see local-egress.h. */
 static int start_slirp(const char *slirp, const struct local_rec *r, pid_t init,
 		       struct sbx_err *err)
 {
@@ -708,7 +713,8 @@ static int start_slirp(const char *slirp, const struct local_rec *r, pid_t init,
 		 * key) lives on in slirp: it needs nothing from it. */
 		static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 		execle(slirp, "slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback",
-		       "--ready-fd", fd, ipid, "tap0", (char *)NULL, envp);
+		       "--enable-sandbox", "--enable-seccomp", "--ready-fd", fd, ipid, "tap0",
+		       (char *)NULL, envp);
 		_exit(127);
 	}
 	close(ready[1]);
@@ -883,9 +889,13 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 		return -1;
 	r->init_pid = pid;
 	sbx_json_set_int(j, "init_pid", pid);
-	sbx_json_set_int(j, "init_start", (int64_t)local_pid_start(pid));
+	unsigned long long start = local_pid_start(pid);
+	sbx_json_set_int(j, "init_start", (int64_t)start);
 	sbx_fault("local:after-init");
-	if (slirp && start_slirp(slirp, r, pid, err) < 0)
+	/* The egress filter before slirp: until slirp attaches the tap, the
+	 * namespace has only lo, so nothing is reachable unfiltered. */
+	if (slirp && (local_egress_install(pid, start, b->profile->egress_allow, id, err) < 0 ||
+		      start_slirp(slirp, r, pid, err) < 0))
 		return -1;
 
 	/* 5. Ready. */
