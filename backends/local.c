@@ -823,7 +823,8 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 
 	/* 2. Cgroups with their limits, and the seccomp filter of every exec. */
 	SBX_AUTOFREE char *filter = sbx_xasprintf("%s/seccomp.bpf", r->dir);
-	if (local_seccomp_write(filter, req->allow_userns, err) < 0 ||
+	SBX_AUTOFREE char *filters = sbx_xasprintf("%s/seccomp", ((struct local *)b->priv)->dir);
+	if (local_seccomp_write(filter, filters, req->allow_userns, err) < 0 ||
 	    local_policy_write(r->dir, &req->timeout, err) < 0 ||
 	    touch_file(r->dir, "activity") < 0 || touch_file(r->dir, "busy") < 0 ||
 	    make_cgroups(r, &req->limits, err) < 0) {
@@ -854,12 +855,13 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 	if (l.host) {
 		host_view = sbx_xasprintf("%s/hostroot", r->dir);
 		SBX_AUTOFREE char *empty = sbx_xasprintf("%s/hostempty", r->dir);
-		SBX_AUTOFREE char *mask = sbx_xasprintf("%s/hostmask", r->dir);
+		SBX_AUTOFREE char *mask = NULL;
+		SBX_AUTOFREE char *cache = sbx_xasprintf("%s/hostmasks", ((struct local *)b->priv)->dir);
 		if (mkdir(host_view, 0755) < 0 || mkdir(empty, 0755) < 0) {
 			layers_free(&l);
 			return sbx_fail_errno(err, SBX_INTERNAL, "create", "mkdir host view");
 		}
-		if (local_hostmask_build(mask, b->profile, err) < 0) {
+		if (local_hostmask_get(cache, b->profile, &mask, err) < 0) {
 			layers_free(&l);
 			return -1;
 		}
