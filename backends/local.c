@@ -707,6 +707,12 @@ static int start_slirp(const char *slirp, const struct local_rec *r, pid_t init,
 		dup2(nul, 1);
 		dup2(nul, 2);
 		int rfd = dup(ready[1]);   /* without O_CLOEXEC: slirp writes it */
+		/* Nothing else of the caller's lives on in slirp (host root, for
+		 * the sandbox's life): not a pipeline's pipe, not a file the
+		 * caller held open without O_CLOEXEC. */
+		if (rfd > 3)
+			close_range(3, (unsigned)rfd - 1, 0);
+		close_range((unsigned)rfd + 1, ~0U, 0);
 		snprintf(fd, sizeof(fd), "%d", rfd);
 		snprintf(ipid, sizeof(ipid), "%d", (int)init);
 		/* None of the caller's environment (a Redis password, an API

@@ -211,6 +211,20 @@ s.connect((\"10.0.2.3\", 53)); s.send(b\"q\"); print(s.recv(100).decode())" 2>&1
 	[ "$(readlink /proc/"$pid"/ns/mnt)" != "$(readlink /proc/self/ns/mnt)" ]
 }
 
+@test "egress: slirp4netns holds no descriptor of its creator's" {
+	local marker=$BATS_TEST_TMPDIR/creator-file id pid p
+	echo x >"$marker"
+	# A file the caller holds open without O_CLOEXEC, as a shell's
+	# redirection leaves it.
+	id=$(nsenter --net="$NS" sh -c 'exec 7<"$1"; sbx-create --allow-internet' sh "$marker" | jq -r .sandbox.id)
+	for p in $(cat /sys/fs/cgroup/unified/sbx/"$id"/cgroup.procs 2>/dev/null || cat /sys/fs/cgroup/sbx/"$id"/cgroup.procs); do
+		[ "$(cat /proc/"$p"/comm 2>/dev/null)" = slirp4netns ] && pid=$p
+	done
+	[ -n "$pid" ]
+	run ls -l /proc/"$pid"/fd
+	refute_output --partial "$marker"
+}
+
 @test "egress: when the filter cannot be installed, create fails and leaves nothing" {
 	local before after
 	before=$(sbx-ls --all | jq -r .sandbox.id | sort)
