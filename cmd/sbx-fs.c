@@ -155,32 +155,6 @@ static int ends_with_slash(const char *p)
 	return n > 0 && p[n - 1] == '/';
 }
 
-static int valid_utf8(const unsigned char *s, size_t n)
-{
-	size_t i = 0;
-	while (i < n) {
-		unsigned c = s[i];
-		size_t len;
-		unsigned min;
-		if (c < 0x80) { i++; continue; }
-		else if ((c & 0xe0) == 0xc0) { len = 2; min = 0x80; c &= 0x1f; }
-		else if ((c & 0xf0) == 0xe0) { len = 3; min = 0x800; c &= 0x0f; }
-		else if ((c & 0xf8) == 0xf0) { len = 4; min = 0x10000; c &= 0x07; }
-		else return 0;
-		if (i + len > n)
-			return 0;
-		for (size_t k = 1; k < len; k++) {
-			if ((s[i + k] & 0xc0) != 0x80)
-				return 0;
-			c = (c << 6) | (s[i + k] & 0x3f);
-		}
-		if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-			return 0;
-		i += len;
-	}
-	return 1;
-}
-
 /* A name from inside the sandbox: any bytes but NUL.  One that is not
  * UTF-8 goes under "<key>_base64" instead, so the document stays JSON a
  * strict reader accepts (sbx(7)). */
@@ -189,7 +163,7 @@ static void set_name(json_object *j, const char *key, const char *s)
 	if (!s)
 		return;
 	size_t len = strlen(s);
-	if (valid_utf8((const unsigned char *)s, len)) {
+	if (sbx_utf8_valid(s, len)) {
 		sbx_json_set_str(j, key, s);
 		return;
 	}
@@ -680,7 +654,7 @@ static int do_cat(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 	sbx_json_set_str(res, "path", o->a);
 	sbx_json_set_int(res, "size", (int64_t)len);
 	/* A NUL would make the document one the next stage refuses (doc.h). */
-	if (!memchr(data, '\0', len) && valid_utf8((const unsigned char *)data, len)) {
+	if (!memchr(data, '\0', len) && sbx_utf8_valid(data, len)) {
 		sbx_json_set_str(res, "encoding", "utf-8");
 		json_object_object_add(res, "content", json_object_new_string_len(data, (int)len));
 	} else {
