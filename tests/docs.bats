@@ -61,7 +61,18 @@ run_examples() { # run_examples fresh|suite SCRIPT
 		mkdir -p /var/log /var/tmp /var/lib/sbx /var/lib/node_exporter
 		if [ "$mode" = fresh ]; then
 			exec 3<"$script"
+			# An empty /tmp, but for the source tree and the build when
+			# they live below it (a clone in /tmp): bound back in place.
+			here=$PWD
+			mkdir /var/.tmp && mount --bind /tmp /var/.tmp || exit 90
 			mount -t tmpfs sbx-doc-tmp /tmp || exit 90
+			for keep in "$here" "$BUILD"; do
+				case $keep in
+				/tmp/*)
+					mkdir -p "$keep" && mount --bind "/var/.tmp/${keep#/tmp/}" "$keep" || exit 90 ;;
+				esac
+			done
+			cd "$here" || exit 90
 			unset SBX_STATE_DIR SBX_CONFIG SBX_REDIS_URL SBX_BACKEND SBX_PROFILE REDIS_SOCK
 		else
 			exec 3<"$script"
