@@ -8,10 +8,12 @@
  *      with memory.max (and memory.swap.max = 0), pids.max and cpu.max on
  *      it; cgroup.freeze and cgroup.kill come from the same tree.  <parent>
  *      is a delegated cgroup that holds no process itself: the profile's
- *      cgroup_parent, else sbx.slice on a systemd host (shipped in
- *      dist/systemd, Delegate=yes; it must exist: sbx never creates a
- *      cgroup inside systemd's tree on its own), else "sbx" at the root,
- *      which sbx creates.  Never the caller's own cgroup: a login or cron
+ *      cgroup_parent, else system.slice/sbx.service on a systemd host
+ *      (dist/systemd/sbx.service: Delegate=yes, runs nothing; it must be
+ *      active: sbx never creates a cgroup inside systemd's tree on its
+ *      own), else "sbx" at the root, which sbx creates.  Not a slice:
+ *      systemd ignores Delegate= on slices and rewrites their
+ *      cgroup.subtree_control on every reload.  Never the caller's own cgroup: a login or cron
  *      scope dies with its session, and would take the sandboxes with it.
  *  v1  hybrid hosts (cgroup2 at /sys/fs/cgroup/unified, usually with no
  *      controllers): freeze and kill through the v2 tree as above, the
@@ -61,7 +63,7 @@ int local_cg_unified(void)
 
 /* The v2 parent of every sandbox cgroup of this profile, absolute; NULL
  * without a cgroup2 mount.  *systemd_default is set when it is the
- * systemd slice that sbx does not create. */
+ * systemd unit's cgroup, which sbx does not create. */
 static char *v2_parent(const struct sbx_profile *p, int *systemd_default)
 {
 	const char *m = local_cg_v2_mount();
@@ -76,7 +78,7 @@ static char *v2_parent(const struct sbx_profile *p, int *systemd_default)
 	}
 	if (local_cg_unified() && access("/run/systemd/system", F_OK) == 0) {
 		*systemd_default = 1;
-		return sbx_xasprintf("%s/sbx.slice", m);
+		return sbx_xasprintf("%s/system.slice/sbx.service", m);
 	}
 	return sbx_xasprintf("%s/sbx", m);
 }
@@ -150,7 +152,7 @@ static int prepare_parent(const char *parent, int systemd_default, const struct 
 	if (access(parent, F_OK) < 0) {
 		if (systemd_default)
 			return sbx_fail(err, SBX_UNSUPPORTED, "create",
-					"the cgroup parent %s does not exist: install and start sbx.slice "
+					"the cgroup parent %s does not exist: enable and start sbx.service "
 					"(Delegate=yes), or set the profile's cgroup_parent", parent);
 		if (mkdir(parent, 0755) < 0 && errno != EEXIST)
 			return sbx_fail_errno(err, SBX_UNSUPPORTED, "create", "mkdir %s", parent);

@@ -22,13 +22,15 @@
  *   <v2>/<parent>/<id>/work/x-*  one per exec that has a timeout (cgroup.kill)
  *   <v1:memory|pids|cpu>/sbx/<id>   hybrid hosts: the resource limits
  *   <v1:devices>/sbx/<id>   the device allow-list (local-devices.c), which
- *                           <v2>/sbx/<id>/work holds as a BPF program
+ *                           <v2>/<parent>/<id>/work holds as a BPF program
  * where <v2> is the cgroup2 mount (/sys/fs/cgroup/unified on hybrid hosts,
  * /sys/fs/cgroup on pure v2 ones) and the v1 roots are the controllers'
- * mounts.  <parent> is the profile's cgroup_parent, else sbx.slice on a
- * unified systemd host, else "sbx" (local-cgroup.c); the v1 ones hang from
- * a fixed "sbx" parent at each hierarchy's root.  Never below the caller's cgroup: a sandbox outlives the process that made
- * it, and a caller's cgroup may be torn down with that caller.  The paths
+ * mounts.  <parent> is the profile's cgroup_parent, else
+ * system.slice/sbx.service on a unified systemd host, else "sbx"
+ * (local-cgroup.c); the v1 ones hang from a fixed "sbx" parent at each
+ * hierarchy's root.  Never below the caller's cgroup: a sandbox outlives
+ * the process that made it, and a caller's cgroup may be torn down with
+ * that caller.  The paths
  * are derived from the id alone, so a crash before the record was
  * complete still leaves everything findable. */
 #ifndef SBX_LOCAL_SB_H

@@ -1407,6 +1407,15 @@ static int local_health(struct sbx_backend *b, struct sbx_err *err)
 	return 0;
 }
 
+/* For sbx-ctl caps: the cgroup layout, and whether the state dir can
+ * hold a disk budget. */
+static json_object *local_limits_info(struct sbx_backend *b)
+{
+	json_object *o = local_cg_info(b);
+	sbx_json_set_bool(o, "disk_enforced", local_quota_enforced(L(b)->dir));
+	return o;
+}
+
 /* Local form of the skill-image fingerprint: "local\n\n<state dir>". */
 static int local_fingerprint(struct sbx_backend *b, char out[65], struct sbx_err *err)
 {
@@ -1427,7 +1436,7 @@ const struct sbx_backend_ops sbx_backend_local = {
 	.close = local_close,
 	.caps = local_caps,
 	.health = local_health,
-	.limits_info = local_cg_info,
+	.limits_info = local_limits_info,
 	.fingerprint = local_fingerprint,
 	.create = local_create,
 	.connect = local_connect,

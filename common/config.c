@@ -69,6 +69,7 @@ static const char *const profile_keys[] = {
 	"backend", "endpoint", "template", "state_dir", "redis_url", "redis_password_file",
 	"prefix", "api_key_file", "api_key_env", "tls_cert_path", "allow_private",
 	"allow_internet", "allow_public", "allow_userns", "memory", "pids", "cpus",
+	"disk", "shm", "cgroup_parent",
 	"idle_timeout", "on_timeout", "auto_resume", "description", "options", "env",
 };
 

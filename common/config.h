@@ -59,7 +59,8 @@ struct sbx_profile {
 	struct sbx_limits limits;
 	char *cgroup_parent;    /* local, cgroup v2: the delegated parent of
 				 * sandbox cgroups, relative to the cgroup2
-				 * mount; NULL = sbx.slice on systemd hosts,
+				 * mount; NULL = system.slice/sbx.service on
+				 * systemd hosts,
 				 * else "sbx" */
 	int64_t idle_timeout_ms;  /* idle timer; 0 = never */
 	int on_timeout_pause;     /* 1 = pause when idle, 0 = kill */
