@@ -38,9 +38,9 @@
 #include <openssl/evp.h>
 
 #include "doc.h"
-#include "local-quota.h"
 #include "local-devices.h"
 #include "local-hostview.h"
+#include "local-quota.h"
 #include "local-seccomp.h"
 #include "util.h"
 

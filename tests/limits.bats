@@ -46,7 +46,7 @@ limit_of() {
 	assert_success
 	if unified; then
 		[ "$(jqo .limits.cgroup)" = v2 ]
-		[[ "$(jqo .limits.cgroup_controllers)" == *memory*pids* ]]
+		[[ "$(jqo .limits.cgroup_parent)" == /sys/fs/cgroup/?* ]]
 	else
 		[ "$(jqo .limits.cgroup)" = v1 ]
 	fi
@@ -61,6 +61,11 @@ limit_of() {
 	[ "$(limit_of "$id" memory)" = $((1 << 30)) ]
 	[ "$(limit_of "$id" pids)" = 1024 ]
 	[ "$(limit_of "$id" cpu)" = 100000 ]
+	if unified; then
+		run sbx-ctl caps
+		[[ "$(jqo .limits.cgroup_controllers)" == *memory*pids* ]]
+		[[ "$(jqo .limits.cgroup_controllers)" == *cpu* ]]
+	fi
 	sbx-ctl kill --id "$id" >/dev/null
 	# A profile's own defaults win over the built-in ones; flags over both.
 	local cfg=$SBX_TEST_DIR/limits.json
