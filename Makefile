@@ -61,11 +61,13 @@ $(BUILD)/bin/%: $(BUILD)/obj/cmd/%.o $(LIB)
 	$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $< $(LINKLIB) $(LDLIBS)
 
 # libc only, and no sanitizer: it is a sandbox's PID 1, which pivots away
-# from the host's files and lives in the sandbox's memory cgroup.
+# from the host's files and lives in the sandbox's memory cgroup.  Linked
+# statically: it is exec'd on every create, and without the dynamic loader
+# a create is ~4 ms (10%) faster (tests/bench/boundary.sh).
 $(INIT): libexec/sbx-init.c backends/local-init.h
 	@mkdir -p $(dir $@) $(BUILD)/obj/libexec
 	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -MF $(BUILD)/obj/libexec/sbx-init.d \
-	  -o $@ libexec/sbx-init.c
+	  -static -o $@ libexec/sbx-init.c
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 	@mkdir -p $(dir $@)

@@ -23,6 +23,14 @@
  * config file, key, password and TLS files, Redis and Docker sockets),
  * wherever it lives.
  *
+ * The mask is shared: it is planned at every create (reads only), and the
+ * plan's digest names a directory in the state dir's mask cache, built
+ * once (aside, then renamed into place) and used by every sandbox whose
+ * plan is the same.  Every input that changes the plan (a name appearing
+ * in a filtered directory, a configured path, its resolution) changes the
+ * name.  A mask is never written once it has its name, so a sandbox that
+ * stacks it never sees it change.
+ *
  * Limits: the lower layer is the live host "/".  A name created on the
  * host after the create inside a directory that is visible (/etc, /usr,
  * /var/lib/dpkg, ...) is visible; a name created in a hidden directory is
@@ -35,6 +43,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -87,41 +96,91 @@ static const char *const etc_hidden[] = {
 
 enum { M_NONE, M_DIR, M_HIDDEN, M_OTHER };
 
-/* What the mask holds at `rel`. */
-static int mask_state(const char *m, const char *rel)
+/* The mask is planned in memory first: the list of what it holds, in the
+ * order it is made.  The plan alone decides the mask, so its digest names
+ * it, and a mask already built for the same plan is used again (see
+ * local_hostmask_get).  `m` below is the plan. */
+enum { E_DIR, E_OPAQUE, E_WHITEOUT };
+struct mentry {
+	char *rel;
+	int kind;
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+};
+struct mplan {
+	struct mentry *v;
+	size_t n, cap;
+};
+
+static struct mentry *plan_find(struct mplan *m, const char *rel)
 {
-	char p[PATH_MAX];
-	struct stat st;
-	snprintf(p, sizeof(p), "%s/%s", m, rel);
-	if (lstat(p, &st) < 0)
+	for (size_t i = 0; i < m->n; i++)
+		if (strcmp(m->v[i].rel, rel) == 0)
+			return &m->v[i];
+	return NULL;
+}
+
+static void plan_add(struct mplan *m, const char *rel, int kind, const struct stat *host)
+{
+	if (m->n == m->cap) {
+		m->cap = m->cap ? 2 * m->cap : 64;
+		m->v = sbx_xrealloc(m->v, m->cap * sizeof(*m->v));
+	}
+	m->v[m->n++] = (struct mentry){
+		.rel = sbx_xstrdup(rel), .kind = kind,
+		.mode = host ? host->st_mode & 07777 : 0,
+		.uid = host ? host->st_uid : 0, .gid = host ? host->st_gid : 0,
+	};
+}
+
+static void plan_free(struct mplan *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		free(m->v[i].rel);
+	free(m->v);
+	m->v = NULL;
+	m->n = m->cap = 0;
+}
+
+/* What the mask holds at `rel`. */
+static int mask_state(struct mplan *m, const char *rel)
+{
+	struct mentry *e = plan_find(m, rel);
+	if (!e)
 		return M_NONE;
-	if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0))
-		return M_HIDDEN;
-	if (!S_ISDIR(st.st_mode))
-		return M_OTHER;
-	char v[2];
-	return lgetxattr(p, OVL_OPAQUE, v, sizeof(v)) == 1 && v[0] == 'y' ? M_HIDDEN : M_DIR;
+	return e->kind == E_DIR ? M_DIR : M_HIDDEN;
 }
 
 /* A directory in the mask with the owner and mode of the host's. */
-static int mask_mkdir(const char *m, const char *rel, const struct stat *host, int opaque,
+static int mask_mkdir(struct mplan *m, const char *rel, const struct stat *host, int opaque,
 		      struct sbx_err *err)
 {
-	char p[PATH_MAX];
-	snprintf(p, sizeof(p), "%s/%s", m, rel);
-	if (mkdir(p, 0700) < 0 && errno != EEXIST)
-		return sbx_fail_errno(err, SBX_INTERNAL, "create", "host mask: mkdir %s", p);
-	if (chown(p, host->st_uid, host->st_gid) < 0 || chmod(p, host->st_mode & 07777) < 0)
-		return sbx_fail_errno(err, SBX_INTERNAL, "create", "host mask: prepare %s", p);
-	if (opaque && setxattr(p, OVL_OPAQUE, "y", 1, 0) < 0)
-		return sbx_fail_errno(err, SBX_INTERNAL, "create", "host mask: make %s opaque", p);
+	(void)err;
+	struct mentry *e = plan_find(m, rel);
+	if (!e) {
+		plan_add(m, rel, opaque ? E_OPAQUE : E_DIR, host);
+		return 0;
+	}
+	e->mode = host->st_mode & 07777;
+	e->uid = host->st_uid;
+	e->gid = host->st_gid;
+	if (opaque)
+		e->kind = E_OPAQUE;
+	return 0;
+}
+
+static int mask_whiteout(struct mplan *m, const char *rel, struct sbx_err *err)
+{
+	(void)err;
+	plan_add(m, rel, E_WHITEOUT, NULL);
 	return 0;
 }
 
 /* Mirror the host directories above `rel` in the mask.  1 when `rel` is
  * hidden already (an ancestor is) or cannot lie below a host directory
  * (an ancestor is not one), 0 when its parent is ready, -1 on error. */
-static int mask_parents(const char *m, const char *rel, struct sbx_err *err)
+static int mask_parents(struct mplan *m, const char *rel, struct sbx_err *err)
 {
 	char r[PATH_MAX];
 	snprintf(r, sizeof(r), "%s", rel);
@@ -145,7 +204,7 @@ static int mask_parents(const char *m, const char *rel, struct sbx_err *err)
 
 /* Hide the host's `rel` (no leading slash, no symlink in it): a directory
  * becomes an empty opaque one, anything else (or nothing) a whiteout. */
-static int hide_rel(const char *m, const char *rel, struct sbx_err *err)
+static int hide_rel(struct mplan *m, const char *rel, struct sbx_err *err)
 {
 	if (!*rel)
 		return 0;   /* never "/" itself */
@@ -166,16 +225,13 @@ static int hide_rel(const char *m, const char *rel, struct sbx_err *err)
 	}
 	if (lstat(h, &st) == 0 && S_ISDIR(st.st_mode))
 		return mask_mkdir(m, rel, &st, 1, err);
-	SBX_AUTOFREE char *p = sbx_xasprintf("%s/%s", m, rel);
-	if (mknod(p, S_IFCHR | 0, makedev(0, 0)) < 0)
-		return sbx_fail_errno(err, SBX_INTERNAL, "create", "host mask: whiteout %s", p);
-	return 0;
+	return mask_whiteout(m, rel, err);
 }
 
 /* Hide `abs` as the host resolves it: the real path of its longest
  * existing prefix plus the first missing component (which hides whatever
  * appears there later), and a symlink named by `abs` itself as well. */
-static int hide_abs(const char *m, const char *abs, struct sbx_err *err)
+static int hide_abs(struct mplan *m, const char *abs, struct sbx_err *err)
 {
 	if (!abs || abs[0] != '/' || strlen(abs) >= PATH_MAX)
 		return 0;
@@ -221,7 +277,7 @@ static int listed(const char *const *v, const char *name)
 
 /* Hide every entry of the host directory `dir` but the visible ones and
  * symlinks (they resolve inside the sandbox, through the mask). */
-static int filter_dir(const char *m, const char *dir, const char *const *visible,
+static int filter_dir(struct mplan *m, const char *dir, const char *const *visible,
 		      struct sbx_err *err)
 {
 	SBX_AUTOFREE char *h = sbx_xasprintf("/%s", dir);
@@ -253,7 +309,7 @@ static int filter_dir(const char *m, const char *dir, const char *const *visible
 
 /* The host's SSH private host keys: /etc/ssh/ssh_host_*_key.  The rest of
  * /etc/ssh (client configuration, public keys) is not secret. */
-static int hide_ssh_keys(const char *m, struct sbx_err *err)
+static int hide_ssh_keys(struct mplan *m, struct sbx_err *err)
 {
 	DIR *d = opendir("/etc/ssh");
 	if (!d)
@@ -284,15 +340,11 @@ static char *socket_path(const char *url)
 	return p;
 }
 
-int local_hostmask_build(const char *mask, const struct sbx_profile *cur, struct sbx_err *err)
+/* Plan the mask: everything below reads the host and the configuration,
+ * nothing is written. */
+static int plan_mask(struct mplan *mask, const struct sbx_profile *cur, struct sbx_err *err)
 {
 	struct stat st;
-	if (lstat("/", &st) < 0)
-		return sbx_fail_errno(err, SBX_INTERNAL, "create", "host mask: stat /");
-	if (mkdir(mask, 0700) < 0 || chown(mask, st.st_uid, st.st_gid) < 0 ||
-	    chmod(mask, st.st_mode & 07777) < 0)
-		return sbx_fail_errno(err, SBX_INTERNAL, "create", "host mask: mkdir %s", mask);
-
 	/* Closed by default: the top level and /var keep only what is listed. */
 	for (size_t i = 0; i < SBX_ARRAY_LEN(filters); i++)
 		if (filter_dir(mask, filters[i].dir, filters[i].visible, err) < 0)
@@ -329,5 +381,104 @@ int local_hostmask_build(const char *mask, const struct sbx_profile *cur, struct
 	for (size_t i = 0; i < SBX_ARRAY_LEN(own); i++)
 		if (hide_abs(mask, own[i], err) < 0)
 			return -1;
+	return 0;
+}
+
+/* The plan's name: 128 bits of two FNV-1a hashes (different offsets)
+ * over its entries, in order, and the owner and mode of "/" (the mask's
+ * own root).  Not a cryptographic digest: every input comes from root
+ * (the host's file names, the configuration), none from a sandbox, and
+ * OpenSSL's SHA-256 cost 5 million instructions of provider setup per
+ * create, half of sbx-create's own work. */
+struct h128 {
+	uint64_t a, b;
+};
+
+static void h128_add(struct h128 *h, const void *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = ((const unsigned char *)p)[i];
+		h->a = (h->a ^ c) * 1099511628211ull;
+		h->b = (h->b ^ c) * 1099511628211ull;
+		h->b ^= h->b >> 29;
+	}
+}
+
+static void plan_digest(const struct mplan *m, const struct stat *root, char out[33])
+{
+	struct h128 h = {14695981039346656037ull, 0x6a09e667f3bcc909ull};
+	char line[64];
+	int k = snprintf(line, sizeof(line), "sbx-hostmask-1 %o %u %u\n", (unsigned)(root->st_mode & 07777),
+			 (unsigned)root->st_uid, (unsigned)root->st_gid);
+	h128_add(&h, line, (size_t)k);
+	for (size_t i = 0; i < m->n; i++) {
+		k = snprintf(line, sizeof(line), "%d %o %u %u ", m->v[i].kind, (unsigned)m->v[i].mode,
+			     (unsigned)m->v[i].uid, (unsigned)m->v[i].gid);
+		h128_add(&h, line, (size_t)k);
+		h128_add(&h, m->v[i].rel, strlen(m->v[i].rel) + 1);
+	}
+	snprintf(out, 33, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
+}
+
+/* Make the planned mask at `dir` (which must not exist). */
+static int plan_write(const struct mplan *m, const char *dir, const struct stat *root,
+		      struct sbx_err *err)
+{
+	if (mkdir(dir, 0700) < 0 || chown(dir, root->st_uid, root->st_gid) < 0 ||
+	    chmod(dir, root->st_mode & 07777) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "create", "host mask: mkdir %s", dir);
+	for (size_t i = 0; i < m->n; i++) {
+		const struct mentry *e = &m->v[i];
+		SBX_AUTOFREE char *p = sbx_xasprintf("%s/%s", dir, e->rel);
+		if (e->kind == E_WHITEOUT) {
+			if (mknod(p, S_IFCHR | 0, makedev(0, 0)) < 0)
+				return sbx_fail_errno(err, SBX_INTERNAL, "create", "host mask: whiteout %s", p);
+			continue;
+		}
+		if (mkdir(p, 0700) < 0 || chown(p, e->uid, e->gid) < 0 || chmod(p, e->mode) < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "create", "host mask: mkdir %s", p);
+		if (e->kind == E_OPAQUE && setxattr(p, OVL_OPAQUE, "y", 1, 0) < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "create", "host mask: make %s opaque", p);
+	}
+	return 0;
+}
+
+int local_hostmask_get(const char *cache, const struct sbx_profile *cur, char **out,
+		       struct sbx_err *err)
+{
+	*out = NULL;
+	struct stat root;
+	if (lstat("/", &root) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "create", "host mask: stat /");
+	struct mplan m = {0};
+	if (plan_mask(&m, cur, err) < 0) {
+		plan_free(&m);
+		return -1;
+	}
+	char name[33];
+	plan_digest(&m, &root, name);
+	SBX_AUTOFREE char *dir = sbx_xasprintf("%s/%s", cache, name);
+	struct stat st;
+	if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+		plan_free(&m);
+		*out = sbx_xstrdup(dir);
+		return 0;
+	}
+	if (mkdir(cache, 0700) < 0 && errno != EEXIST) {
+		plan_free(&m);
+		return sbx_fail_errno(err, SBX_INTERNAL, "create", "host mask: mkdir %s", cache);
+	}
+	/* Built aside and renamed into place: a mask under its name is whole. */
+	SBX_AUTOFREE char *tmp = sbx_xasprintf("%s/.tmp-%s-%d", cache, name, (int)getpid());
+	struct sbx_err ignore = {0};
+	(void)sbx_rm_rf(tmp, &ignore);   /* a crashed build of ours (pid reuse) */
+	int rc = plan_write(&m, tmp, &root, err);
+	plan_free(&m);
+	if (rc == 0 && rename(tmp, dir) < 0 && errno != EEXIST && errno != ENOTEMPTY)
+		rc = sbx_fail_errno(err, SBX_INTERNAL, "create", "host mask: rename %s", dir);
+	(void)sbx_rm_rf(tmp, &ignore);   /* lost the race, or failed: drop ours */
+	if (rc < 0)
+		return -1;
+	*out = sbx_xstrdup(dir);
 	return 0;
 }

@@ -6,14 +6,18 @@
 #include "config.h"
 #include "err.h"
 
-/* Build the host mask in `mask` (a directory that must not exist yet): an
- * overlay layer of whiteouts and opaque directories meant to lie directly
- * on the host's "/" in every layer stack over the host, below any snapshot
- * layers, so that it hides the host's files and nothing of the sandbox's.
- * It is computed from the host and the whole configuration (every
- * profile, `cur` included) at the call, never stored in a snapshot.  On
- * failure `mask` holds a partial tree that must not be mounted; the caller
- * removes it with the sandbox. */
-int local_hostmask_build(const char *mask, const struct sbx_profile *cur, struct sbx_err *err);
+/* The host mask for a sandbox created now: an overlay layer of whiteouts
+ * and opaque directories meant to lie directly on the host's "/" in every
+ * layer stack over the host, below any snapshot layers, so that it hides
+ * the host's files and nothing of the sandbox's.  It is planned from the
+ * host and the whole configuration (every profile, `cur` included) at the
+ * call, never stored in a snapshot.  *out is the path of the mask, a
+ * directory named by the plan's digest under `cache` (built there if it
+ * is not yet), which must never be written to or removed while a sandbox
+ * stacks it (local_hostmask_gc).  A crash while building leaves a
+ * ".tmp-*" directory that the next build of the same plan by the same pid,
+ * or local_hostmask_gc, removes. */
+int local_hostmask_get(const char *cache, const struct sbx_profile *cur, char **out,
+		       struct sbx_err *err);
 
 #endif

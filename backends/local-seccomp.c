@@ -58,6 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -198,15 +199,42 @@ int local_seccomp_build(int allow_userns, struct local_filter *f, struct sbx_err
 	return 0;
 }
 
+/* The name of the filter this build makes: FNV-1a over the rule tables,
+ * the profile switch and libseccomp's version, so that a rule changed in
+ * the source or a different libseccomp never meets a filter cached by the
+ * other.  RULES_VERSION covers the rules written as code (personality,
+ * clone3, the namespace flags' shape). */
+#define RULES_VERSION 1
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+	return h;
+}
+
+static uint64_t filter_key(int allow_userns)
+{
+	uint64_t h = 14695981039346656037ull;
+	const struct scmp_version *v = seccomp_version();
+	unsigned w[] = {RULES_VERSION, (unsigned)allow_userns, v ? v->major : 0, v ? v->minor : 0,
+			v ? v->micro : 0};
+	h = fnv(h, w, sizeof(w));
+	for (size_t i = 0; i < SBX_ARRAY_LEN(always); i++)
+		h = fnv(h, always[i], strlen(always[i]) + 1);
+	for (size_t i = 0; i < SBX_ARRAY_LEN(mounts); i++)
+		h = fnv(h, mounts[i], strlen(mounts[i]) + 1);
+	return fnv(h, ns_flags, sizeof(ns_flags));
+}
+
 /* tmp + rename, without fsync: the file serves execs into a live
  * sandbox, and no sandbox outlives a host crash (its init dies), so a
  * torn file after one is never loaded.  Saves a disk flush per create. */
-int local_seccomp_write(const char *path, int allow_userns, struct sbx_err *err)
+static int write_filter(const char *path, int allow_userns, struct sbx_err *err)
 {
 	struct local_filter f;
 	if (local_seccomp_build(allow_userns, &f, err) < 0)
 		return -1;
-	SBX_AUTOFREE char *tmp = sbx_xasprintf("%s.tmp", path);
+	SBX_AUTOFREE char *tmp = sbx_xasprintf("%s.%d.tmp", path, (int)getpid());
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	int rc = fd < 0 || sbx_write_all(fd, f.insns, f.len * sizeof(struct sock_filter)) < 0
 		 ? -1 : 0;
@@ -220,6 +248,24 @@ int local_seccomp_write(const char *path, int allow_userns, struct sbx_err *err)
 		unlink(tmp);
 	}
 	return rc;
+}
+
+int local_seccomp_write(const char *path, const char *cache, int allow_userns,
+			struct sbx_err *err)
+{
+	SBX_AUTOFREE char *cached = sbx_xasprintf("%s/%016llx.bpf", cache,
+						  (unsigned long long)filter_key(allow_userns));
+	if (access(cached, F_OK) < 0) {
+		if (mkdir(cache, 0700) < 0 && errno != EEXIST)
+			return sbx_fail_errno(err, SBX_INTERNAL, "seccomp", "mkdir %s", cache);
+		if (write_filter(cached, allow_userns, err) < 0)
+			return -1;
+	}
+	/* The sandbox's own name for it: a hard link (the cache and the
+	 * sandbox dirs share the state dir's filesystem), else a copy. */
+	if (link(cached, path) == 0)
+		return 0;
+	return write_filter(path, allow_userns, err);
 }
 
 int local_seccomp_read(const char *path, int allow_userns, struct local_filter *f,

@@ -16,6 +16,7 @@
  *  - The host never holds a mount of a sandbox: the overlay exists only in
  *    the sandbox's mount namespace, which dies with its last process. */
 #include "local-sb.h"
+#include "local-egress.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -625,7 +626,11 @@ static char *find_in_path(const char *prog)
 }
 
 /* Egress on: slirp4netns attached to the init's net ns, host loopback
- * off, in the sandbox's top cgroup (so remove's cgroup.kill ends it). */
+ * off, in the sandbox's top cgroup (so remove's cgroup.kill ends it).
+ * slirp runs as host root: --enable-sandbox puts it in an empty mount
+ * namespace with every capability but NET_BIND_SERVICE dropped, and
+ * --enable-seccomp limits its syscalls.  The destination filter is not
+ * slirp's (it has none): see local-egress.h. */
 static int start_slirp(const char *slirp, const struct local_rec *r, pid_t init,
 		       struct sbx_err *err)
 {
@@ -654,7 +659,8 @@ static int start_slirp(const char *slirp, const struct local_rec *r, pid_t init,
 		 * key) lives on in slirp: it needs nothing from it. */
 		static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 		execle(slirp, "slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback",
-		       "--ready-fd", fd, ipid, "tap0", (char *)NULL, envp);
+		       "--enable-sandbox", "--enable-seccomp", "--ready-fd", fd, ipid, "tap0",
+		       (char *)NULL, envp);
 		_exit(127);
 	}
 	close(ready[1]);
@@ -765,7 +771,8 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 
 	/* 2. Cgroups with their limits, and the seccomp filter of every exec. */
 	SBX_AUTOFREE char *filter = sbx_xasprintf("%s/seccomp.bpf", r->dir);
-	if (local_seccomp_write(filter, req->allow_userns, err) < 0 ||
+	SBX_AUTOFREE char *filters = sbx_xasprintf("%s/seccomp", ((struct local *)b->priv)->dir);
+	if (local_seccomp_write(filter, filters, req->allow_userns, err) < 0 ||
 	    local_policy_write(r->dir, &req->timeout, err) < 0 ||
 	    touch_file(r->dir, "activity") < 0 || touch_file(r->dir, "busy") < 0 ||
 	    make_cgroups(b, r, &req->limits, err) < 0) {
@@ -803,12 +810,13 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 	if (l.host) {
 		host_view = sbx_xasprintf("%s/hostroot", r->dir);
 		SBX_AUTOFREE char *empty = sbx_xasprintf("%s/hostempty", r->dir);
-		SBX_AUTOFREE char *mask = sbx_xasprintf("%s/hostmask", r->dir);
+		SBX_AUTOFREE char *mask = NULL;
+		SBX_AUTOFREE char *cache = sbx_xasprintf("%s/hostmasks", ((struct local *)b->priv)->dir);
 		if (mkdir(host_view, 0755) < 0 || mkdir(empty, 0755) < 0) {
 			layers_free(&l);
 			return sbx_fail_errno(err, SBX_INTERNAL, "create", "mkdir host view");
 		}
-		if (local_hostmask_build(mask, b->profile, err) < 0) {
+		if (local_hostmask_get(cache, b->profile, &mask, err) < 0) {
 			layers_free(&l);
 			return -1;
 		}
@@ -839,9 +847,13 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 		return -1;
 	r->init_pid = pid;
 	sbx_json_set_int(j, "init_pid", pid);
-	sbx_json_set_int(j, "init_start", (int64_t)local_pid_start(pid));
+	unsigned long long start = local_pid_start(pid);
+	sbx_json_set_int(j, "init_start", (int64_t)start);
 	sbx_fault("local:after-init");
-	if (slirp && start_slirp(slirp, r, pid, err) < 0)
+	/* The egress filter before slirp: until slirp attaches the tap, the
+	 * namespace has only lo, so nothing is reachable unfiltered. */
+	if (slirp && (local_egress_install(pid, start, b->profile->egress_allow, id, err) < 0 ||
+		      start_slirp(slirp, r, pid, err) < 0))
 		return -1;
 
 	/* 5. Ready. */

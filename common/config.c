@@ -1,7 +1,9 @@
 /* config.c - see config.h. */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -29,6 +31,9 @@ void sbx_profile_free(struct sbx_profile *p)
 			 &p->api_key_env, &p->tls_cert_path, &p->cgroup_parent};
 	for (size_t i = 0; i < SBX_ARRAY_LEN(strs); i++)
 		free(*strs[i]);
+	for (char **a = p->egress_allow; a && *a; a++)
+		free(*a);
+	free(p->egress_allow);
 	json_object_put(p->raw);
 	free(p);
 }
@@ -71,6 +76,7 @@ static const char *const profile_keys[] = {
 	"allow_internet", "allow_public", "allow_userns", "memory", "pids", "cpus",
 	"disk", "shm", "cgroup_parent",
 	"idle_timeout", "on_timeout", "auto_resume", "description", "options", "env",
+	"egress_allow",
 };
 
 /* "env": {"NAME": "value", ...}: names as a shell takes them, string
@@ -94,6 +100,59 @@ static int check_env(const struct sbx_profile *p, json_object *o, struct sbx_err
 		if (!json_object_is_type(v, json_type_string))
 			return sbx_fail_config(err, "config", "profile '%s': env: %s must be a string",
 					       p->name, k);
+	}
+	return 0;
+}
+
+/* One egress_allow entry: "ADDR/LEN", IPv4 or IPv6, LEN within the
+ * family's width and no bit set past it (a typo such as "10.1.0.0/8"
+ * would otherwise widen or narrow the hole silently).  On success *out is
+ * the canonical text (inet_ntop + "/LEN"), which is all that ever reaches
+ * the filter's rules: nothing of the profile's own spelling does. */
+static int cidr_canon(const char *s, char **out)
+{
+	const char *slash = strchr(s, '/');
+	if (!slash || slash == s || slash - s >= INET6_ADDRSTRLEN || !slash[1])
+		return -1;
+	char addr[INET6_ADDRSTRLEN];
+	memcpy(addr, s, (size_t)(slash - s));
+	addr[slash - s] = '\0';
+	unsigned char b[16] = {0};
+	int af = strchr(addr, ':') ? AF_INET6 : AF_INET;
+	int width = af == AF_INET ? 32 : 128;
+	if (inet_pton(af, addr, b) != 1)
+		return -1;
+	char *end;
+	errno = 0;
+	long len = strtol(slash + 1, &end, 10);
+	if (*end || errno || len < 0 || len > width || slash[1] < '0' || slash[1] > '9')
+		return -1;
+	for (int i = (int)len; i < width; i++)
+		if (b[i / 8] & (0x80 >> (i % 8)))
+			return -1;
+	char canon[INET6_ADDRSTRLEN];
+	inet_ntop(af, b, canon, sizeof(canon));
+	*out = sbx_xasprintf("%s/%ld", canon, len);
+	return 0;
+}
+
+static int load_egress_allow(struct sbx_profile *p, json_object *o, struct sbx_err *err)
+{
+	json_object *a;
+	if (!json_object_object_get_ex(o, "egress_allow", &a))
+		return 0;
+	if (!json_object_is_type(a, json_type_array))
+		return sbx_fail_config(err, "config", "profile '%s': egress_allow must be an array of CIDRs",
+				       p->name);
+	size_t n = json_object_array_length(a);
+	p->egress_allow = sbx_xcalloc(n + 1, sizeof(char *));
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(a, i);
+		const char *s = json_object_is_type(e, json_type_string) ? json_object_get_string(e) : NULL;
+		if (!s || cidr_canon(s, &p->egress_allow[i]) < 0)
+			return sbx_fail_config(err, "config",
+					       "profile '%s': egress_allow[%zu] is not a CIDR (ADDR/LEN, no host bits set)",
+					       p->name, i);
 	}
 	return 0;
 }
@@ -152,7 +211,7 @@ static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *
 	}
 	if (sbx_json_bool(o, "auto_resume", 0) && !p->on_timeout_pause)
 		return sbx_fail_config(err, "config", "profile '%s': auto_resume needs on_timeout pause", p->name);
-	return 0;
+	return load_egress_allow(p, o, err);
 }
 
 int sbx_config_load(const char *name, struct sbx_profile **out, struct sbx_err *err)

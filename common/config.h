@@ -56,6 +56,12 @@ struct sbx_profile {
 	int allow_internet;     /* egress; default 0 */
 	int allow_public;       /* inbound by URL; default 0 */
 	int allow_userns;       /* local: user namespaces inside; default 0 */
+	/* egress_allow: destinations that the egress filter lets through
+	 * although they are in a refused range (local backend, with
+	 * allow_internet).  Canonical CIDR text ("10.1.0.0/16", "fd00::/64"),
+	 * validated at load: an address with a prefix length, no host bits
+	 * set.  NULL-terminated; NULL when the profile has none. */
+	char **egress_allow;
 	struct sbx_limits limits;
 	char *cgroup_parent;    /* local, cgroup v2: the delegated parent of
 				 * sandbox cgroups, relative to the cgroup2

@@ -140,3 +140,34 @@ SECRETS() {
 	run in_sb "$id3" 'cat /srv/mine/f'
 	assert_output m
 }
+
+@test "the host mask is built once per plan and a new one follows any change of its inputs" {
+	local a b c d masks n0
+	masks=$SBX_STATE_DIR/local/hostmasks
+	nmasks() { find "$masks" -mindepth 1 -maxdepth 1 ! -name '.tmp-*' | wc -l; }
+	a=$(new_sb)
+	n0=$(nmasks)
+	b=$(new_sb)
+	# Two creates with the same host and configuration share one mask.
+	[ "$(nmasks)" -eq "$n0" ]
+	# A name appearing at the host's top level after those creates is
+	# hidden in the next sandbox: the cached mask is not reused for it.
+	local top=/sbx-bnd-new.$$
+	mkdir "$top"
+	echo 'host secret' >"$top/file"
+	c=$(new_sb)
+	run in_sb "$c" "ls -A $top; cat $top/file 2>&1 || true"
+	rmdir --ignore-fail-on-non-empty "$top" 2>/dev/null; rm -rf "$top"
+	refute_output --partial 'host secret'
+	[ "$(nmasks)" -eq $((n0 + 1)) ]
+	# A secret path configured after that is hidden too, by a third mask.
+	echo 'late secret' >"$U/late.key"
+	jq --arg k "$U/late.key" '.profiles.other.api_key_file = $k' "$SBX_CONFIG" >"$E/conf2.json"
+	SBX_CONFIG=$E/conf2.json run sbx-create
+	d=$(jqo .sandbox.id)
+	run in_sb "$d" "cat $U/late.key 2>&1 || true"
+	refute_output --partial 'late secret'
+	[ "$(nmasks)" -eq $((n0 + 2)) ]
+	# No half-built mask is left.
+	[ -z "$(find "$masks" -mindepth 1 -maxdepth 1 -name '.tmp-*')" ]
+}

@@ -45,7 +45,14 @@ int main(void)
 		 "\"inline\": {\"api_key\": \"e2b_inline_sekrit\"},"
 		 "\"badresume\": {\"on_timeout\": \"kill\", \"auto_resume\": true},"
 		 "\"lim\": {\"pids\": 0, \"disk\": \"2G\", \"shm\": \"8M\", \"cgroup_parent\": \"x.slice\"},"
-		 "\"badparent\": {\"cgroup_parent\": \"../escape\"}}}", keyfile);
+		 "\"badparent\": {\"cgroup_parent\": \"../escape\"},"
+		 "\"egress\": {\"egress_allow\": [\"10.1.0.0/16\", \"FD00:0::/64\", \"192.0.2.7/32\"]},"
+		 "\"eg_hostbits\": {\"egress_allow\": [\"10.1.2.0/8\"]},"
+		 "\"eg_nolen\": {\"egress_allow\": [\"10.1.0.0\"]},"
+		 "\"eg_long\": {\"egress_allow\": [\"10.1.0.0/33\"]},"
+		 "\"eg_inject\": {\"egress_allow\": [\"10.0.0.0/8 accept; flush ruleset\"]},"
+		 "\"eg_notarray\": {\"egress_allow\": \"10.0.0.0/8\"},"
+		 "\"eg_notstr\": {\"egress_allow\": [8]}}}", keyfile);
 	write_config(text);
 
 	ok(sbx_config_load(NULL, &p, &err) == 0, "the file's default profile loads");
@@ -112,6 +119,21 @@ int main(void)
 	ok(strstr(err.msg, "sekrit") == NULL, "... without echoing the secret: %s", err.msg);
 
 	ok(sbx_config_load("badresume", &p, &err) < 0, "auto_resume without pause is refused");
+
+	ok(sbx_config_load("egress", &p, &err) == 0, "egress_allow loads");
+	ok(p->egress_allow && p->egress_allow[0] && p->egress_allow[1] && p->egress_allow[2] &&
+	   !p->egress_allow[3], "... three entries");
+	is_str(p->egress_allow[0], "10.1.0.0/16", "... IPv4 kept");
+	is_str(p->egress_allow[1], "fd00::/64", "... IPv6 in canonical form");
+	is_str(p->egress_allow[2], "192.0.2.7/32", "... a single address");
+	sbx_profile_free(p);
+	const char *bad_eg[] = {"eg_hostbits", "eg_nolen", "eg_long", "eg_inject", "eg_notarray",
+			     "eg_notstr"};
+	for (size_t i = 0; i < sizeof(bad_eg) / sizeof(bad_eg[0]); i++) {
+		ok(sbx_config_load(bad_eg[i], &p, &err) < 0 && strstr(err.msg, "egress_allow"),
+		   "egress_allow refused in profile %s: %s", bad_eg[i], err.msg);
+		is_int(sbx_err_exit_status(&err), 78, "... a configuration error");
+	}
 
 	ok(sbx_config_load("nosuch", &p, &err) < 0, "a named profile that does not exist");
 	is_int(sbx_err_exit_status(&err), 78, "... is a configuration error");

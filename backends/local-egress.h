@@ -1,0 +1,41 @@
+/* local-egress.h - the egress filter of a local sandbox with internet on.
+ *
+ * slirp4netns forwards whatever the sandbox sends, to any destination its
+ * own (host-side) sockets can reach: the metadata address, the host's own
+ * addresses, the LAN.  It filters nothing by destination, and a filter on
+ * slirp's host-side sockets would also cut the sandbox's DNS, which slirp
+ * forwards to the host's resolver (often at a private address).  So the
+ * filter lives in the sandbox's network namespace, where the sandbox's
+ * real destinations are seen: an nftables table (family inet, output hook)
+ * that refuses every non-internet range and the host's own addresses and
+ * networks, except slirp's DNS (10.0.2.3 port 53) and the CIDRs a profile
+ * allow-lists.  Root inside the sandbox has neither NET_ADMIN nor NET_RAW
+ * (local-exec.c), so it can neither change the table nor route around it.
+ *
+ * The filter must be in place before slirp attaches the sandbox's tap
+ * device: until then the namespace has only lo, so there is no moment at
+ * which a refused destination is reachable. */
+#ifndef SBX_LOCAL_EGRESS_H
+#define SBX_LOCAL_EGRESS_H
+
+#include <sys/types.h>
+
+#include "err.h"
+
+/* Install the filter in the network namespace of the init `pid` (host
+ * pid, started at `start` per local_pid_start), letting `allow` (a
+ * NULL-terminated list of canonical CIDRs, or NULL) through.  The host's
+ * addresses are those of the caller's network namespace, where slirp will
+ * run.  0 when the table is in place; -1 otherwise (unsupported when
+ * nftables is missing or the kernel refuses the rules, terminal when the
+ * init is gone), and then nothing was installed that outlives the
+ * sandbox.  `id` names the sandbox in errors. */
+int local_egress_install(pid_t pid, unsigned long long start, char *const *allow,
+			 const char *id, struct sbx_err *err);
+
+/* The rules themselves (nft syntax), for the install above and for the
+ * unit test.  `host` is a NULL-terminated list of extra CIDRs to refuse
+ * (the host's addresses and networks).  malloc'd. */
+char *local_egress_rules(char *const *allow, char *const *host);
+
+#endif
