@@ -3,6 +3,9 @@
 #   make                 build everything into $(BUILD)
 #   make check           unit tests (TAP) + bats suite; ends "N passed, N failed"
 #   make check SANITIZE=1  the same under ASan+UBSan (separate build dir)
+#   make check-vm        the limits, lifecycle and isolation suites inside a
+#                        stock Debian 12 guest (cgroup v2 only; qemu, cached
+#                        image in build/vm; docs/vm-notes.md)
 #   make bench           benchmarks, side by side with baselines, as ratios
 #   make demo            the main job: skill install -> snapshot -> sessions -> reap
 #   make fuzz            libFuzzer on the document reader (clang, bounded time)
@@ -42,7 +45,7 @@ LIB      := $(BUILD)/libsbx.a
 # linked whole: nothing in it is dropped for lack of a strong reference.
 LINKLIB  := -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
 
-.PHONY: deps all check bench demo fuzz install clean man unit completions
+.PHONY: deps all check check-vm bench demo fuzz install clean man unit completions
 all: $(PROGS) $(INIT) $(UNITS) man
 
 $(BUILD)/obj/%.o: %.c
@@ -84,6 +87,10 @@ deps:
 check: deps
 	$(MAKE) all
 	BUILD=$(abspath $(BUILD)) SANITIZE=$(SANITIZE) tests/run
+
+check-vm: deps
+	$(MAKE) all
+	tools/vm/run
 
 unit: $(UNITS)
 	BUILD=$(abspath $(BUILD)) tests/run --unit

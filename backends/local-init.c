@@ -82,6 +82,11 @@ static int write_config(const struct local_init_cfg *c, struct sbx_err *err)
 	cfg_add(&buf, &len, &cap, SBX_INIT_K_OVERLAY, c->overlay_opts);
 	if (c->host_view)
 		cfg_add(&buf, &len, &cap, SBX_INIT_K_HOST_VIEW, c->host_view);
+	if (c->shm_bytes > 0) {
+		char v[32];
+		snprintf(v, sizeof(v), "%lld", (long long)c->shm_bytes);
+		cfg_add(&buf, &len, &cap, SBX_INIT_K_SHM_SIZE, v);
+	}
 	/* The cgroup2 dir first: the init's freeze, events and kill files. */
 	if (!c->cg[CG_V2])
 		return sbx_fail(err, SBX_UNSUPPORTED, "create", "no cgroup2 hierarchy is mounted");

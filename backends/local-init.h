@@ -28,6 +28,7 @@
 #define SBX_INIT_K_DIR       "dir"         /* the sandbox dir on the host */
 #define SBX_INIT_K_OVERLAY   "overlay"     /* overlay mount options */
 #define SBX_INIT_K_HOST_VIEW "host_view"   /* optional: mount the host view here */
+#define SBX_INIT_K_SHM_SIZE  "shm_size"    /* optional: size of /dev/shm in bytes */
 #define SBX_INIT_K_CG        "cg"          /* a cgroup dir to join (repeatable); the
 					    * first is the cgroup2 one */
 

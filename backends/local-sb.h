@@ -15,17 +15,22 @@
  *                      a mount here, so nothing can be leaked on the host)
  *
  * Cgroups: sandbox <id> owns
- *   <v2>/sbx/<id>           the init (PID 1) and, when egress is on, slirp4netns
- *   <v2>/sbx/<id>/work      every exec'd process (what pause freezes)
- *   <v2>/sbx/<id>/work/x-*  one per exec that has a timeout (cgroup.kill)
- *   <v1:memory|pids|cpu>/sbx/<id>   the resource limits, whole sandbox
+ *   <v2>/<parent>/<id>      the init (PID 1) and, when egress is on,
+ *                           slirp4netns; on a unified-only host also the
+ *                           limits (memory.max, pids.max, cpu.max)
+ *   <v2>/<parent>/<id>/work every exec'd process (what pause freezes)
+ *   <v2>/<parent>/<id>/work/x-*  one per exec that has a timeout (cgroup.kill)
+ *   <v1:memory|pids|cpu>/sbx/<id>   hybrid hosts: the resource limits
  *   <v1:devices>/sbx/<id>   the device allow-list (local-devices.c), which
- *                           <v2>/sbx/<id>/work holds as a BPF program
+ *                           <v2>/<parent>/<id>/work holds as a BPF program
  * where <v2> is the cgroup2 mount (/sys/fs/cgroup/unified on hybrid hosts,
  * /sys/fs/cgroup on pure v2 ones) and the v1 roots are the controllers'
- * mounts.  They hang from a fixed "sbx" parent at each hierarchy's root,
- * not below the caller's cgroup: a sandbox outlives the process that made
- * it, and a caller's cgroup may be torn down with that caller.  The paths
+ * mounts.  <parent> is the profile's cgroup_parent, else
+ * system.slice/sbx.service on a unified systemd host, else "sbx"
+ * (local-cgroup.c); the v1 ones hang from a fixed "sbx" parent at each
+ * hierarchy's root.  Never below the caller's cgroup: a sandbox outlives
+ * the process that made it, and a caller's cgroup may be torn down with
+ * that caller.  The paths
  * are derived from the id alone, so a crash before the record was
  * complete still leaves everything findable. */
 #ifndef SBX_LOCAL_SB_H
@@ -46,9 +51,21 @@ struct local_rec {
 	pid_t init_pid;          /* 0 while creating */
 };
 
-/* Root of sandbox <id>'s cgroup in hierarchy `which`, or NULL when that
- * hierarchy is not mounted.  malloc'd. */
-char *local_cg_path(int which, const char *id);
+/* Cgroups (local-cgroup.c).  local_cg_path: root of sandbox <id>'s
+ * cgroup in hierarchy `which` for backend b's profile (its cgroup parent),
+ * or NULL when that hierarchy is not there (the v1 ones on a unified host).
+ * malloc'd.  local_cg_unified: the host has the unified hierarchy only (the
+ * v2 layout); else v1 limits (hybrid).  local_cg_prepare: before the
+ * sandbox's cgroups are made, the v2 parent exists, holds no process and
+ * hands the controllers `lim` needs to its children (unsupported when it
+ * cannot).  local_cg_limit: write `lim` on the sandbox's cgroups.
+ * local_cg_info: the layout in use, for sbx-ctl caps. */
+const char *local_cg_v2_mount(void);
+int local_cg_unified(void);
+char *local_cg_path(struct sbx_backend *b, int which, const char *id);
+int local_cg_prepare(struct sbx_backend *b, const struct sbx_limits *lim, struct sbx_err *err);
+int local_cg_limit(const struct local_rec *r, const struct sbx_limits *lim, struct sbx_err *err);
+json_object *local_cg_info(struct sbx_backend *b);
 /* Wait until `key` in <cg>/cgroup.events equals `want` (or the file is
  * gone).  0, or -1 with errno ETIMEDOUT after timeout_ms. */
 int local_cg_wait(const char *cg, const char *key, long want, int timeout_ms);
@@ -114,6 +131,7 @@ struct local_init_cfg {
 	char *const *cg;         /* LOCAL_NCG cgroup dirs to join (NULL = skip) */
 	const char *host_view;   /* non-NULL: mount a read-only view of the host's
 				  * "/" here first (it is the stack's bottom layer) */
+	int64_t shm_bytes;       /* size of /dev/shm; 0 = sbx-init's default */
 };
 /* Start the init of a sandbox as a daemon: new mount, pid, uts, ipc, net
  * and cgroup namespaces, in the sandbox's cgroups, its root on the

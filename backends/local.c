@@ -41,6 +41,7 @@
 #include "doc.h"
 #include "local-devices.h"
 #include "local-hostview.h"
+#include "local-quota.h"
 #include "local-seccomp.h"
 #include "util.h"
 
@@ -65,37 +66,6 @@ static char *sb_dir(struct sbx_backend *b, const char *id)
 }
 
 /* ---- cgroups ---- */
-
-static const char *v2_mount(void)
-{
-	static const char *m;
-	static int done;
-	if (!done) {
-		done = 1;
-		if (access("/sys/fs/cgroup/unified/cgroup.procs", F_OK) == 0)
-			m = "/sys/fs/cgroup/unified";
-		else if (access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0)
-			m = "/sys/fs/cgroup";
-	}
-	return m;
-}
-
-char *local_cg_path(int which, const char *id)
-{
-	static const char *const v1[] = {
-		[CG_MEMORY] = "/sys/fs/cgroup/memory", [CG_PIDS] = "/sys/fs/cgroup/pids",
-		[CG_CPU] = "/sys/fs/cgroup/cpu", [CG_DEVICES] = "/sys/fs/cgroup/devices",
-	};
-	if (which == CG_V2) {
-		const char *m = v2_mount();
-		return m ? sbx_xasprintf("%s/sbx/%s", m, id) : NULL;
-	}
-	char probe[PATH_MAX];
-	snprintf(probe, sizeof(probe), "%s/cgroup.procs", v1[which]);
-	if (access(probe, F_OK) < 0)
-		return NULL;
-	return sbx_xasprintf("%s/sbx/%s", v1[which], id);
-}
 
 static int write_file(const char *path, const char *s)
 {
@@ -327,7 +297,7 @@ int local_rec_load(struct sbx_backend *b, const char *id, struct local_rec *r,
 	json_object *cg = sbx_json_obj(r->j, "cgroups");
 	for (int i = 0; i < LOCAL_NCG; i++) {
 		const char *p = cg ? sbx_json_str(cg, cg_keys[i]) : NULL;
-		r->cg[i] = p ? sbx_xstrdup(p) : cg ? NULL : local_cg_path(i, id);
+		r->cg[i] = p ? sbx_xstrdup(p) : cg ? NULL : local_cg_path(b, i, id);
 	}
 	r->init_pid = (pid_t)sbx_json_int(r->j, "init_pid", 0);
 	return 0;
@@ -584,8 +554,11 @@ static int resolve_layers(struct sbx_backend *b, const char *tpl, struct layers 
 
 /* ---- create ---- */
 
-static int make_cgroups(struct local_rec *r, const struct sbx_limits *lim, struct sbx_err *err)
+static int make_cgroups(struct sbx_backend *b, struct local_rec *r, const struct sbx_limits *lim,
+			struct sbx_err *err)
 {
+	if (local_cg_prepare(b, lim, err) < 0)
+		return -1;
 	for (int i = 0; i < LOCAL_NCG; i++) {
 		if (!r->cg[i])
 			continue;
@@ -594,7 +567,7 @@ static int make_cgroups(struct local_rec *r, const struct sbx_limits *lim, struc
 		if (mkdir_ok(parent, 0755) < 0 || mkdir_ok(r->cg[i], 0755) < 0)
 			return sbx_fail_errno(err, SBX_INTERNAL, "create", "mkdir %s", r->cg[i]);
 	}
-	char p[PATH_MAX], v[64];
+	char p[PATH_MAX];
 	snprintf(p, sizeof(p), "%s/work", r->cg[CG_V2]);
 	if (mkdir_ok(p, 0755) < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "create", "mkdir %s", p);
@@ -604,34 +577,7 @@ static int make_cgroups(struct local_rec *r, const struct sbx_limits *lim, struc
 	 * /dev/net/tun, runs there (and joins no v1 cgroup). */
 	if (local_devices_limit(r->cg[CG_DEVICES], p, err) < 0)
 		return -1;
-	if (lim->memory_bytes > 0) {
-		if (!r->cg[CG_MEMORY])
-			return sbx_fail(err, SBX_UNSUPPORTED, "create", "no memory cgroup controller");
-		snprintf(p, sizeof(p), "%s/memory.limit_in_bytes", r->cg[CG_MEMORY]);
-		snprintf(v, sizeof(v), "%lld", (long long)lim->memory_bytes);
-		if (write_file(p, v) < 0)
-			return sbx_fail_errno(err, SBX_INTERNAL, "create", "set the memory limit");
-	}
-	if (lim->pids > 0) {
-		if (!r->cg[CG_PIDS])
-			return sbx_fail(err, SBX_UNSUPPORTED, "create", "no pids cgroup controller");
-		snprintf(p, sizeof(p), "%s/pids.max", r->cg[CG_PIDS]);
-		snprintf(v, sizeof(v), "%lld", (long long)lim->pids);
-		if (write_file(p, v) < 0)
-			return sbx_fail_errno(err, SBX_INTERNAL, "create", "set the pids limit");
-	}
-	if (lim->cpus > 0) {
-		if (!r->cg[CG_CPU])
-			return sbx_fail(err, SBX_UNSUPPORTED, "create", "no cpu cgroup controller");
-		snprintf(p, sizeof(p), "%s/cpu.cfs_period_us", r->cg[CG_CPU]);
-		if (write_file(p, "100000") < 0)
-			return sbx_fail_errno(err, SBX_INTERNAL, "create", "set the cpu period");
-		snprintf(p, sizeof(p), "%s/cpu.cfs_quota_us", r->cg[CG_CPU]);
-		snprintf(v, sizeof(v), "%lld", (long long)(lim->cpus * 100000.0));
-		if (write_file(p, v) < 0)
-			return sbx_fail_errno(err, SBX_INTERNAL, "create", "set the cpu limit");
-	}
-	return 0;
+	return local_cg_limit(r, lim, err);
 }
 
 int local_policy_write(const char *dir, const struct sbx_timeout_policy *t, struct sbx_err *err)
@@ -758,7 +704,7 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 	    (req->net.deny_out && json_object_array_length(req->net.deny_out) > 0))
 		return sbx_fail(err, SBX_UNSUPPORTED, "create",
 				"the local backend has no allow_out/deny_out rules");
-	if (!v2_mount())
+	if (!local_cg_v2_mount())
 		return sbx_fail(err, SBX_UNSUPPORTED, "create", "no cgroup2 hierarchy is mounted");
 	if (strpbrk(L(b)->dir, ":,"))
 		return sbx_fail(err, SBX_UNSUPPORTED, "create",
@@ -775,7 +721,7 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 	if (mkdir(r->dir, 0700) < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "create", "mkdir %s", r->dir);
 	for (int i = 0; i < LOCAL_NCG; i++)
-		r->cg[i] = local_cg_path(i, id);
+		r->cg[i] = local_cg_path(b, i, id);
 	r->j = json_object_new_object();
 	json_object *j = r->j;
 	sbx_json_set_str(j, "id", id);
@@ -801,6 +747,8 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 	sbx_json_set_int(lim, "memory_bytes", req->limits.memory_bytes);
 	sbx_json_set_int(lim, "pids", req->limits.pids);
 	json_object_object_add(lim, "cpus", json_object_new_double(req->limits.cpus));
+	sbx_json_set_int(lim, "disk_bytes", req->limits.disk_bytes);
+	sbx_json_set_int(lim, "shm_bytes", req->limits.shm_bytes);
 	sbx_json_set_bool(sbx_json_child(j, "network"), "allow_internet", req->net.allow_internet);
 	sbx_json_set_bool(sbx_json_child(j, "security"), "allow_userns", req->allow_userns);
 	json_object *cg = sbx_json_child(j, "cgroups");
@@ -833,7 +781,7 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 	if (local_seccomp_write(filter, filters, req->allow_userns, err) < 0 ||
 	    local_policy_write(r->dir, &req->timeout, err) < 0 ||
 	    touch_file(r->dir, "activity") < 0 || touch_file(r->dir, "busy") < 0 ||
-	    make_cgroups(r, &req->limits, err) < 0) {
+	    make_cgroups(b, r, &req->limits, err) < 0) {
 		if (!err->msg[0])
 			sbx_fail_errno(err, SBX_INTERNAL, "create", "state files");
 		layers_free(&l);
@@ -849,6 +797,13 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 		layers_free(&l);
 		return sbx_fail_errno(err, SBX_INTERNAL, "create", "mkdir layers");
 	}
+	int disk_enforced;
+	if (local_quota_apply(upper, work, id, req->limits.disk_bytes, req->disk_required,
+			      &disk_enforced, err) < 0) {
+		layers_free(&l);
+		return -1;
+	}
+	sbx_json_set_bool(sbx_json_child(j, "limits"), "disk_enforced", disk_enforced);
 	if (prepare_upper(upper, &l, err) < 0) {
 		layers_free(&l);
 		return -1;
@@ -891,7 +846,8 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 
 	/* 4. The init. */
 	struct local_init_cfg ic = {.id = id, .dir = r->dir, .overlay_opts = opts, .cg = r->cg,
-				    .host_view = host_view};
+				    .host_view = host_view,
+				    .shm_bytes = req->limits.shm_bytes};
 	pid_t pid;
 	if (local_init_start(&ic, &pid, err) < 0)
 		return -1;
@@ -1108,7 +1064,7 @@ static int local_remove(struct sbx_backend *b, const char *id, int *gone, struct
 		r.dir = sb_dir(b, id);
 		r.j = json_object_new_object();
 		for (int i = 0; i < LOCAL_NCG; i++)
-			r.cg[i] = local_cg_path(i, id);
+			r.cg[i] = local_cg_path(b, i, id);
 	}
 	int existed = have_rec;
 	for (int i = 0; i < LOCAL_NCG; i++)
@@ -1460,13 +1416,22 @@ static int local_health(struct sbx_backend *b, struct sbx_err *err)
 	if (geteuid() != 0)
 		return sbx_fail(err, SBX_UNSUPPORTED, "health",
 				"the local backend needs root (or user namespaces: not implemented)");
-	if (!v2_mount())
+	if (!local_cg_v2_mount())
 		return sbx_fail(err, SBX_UNAVAILABLE, "health", "no cgroup2 hierarchy is mounted");
 	if (sbx_mkdir_p(L(b)->dir, 0700, err) < 0)
 		return -1;
 	if (access(L(b)->dir, W_OK) < 0)
 		return sbx_fail_errno(err, SBX_UNAVAILABLE, "health", "%s", L(b)->dir);
 	return 0;
+}
+
+/* For sbx-ctl caps: the cgroup layout, and whether the state dir can
+ * hold a disk budget. */
+static json_object *local_limits_info(struct sbx_backend *b)
+{
+	json_object *o = local_cg_info(b);
+	sbx_json_set_bool(o, "disk_enforced", local_quota_enforced(L(b)->dir));
+	return o;
 }
 
 /* Local form of the skill-image fingerprint: "local\n\n<state dir>". */
@@ -1489,6 +1454,7 @@ const struct sbx_backend_ops sbx_backend_local = {
 	.close = local_close,
 	.caps = local_caps,
 	.health = local_health,
+	.limits_info = local_limits_info,
 	.fingerprint = local_fingerprint,
 	.create = local_create,
 	.connect = local_connect,

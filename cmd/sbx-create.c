@@ -19,7 +19,7 @@
 #include "util.h"
 
 enum { O_PROFILE, O_TEMPLATE, O_LABEL, O_ENV, O_TIMEOUT, O_ON_TIMEOUT, O_AUTO_RESUME,
-       O_NO_AUTO_RESUME, O_MEMORY, O_PIDS, O_CPUS, O_INTERNET, O_TENANT, O_SESSION, O_SKILL_IMAGE, O_IN,
+       O_NO_AUTO_RESUME, O_MEMORY, O_PIDS, O_CPUS, O_DISK, O_INTERNET, O_TENANT, O_SESSION, O_SKILL_IMAGE, O_IN,
        O_WAIT };
 
 static const struct sbx_opt opts[] = {
@@ -34,6 +34,7 @@ static const struct sbx_opt opts[] = {
 	{"memory", 0, "SIZE", "memory limit (e.g. 512M)", O_MEMORY},
 	{"pids", 0, "N", "process limit", O_PIDS},
 	{"cpus", 0, "N", "CPU limit (e.g. 1.5)", O_CPUS},
+	{"disk", 0, "SIZE", "disk budget of the sandbox's own layer (e.g. 2G)", O_DISK},
 	{"allow-internet", 0, NULL, "allow egress (default: no network but lo)", O_INTERNET},
 	{"tenant", 0, "TENANT", "tenant of the session", O_TENANT},
 	{"session", 's', "SESSION", "resolve this session's sandbox", O_SESSION},
@@ -59,6 +60,7 @@ struct create_opts {
 	int on_timeout_pause, on_timeout_set;
 	int auto_resume;         /* 1 --auto-resume, -1 --no-auto-resume, 0 the profile's */
 	struct sbx_limits limits;
+	int disk_set;            /* --disk: must be enforced, not best effort */
 	int allow_internet;
 	const char *tenant, *session;
 	int skill_image, read_input;
@@ -89,6 +91,13 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	case O_AUTO_RESUME: o->auto_resume = 1; return 0;
 	case O_NO_AUTO_RESUME: o->auto_resume = -1; return 0;
 	case O_MEMORY: return sbx_parse_size(arg, &o->limits.memory_bytes, err);
+	case O_DISK:
+		if (sbx_parse_size(arg, &o->limits.disk_bytes, err) < 0)
+			return -1;
+		if (o->limits.disk_bytes <= 0)
+			return sbx_usage_err(err, "--disk must be a positive size");
+		o->disk_set = 1;
+		return 0;
 	case O_PIDS: {
 		char *end;
 		long long n = strtoll(arg, &end, 10);
@@ -151,6 +160,9 @@ static void build_request(struct create_opts *o, const struct sbx_profile *p,
 		req->limits.pids = o->limits.pids;
 	if (o->limits.cpus > 0)
 		req->limits.cpus = o->limits.cpus;
+	if (o->limits.disk_bytes)
+		req->limits.disk_bytes = o->limits.disk_bytes;
+	req->disk_required = o->disk_set;
 }
 
 static int create_one(json_object *doc, void *ctx, struct sbx_err *err)

@@ -159,6 +159,18 @@ static int caps_main(struct ctl_opts *o)
 	sbx_json_set_str(doc, "backend", b->ops->name);
 	sbx_json_set_str(doc, "profile", o->app.profile->name);
 	json_object_object_add(doc, "caps", sbx_caps_to_json(b->ops->caps ? b->ops->caps(b) : 0));
+	/* The limits every sandbox of this profile gets unless it sets its own,
+	 * and how the backend enforces them on this host. */
+	const struct sbx_limits *l = &o->app.profile->limits;
+	json_object *lim = b->ops->limits_info ? b->ops->limits_info(b) : NULL;
+	if (!lim)
+		lim = json_object_new_object();
+	sbx_json_set_int(lim, "memory_bytes", l->memory_bytes);
+	sbx_json_set_int(lim, "pids", l->pids);
+	json_object_object_add(lim, "cpus", json_object_new_double(l->cpus));
+	sbx_json_set_int(lim, "disk_bytes", l->disk_bytes);
+	sbx_json_set_int(lim, "shm_bytes", l->shm_bytes);
+	json_object_object_add(doc, "limits", lim);
 	int rc = sbx_emit(doc, &err);
 	json_object_put(doc);
 	return rc < 0 ? sbx_cli_report(cmd.name, &err) : 0;

@@ -73,6 +73,9 @@ struct sbx_create_req {
 	struct sbx_network net;
 	struct sbx_limits limits;
 	int allow_userns;        /* local: namespace creation inside (seccomp) */
+	int disk_required;       /* limits.disk_bytes was asked for explicitly:
+				  * unsupported where it cannot be enforced
+				  * (a profile's default is best effort) */
 };
 
 struct sbx_exec_req {
@@ -176,6 +179,10 @@ struct sbx_backend_ops {
 	void (*close)(struct sbx_backend *b);
 	unsigned (*caps)(struct sbx_backend *b);
 	int (*health)(struct sbx_backend *b, struct sbx_err *err);
+	/* Optional: how this backend enforces limits here, for `sbx-ctl caps`
+	 * (local: {"cgroup": "v2"|"v1", "cgroup_parent": ..., "disk_quota":
+	 * ...}).  A new object, or NULL. */
+	json_object *(*limits_info)(struct sbx_backend *b);
 	/* The fingerprint inputs (provider, key, url) for skill images. */
 	int (*fingerprint)(struct sbx_backend *b, char out[65], struct sbx_err *err);
 

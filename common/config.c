@@ -28,7 +28,7 @@ void sbx_profile_free(struct sbx_profile *p)
 		return;
 	char **strs[] = {&p->name, &p->backend, &p->endpoint, &p->template_id, &p->state_dir,
 			 &p->redis_url, &p->redis_password_file, &p->prefix, &p->api_key_file,
-			 &p->api_key_env, &p->tls_cert_path};
+			 &p->api_key_env, &p->tls_cert_path, &p->cgroup_parent};
 	for (size_t i = 0; i < SBX_ARRAY_LEN(strs); i++)
 		free(*strs[i]);
 	for (char **a = p->egress_allow; a && *a; a++)
@@ -74,6 +74,7 @@ static const char *const profile_keys[] = {
 	"backend", "endpoint", "template", "state_dir", "redis_url", "redis_password_file",
 	"prefix", "api_key_file", "api_key_env", "tls_cert_path", "allow_private",
 	"allow_internet", "allow_public", "allow_userns", "memory", "pids", "cpus",
+	"disk", "shm", "cgroup_parent",
 	"idle_timeout", "on_timeout", "auto_resume", "description", "options", "env",
 	"egress_allow",
 };
@@ -181,6 +182,10 @@ static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *
 	set_str(&p->api_key_file, sbx_json_str(o, "api_key_file"));
 	set_str(&p->api_key_env, sbx_json_str(o, "api_key_env"));
 	set_str(&p->tls_cert_path, sbx_json_str(o, "tls_cert_path"));
+	set_str(&p->cgroup_parent, sbx_json_str(o, "cgroup_parent"));
+	if (p->cgroup_parent && (strstr(p->cgroup_parent, "..") || !p->cgroup_parent[0]))
+		return sbx_fail_config(err, "config", "profile '%s': cgroup_parent must be a path "
+				       "below the cgroup2 mount, without '..'", p->name);
 	p->allow_private = sbx_json_bool(o, "allow_private", p->allow_private);
 	p->allow_internet = sbx_json_bool(o, "allow_internet", p->allow_internet);
 	p->allow_public = sbx_json_bool(o, "allow_public", p->allow_public);
@@ -189,6 +194,10 @@ static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *
 	const char *s;
 	if ((s = sbx_json_str(o, "memory")) && sbx_parse_size(s, &p->limits.memory_bytes, err) < 0)
 		return sbx_err_prefix(err, "profile '%s': memory", p->name), err->exit_status = SBX_EXIT_CONFIG, -1;
+	if ((s = sbx_json_str(o, "disk")) && sbx_parse_size(s, &p->limits.disk_bytes, err) < 0)
+		return sbx_err_prefix(err, "profile '%s': disk", p->name), err->exit_status = SBX_EXIT_CONFIG, -1;
+	if ((s = sbx_json_str(o, "shm")) && sbx_parse_size(s, &p->limits.shm_bytes, err) < 0)
+		return sbx_err_prefix(err, "profile '%s': shm", p->name), err->exit_status = SBX_EXIT_CONFIG, -1;
 	p->limits.pids = sbx_json_int(o, "pids", p->limits.pids);
 	json_object *cpus;
 	if (json_object_object_get_ex(o, "cpus", &cpus))
@@ -248,6 +257,9 @@ int sbx_config_load(const char *name, struct sbx_profile **out, struct sbx_err *
 	p->backend = sbx_xstrdup("local");
 	p->prefix = sbx_xstrdup("sbx");
 	p->on_timeout_pause = 1;
+	p->limits = (struct sbx_limits){.memory_bytes = SBX_DEFAULT_MEMORY, .pids = SBX_DEFAULT_PIDS,
+					.cpus = SBX_DEFAULT_CPUS, .disk_bytes = SBX_DEFAULT_DISK,
+					.shm_bytes = SBX_DEFAULT_SHM};
 	p->auto_resume = 1;     /* E2B's autoResume default, and sbx's behaviour before the flag */
 
 	json_object *profiles = sbx_json_obj(file, "profiles");

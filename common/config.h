@@ -21,11 +21,24 @@
 
 #include "err.h"
 
+/* Resource limits of a sandbox.  A profile starts from the built-in
+ * defaults (SBX_DEFAULT_*), so that no sandbox runs unlimited by accident;
+ * a profile value of 0 turns one off explicitly. */
 struct sbx_limits {
 	int64_t memory_bytes;   /* 0 = unlimited */
 	int64_t pids;           /* 0 = unlimited */
 	double cpus;            /* 0 = unlimited */
+	int64_t disk_bytes;     /* the sandbox's own layer; 0 = unlimited.
+				 * Enforced where the file system can (local:
+				 * ext4 project quotas), see sbx(7) */
+	int64_t shm_bytes;      /* size of /dev/shm; 0 = the built-in default */
 };
+
+#define SBX_DEFAULT_MEMORY (1LL << 30)      /* 1 GiB */
+#define SBX_DEFAULT_PIDS   1024
+#define SBX_DEFAULT_CPUS   1.0
+#define SBX_DEFAULT_DISK   (4LL << 30)      /* 4 GiB */
+#define SBX_DEFAULT_SHM    (64LL << 20)     /* 64 MiB, like Docker's */
 
 struct sbx_profile {
 	char *name;             /* "default" when none is configured */
@@ -50,6 +63,11 @@ struct sbx_profile {
 	 * set.  NULL-terminated; NULL when the profile has none. */
 	char **egress_allow;
 	struct sbx_limits limits;
+	char *cgroup_parent;    /* local, cgroup v2: the delegated parent of
+				 * sandbox cgroups, relative to the cgroup2
+				 * mount; NULL = system.slice/sbx.service on
+				 * systemd hosts,
+				 * else "sbx" */
 	int64_t idle_timeout_ms;  /* idle timer; 0 = never */
 	int on_timeout_pause;     /* 1 = pause when idle, 0 = kill */
 	int auto_resume;

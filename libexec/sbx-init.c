@@ -55,6 +55,7 @@
 
 struct cfg {
 	const char *id, *dir, *overlay, *host_view;
+	const char *shm_size;   /* bytes, or NULL: 64 MiB */
 	const char *cg[MAX_CG];
 	int ncg;
 };
@@ -136,6 +137,8 @@ static int cfg_read(char *buf, size_t cap, struct cfg *c)
 			c->overlay = v;
 		else if (strcmp(r, SBX_INIT_K_HOST_VIEW) == 0)
 			c->host_view = v;
+		else if (strcmp(r, SBX_INIT_K_SHM_SIZE) == 0 && v[strspn(v, "0123456789")] == '\0')
+			c->shm_size = v;
 		else if (strcmp(r, SBX_INIT_K_CG) == 0 && c->ncg < MAX_CG)
 			c->cg[c->ncg++] = v;
 	}
@@ -216,10 +219,12 @@ static void mount_host_view(struct init_fds *f, const struct cfg *c)
  * full, random, urandom, tty; ptmx through pts), the pts and shm mounts,
  * the fd links, and then read-only, so that no node (nor anything else)
  * can be added.  /dev/pts is the sandbox's own devpts instance; /dev/shm
- * is nodev, nosuid and noexec like Docker's. */
-static void setup_dev(struct init_fds *f, const char *root)
+ * is nodev, nosuid and noexec like Docker's, and sized (`shm_size` bytes):
+ * a write past it fails with ENOSPC.  Its pages are charged to the writer's
+ * memory cgroup as well. */
+static void setup_dev(struct init_fds *f, const char *root, const char *shm_size)
 {
-	char p[4200];
+	char p[4200], shm_opts[64];
 	snprintf(p, sizeof(p), "%s/dev", root);
 	mount_or_die(f, "tmpfs", p, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=65536",
 		     "mount /dev");
@@ -251,7 +256,8 @@ static void setup_dev(struct init_fds *f, const char *root)
 	mount_or_die(f, "devpts", p, "devpts", MS_NOSUID | MS_NOEXEC,
 		     "newinstance,ptmxmode=0666,mode=0620", "mount /dev/pts");
 	snprintf(p, sizeof(p), "%s/dev/shm", root);
-	mount_or_die(f, "shm", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777",
+	snprintf(shm_opts, sizeof(shm_opts), "mode=1777,size=%s", shm_size ? shm_size : "67108864");
+	mount_or_die(f, "shm", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, shm_opts,
 		     "mount /dev/shm");
 }
 
@@ -275,7 +281,7 @@ static void setup_root(struct init_fds *f, const struct cfg *c)
 	snprintf(p, sizeof(p), "%s/sys", root);
 	mount_or_die(f, "sysfs", p, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL,
 		     "mount /sys");
-	setup_dev(f, root);
+	setup_dev(f, root, c->shm_size);
 
 	/* pivot_root(".", "."): the old root ends up stacked under the new
 	 * one and is detached at once; no directory is needed for it. */

@@ -10,6 +10,7 @@ complete -c sbx-create -l no-auto-resume -d 'a paused sandbox waits for sbx-ctl 
 complete -c sbx-create -l memory -r -d 'memory limit (e.g. 512M)'
 complete -c sbx-create -l pids -r -d 'process limit'
 complete -c sbx-create -l cpus -r -d 'CPU limit (e.g. 1.5)'
+complete -c sbx-create -l disk -r -d 'disk budget of the sandbox\'s own layer (e.g. 2G)'
 complete -c sbx-create -l allow-internet -d 'allow egress (default: no network but lo)'
 complete -c sbx-create -l tenant -r -d 'tenant of the session'
 complete -c sbx-create -l session -s s -r -d 'resolve this session\'s sandbox'

@@ -44,6 +44,8 @@ int main(void)
 		 "\"typo\": {\"allow_privte\": true},"
 		 "\"inline\": {\"api_key\": \"e2b_inline_sekrit\"},"
 		 "\"badresume\": {\"on_timeout\": \"kill\", \"auto_resume\": true},"
+		 "\"lim\": {\"pids\": 0, \"disk\": \"2G\", \"shm\": \"8M\", \"cgroup_parent\": \"x.slice\"},"
+		 "\"badparent\": {\"cgroup_parent\": \"../escape\"},"
 		 "\"egress\": {\"egress_allow\": [\"10.1.0.0/16\", \"FD00:0::/64\", \"192.0.2.7/32\"]},"
 		 "\"eg_hostbits\": {\"egress_allow\": [\"10.1.2.0/8\"]},"
 		 "\"eg_nolen\": {\"egress_allow\": [\"10.1.0.0\"]},"
@@ -58,9 +60,24 @@ int main(void)
 	is_str(p->backend, "docker", "backend from the profile");
 	is_str(p->endpoint, "unix:///a.sock", "endpoint from the profile");
 	is_int(p->limits.memory_bytes, 512LL << 20, "memory parsed");
+	is_int(p->limits.pids, SBX_DEFAULT_PIDS, "pids: the built-in default when the profile sets none");
+	ok(p->limits.cpus == SBX_DEFAULT_CPUS, "cpus: the built-in default");
+	is_int(p->limits.disk_bytes, SBX_DEFAULT_DISK, "disk: the built-in default");
+	is_int(p->limits.shm_bytes, SBX_DEFAULT_SHM, "shm: the built-in default");
 	is_int(p->idle_timeout_ms, 300000, "idle timeout parsed");
 	is_int(p->on_timeout_pause, 0, "on_timeout kill");
 	sbx_profile_free(p);
+
+	ok(sbx_config_load("lim", &p, &err) == 0, "profile lim");
+	is_int(p->limits.pids, 0, "pids 0 turns the default off");
+	is_int(p->limits.memory_bytes, SBX_DEFAULT_MEMORY, "memory: the built-in default");
+	is_int(p->limits.disk_bytes, 2LL << 30, "disk parsed");
+	is_int(p->limits.shm_bytes, 8LL << 20, "shm parsed");
+	is_str(p->cgroup_parent, "x.slice", "cgroup_parent");
+	sbx_profile_free(p);
+	p = NULL;
+	ok(sbx_config_load("badparent", &p, &err) < 0, "a cgroup_parent with .. is refused");
+	is_int(err.exit_status, 78, "... as a configuration error");
 
 	setenv("SBX_PROFILE", "b", 1);
 	ok(sbx_config_load(NULL, &p, &err) == 0, "SBX_PROFILE picks a profile");
