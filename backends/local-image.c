@@ -24,7 +24,7 @@
  * renamed into layers/, under the lock, so no reader ever sees a half
  * image.  A crash leaves at most a tmp/ entry nobody holds the lock of or
  * a layer no record names; the next delete, import, recovery or reaper run
- * collects both (sbx_image_gc), a commit the first.  A layer is
+ * collects both (local_store_gc), a commit the first.  A layer is
  * deleted only when no record references it, and a record only when no
  * other record stacks on it and no sandbox was created from it. */
 #include "local.h"
@@ -418,10 +418,10 @@ static int work_abandoned(int dirfd, const char *name, int *lockfd)
  * tmp/ only, which is cheap; deletes, imports, recovery and the reaper do
  * all.  `st` (may be NULL) counts what was (dry_run: would be) removed.
  * Removal is best effort: what fails is retried next time. */
-static int img_gc(struct sbx_backend *b, int all_layers, int dry_run, struct sbx_image_gc *st,
+static int img_gc(struct sbx_backend *b, int all_layers, int dry_run, struct sbx_store_gc *st,
 		  struct sbx_err *err)
 {
-	struct sbx_image_gc none = {0};
+	struct sbx_store_gc none = {0};
 	if (!st)
 		st = &none;
 	SBX_AUTOFREE char *tmp = img_path(b, "tmp");
@@ -500,13 +500,10 @@ static int img_gc(struct sbx_backend *b, int all_layers, int dry_run, struct sbx
 	return 0;
 }
 
-int sbx_image_gc(struct sbx_backend *b, int dry_run, struct sbx_image_gc *out,
-		 struct sbx_err *err)
+int local_store_gc(struct sbx_backend *b, int dry_run, struct sbx_store_gc *out,
+		   struct sbx_err *err)
 {
 	memset(out, 0, sizeof(*out));
-	if (strcmp(b->ops->name, "local") != 0)
-		return sbx_fail(err, SBX_UNSUPPORTED, "image_gc",
-				"the %s backend keeps no image store of its own", b->ops->name);
 	SBX_AUTOCLOSE int lk = img_lock(b, err);
 	if (lk < 0)
 		return -1;
@@ -1027,12 +1024,9 @@ static char *root_template(struct sbx_backend *b, const struct rec *r)
 	return cur;
 }
 
-int sbx_snapshot_flatten(struct sbx_backend *b, const char *id, const char *name,
-			 struct sbx_snapshot_ref *out, struct sbx_err *err)
+int local_snapshot_flatten(struct sbx_backend *b, const char *id, const char *name,
+			   struct sbx_snapshot_ref *out, struct sbx_err *err)
 {
-	if (strcmp(b->ops->name, "local") != 0)
-		return sbx_fail(err, SBX_UNSUPPORTED, "flatten",
-				"the %s backend cannot flatten images", b->ops->name);
 	if (name && !valid_name(name))
 		return sbx_fail(err, SBX_INVALID_REQUEST, "flatten",
 				"bad snapshot name: 1 to 255 printable bytes");

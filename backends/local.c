@@ -41,6 +41,7 @@
 #include "doc.h"
 #include "local-devices.h"
 #include "local-hostview.h"
+#include "local-image.h"
 #include "local-quota.h"
 #include "local-seccomp.h"
 #include "util.h"
@@ -1476,6 +1477,8 @@ const struct sbx_backend_ops sbx_backend_local = {
 	.snapshot_create = local_snapshot_create,
 	.snapshot_list = local_snapshot_list,
 	.snapshot_delete = local_snapshot_delete,
+	.snapshot_flatten = local_snapshot_flatten,
+	.store_gc = local_store_gc,
 	.template_list = local_template_list,
 	.template_get = local_template_get,
 	.template_import = local_template_import,

@@ -30,7 +30,6 @@
 #include "cliutil.h"
 #include "doc.h"
 #include "ledger.h"
-#include "local-image.h"
 #include "skill.h"
 #include "util.h"
 
@@ -285,7 +284,7 @@ static int do_flatten(struct snap_opts *o, struct sbx_backend *b, const char *id
 {
 	struct sbx_snapshot_ref r = {0};
 	int64_t t0 = sbx_mono_ms();
-	if (sbx_snapshot_flatten(b, id, o->name, &r, err) < 0)
+	if (sbx_call(b, snapshot_flatten, err, id, o->name, &r) < 0)
 		return -1;
 	json_object *doc = json_object_new_object();
 	json_object *j = snap_json(&r);
@@ -351,14 +350,11 @@ static int do_recover(struct snap_opts *o, struct sbx_err *err)
 	sbx_json_set_bool(rep, "dry_run", o->dry_run);
 	int rc = sbx_ledger_recover(b, r, o->tenant, o->grace_ms, o->dry_run, rep, err);
 	/* Then what crashed snapshots left in the image store. */
-	struct sbx_image_gc st;
+	struct sbx_store_gc st;
 	struct sbx_err gerr = {0};
-	if (sbx_image_gc(b, o->dry_run, &st, &gerr) == 0) {
-		json_object *ir = sbx_json_child(rep, "images");
-		sbx_json_set_int(ir, "work_dirs", st.tmp);
-		sbx_json_set_int(ir, "unnamed_layers", st.layers);
-		sbx_json_set_int(ir, "bytes", st.bytes);
-	} else if (gerr.kind != SBX_UNSUPPORTED && rc == 0) {
+	if (sbx_call(b, store_gc, &gerr, o->dry_run, &st) == 0)
+		sbx_store_gc_json(&st, sbx_json_child(rep, "images"));
+	else if (gerr.kind != SBX_UNSUPPORTED && rc == 0) {
 		*err = gerr;
 		rc = -1;
 	}

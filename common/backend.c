@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doc.h"
 #include "util.h"
 
 static const struct sbx_backend_ops *registry(size_t i)
@@ -64,4 +65,11 @@ int sbx_backend_require(struct sbx_backend *b, unsigned need, const char *op,
 	if ((have & need) == need)
 		return 0;
 	return sbx_fail(err, SBX_UNSUPPORTED, op, "the %s backend cannot %s", b->ops->name, op);
+}
+
+void sbx_store_gc_json(const struct sbx_store_gc *st, json_object *o)
+{
+	sbx_json_set_int(o, "work_dirs", st->tmp);
+	sbx_json_set_int(o, "unnamed_layers", st->layers);
+	sbx_json_set_int(o, "bytes", st->bytes);
 }

@@ -173,6 +173,8 @@ json_object *sbx_caps_to_json(unsigned caps);
 
 struct sbx_backend;
 
+struct sbx_store_gc;
+
 struct sbx_backend_ops {
 	const char *name;        /* "local", "docker", ... */
 	int (*open)(struct sbx_backend *b, struct sbx_err *err);
@@ -237,6 +239,17 @@ struct sbx_backend_ops {
 			     struct sbx_err *err);
 	int (*snapshot_delete)(struct sbx_backend *b, const char *id, int *gone,
 			       struct sbx_err *err);
+	/* Merge the layer stack of snapshot/template `id` into one new
+	 * snapshot named `name` (NULL: "<id>-flat"); the source is untouched
+	 * and no longer referenced by the result.  Absent: unsupported. */
+	int (*snapshot_flatten)(struct sbx_backend *b, const char *id, const char *name,
+				struct sbx_snapshot_ref *out, struct sbx_err *err);
+	/* Reclaim what crashed image work left in a store the backend keeps
+	 * itself (work directories of dead snapshots and imports, layers no
+	 * record names; a live one's work is never touched).  dry_run only
+	 * counts.  Absent (the engine keeps its own store): unsupported. */
+	int (*store_gc)(struct sbx_backend *b, int dry_run, struct sbx_store_gc *out,
+			struct sbx_err *err);
 
 	/* Templates: never include snapshots. */
 	int (*template_list)(struct sbx_backend *b, struct sbx_template **out, size_t *n,
@@ -282,6 +295,16 @@ extern const struct sbx_backend_ops sbx_backend_cube __attribute__((weak));
 
 /* Call an operation, or fail with `unsupported` when the backend has none:
  *   if (sbx_call(b, pause, err, sb) < 0) ... */
+/* What store_gc reclaimed (or, dry run, would). */
+struct sbx_store_gc {
+	int64_t tmp;             /* work directories removed */
+	int64_t layers;          /* unnamed layers removed */
+	int64_t bytes;           /* their apparent size */
+};
+/* The report of a store_gc run as sbx-reap and sbx-snap --recover write
+ * it: {work_dirs, unnamed_layers, bytes} added to `o`. */
+void sbx_store_gc_json(const struct sbx_store_gc *st, json_object *o);
+
 #define sbx_call(b, fn, err, ...)                                              \
 	((b)->ops->fn ? (b)->ops->fn((b), __VA_ARGS__, (err))                  \
 		      : sbx_fail((err), SBX_UNSUPPORTED, #fn,                  \

@@ -36,7 +36,6 @@
 #include "keys.h"
 #include "tokenkey.h"
 #include "ledger.h"
-#include "local-image.h"
 #include "lock.h"
 #include "keyspace.h"
 #include "util.h"
@@ -845,15 +844,15 @@ static void do_ledger(struct run *run)
 }
 
 /* The backend's own image store: work directories of crashed snapshots
- * and imports, layers no record names (sbx_image_gc).  Owned by no tenant,
+ * and imports, layers no record names (the backend's store_gc).  Owned by no tenant,
  * so every run collects them; a live snapshot's work is never touched. */
 static void do_images(struct run *run)
 {
 	json_object *ir = json_object_new_object();
 	run->images = ir;
-	struct sbx_image_gc st;
+	struct sbx_store_gc st;
 	struct sbx_err err = {0};
-	if (sbx_image_gc(run->b, run->o->dry_run, &st, &err) < 0) {
+	if (sbx_call(run->b, store_gc, &err, run->o->dry_run, &st) < 0) {
 		if (err.kind == SBX_UNSUPPORTED) {
 			sbx_json_set_str(ir, "skipped", err.msg);
 			return;
@@ -861,9 +860,7 @@ static void do_images(struct run *run)
 		note_failure(run, NULL, "images", &err);
 		return;
 	}
-	sbx_json_set_int(ir, "work_dirs", st.tmp);
-	sbx_json_set_int(ir, "unnamed_layers", st.layers);
-	sbx_json_set_int(ir, "bytes", st.bytes);
+	sbx_store_gc_json(&st, ir);
 }
 
 struct snap {

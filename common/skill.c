@@ -21,7 +21,6 @@
 #include "image.h"
 #include "keys.h"
 #include "ledger.h"
-#include "local-image.h"
 #include "keyspace.h"
 #include "util.h"
 
@@ -255,7 +254,7 @@ static void add_ref(json_object *o, const struct sbx_snapshot_ref *ref)
 
 /* Where a row's snapshot comes from: a skill install (prepare = remove /
  * clean / seal the installer, make = snapshot_create of it) or a flatten
- * of the tenant's image (make = sbx_snapshot_flatten, nothing to prepare). */
+ * of the tenant's image (make = the backend's snapshot_flatten, nothing to prepare). */
 struct maker {
 	int (*make)(struct maker *m, const char *name, struct sbx_snapshot_ref *ref,
 		    struct sbx_err *err);
@@ -354,7 +353,7 @@ static int prepare_tree(struct maker *m, struct sbx_err *err)
 static int make_flat(struct maker *m, const char *name, struct sbx_snapshot_ref *ref,
 		     struct sbx_err *err)
 {
-	return sbx_snapshot_flatten(m->b, m->src, name, ref, err);
+	return sbx_call(m->b, snapshot_flatten, err, m->src, name, ref);
 }
 
 /* Fill the generic parts of a new row. */
