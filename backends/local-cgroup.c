@@ -103,9 +103,13 @@ char *local_cg_path(struct sbx_backend *b, int which, const char *id)
 	return sbx_xasprintf("%s/sbx/%s", v1[which], id);
 }
 
-static int cg_write(const char *dir, const char *file, const char *v)
+int local_cg_write(const char *dir, const char *file, const char *v)
 {
-	SBX_AUTOFREE char *p = sbx_xasprintf("%s/%s", dir, file);
+	char p[PATH_MAX];
+	if ((size_t)snprintf(p, sizeof(p), "%s/%s", dir, file) >= sizeof(p)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
 	int fd = open(p, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -181,13 +185,13 @@ static int prepare_parent(const char *parent, int systemd_default, const struct 
 		snprintf(plus, sizeof(plus), "+%s", need[i]);
 		cg_read(parent, "cgroup.controllers", avail, sizeof(avail));
 		if (!has_word(avail, need[i]) && strcmp(up, m) == 0)
-			(void)cg_write(up, "cgroup.subtree_control", plus);
+			(void)local_cg_write(up, "cgroup.subtree_control", plus);
 		cg_read(parent, "cgroup.controllers", avail, sizeof(avail));
 		if (!has_word(avail, need[i]))
 			return sbx_fail(err, SBX_UNSUPPORTED, "create",
 					"the %s controller is not delegated to the cgroup parent %s "
 					"(Delegate=yes, see sbx(7))", need[i], parent);
-		if (cg_write(parent, "cgroup.subtree_control", plus) < 0)
+		if (local_cg_write(parent, "cgroup.subtree_control", plus) < 0)
 			return sbx_fail_errno(err, SBX_UNSUPPORTED, "create",
 					      "enable the %s controller in %s", need[i], parent);
 	}
@@ -208,7 +212,7 @@ int local_cg_prepare(struct sbx_backend *b, const struct sbx_limits *lim, struct
 static int set_limit(const char *cg, const char *file, const char *v, const char *what,
 		     struct sbx_err *err)
 {
-	if (cg_write(cg, file, v) < 0)
+	if (local_cg_write(cg, file, v) < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "create", "set the %s limit (%s/%s)", what,
 				      cg, file);
 	return 0;
@@ -228,7 +232,7 @@ int local_cg_limit(const struct local_rec *r, const struct sbx_limits *lim, stru
 				return -1;
 			/* No swap past the limit (the file exists with swap
 			 * accounting only). */
-			if (cg_write(cg, "memory.swap.max", "0") < 0 && errno != ENOENT)
+			if (local_cg_write(cg, "memory.swap.max", "0") < 0 && errno != ENOENT)
 				return sbx_fail_errno(err, SBX_INTERNAL, "create", "set memory.swap.max");
 		}
 		if (lim->pids > 0) {

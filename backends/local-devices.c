@@ -26,6 +26,7 @@
  * access is checked by the v1 controller and by the v2 programs in turn
  * (tests/boundary-devices.bats shows each alone). */
 #include "local-devices.h"
+#include "local-sb.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,21 +50,11 @@ static const struct dev_rule allowed[] = {
 
 /* ---- cgroup v1 ---- */
 
-static int write_line(const char *dir, const char *file, const char *line)
-{
-	char p[PATH_MAX];
-	snprintf(p, sizeof(p), "%s/%s", dir, file);
-	SBX_AUTOCLOSE int fd = open(p, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	return write(fd, line, strlen(line)) < 0 ? -1 : 0;
-}
-
 /* "deny a" empties the list (it needs a cgroup without children: ours
  * is brand new), then the allow lines add the entries back. */
 static int limit_v1(const char *cg, struct sbx_err *err)
 {
-	if (write_line(cg, "devices.deny", "a") < 0)
+	if (local_cg_write(cg, "devices.deny", "a") < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "create", "%s/devices.deny", cg);
 	for (size_t i = 0; i < SBX_ARRAY_LEN(allowed); i++) {
 		char line[64];
@@ -71,7 +62,7 @@ static int limit_v1(const char *cg, struct sbx_err *err)
 			snprintf(line, sizeof(line), "c %u:* rwm", allowed[i].major);
 		else
 			snprintf(line, sizeof(line), "c %u:%d rwm", allowed[i].major, allowed[i].minor);
-		if (write_line(cg, "devices.allow", line) < 0)
+		if (local_cg_write(cg, "devices.allow", line) < 0)
 			return sbx_fail_errno(err, SBX_INTERNAL, "create", "%s/devices.allow %s", cg,
 					      line);
 	}

@@ -62,6 +62,9 @@ struct local_rec {
  * local_cg_info: the layout in use, for sbx-ctl caps. */
 const char *local_cg_v2_mount(void);
 int local_cg_unified(void);
+/* Write `v` to <dir>/<file> (a cgroup control file) in one write(2).  0,
+ * or -1 with errno set.  No allocation: usable between fork and exec. */
+int local_cg_write(const char *dir, const char *file, const char *v);
 char *local_cg_path(struct sbx_backend *b, int which, const char *id);
 int local_cg_prepare(struct sbx_backend *b, const struct sbx_limits *lim, struct sbx_err *err);
 int local_cg_limit(const struct local_rec *r, const struct sbx_limits *lim, struct sbx_err *err);

@@ -68,18 +68,6 @@ static char *sb_dir(struct sbx_backend *b, const char *id)
 
 /* ---- cgroups ---- */
 
-static int write_file(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = write(fd, s, strlen(s));
-	int e = errno;
-	close(fd);
-	errno = e;
-	return n < 0 ? -1 : 0;
-}
-
 static int read_small(const char *path, char *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -643,10 +631,9 @@ static int start_slirp(const char *slirp, const struct local_rec *r, pid_t init,
 		return sbx_fail_errno(err, SBX_INTERNAL, "create", "fork");
 	if (c == 0) {
 		setsid();
-		char p[PATH_MAX], pid[32], fd[16], ipid[32];
+		char pid[32], fd[16], ipid[32];
 		snprintf(pid, sizeof(pid), "%d", (int)getpid());
-		snprintf(p, sizeof(p), "%s/cgroup.procs", r->cg[CG_V2]);
-		(void)write_file(p, pid);
+		(void)local_cg_write(r->cg[CG_V2], "cgroup.procs", pid);
 		if (fork() != 0)
 			_exit(0);
 		int nul = open("/dev/null", O_RDWR);
@@ -1022,8 +1009,7 @@ static void kill_all(const struct local_rec *r)
 	const char *cg = r->cg[CG_V2];
 	char p[PATH_MAX];
 	if (cg && access(cg, F_OK) == 0) {
-		snprintf(p, sizeof(p), "%s/cgroup.kill", cg);
-		if (write_file(p, "1") < 0) {
+		if (local_cg_write(cg, "cgroup.kill", "1") < 0) {
 			/* No cgroup.kill (kernel < 5.14): the init's death takes
 			 * its pid namespace along; anything else by pid. */
 			snprintf(p, sizeof(p), "%s/cgroup.procs", cg);
@@ -1102,8 +1088,7 @@ int local_sb_freeze(struct sbx_backend *b, const char *id, int freeze, struct sb
 	int rc = 0;
 	char p[PATH_MAX];
 	snprintf(p, sizeof(p), "%s/work", r.cg[CG_V2] ? r.cg[CG_V2] : "/nonexistent");
-	SBX_AUTOFREE char *f = sbx_xasprintf("%s/cgroup.freeze", p);
-	if (write_file(f, freeze ? "1" : "0") < 0)
+	if (local_cg_write(p, "cgroup.freeze", freeze ? "1" : "0") < 0)
 		rc = sbx_fail_errno(err, errno == ENOENT ? SBX_TERMINAL : SBX_INTERNAL,
 				    freeze ? "pause" : "resume", "sandbox %s", id);
 	else if (local_cg_wait(p, "frozen", freeze, 10000) < 0)
