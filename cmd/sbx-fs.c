@@ -488,6 +488,8 @@ static int get_dir(struct sbx_backend *b, struct sbx_sandbox *sb, const char *sr
 		if (rc == 0 && crc < 0) {
 			*err = cerr;
 			rc = -1;
+		} else if (rc < 0 && crc == 0 && strstr(err->msg, "Broken pipe")) {
+			rc = 0;         /* the archive ended; what followed was padding */
 		} else if (rc < 0 && crc < 0 &&
 			   (strstr(err->msg, "Broken pipe") || cerr.kind == SBX_CAPACITY)) {
 			*err = cerr;    /* the extractor stopped first: its reason */
