@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "local-sb.h"
+#include "fault.h"
 #include "util.h"
 
 /* Not the internet.  Reasons, for a reader who wants to allow one:

@@ -45,6 +45,7 @@
 #include "local-copy.h"
 #include "local-image.h"
 #include "tar.h"
+#include "fault.h"
 #include "util.h"
 
 /* Provided by files being written concurrently (tar.c, local.c); until
@@ -987,7 +988,7 @@ int local_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const c
 	if (rc == 0)
 		rc = sync_tree(tmp, err);
 	sbx_fault("snapshot-copied");
-	local_stop_point("image:snapshot-copied");
+	sbx_fault("image:snapshot-copied");
 	if (rc < 0) {
 		struct sbx_err ignored = {0};
 		sbx_rm_rf(tmp, &ignored);

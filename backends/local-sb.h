@@ -117,13 +117,6 @@ int local_init_open(int pidfd, pid_t pid, const char *what, int flags, const cha
 int local_init_alive(int pidfd, pid_t pid);
 int local_init_gone(int pidfd, pid_t pid);
 
-/* Test hook, the sibling of sbx_fault (util.h): SBX_STOP=point[,point]
- * stops this process with SIGSTOP when it reaches `point`, so that a test
- * can change the world at exactly that step (kill an init, delete an
- * image) and then let it go on with SIGCONT.  A stop point is never placed
- * while a lock is held.  Without SBX_STOP it is one getenv. */
-void local_stop_point(const char *point);
-
 /* What the init needs (local-init.c passes it to sbx-init, local-init.h).
  * Everything is prepared by create; the init only mounts, pivots and then
  * runs its loop.  None of it is secret. */

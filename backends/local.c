@@ -44,6 +44,7 @@
 #include "local-image.h"
 #include "local-quota.h"
 #include "local-seccomp.h"
+#include "fault.h"
 #include "util.h"
 
 #define HOST_TEMPLATE "host"
@@ -200,17 +201,6 @@ int local_pid_alive(pid_t pid, unsigned long long start)
 		return 0;
 	unsigned long long now = local_pid_start(pid);
 	return now != 0 && (start == 0 || now == start);
-}
-
-void local_stop_point(const char *point)
-{
-	const char *f = getenv("SBX_STOP");
-	if (!f || !*f)
-		return;
-	size_t n = strlen(point);
-	for (const char *p = f; (p = strstr(p, point)); p += n)
-		if ((p == f || p[-1] == ',') && (p[n] == '\0' || p[n] == ','))
-			raise(SIGSTOP);
 }
 
 static int rec_write(const char *dir, json_object *j, struct sbx_err *err)
@@ -697,7 +687,7 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 	if (strpbrk(L(b)->dir, ":,"))
 		return sbx_fail(err, SBX_UNSUPPORTED, "create",
 				"the state dir must not contain ':' or ',' (overlay options)");
-	local_stop_point("local:before-record");
+	sbx_fault("local:before-record");
 
 	/* 1. The directory and a "creating" record naming the template: from
 	 * here on, list sees the sandbox, remove can clean it, and an image
@@ -746,7 +736,7 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 	if (rec_write(r->dir, j, err) < 0)
 		return -1;
 	sbx_fault("local:after-mkdir");
-	local_stop_point("local:recorded");
+	sbx_fault("local:recorded");
 
 	/* The template's layers, only now: an image delete checks the
 	 * sandbox records and removes the image under the images lock, and
@@ -995,7 +985,7 @@ static void signal_init(const struct local_rec *r, int sig, const char *stop)
 		return;
 	if (local_pid_alive(r->init_pid, start)) {
 		if (stop)
-			local_stop_point(stop);
+			sbx_fault(stop);
 		syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
 	}
 	close(fd);
@@ -1226,7 +1216,7 @@ int local_sb_init_pidfd(struct sbx_backend *b, const char *id, const char *op, p
 			close(fd);
 		return dead_init(id, op, err);
 	}
-	local_stop_point("local:init-pidfd");
+	sbx_fault("local:init-pidfd");
 	return fd;
 }
 

@@ -21,6 +21,7 @@
 #include "doc.h"
 #include "image.h"
 #include "keys.h"
+#include "fault.h"
 #include "util.h"
 
 /* ---- rows <-> hashes ---------------------------------------------------- */

@@ -38,6 +38,7 @@
 #include "ledger.h"
 #include "lock.h"
 #include "keyspace.h"
+#include "fault.h"
 #include "util.h"
 
 #define BATCH 512                 /* commands per pipeline */

@@ -22,6 +22,7 @@
 #include "keyspace.h"
 #include "lease.h"
 #include "lock.h"
+#include "fault.h"
 #include "util.h"
 
 struct rs {
@@ -36,13 +37,10 @@ struct rs {
 	int rebuilding;          /* a stale sandbox was removed: result is "rebuilt" */
 };
 
-/* SBX_FAULT kills here; SBX_STOP_AT stops here (fencing tests). */
+/* SBX_FAULT kills here; SBX_STOP stops here (fencing tests): fault.h. */
 static void point(const char *name)
 {
 	sbx_fault(name);
-	const char *s = getenv("SBX_STOP_AT");
-	if (s && strcmp(s, name) == 0)
-		raise(SIGSTOP);
 }
 
 static int gone_state(enum sbx_state s)

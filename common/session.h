@@ -3,7 +3,7 @@
  * lock.c, lease.c and image.c.
  *
  * Test hooks (environment): SBX_FAULT=<point> kills the process with
- * SIGKILL at a named point (util.h); SBX_STOP_AT=<point> stops it with
+ * SIGKILL at a named point (fault.h); SBX_STOP=<point> stops it with
  * SIGSTOP there instead (for fencing tests: the holder is frozen while its
  * lock expires).  Points, in order: resolve:after-lock,
  * resolve:during-rebuild (old sandbox deleted, binding not yet),

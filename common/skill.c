@@ -22,6 +22,7 @@
 #include "keys.h"
 #include "ledger.h"
 #include "keyspace.h"
+#include "fault.h"
 #include "util.h"
 
 int sbx_skill_name_check(const char *name, struct sbx_err *err)

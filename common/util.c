@@ -408,20 +408,6 @@ bool sbx_str_starts(const char *s, const char *prefix)
 	return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-void sbx_fault(const char *point)
-{
-	const char *f = getenv("SBX_FAULT");
-	if (!f || !*f)
-		return;
-	size_t n = strlen(point);
-	for (const char *p = f; (p = strstr(p, point)); p += n) {
-		bool start = p == f || p[-1] == ',';
-		bool end = p[n] == '\0' || p[n] == ',';
-		if (start && end)
-			kill(getpid(), SIGKILL);
-	}
-}
-
 /* Strict UTF-8: shortest form only, no surrogates, nothing above U+10FFFF. */
 int sbx_utf8_valid(const char *str, size_t n)
 {

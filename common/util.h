@@ -70,9 +70,4 @@ int sbx_utf8_valid(const char *s, size_t n);
 char *sbx_trim(char *s);
 bool sbx_str_starts(const char *s, const char *prefix);
 
-/* Fault injection for crash tests: when the environment variable
- * SBX_FAULT names `point` (a comma-separated list is allowed), the process
- * kills itself with SIGKILL right here.  Costs one getenv otherwise. */
-void sbx_fault(const char *point);
-
 #endif

@@ -107,7 +107,7 @@ crash_at() {
 @test "two crashed creates leave duplicates: the oldest is claimed, the other deleted" {
 	# A lists nothing and stops before creating; its lock expires; B creates
 	# X and dies; A resumes, creates Y and dies.  Both are unbound.
-	SBX_STOP_AT=resolve:before-create SBX_FAULT=resolve:after-backend-create SBX_LOCK_TTL_MS=300 \
+	SBX_STOP=resolve:before-create SBX_FAULT=resolve:after-backend-create SBX_LOCK_TTL_MS=300 \
 		sbx-create --tenant acme --session dup >/dev/null 2>&1 &
 	a=$!
 	wait_stopped "$a"
@@ -127,7 +127,7 @@ crash_at() {
 }
 
 @test "a holder SIGSTOP'd past its lock TTL cannot write its binding" {
-	SBX_STOP_AT=resolve:before-bind SBX_LOCK_TTL_MS=400 \
+	SBX_STOP=resolve:before-bind SBX_LOCK_TTL_MS=400 \
 		sbx-create --tenant acme --session fenced >"$BATS_TEST_TMPDIR/a.out" 2>"$BATS_TEST_TMPDIR/a.err" &
 	a=$!
 	wait_stopped "$a"

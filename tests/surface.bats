@@ -68,3 +68,12 @@ flags_of() { "$BUILD/bin/$1" --help | sed -nE 's/^  (-[A-Za-z0-9], |    )--([a-z
 	done
 	[ "$bad" -eq 0 ]
 }
+
+@test "the build keeps backends/ off the include path of common/ and cmd/" {
+	run make -s -n -B -C "$SBX_TOP" BUILD="$BUILD" "$BUILD/obj/common/app.o" "$BUILD/obj/cmd/sbx.o" "$BUILD/obj/backends/local.o"
+	assert_success
+	[ "$(grep -c -- ' -c ' <<<"$output")" -eq 3 ]
+	! grep -- 'common/app.c' <<<"$output" | grep -q -- -Ibackends
+	! grep -- 'cmd/sbx.c' <<<"$output" | grep -q -- -Ibackends
+	grep -- 'backends/local.c' <<<"$output" | grep -q -- -Ibackends
+}

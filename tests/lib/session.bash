@@ -16,7 +16,7 @@ wait_key_gone() {
 	return 1
 }
 
-# Wait until process $1 is stopped (state T), e.g. by SBX_STOP_AT.
+# Wait until process $1 is stopped (state T), e.g. by SBX_STOP.
 wait_stopped() {
 	local i
 	for i in $(seq 1 400); do
