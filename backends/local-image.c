@@ -28,7 +28,6 @@
  * deleted only when no record references it, and a record only when no
  * other record stacks on it and no sandbox was created from it. */
 #include "local.h"
-#include "local-sb.h"     /* local_stop_point only */
 
 #include <dirent.h>
 #include <errno.h>
