@@ -144,13 +144,19 @@ static const struct sbx_opt *opt_of(const struct sbx_cmd *cmd, size_t n, int c)
 	return NULL;
 }
 
-/* Run getopt over argv, calling fn per option and marking seen[i] for
- * option i.  Operands are moved to the front of what follows argv[0], in
- * order (getopt's '-' mode hands them out one by one, so that options may
- * follow a subcommand); *first is the index of the first.  Exits for
- * --help and --version. */
-static int scan(const struct sbx_cmd *cmd, size_t n, int argc, char **argv, sbx_opt_fn fn,
-		void *ctx, char *seen, int *first, struct sbx_err *err)
+/* One option as given, for the callback once the row is known. */
+struct given {
+	const struct sbx_opt *opt;
+	const char *arg;
+};
+
+/* Run getopt over argv, recording each option in given[] (in order) and
+ * marking seen[i] for option i.  Operands are moved to the front of what
+ * follows argv[0], in order (getopt's '-' mode hands them out one by one,
+ * so that options may follow a subcommand); *first is the index of the
+ * first.  Exits for --help and --version. */
+static int scan(const struct sbx_cmd *cmd, size_t n, int argc, char **argv,
+		struct given *given, char *seen, int *first, struct sbx_err *err)
 {
 	struct option *lo;
 	char *so;
@@ -195,12 +201,7 @@ static int scan(const struct sbx_cmd *cmd, size_t n, int argc, char **argv, sbx_
 			break;
 		}
 		seen[o - cmd->opts] = 1;
-		if (fn(o->key, optarg, ctx, err) < 0) {
-			if (!err->exit_status && err->kind == SBX_INVALID_REQUEST)
-				err->exit_status = SBX_EXIT_USAGE;
-			rc = -1;
-			break;
-		}
+		*given++ = (struct given){o, optarg};
 	}
 	if (rc == 0) {
 		/* Collected operands first (in order), then the rest after "--". */
@@ -319,6 +320,8 @@ static int check_row(const struct sbx_cmd *cmd, const char *seen, const struct s
 	return 0;
 }
 
+/* The callbacks run after the table's checks, so that a flag given where
+ * it does not go is reported as that, whatever its value. */
 int sbx_cli_parse(const struct sbx_cmd *cmd, int argc, char **argv,
 		  sbx_opt_fn fn, void *ctx, struct sbx_args *a, struct sbx_err *err)
 {
@@ -326,11 +329,18 @@ int sbx_cli_parse(const struct sbx_cmd *cmd, int argc, char **argv,
 	for (const struct sbx_opt *o = cmd->opts; o && o->name; o++)
 		n++;
 	SBX_AUTOFREE char *seen = sbx_xcalloc(n + 1, 1);
+	SBX_AUTOFREE struct given *given = sbx_xcalloc((size_t)argc + 1, sizeof(*given));
 	int first = 0;
 	*a = (struct sbx_args){0};
-	if (scan(cmd, n, argc, argv, fn, ctx, seen, &first, err) < 0)
+	if (scan(cmd, n, argc, argv, given, seen, &first, err) < 0 ||
+	    pick_row(cmd, argc - first, argv + first, a, err) < 0 ||
+	    check_row(cmd, seen, a, err) < 0)
 		return -1;
-	if (pick_row(cmd, argc - first, argv + first, a, err) < 0)
-		return -1;
-	return check_row(cmd, seen, a, err);
+	for (struct given *g = given; g->opt; g++)
+		if (fn(g->opt->key, g->arg, ctx, err) < 0) {
+			if (!err->exit_status && err->kind == SBX_INVALID_REQUEST)
+				err->exit_status = SBX_EXIT_USAGE;
+			return -1;
+		}
+	return 0;
 }
