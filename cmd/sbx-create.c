@@ -13,6 +13,7 @@
 
 #include "app.h"
 #include "cli.h"
+#include "cliopt.h"
 #include "cliutil.h"
 #include "doc.h"
 #include "session.h"
@@ -23,24 +24,24 @@ enum { O_PROFILE, O_TEMPLATE, O_LABEL, O_ENV, O_TIMEOUT, O_ON_TIMEOUT, O_AUTO_RE
        O_WAIT };
 
 static const struct sbx_opt opts[] = {
-	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE},
-	{"template", 't', "ID", "template or snapshot id to start from", O_TEMPLATE},
-	{"label", 'l', "KEY=VALUE", "metadata stored with the sandbox (repeatable)", O_LABEL},
-	{"env", 'e', "KEY[=VALUE]", "environment variable for every command; a bare KEY copies our value (repeatable)", O_ENV},
-	{"timeout", 0, "DURATION", "idle time before the sandbox is paused or killed", O_TIMEOUT},
-	{"on-timeout", 0, "ACTION", "what the idle timer does: pause or kill", O_ON_TIMEOUT},
-	{"auto-resume", 0, NULL, "resume a paused sandbox on the next command (the default)", O_AUTO_RESUME},
-	{"no-auto-resume", 0, NULL, "a paused sandbox waits for sbx-ctl resume", O_NO_AUTO_RESUME},
-	{"memory", 0, "SIZE", "memory limit (e.g. 512M)", O_MEMORY},
-	{"pids", 0, "N", "process limit", O_PIDS},
-	{"cpus", 0, "N", "CPU limit (e.g. 1.5)", O_CPUS},
-	{"disk", 0, "SIZE", "disk budget of the sandbox's own layer (e.g. 2G)", O_DISK},
-	{"allow-internet", 0, NULL, "allow egress (default: no network but lo)", O_INTERNET},
-	{"tenant", 0, "TENANT", "tenant of the session", O_TENANT},
-	{"session", 's', "SESSION", "resolve this session's sandbox", O_SESSION},
-	{"skill-image", 0, NULL, "start from the tenant's skill image (installer)", O_SKILL_IMAGE},
-	{"in", 0, NULL, "read documents from stdin and act once per document", O_IN},
-	{"wait", 0, "DURATION", "session: wait for a busy session lock (default 90s; 0 = no wait)", O_WAIT},
+	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE, SBX_ALL},
+	{"template", 't', "ID", "template or snapshot id to start from", O_TEMPLATE, SBX_ALL},
+	{"label", 'l', "KEY=VALUE", "metadata stored with the sandbox (repeatable)", O_LABEL, SBX_ALL},
+	{"env", 'e', "KEY[=VALUE]", "environment variable for every command; a bare KEY copies our value (repeatable)", O_ENV, SBX_ALL},
+	{"timeout", 0, "DURATION", "idle time before the sandbox is paused or killed", O_TIMEOUT, SBX_ALL},
+	{"on-timeout", 0, "ACTION", "what the idle timer does: pause or kill", O_ON_TIMEOUT, SBX_ALL},
+	{"auto-resume", 0, NULL, "resume a paused sandbox on the next command (the default)", O_AUTO_RESUME, SBX_ALL},
+	{"no-auto-resume", 0, NULL, "a paused sandbox waits for sbx-ctl resume", O_NO_AUTO_RESUME, SBX_ALL},
+	{"memory", 0, "SIZE", "memory limit (e.g. 512M)", O_MEMORY, SBX_ALL},
+	{"pids", 0, "N", "process limit", O_PIDS, SBX_ALL},
+	{"cpus", 0, "N", "CPU limit (e.g. 1.5)", O_CPUS, SBX_ALL},
+	{"disk", 0, "SIZE", "disk budget of the sandbox's own layer (e.g. 2G)", O_DISK, SBX_ALL},
+	{"allow-internet", 0, NULL, "allow egress (default: no network but lo)", O_INTERNET, SBX_ALL},
+	{"tenant", 0, "TENANT", "tenant of the session", O_TENANT, SBX_ALL},
+	{"session", 's', "SESSION", "resolve this session's sandbox", O_SESSION, SBX_ALL},
+	{"skill-image", 0, NULL, "start from the tenant's skill image (installer)", O_SKILL_IMAGE, SBX_ALL},
+	{"in", 0, NULL, "read documents from stdin and act once per document", O_IN, SBX_ALL},
+	{"wait", 0, "DURATION", "session: wait for a busy session lock (default 90s; 0 = no wait)", O_WAIT, SBX_ALL},
 	{0},
 };
 
@@ -208,9 +209,8 @@ int main(int argc, char **argv)
 	struct sbx_err err = {0};
 	o.labels = json_object_new_object();
 	o.env = json_object_new_object();
-	int i = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &err);
-	if (i >= 0 && i < argc)
-		i = sbx_usage_err(&err, "unexpected argument '%s'", argv[i]);
+	struct sbx_args a;
+	int i = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &a, &err);
 	if (i >= 0 && (o.session || o.skill_image) && !o.tenant)
 		i = sbx_usage_err(&err, "--session and --skill-image need --tenant");
 	if (i >= 0 && o.tenant && !o.session && !o.skill_image)

@@ -14,30 +14,44 @@
 #include "app.h"
 #include "binding.h"
 #include "cli.h"
+#include "cliopt.h"
 #include "cliutil.h"
 #include "doc.h"
 #include "util.h"
 
 enum { O_PROFILE, O_ID, O_SECONDS, O_ON_TIMEOUT, O_AUTO_RESUME, O_NO_AUTO_RESUME };
+enum { S_PAUSE, S_RESUME, S_KILL, S_TIMEOUT, S_CAPS };
 
-static const struct sbx_opt opts[] = {
-	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE},
-	{"id", 0, "ID", "act on this sandbox instead of reading documents", O_ID},
-	{"seconds", 0, "N", "timeout: idle seconds before the action (0 = never)", O_SECONDS},
-	{"on-timeout", 0, "ACTION", "timeout: pause or kill when idle (default pause)", O_ON_TIMEOUT},
-	{"auto-resume", 0, NULL, "timeout: resume on the next command after a pause", O_AUTO_RESUME},
-	{"no-auto-resume", 0, NULL, "timeout: stay paused until sbx-ctl resume", O_NO_AUTO_RESUME},
+static const struct sbx_sub subs[] = {
+	[S_PAUSE] = {"pause", "", 0, 0, "freeze the sandbox's processes", NULL},
+	[S_RESUME] = {"resume", "", 0, 0, "thaw a paused sandbox", NULL},
+	[S_KILL] = {"kill", "", 0, 0, "delete the sandbox (one already gone is success)", NULL},
+	[S_TIMEOUT] = {"timeout", "", 0, 0, "set the idle timer and its action", "seconds"},
+	[S_CAPS] = {"caps", "", 0, 0, "show the backend's capabilities and default limits", NULL},
 	{0},
 };
 
-static const char *const subcommands[] = {"pause", "resume", "kill", "timeout", "caps", NULL};
+#define ON_SANDBOX (SBX_SUB(S_PAUSE) | SBX_SUB(S_RESUME) | SBX_SUB(S_KILL) | SBX_SUB(S_TIMEOUT))
+static const struct sbx_opt opts[] = {
+	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE, SBX_ALL},
+	{"id", 0, "ID", "act on this sandbox instead of reading documents", O_ID, ON_SANDBOX},
+	{"seconds", 0, "N", "timeout: idle seconds before the action (0 = never)", O_SECONDS,
+	 SBX_SUB(S_TIMEOUT)},
+	{"on-timeout", 0, "ACTION", "timeout: pause or kill when idle (default pause)", O_ON_TIMEOUT,
+	 SBX_SUB(S_TIMEOUT)},
+	{"auto-resume", 0, NULL, "timeout: resume on the next command after a pause", O_AUTO_RESUME,
+	 SBX_SUB(S_TIMEOUT)},
+	{"no-auto-resume", 0, NULL, "timeout: stay paused until sbx-ctl resume", O_NO_AUTO_RESUME,
+	 SBX_SUB(S_TIMEOUT)},
+	{0},
+};
 
 static const struct sbx_cmd cmd = {
 	.name = "sbx-ctl",
 	.synopsis = "pause|resume|kill|timeout|caps [OPTIONS]",
 	.summary = "Pause, resume, kill or re-time sandboxes; show the backend's capabilities.",
 	.opts = opts,
-	.subcommands = subcommands,
+	.subs = subs,
 };
 
 struct ctl_opts {
@@ -45,7 +59,6 @@ struct ctl_opts {
 	const char *op;
 	const char *id;
 	int64_t seconds;
-	int seconds_set;
 	int pause;
 	int auto_resume;         /* 1 on, 0 off, -1 keep the sandbox's */
 };
@@ -62,7 +75,6 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 		if (*end || n < 0 || end == arg)
 			return sbx_usage_err(err, "--seconds must be a number >= 0");
 		o->seconds = n;
-		o->seconds_set = 1;
 		return 0;
 	}
 	case O_ON_TIMEOUT:
@@ -180,27 +192,15 @@ int main(int argc, char **argv)
 {
 	struct ctl_opts o = {.pause = 1, .auto_resume = -1};
 	struct sbx_err err = {0};
-	int i = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &err);
-	if (i >= 0 && i >= argc)
-		i = sbx_usage_err(&err, "which operation? (pause, resume, kill, timeout, caps)");
-	if (i >= 0) {
-		o.op = argv[i];
-		int known = 0;
-		for (const char *const *s = subcommands; *s; s++)
-			known |= strcmp(*s, o.op) == 0;
-		if (!known)
-			i = sbx_usage_err(&err, "unknown operation '%s'", o.op);
-		else if (i + 1 < argc)
-			i = sbx_usage_err(&err, "unexpected argument '%s'", argv[i + 1]);
-		else if (strcmp(o.op, "timeout") == 0 && !o.seconds_set)
-			i = sbx_usage_err(&err, "timeout needs --seconds");
-		else if (o.auto_resume == 1 && !o.pause)
-			i = sbx_usage_err(&err, "--auto-resume needs --on-timeout pause");
-	}
-	if (i < 0)
+	struct sbx_args a;
+	int rc = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &a, &err);
+	if (rc == 0 && o.auto_resume == 1 && !o.pause)
+		rc = sbx_usage_err(&err, "--auto-resume needs --on-timeout pause");
+	if (rc < 0)
 		return sbx_cli_report(cmd.name, &err);
+	o.op = subs[a.sub].name;
 	int st;
-	if (strcmp(o.op, "caps") == 0) {
+	if (a.sub == S_CAPS) {
 		st = caps_main(&o);
 	} else {
 		json_object *seed = sbx_cli_id_seed(o.id);

@@ -19,6 +19,7 @@
 
 #include "app.h"
 #include "cli.h"
+#include "cliopt.h"
 #include "cliutil.h"
 #include "doc.h"
 #include "util.h"
@@ -27,25 +28,28 @@ enum { O_PROFILE, O_ID, O_ROOT, O_CHECK, O_RAW, O_TIMEOUT, O_ENV, O_CWD, O_STDIN
        O_STDIN_TEXT, O_OUTPUT_CAP };
 
 static const struct sbx_opt opts[] = {
-	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE},
-	{"id", 0, "ID", "act on this sandbox instead of reading documents", O_ID},
-	{"root", 0, NULL, "run as root (reduced capabilities) instead of uid 1000", O_ROOT},
-	{"check", 0, NULL, "a non-zero exit or a timeout is an error (kind failed)", O_CHECK},
-	{"raw", 0, NULL, "stream stdout/stderr and exit with the command's status", O_RAW},
-	{"timeout", 0, "DURATION", "kill the command and all it started after this long", O_TIMEOUT},
-	{"env", 'e', "KEY[=VALUE]", "environment variable for the command; a bare KEY copies our value (repeatable)", O_ENV},
-	{"cwd", 0, "DIR", "working directory inside the sandbox (default /workspace)", O_CWD},
-	{"stdin-file", 0, "PATH", "feed this host file to the command's stdin", O_STDIN_FILE},
-	{"stdin-text", 0, "TEXT", "feed this text to the command's stdin", O_STDIN_TEXT},
-	{"output-cap", 0, "SIZE", "keep at most this much of each stream (default 1M)", O_OUTPUT_CAP},
+	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE, SBX_ALL},
+	{"id", 0, "ID", "act on this sandbox instead of reading documents", O_ID, SBX_ALL},
+	{"root", 0, NULL, "run as root (reduced capabilities) instead of uid 1000", O_ROOT, SBX_ALL},
+	{"check", 0, NULL, "a non-zero exit or a timeout is an error (kind failed)", O_CHECK, SBX_ALL},
+	{"raw", 0, NULL, "stream stdout/stderr and exit with the command's status", O_RAW, SBX_ALL},
+	{"timeout", 0, "DURATION", "kill the command and all it started after this long", O_TIMEOUT, SBX_ALL},
+	{"env", 'e', "KEY[=VALUE]", "environment variable for the command; a bare KEY copies our value (repeatable)", O_ENV, SBX_ALL},
+	{"cwd", 0, "DIR", "working directory inside the sandbox (default /workspace)", O_CWD, SBX_ALL},
+	{"stdin-file", 0, "PATH", "feed this host file to the command's stdin", O_STDIN_FILE, SBX_ALL},
+	{"stdin-text", 0, "TEXT", "feed this text to the command's stdin", O_STDIN_TEXT, SBX_ALL},
+	{"output-cap", 0, "SIZE", "keep at most this much of each stream (default 1M)", O_OUTPUT_CAP, SBX_ALL},
 	{0},
 };
+
+static const struct sbx_sub subs[] = {{"", "-- COMMAND [ARG...]", 1, -1, NULL, NULL}, {0}};
 
 static const struct sbx_cmd cmd = {
 	.name = "sbx-exec",
 	.synopsis = "[OPTIONS] -- COMMAND [ARG...]",
 	.summary = "Run a command in a sandbox and add its result to the document.",
 	.opts = opts,
+	.subs = subs,
 	.stop_at_operand = 1,
 };
 
@@ -285,14 +289,12 @@ int main(int argc, char **argv)
 {
 	struct exec_opts o = {0};
 	struct sbx_err err = {0};
-	int i = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &err);
-	if (i >= 0 && i >= argc)
-		i = sbx_usage_err(&err, "no command given (sbx-exec [OPTIONS] -- COMMAND [ARG...])");
-	if (i < 0) {
+	struct sbx_args a;
+	if (sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &a, &err) < 0) {
 		int st = sbx_cli_report(cmd.name, &err);
 		return o.raw ? SBX_EXIT_RAW_SELF : st;
 	}
-	o.argv = argv + i;
+	o.argv = a.argv;
 	json_object *seed = sbx_cli_id_seed(o.id);
 	int st;
 	if (o.raw) {

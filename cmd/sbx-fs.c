@@ -42,6 +42,7 @@
 
 #include "app.h"
 #include "cli.h"
+#include "cliopt.h"
 #include "cliutil.h"
 #include "doc.h"
 #include "fsconfine.h"
@@ -54,20 +55,35 @@
 #define OUTPUT_DIR "/workspace/output"
 
 enum { O_PROFILE, O_ID, O_ROOT, O_MODE, O_RECURSIVE, O_MAX };
+enum sub { S_PUT, S_GET, S_LS, S_STAT, S_MKDIR, S_RM, S_MV, S_CAT, S_RESTORE, S_COLLECT };
 
-static const struct sbx_opt opts[] = {
-	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE},
-	{"id", 0, "ID", "act on this sandbox instead of reading documents", O_ID},
-	{"root", 0, NULL, "act as root (default: as uid 1000); not for restore", O_ROOT},
-	{"mode", 'm', "MODE", "octal permission bits for put (a file) and mkdir", O_MODE},
-	{"recursive", 'r', NULL, "rm: remove a folder and everything below it", O_RECURSIVE},
-	{"max", 0, "SIZE", "cat: largest file to read (default 1M); get, collect: bytes (default 1G)",
-	 O_MAX},
+static const struct sbx_sub subs[] = {
+	[S_PUT] = {"put", "SRC DEST", 2, 2, "copy a host file or folder (or - with --id: stdin) into the sandbox", NULL},
+	[S_GET] = {"get", "SRC DEST", 2, 2, "copy a sandbox file or folder to the host (or - with --id: stdout)", NULL},
+	[S_LS] = {"ls", "PATH", 1, 1, "list a folder", NULL},
+	[S_STAT] = {"stat", "PATH", 1, 1, "describe one path", NULL},
+	[S_MKDIR] = {"mkdir", "PATH", 1, 1, "make a folder and its parents", NULL},
+	[S_RM] = {"rm", "PATH", 1, 1, "remove a file (or a folder, with -r)", NULL},
+	[S_MV] = {"mv", "FROM TO", 2, 2, "move or rename inside the sandbox", NULL},
+	[S_CAT] = {"cat", "PATH", 1, 1, "read a file into the document", NULL},
+	[S_RESTORE] = {"restore", "HOSTDIR", 1, 1, "put HOSTDIR's files into /workspace/input", NULL},
+	[S_COLLECT] = {"collect", "HOSTDIR", 1, 1, "get /workspace/output into HOSTDIR", NULL},
 	{0},
 };
 
-static const char *const subcommands[] = {
-	"put", "get", "ls", "stat", "mkdir", "rm", "mv", "cat", "restore", "collect", NULL,
+#define ALL_BUT_RESTORE (~0u & ~SBX_SUB(S_RESTORE))
+static const struct sbx_opt opts[] = {
+	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE, SBX_ALL},
+	{"id", 0, "ID", "act on this sandbox instead of reading documents", O_ID, SBX_ALL},
+	{"root", 0, NULL, "act as root (default: as uid 1000); not for restore", O_ROOT,
+	 ALL_BUT_RESTORE},
+	{"mode", 'm', "MODE", "octal permission bits for put (a file) and mkdir", O_MODE,
+	 SBX_SUB(S_PUT) | SBX_SUB(S_MKDIR)},
+	{"recursive", 'r', NULL, "rm: remove a folder and everything below it", O_RECURSIVE,
+	 SBX_SUB(S_RM)},
+	{"max", 0, "SIZE", "cat: largest file to read (default 1M); get, collect: bytes (default 1G)",
+	 O_MAX, SBX_SUB(S_CAT) | SBX_SUB(S_GET) | SBX_SUB(S_COLLECT)},
+	{0},
 };
 
 static const struct sbx_cmd cmd = {
@@ -76,11 +92,8 @@ static const struct sbx_cmd cmd = {
 	.summary = "Copy files between the host and a sandbox; list, stat, read, "
 		   "make, remove and move the sandbox's files.",
 	.opts = opts,
-	.subcommands = subcommands,
+	.subs = subs,
 };
-
-enum sub { S_PUT, S_GET, S_LS, S_STAT, S_MKDIR, S_RM, S_MV, S_CAT, S_RESTORE, S_COLLECT };
-static const int sub_nargs[] = {2, 2, 1, 1, 1, 1, 2, 1, 1, 1};
 
 struct fs_opts {
 	struct sbx_app app;
@@ -683,7 +696,7 @@ static int fs_one(json_object *doc, void *ctx, struct sbx_err *err)
 		return -1;
 	}
 	json_object *res = json_object_new_object();
-	sbx_json_set_str(res, "op", subcommands[o->sub]);
+	sbx_json_set_str(res, "op", subs[o->sub].name);
 	int rc = 0;
 	switch (o->sub) {
 	case S_PUT:
@@ -797,46 +810,20 @@ int main(int argc, char **argv)
 {
 	struct fs_opts o = {0};
 	struct sbx_err err = {0};
-	int i = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &err);
-	if (i < 0)
+	struct sbx_args a;
+	if (sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &a, &err) < 0)
 		return sbx_cli_report(cmd.name, &err);
-	if (i >= argc) {
-		sbx_usage_err(&err, "a command is needed: put get ls stat mkdir rm mv cat restore collect");
-		return sbx_cli_report(cmd.name, &err);
-	}
-	int s = -1;
-	for (int k = 0; subcommands[k]; k++)
-		if (!strcmp(argv[i], subcommands[k]))
-			s = k;
-	if (s < 0) {
-		sbx_usage_err(&err, "unknown command '%s'", argv[i]);
-		return sbx_cli_report(cmd.name, &err);
-	}
-	o.sub = (enum sub)s;
-	int nops = argc - i - 1;
-	if (nops != sub_nargs[s]) {
-		sbx_usage_err(&err, "%s takes %d argument%s, got %d", subcommands[s], sub_nargs[s],
-			      sub_nargs[s] == 1 ? "" : "s", nops);
-		return sbx_cli_report(cmd.name, &err);
-	}
-	o.a = argv[i + 1];
-	o.b = nops > 1 ? argv[i + 2] : NULL;
-	if (o.root && s == S_RESTORE)
-		i = sbx_usage_err(&err, "--root does not apply to restore (attachments belong to uid 1000)");
-	else if (o.mode_set && !(s == S_PUT || s == S_MKDIR))
-		i = sbx_usage_err(&err, "--mode applies to put and mkdir");
-	else if (o.recursive && s != S_RM)
-		i = sbx_usage_err(&err, "-r applies to rm");
-	else if (o.max_set && !(s == S_CAT || s == S_GET || s == S_COLLECT))
-		i = sbx_usage_err(&err, "--max applies to cat, get and collect");
-	else if (s == S_PUT && !strcmp(o.a, "-") && !o.id)
-		i = sbx_usage_err(&err, "put - (bytes on stdin) needs --id: without it stdin carries documents");
-	else if (s == S_GET && !strcmp(o.b, "-") && !o.id)
-		i = sbx_usage_err(&err, "get SRC - (bytes on stdout) needs --id: without it stdout carries documents");
-	if (i < 0)
-		return sbx_cli_report(cmd.name, &err);
-	if (s == S_PUT && !strcmp(o.a, "-") &&
-	    sbx_read_all_fd(0, FS_MAX_FILE, &o.stdin_data, &o.stdin_len, &err) < 0)
+	o.sub = (enum sub)a.sub;
+	o.a = a.argv[0];
+	o.b = a.argc > 1 ? a.argv[1] : NULL;
+	int rc = 0;
+	if (o.sub == S_PUT && !strcmp(o.a, "-") && !o.id)
+		rc = sbx_usage_err(&err, "put - (bytes on stdin) needs --id: without it stdin carries documents");
+	else if (o.sub == S_GET && !strcmp(o.b, "-") && !o.id)
+		rc = sbx_usage_err(&err, "get SRC - (bytes on stdout) needs --id: without it stdout carries documents");
+	else if (o.sub == S_PUT && !strcmp(o.a, "-"))
+		rc = sbx_read_all_fd(0, FS_MAX_FILE, &o.stdin_data, &o.stdin_len, &err);
+	if (rc < 0)
 		return sbx_cli_report(cmd.name, &err);
 
 	json_object *seed = sbx_cli_id_seed(o.id);

@@ -19,6 +19,7 @@
 #include "app.h"
 #include "binding.h"
 #include "cli.h"
+#include "cliopt.h"
 #include "doc.h"
 #include "keys.h"
 #include "lease.h"
@@ -26,23 +27,34 @@
 #include "util.h"
 
 enum { O_PROFILE, O_TENANT, O_SESSION, O_WAIT };
+enum { S_BEGIN, S_END, S_STATUS, S_STALE, S_LOCK };
 
-static const struct sbx_opt opts[] = {
-	{"profile", 'p', "NAME", "use this configuration profile (its Redis and prefix)", O_PROFILE},
-	{"tenant", 0, "TENANT", "the tenant", O_TENANT},
-	{"session", 's', "SESSION", "the session (begin, end, status, lock)", O_SESSION},
-	{"wait", 'w', "DURATION", "lock: wait this long for a busy lock (default: fail at once)", O_WAIT},
+static const struct sbx_sub subs[] = {
+	[S_BEGIN] = {"begin", "", 0, 0, "start a turn on the session", NULL},
+	[S_END] = {"end", "", 0, 0, "end a turn on the session", NULL},
+	[S_STATUS] = {"status", "", 0, 0, "show the session's turn lease", NULL},
+	[S_STALE] = {"stale", "", 0, 0, "mark the tenant's bindings stale", NULL},
+	[S_LOCK] = {"lock", "-- COMMAND [ARG...]", 1, -1, "run COMMAND holding the session's lock",
+		     "tenant session"},
 	{0},
 };
 
-static const char *const subcommands[] = {"begin", "end", "status", "stale", "lock", NULL};
+static const struct sbx_opt opts[] = {
+	{"profile", 'p', "NAME", "use this configuration profile (its Redis and prefix)", O_PROFILE, SBX_ALL},
+	{"tenant", 0, "TENANT", "the tenant", O_TENANT, SBX_ALL},
+	{"session", 's', "SESSION", "the session (begin, end, status, lock)", O_SESSION,
+	 ~SBX_SUB(S_STALE)},
+	{"wait", 'w', "DURATION", "lock: wait this long for a busy lock (default: fail at once)", O_WAIT,
+	 SBX_SUB(S_LOCK)},
+	{0},
+};
 
 static const struct sbx_cmd cmd = {
 	.name = "sbx-lease",
 	.synopsis = "begin|end|status|stale|lock [OPTIONS] [-- COMMAND [ARG...]]",
 	.summary = "Turn leases, stale marking, and running a command under a session's lock.",
 	.opts = opts,
-	.subcommands = subcommands,
+	.subs = subs,
 };
 
 struct lease_opts {
@@ -215,34 +227,17 @@ int main(int argc, char **argv)
 {
 	struct lease_opts o = {0};
 	struct sbx_err err = {0};
+	struct sbx_args a;
 	signal(SIGPIPE, SIG_IGN);
-	int i = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &err);
-	if (i >= 0 && i >= argc)
-		i = sbx_usage_err(&err, "which command? begin, end, status, stale or lock");
-	if (i >= 0) {
-		o.sub = argv[i++];
-		int known = 0;
-		for (const char *const *s = subcommands; *s; s++)
-			known |= strcmp(*s, o.sub) == 0;
-		if (!known)
-			i = sbx_usage_err(&err, "unknown command '%s'", o.sub);
-	}
-	int is_lock = i >= 0 && strcmp(o.sub, "lock") == 0;
-	if (i >= 0 && is_lock && i >= argc)
-		i = sbx_usage_err(&err, "lock needs a command after --");
-	if (i >= 0 && !is_lock && i < argc)
-		i = sbx_usage_err(&err, "unexpected argument '%s'", argv[i]);
-	if (i >= 0 && is_lock && (!o.tenant || !o.session))
-		i = sbx_usage_err(&err, "lock needs --tenant and --session");
-	if (i >= 0 && o.session && !strcmp(o.sub, "stale"))
-		i = sbx_usage_err(&err, "stale acts on a whole tenant; drop --session");
-	if (i >= 0 && !o.tenant && o.session)
-		i = sbx_usage_err(&err, "--session needs --tenant");
-	if (i < 0)
+	int rc = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &a, &err);
+	if (rc == 0 && !o.tenant && o.session)
+		rc = sbx_usage_err(&err, "--session needs --tenant");
+	if (rc < 0)
 		return sbx_cli_report(cmd.name, &err);
+	o.sub = subs[a.sub].name;
 	int st;
-	if (is_lock) {
-		st = run_locked(&o, argv + i);
+	if (a.sub == S_LOCK) {
+		st = run_locked(&o, a.argv);
 	} else {
 		json_object *seed = o.tenant ? json_object_new_object() : NULL;
 		st = sbx_cli_run_docs(cmd.name, seed, lease_one, &o);

@@ -11,6 +11,7 @@
 
 #include "app.h"
 #include "cli.h"
+#include "cliopt.h"
 #include "cliutil.h"
 #include "doc.h"
 #include "util.h"
@@ -18,11 +19,11 @@
 enum { O_PROFILE, O_ALL, O_LABEL, O_STATE, O_ID };
 
 static const struct sbx_opt opts[] = {
-	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE},
-	{"all", 'a', NULL, "include dead and terminal sandboxes", O_ALL},
-	{"label", 'l', "KEY=VALUE", "only sandboxes with this metadata pair (repeatable)", O_LABEL},
-	{"state", 0, "STATE", "only sandboxes in this state (repeatable)", O_STATE},
-	{"id", 0, "ID", "show this one sandbox (not found is an error)", O_ID},
+	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE, SBX_ALL},
+	{"all", 'a', NULL, "include dead and terminal sandboxes", O_ALL, SBX_ALL},
+	{"label", 'l', "KEY=VALUE", "only sandboxes with this metadata pair (repeatable)", O_LABEL, SBX_ALL},
+	{"state", 0, "STATE", "only sandboxes in this state (repeatable)", O_STATE, SBX_ALL},
+	{"id", 0, "ID", "show this one sandbox (not found is an error)", O_ID, SBX_ALL},
 	{0},
 };
 
@@ -121,9 +122,8 @@ int main(int argc, char **argv)
 	struct ls_opts o = {0};
 	struct sbx_err err = {0};
 	o.labels = json_object_new_object();
-	int i = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &err);
-	if (i >= 0 && i < argc)
-		i = sbx_usage_err(&err, "unexpected argument '%s'", argv[i]);
+	struct sbx_args a;
+	int i = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &a, &err);
 	if (i < 0) {
 		json_object_put(o.labels);
 		return sbx_cli_report(cmd.name, &err);

@@ -13,6 +13,7 @@
 
 #include "app.h"
 #include "cli.h"
+#include "cliopt.h"
 #include "doc.h"
 #include "keys.h"
 #include "reap.h"
@@ -21,15 +22,15 @@
 enum { O_PROFILE, O_TENANT, O_ALL, O_GRACE, O_DRY, O_MAX, O_METRICS, O_FORCE, O_ADOPT };
 
 static const struct sbx_opt opts[] = {
-	{"tenant", 0, "TENANT", "reap this tenant's sandboxes only", O_TENANT},
-	{"all-tenants", 0, NULL, "reap every tenant's sandboxes, and unreferenced snapshots", O_ALL},
-	{"grace", 0, "DURATION", "never delete anything younger than this (default 10m)", O_GRACE},
-	{"dry-run", 'n', NULL, "report what would be deleted; delete nothing", O_DRY},
-	{"max-delete", 0, "N", "delete at most N objects in this run", O_MAX},
-	{"metrics-file", 0, "PATH", "also write Prometheus text metrics here (atomically)", O_METRICS},
-	{"force", 0, NULL, "delete even when a tenant looks like Redis lost its data", O_FORCE},
-	{"adopt-legacy", 0, NULL, "also judge sandboxes and snapshots that carry no keyspace id", O_ADOPT},
-	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE},
+	{"tenant", 0, "TENANT", "reap this tenant's sandboxes only", O_TENANT, SBX_ALL},
+	{"all-tenants", 0, NULL, "reap every tenant's sandboxes, and unreferenced snapshots", O_ALL, SBX_ALL},
+	{"grace", 0, "DURATION", "never delete anything younger than this (default 10m)", O_GRACE, SBX_ALL},
+	{"dry-run", 'n', NULL, "report what would be deleted; delete nothing", O_DRY, SBX_ALL},
+	{"max-delete", 0, "N", "delete at most N objects in this run", O_MAX, SBX_ALL},
+	{"metrics-file", 0, "PATH", "also write Prometheus text metrics here (atomically)", O_METRICS, SBX_ALL},
+	{"force", 0, NULL, "delete even when a tenant looks like Redis lost its data", O_FORCE, SBX_ALL},
+	{"adopt-legacy", 0, NULL, "also judge sandboxes and snapshots that carry no keyspace id", O_ADOPT, SBX_ALL},
+	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE, SBX_ALL},
 	{0},
 };
 
@@ -83,9 +84,8 @@ int main(int argc, char **argv)
 	struct sbx_err err = {0};
 	c.o.grace_ms = SBX_REAP_GRACE_DEFAULT_MS;
 	c.o.max_delete = -1;
-	int i = sbx_cli_parse(&cmd, argc, argv, on_opt, &c, &err);
-	if (i >= 0 && i < argc)
-		i = sbx_usage_err(&err, "unexpected argument '%s'", argv[i]);
+	struct sbx_args a;
+	int i = sbx_cli_parse(&cmd, argc, argv, on_opt, &c, &a, &err);
 	if (i >= 0 && !!c.o.tenant == !!c.o.all_tenants)
 		i = sbx_usage_err(&err, "say which sandboxes to judge: --tenant T or --all-tenants");
 	if (i < 0)

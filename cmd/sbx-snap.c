@@ -27,6 +27,7 @@
 
 #include "app.h"
 #include "cli.h"
+#include "cliopt.h"
 #include "cliutil.h"
 #include "doc.h"
 #include "ledger.h"
@@ -35,32 +36,47 @@
 
 enum { O_PROFILE, O_NAME, O_ID, O_FORCE, O_TENANT, O_SKILL, O_REMOVE_SKILL, O_CLEAN,
        O_SEAL, O_FLATTEN_ABOVE, O_RECOVER, O_GRACE, O_DRY_RUN };
+enum { S_TAKE, S_LS, S_SHOW, S_RM, S_FLATTEN };
 
-static const struct sbx_opt opts[] = {
-	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE},
-	{"name", 'n', "NAME", "name stored with the new snapshot (take, flatten)", O_NAME},
-	{"id", 'i', "ID", "snapshot this sandbox instead of reading documents", O_ID},
-	{"force", 'f', NULL, "rm: also delete the snapshots stacked on it, or an image in use",
-	 O_FORCE},
-	{"tenant", 0, "TENANT", "skills: the tenant whose skill image this is", O_TENANT},
-	{"skill", 0, "NAME", "skills: snapshot the installer with skill NAME (ledger first)",
-	 O_SKILL},
-	{"remove-skill", 0, "NAME", "skills: remove skill NAME from the image, then snapshot",
-	 O_REMOVE_SKILL},
-	{"clean-scratch", 0, NULL, "skills: empty /workspace, /tmp and package caches first",
-	 O_CLEAN},
-	{"seal", 0, "PATH", "skills: the tree to make root-owned and read-only "
-	 "(default /opt/sbx/skills/NAME)", O_SEAL},
-	{"flatten-above", 0, "N", "skills: flatten the new image when it has more than N layers",
-	 O_FLATTEN_ABOVE},
-	{"recover", 0, NULL, "skills: complete or fail half-done ledger rows", O_RECOVER},
-	{"grace", 0, "DURATION", "--recover: age before a row with no snapshot fails (default 10m)",
-	 O_GRACE},
-	{"dry-run", 0, NULL, "--recover: report what would be done, change nothing", O_DRY_RUN},
+/* With --tenant, ls, show, rm and flatten take no ID: the operand counts
+ * below allow both, and check_skill_form() holds each form to its own. */
+static const struct sbx_sub subs[] = {
+	[S_TAKE] = {"", "", 0, 0, "snapshot each sandbox read on stdin (or --id's); with --tenant "
+		    "and --skill or --remove-skill, the tenant's skill image; --recover", NULL},
+	[S_LS] = {"ls", "", 0, 0, "one document per snapshot (with --tenant: the ledger)", NULL},
+	[S_SHOW] = {"show", "ID", 0, 1, "one snapshot (with --tenant and no ID: the image)", NULL},
+	[S_RM] = {"rm", "ID", 0, 1, "delete a snapshot (with --tenant: --skill NAME's row)", NULL},
+	[S_FLATTEN] = {"flatten", "ID", 0, 1, "one layer instead of a chain (with --tenant: "
+		       "the image)", NULL},
 	{0},
 };
 
-static const char *const subcommands[] = {"ls", "show", "rm", "flatten", NULL};
+#define TAKE SBX_SUB(S_TAKE)
+static const struct sbx_opt opts[] = {
+	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE, SBX_ALL},
+	{"name", 'n', "NAME", "name stored with the new snapshot (take, flatten)", O_NAME,
+	 TAKE | SBX_SUB(S_FLATTEN)},
+	{"id", 'i', "ID", "snapshot this sandbox instead of reading documents", O_ID, TAKE},
+	{"force", 'f', NULL, "rm: also delete the snapshots stacked on it, or an image in use",
+	 O_FORCE, SBX_SUB(S_RM)},
+	{"tenant", 0, "TENANT", "skills: the tenant whose skill image this is", O_TENANT, SBX_ALL},
+	{"skill", 0, "NAME", "skills: snapshot the installer with skill NAME (ledger first)",
+	 O_SKILL, TAKE | SBX_SUB(S_RM)},
+	{"remove-skill", 0, "NAME", "skills: remove skill NAME from the image, then snapshot",
+	 O_REMOVE_SKILL, TAKE},
+	{"clean-scratch", 0, NULL, "skills: empty /workspace, /tmp and package caches first",
+	 O_CLEAN, TAKE},
+	{"seal", 0, "PATH", "skills: the tree to make root-owned and read-only "
+	 "(default /opt/sbx/skills/NAME)", O_SEAL, TAKE},
+	{"flatten-above", 0, "N", "skills: flatten the new image when it has more than N layers",
+	 O_FLATTEN_ABOVE, TAKE},
+	{"recover", 0, NULL, "skills: complete or fail half-done ledger rows", O_RECOVER, TAKE},
+	{"grace", 0, "DURATION", "--recover: age before a row with no snapshot fails (default 10m)",
+	 O_GRACE, TAKE},
+	{"dry-run", 0, NULL, "--recover: report what would be done, change nothing", O_DRY_RUN,
+	 TAKE},
+	{0},
+};
 
 static const struct sbx_cmd cmd = {
 	.name = "sbx-snap",
@@ -72,7 +88,7 @@ static const struct sbx_cmd cmd = {
 		    "flatten --tenant T",
 	.summary = "Freeze sandboxes into snapshots; list, show, delete and flatten snapshots.",
 	.opts = opts,
-	.subcommands = subcommands,
+	.subs = subs,
 };
 
 struct snap_opts {
@@ -453,12 +469,6 @@ static int release_for_rm(struct snap_opts *o, const char *id, struct sbx_err *e
 	return sbx_skill_release_snapshot(r, id, o->force, NULL, err) < 0 ? -1 : 0;
 }
 
-static int fail_usage(struct sbx_err *err, const char *msg)
-{
-	sbx_usage_err(err, "%s", msg);
-	return sbx_cli_report(cmd.name, err);
-}
-
 /* The end of main for a mode that writes its own documents: a failure
  * (rc < 0) is reported with an error document, except a closed stdout
  * (exit 74, quietly: there is no reader).  Closes what the mode opened. */
@@ -469,101 +479,89 @@ static int finish(struct snap_opts *o, int rc, struct sbx_err *err)
 	return st;
 }
 
+/* What the masks cannot say: the skill forms (--tenant, --skill,
+ * --remove-skill, --recover) against each other, and the ID that the
+ * plain commands need and the --tenant ones refuse.  *skill is set when a
+ * skill form was asked for. */
+static int check_form(struct snap_opts *o, const struct sbx_args *a, int *skill,
+		      struct sbx_err *err)
+{
+	int sub = a->sub;
+	*skill = o->tenant || o->skill || o->remove_skill || o->clean_scratch || o->seal ||
+		 o->flatten_above || o->recover || o->grace_ms || o->dry_run;
+	if (!*skill)
+		return sub != S_TAKE && sub != S_LS && a->argc != 1 ?
+			sbx_usage_err(err, "this command takes one ID") : 0;
+	if (o->recover)
+		return o->skill || o->remove_skill || o->id || o->name || o->clean_scratch ||
+		       o->seal || o->flatten_above ?
+			sbx_usage_err(err, "--recover takes only --tenant, --grace and --dry-run") : 0;
+	if (o->grace_ms || o->dry_run)
+		return sbx_usage_err(err, "--grace and --dry-run belong to --recover");
+	if (!o->tenant)
+		return sbx_usage_err(err, "skill options need --tenant");
+	if (sub == S_TAKE) {
+		if (!o->skill == !o->remove_skill)
+			return sbx_usage_err(err, "give exactly one of --skill and --remove-skill");
+		if (o->name)
+			return sbx_usage_err(err, "--name does not apply to skill snapshots");
+		if (o->remove_skill && o->seal)
+			return sbx_usage_err(err, "--seal applies to --skill");
+		return 0;
+	}
+	if (a->argc != 0)
+		return sbx_usage_err(err, "with --tenant, commands take no ID");
+	if (o->name)
+		return sbx_usage_err(err, "--name belongs to taking or flattening a snapshot");
+	if (sub == S_RM && !o->skill)
+		return sbx_usage_err(err, "rm --tenant needs --skill NAME");
+	return 0;
+}
+
+/* The plain commands, on the profile's backend. */
+static int run_plain(struct snap_opts *o, const struct sbx_args *a, struct sbx_err *err)
+{
+	struct sbx_backend *b;
+	if (sbx_app_backend(&o->app, NULL, &b, err) < 0)
+		return -1;
+	switch (a->sub) {
+	case S_LS: return do_ls(b, NULL, err);
+	case S_SHOW: return do_ls(b, a->argv[0], err);
+	case S_RM: return do_rm(o, b, a->argv[0], err);
+	default: return do_flatten(o, b, a->argv[0], err);
+	}
+}
+
+/* The --tenant commands. */
+static int run_tenant(struct snap_opts *o, int sub, struct sbx_err *err)
+{
+	switch (sub) {
+	case S_LS: return do_tenant_view(o, 0, err);
+	case S_SHOW: return do_tenant_view(o, 1, err);
+	case S_RM: return do_tenant_change(o, 0, err);
+	default: return do_tenant_change(o, 1, err);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct snap_opts o = {0};
 	struct sbx_err err = {0};
-	int i = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &err);
-	if (i < 0)
+	struct sbx_args a;
+	int skill;
+	if (sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &a, &err) < 0 ||
+	    check_form(&o, &a, &skill, &err) < 0)
 		return sbx_cli_report(cmd.name, &err);
-	const char *sub = i < argc ? argv[i] : NULL;
-	int nargs = argc - i - 1;
-	const char *arg = nargs >= 1 ? argv[i + 1] : NULL;
-
-	int skill_flags = o.skill || o.remove_skill || o.clean_scratch || o.seal ||
-			  o.flatten_above || o.recover || o.grace_ms || o.dry_run;
 	if (!o.grace_ms)
 		o.grace_ms = SBX_LEDGER_GRACE_DEFAULT_MS;
-	if (o.tenant || skill_flags) {
-		int rc = 0;
-		if (o.recover) {
-			if (sub || o.skill || o.remove_skill || o.id || o.name || o.force ||
-			    o.clean_scratch || o.seal || o.flatten_above)
-				return fail_usage(&err, "--recover takes only --tenant, --grace and --dry-run");
-			rc = do_recover(&o, &err);
-		} else if ((o.grace_ms != SBX_LEDGER_GRACE_DEFAULT_MS && !o.skill && !o.remove_skill) ||
-			   o.dry_run) {
-			return fail_usage(&err, "--grace and --dry-run belong to --recover");
-		} else if (!o.tenant) {
-			return fail_usage(&err, "skill options need --tenant");
-		} else if (!sub) {
-			if (!o.skill == !o.remove_skill)
-				return fail_usage(&err, "give exactly one of --skill and --remove-skill");
-			if (o.name || o.force)
-				return fail_usage(&err, "--name and --force do not apply to skill snapshots");
-			if (o.remove_skill && o.seal)
-				return fail_usage(&err, "--seal applies to --skill");
-			json_object *seed = sbx_cli_id_seed(o.id);
-			int st = sbx_cli_run_docs(cmd.name, seed, skill_one, &o);
-			json_object_put(seed);
-			sbx_app_close(&o.app);
-			return st;
-		} else if (nargs != 0) {
-			return fail_usage(&err, "with --tenant, commands take no ID");
-		} else if (o.remove_skill || o.clean_scratch || o.seal || o.flatten_above || o.id ||
-			   o.name) {
-			return fail_usage(&err, "this option belongs to taking a skill snapshot");
-		} else if (!strcmp(sub, "ls") || !strcmp(sub, "show")) {
-			if (o.skill || o.force)
-				return fail_usage(&err, "ls and show --tenant take no --skill or --force");
-			rc = do_tenant_view(&o, !strcmp(sub, "show"), &err);
-		} else if (!strcmp(sub, "rm")) {
-			if (!o.skill)
-				return fail_usage(&err, "rm --tenant needs --skill NAME");
-			rc = do_tenant_change(&o, 0, &err);
-		} else if (!strcmp(sub, "flatten")) {
-			if (o.skill || o.force)
-				return fail_usage(&err, "flatten --tenant takes no --skill or --force");
-			rc = do_tenant_change(&o, 1, &err);
-		} else {
-			sbx_usage_err(&err, "unknown command '%s'", sub);
-			return sbx_cli_report(cmd.name, &err);
-		}
-		return finish(&o, rc, &err);
-	}
-
-	if (!sub) {
-		if (o.force)
-			return fail_usage(&err, "--force belongs to rm");
+	if (a.sub == S_TAKE && !o.recover) {
 		json_object *seed = sbx_cli_id_seed(o.id);
-		int st = sbx_cli_run_docs(cmd.name, seed, take_one, &o);
+		int st = sbx_cli_run_docs(cmd.name, seed, skill ? skill_one : take_one, &o);
 		json_object_put(seed);
 		sbx_app_close(&o.app);
 		return st;
 	}
-	int is_ls = !strcmp(sub, "ls");
-	if (!is_ls && strcmp(sub, "show") && strcmp(sub, "rm") && strcmp(sub, "flatten")) {
-		sbx_usage_err(&err, "unknown command '%s'", sub);
-		return sbx_cli_report(cmd.name, &err);
-	}
-	if (nargs != (is_ls ? 0 : 1))
-		return fail_usage(&err, is_ls ? "ls takes no arguments" : "this command takes one ID");
-	if (o.id)
-		return fail_usage(&err, "--id is for taking a snapshot");
-	if (o.force && strcmp(sub, "rm"))
-		return fail_usage(&err, "--force belongs to rm");
-	if (o.name && strcmp(sub, "flatten"))
-		return fail_usage(&err, "--name is for taking or flattening a snapshot");
-
-	struct sbx_backend *b;
-	int rc = sbx_app_backend(&o.app, NULL, &b, &err);
-	if (rc == 0) {
-		if (is_ls || !strcmp(sub, "show"))
-			rc = do_ls(b, arg, &err);
-		else if (!strcmp(sub, "rm"))
-			rc = do_rm(&o, b, arg, &err);
-		else
-			rc = do_flatten(&o, b, arg, &err);
-	}
+	int rc = o.recover ? do_recover(&o, &err) :
+		 skill ? run_tenant(&o, a.sub, &err) : run_plain(&o, &a, &err);
 	return finish(&o, rc, &err);
 }

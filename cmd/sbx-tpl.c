@@ -14,26 +14,36 @@
 
 #include "app.h"
 #include "cli.h"
+#include "cliopt.h"
 #include "doc.h"
 #include "util.h"
 
 enum { O_PROFILE, O_FILE, O_DIR };
+enum { S_LS, S_SHOW, S_IMPORT, S_RM };
 
-static const struct sbx_opt opts[] = {
-	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE},
-	{"file", 'f', "PATH", "import: read the rootfs tarball from PATH (default: stdin)", O_FILE},
-	{"dir", 'd', "PATH", "import: copy the rootfs from the host folder PATH", O_DIR},
+static const struct sbx_sub subs[] = {
+	[S_LS] = {"ls", "", 0, 0, "one document per template", NULL},
+	[S_SHOW] = {"show", "ID", 1, 1, "one template", NULL},
+	[S_IMPORT] = {"import", "NAME [-]", 1, 2, "make a template from a rootfs tarball or folder", NULL},
+	[S_RM] = {"rm", "ID", 1, 1, "delete a template", NULL},
 	{0},
 };
 
-static const char *const subcommands[] = {"ls", "show", "import", "rm", NULL};
+static const struct sbx_opt opts[] = {
+	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE, SBX_ALL},
+	{"file", 'f', "PATH", "import: read the rootfs tarball from PATH (default: stdin)", O_FILE,
+	 SBX_SUB(S_IMPORT)},
+	{"dir", 'd', "PATH", "import: copy the rootfs from the host folder PATH", O_DIR,
+	 SBX_SUB(S_IMPORT)},
+	{0},
+};
 
 static const struct sbx_cmd cmd = {
 	.name = "sbx-tpl",
 	.synopsis = "ls | show ID | import NAME [--file PATH | --dir PATH | -] | rm ID",
 	.summary = "List, show, import and delete templates (snapshots are never listed).",
 	.opts = opts,
-	.subcommands = subcommands,
+	.subs = subs,
 };
 
 struct tpl_opts {
@@ -154,47 +164,28 @@ int main(int argc, char **argv)
 {
 	struct tpl_opts o = {0};
 	struct sbx_err err = {0};
-	int i = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &err);
-	if (i < 0)
+	struct sbx_args a;
+	int rc = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &a, &err);
+	if (rc == 0 && a.argc == 2 && strcmp(a.argv[1], "-") != 0)
+		rc = sbx_usage_err(&err, "unexpected argument '%s'", a.argv[1]);
+	else if (rc == 0 && a.argc == 2 && (o.file || o.dir))
+		rc = sbx_usage_err(&err, "'-' excludes --file and --dir");
+	else if (rc == 0 && o.file && o.dir)
+		rc = sbx_usage_err(&err, "--file and --dir exclude each other");
+	if (rc < 0)
 		return sbx_cli_report(cmd.name, &err);
-	const char *sub = i < argc ? argv[i] : NULL;
-	int nargs = argc - i - 1;
-	const char *arg = nargs >= 1 ? argv[i + 1] : NULL;
-	int want = sub && strcmp(sub, "ls") == 0 ? 0 : 1;
-	if (!sub) {
-		sbx_cli_help(&cmd, stderr);
-		return SBX_EXIT_USAGE;
-	}
-	if (strcmp(sub, "ls") && strcmp(sub, "show") && strcmp(sub, "import") && strcmp(sub, "rm"))
-		return sbx_usage_err(&err, "unknown command '%s'", sub), sbx_cli_report(cmd.name, &err);
-	if (strcmp(sub, "import") == 0 && nargs == 2 && strcmp(argv[i + 2], "-") == 0) {
-		if (o.file || o.dir)
-			return sbx_usage_err(&err, "'-' excludes --file and --dir"),
-			       sbx_cli_report(cmd.name, &err);
+	if (a.argc == 2)
 		o.file = "-";
-		nargs = 1;
-	}
-	if (nargs != want)
-		return sbx_usage_err(&err, "%s takes %s", sub, want ? "one argument" : "no arguments"),
-		       sbx_cli_report(cmd.name, &err);
-	if ((o.file || o.dir) && strcmp(sub, "import") != 0)
-		return sbx_usage_err(&err, "--file and --dir belong to import"),
-		       sbx_cli_report(cmd.name, &err);
-	if (o.file && o.dir)
-		return sbx_usage_err(&err, "--file and --dir exclude each other"),
-		       sbx_cli_report(cmd.name, &err);
 
 	struct sbx_backend *b;
-	int rc = sbx_app_backend(&o.app, NULL, &b, &err);
+	rc = sbx_app_backend(&o.app, NULL, &b, &err);
 	if (rc == 0) {
-		if (!strcmp(sub, "ls"))
-			rc = do_ls(b, &err);
-		else if (!strcmp(sub, "show"))
-			rc = do_show(b, arg, &err);
-		else if (!strcmp(sub, "import"))
-			rc = do_import(&o, b, arg, &err);
-		else
-			rc = do_rm(b, arg, &err);
+		switch (a.sub) {
+		case S_LS: rc = do_ls(b, &err); break;
+		case S_SHOW: rc = do_show(b, a.argv[0], &err); break;
+		case S_IMPORT: rc = do_import(&o, b, a.argv[0], &err); break;
+		default: rc = do_rm(b, a.argv[0], &err); break;
+		}
 	}
 	int st = sbx_cli_finish(cmd.name, rc, &err);
 	sbx_app_close(&o.app);

@@ -7,18 +7,30 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cliopt.h"
 #include "util.h"
 
 static const struct sbx_opt opts[] = {{0}};
-static const char *const subcommands[] = {
-	"create", "exec", "fs", "snap", "tpl", "ls", "ctl", "lease", "reap", NULL,
+
+static const struct sbx_sub subs[] = {
+	{"create", "[ARG...]", 0, -1, "sbx-create: create a sandbox or resolve a session's", NULL},
+	{"exec", "[ARG...]", 0, -1, "sbx-exec: run a command in a sandbox", NULL},
+	{"fs", "[ARG...]", 0, -1, "sbx-fs: copy, list and change a sandbox's files", NULL},
+	{"snap", "[ARG...]", 0, -1, "sbx-snap: snapshots and skill images", NULL},
+	{"tpl", "[ARG...]", 0, -1, "sbx-tpl: templates", NULL},
+	{"ls", "[ARG...]", 0, -1, "sbx-ls: list sandboxes", NULL},
+	{"ctl", "[ARG...]", 0, -1, "sbx-ctl: pause, resume, kill, re-time", NULL},
+	{"lease", "[ARG...]", 0, -1, "sbx-lease: turn leases and the session lock", NULL},
+	{"reap", "[ARG...]", 0, -1, "sbx-reap: delete what nobody owns", NULL},
+	{0},
 };
+
 static const struct sbx_cmd cmd = {
 	.name = "sbx",
 	.synopsis = "COMMAND [ARG...]",
 	.summary = "Run an sbx program: `sbx exec ...` is `sbx-exec ...`.",
 	.opts = opts,
-	.subcommands = subcommands,
+	.subs = subs,
 	.stop_at_operand = 1,
 };
 
@@ -28,24 +40,13 @@ static int no_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	return sbx_usage_err(err, "sbx takes no options of its own");
 }
 
-int main(int argc, char **argv)
+/* Exec sbx-WORD with the arguments after WORD: beside this program
+ * first, then on PATH.  Returns only on failure. */
+static int run_program(struct sbx_args *a, struct sbx_err *err)
 {
-	struct sbx_err err = {0};
-	int i = sbx_cli_parse(&cmd, argc, argv, no_opt, NULL, &err);
-	if (i < 0)
-		return sbx_cli_report("sbx", &err);
-	if (i >= argc) {
-		sbx_cli_help(&cmd, stderr);
-		return SBX_EXIT_USAGE;
-	}
-	const char *sub = argv[i];
-	if (strchr(sub, '/') || sub[0] == '-') {
-		sbx_usage_err(&err, "unknown command '%s'", sub);
-		return sbx_cli_report("sbx", &err);
-	}
 	char self[PATH_MAX], path[PATH_MAX + 300], name[256];
-	snprintf(name, sizeof(name), "sbx-%s", sub);
-	argv[i] = name;
+	snprintf(name, sizeof(name), "sbx-%s", a->word);
+	a->argv[-1] = name;
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n > 0) {
 		self[n] = '\0';
@@ -53,13 +54,18 @@ int main(int argc, char **argv)
 		if (slash) {
 			*slash = '\0';
 			snprintf(path, sizeof(path), "%s/%s", self, name);
-			execv(path, argv + i);
+			execv(path, a->argv - 1);
 		}
 	}
-	execvp(name, argv + i);
-	if (errno == ENOENT)
-		sbx_usage_err(&err, "unknown command '%s'", sub);
-	else
-		sbx_fail_errno(&err, SBX_INTERNAL, "exec", "%s", name);
-	return sbx_cli_report("sbx", &err);
+	execvp(name, a->argv - 1);
+	return sbx_fail_errno(err, SBX_INTERNAL, "exec", "%s", name);
+}
+
+int main(int argc, char **argv)
+{
+	struct sbx_err err = {0};
+	struct sbx_args a;
+	if (sbx_cli_parse(&cmd, argc, argv, no_opt, NULL, &a, &err) == 0)
+		run_program(&a, &err);
+	return sbx_cli_report(cmd.name, &err);
 }

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cliopt.h"
 #include "doc.h"
 #include "util.h"
 

@@ -195,3 +195,63 @@ run_man_page() { # run_man_page NAME [TEMPLATE]: TEMPLATE (busybox) imported fir
 		grep -qE "run_man_page $name( [a-z]+)?; }" "$BATS_TEST_FILENAME" || { echo "no test for $name" >&2; return 1; }
 	done
 }
+
+@test "every section 1 man page has EXAMPLES, and the suite runs them" {
+	local f name n=0
+	for f in "$SBX_TOP"/man/*.1.scd; do
+		name=$(basename "$f" .scd)
+		grep -q '^# EXAMPLES$' "$f" || { echo "$name has no EXAMPLES" >&2; return 1; }
+		grep -qE "run_man_page $name( [a-z]+)?; }" "$BATS_TEST_FILENAME" ||
+			{ echo "no test runs $name's EXAMPLES" >&2; return 1; }
+		n=$((n + 1))
+	done
+	# One page per program, and no page without its program.
+	local p
+	for p in "$BUILD"/bin/sbx "$BUILD"/bin/sbx-*; do
+		[ -x "$p" ] && { [ -f "$SBX_TOP/man/$(basename "$p").1.scd" ] || { echo "no page for $p" >&2; return 1; }; }
+	done
+	[ "$n" -eq "$(ls "$BUILD"/bin/sbx "$BUILD"/bin/sbx-* | wc -l)" ]
+}
+
+# The rows of sbx(7)'s EXIT STATUS table as "STATUS<TAB>TEXT", one a line.
+exit_table() {
+	awk '/^# EXIT STATUS$/ { t = 1; next }
+	     t && /^# / { exit }
+	     t && /^\|/ { if (code != "") print code "\t" text; code = $2; text = ""; next }
+	     t && code != "" && /^:/ { sub(/^:[ \t]*/, ""); text = $0; next }
+	     t && code != "" && /^[ \t]+[^ \t]/ { text = text " " $0 }
+	     END { if (code != "") print code "\t" text }' "$SBX_TOP/man/sbx.7.scd"
+}
+
+@test "the exit table of sbx(7) is err.h's: each status once, each kind on its status's row, nothing extra" {
+	local h=$SBX_TOP/common/err.h c=$SBX_TOP/common/err.c
+	local table statuses kinds k enum exitc code row other
+	table=$(exit_table)
+	[ -n "$table" ]
+	# The statuses: err.h's SBX_EXIT_* and the table's rows, the same set.
+	statuses=$(sed -nE 's/^[[:space:]]*SBX_EXIT_[A-Z_]+ = ([0-9]+),.*/\1/p' "$h" | sort -n | tr '\n' ' ')
+	[ "$(cut -f1 <<<"$table" | sort -n | tr '\n' ' ')" = "$statuses" ] ||
+		{ echo "err.h: $statuses; sbx(7): $(cut -f1 <<<"$table" | tr '\n' ' ')" >&2; return 1; }
+	[ "$(cut -f1 <<<"$table" | sort | uniq -d)" = "" ]
+	# The kinds: err.c's names; each one's status: its line of
+	# sbx_kind_exit_status, else the default line.
+	kinds=$(sed -nE 's/^[[:space:]]*\[SBX_[A-Z_]+\] = "([a-z_]+)",$/\1/p' "$c" | grep -vx ok)
+	[ "$(wc -l <<<"$kinds")" -eq "$(grep -c '^	SBX_[A-Z_]*,' "$h")" ]   # every kind but ok
+	for k in $kinds; do
+		enum=SBX_${k^^}
+		exitc=$(awk -v e="case $enum:" '/^int sbx_kind_exit_status/ { f = 1 } f && index($0, e) { print; exit }
+			f && /^}/ { exit }' "$c" | sed -nE 's/.*return (SBX_EXIT_[A-Z_]+);.*/\1/p')
+		[ -n "$exitc" ] || exitc=$(awk '/^int sbx_kind_exit_status/ { f = 1 } f && /default:/ { print; exit }' "$c" |
+			sed -nE 's/.*return (SBX_EXIT_[A-Z_]+);.*/\1/p')
+		code=$(sed -nE "s/^[[:space:]]*$exitc = ([0-9]+),.*/\1/p" "$h")
+		[ -n "$code" ] || { echo "no status for kind $k" >&2; return 1; }
+		row=$(awk -F'\t' -v c="$code" '$1 == c { print $2 }' <<<"$table")
+		grep -q "\*$k\*" <<<"$row" || { echo "kind $k (status $code) is not on row $code: $row" >&2; return 1; }
+		other=$(awk -F'\t' -v c="$code" '$1 != c { print $2 }' <<<"$table" | grep -c "\*$k\*" || true)
+		[ "$other" -eq 0 ] || { echo "kind $k is named on a row other than $code" >&2; return 1; }
+	done
+	# Nothing extra: every *word* on the table that could be a kind is one.
+	for k in $(grep -oE '\*[a-z_]+\*' <<<"$table" | tr -d '*' | sort -u); do
+		grep -qx "$k" <<<"$kinds" || { echo "sbx(7) names '$k', which is not a kind" >&2; return 1; }
+	done
+}
