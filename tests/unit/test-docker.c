@@ -24,7 +24,8 @@
 
 #include "backend.h"
 #include "doc.h"
-#include "docker.h"
+#include "docker-container.h"
+#include "docker-sweep.h"
 #include "http.h"
 #include "tap.h"
 #include "util.h"
