@@ -96,14 +96,12 @@ static json_object *jstr_array(const char *const *v)
 	return a;
 }
 
-static int docker_create(struct sbx_backend *b, const struct sbx_create_req *req,
-			 struct sbx_sandbox *out, struct sbx_err *err)
+/* What the docker backend cannot give a create: pause-on-idle, inbound
+ * access, egress rules.  Egress on needs the daemon's bridge network;
+ * *netmode is "bridge" then, else "none" (only lo). */
+static int create_network(struct sbx_backend *b, const struct sbx_create_req *req,
+			  const char **netmode, struct sbx_err *err)
 {
-	struct sbx_profile *p = b->profile;
-	const char *image = req->template_id && *req->template_id ? req->template_id
-			    : p && p->template_id && *p->template_id ? p->template_id : DEFAULT_IMAGE;
-	if (docker_check_ref(image, "template id", "create", err) < 0)
-		return -1;
 	/* Pause-on-idle only matters with an idle timeout (the profile's
 	 * default action is pause, with no timeout). */
 	if (req->timeout.seconds > 0 && req->timeout.on_timeout_pause)
@@ -117,36 +115,22 @@ static int docker_create(struct sbx_backend *b, const struct sbx_create_req *req
 	    (req->net.deny_out && json_object_array_length(req->net.deny_out)))
 		return sbx_fail(err, SBX_UNSUPPORTED, "create",
 				"the docker backend has no egress rules (allow_out/deny_out); only on or off");
-	const char *netmode = "none";
+	*netmode = "none";
 	if (req->net.allow_internet) {
 		struct sbx_err e2 = {0};
 		if (docker_api(b, "create", "GET", "/networks/bridge", NULL, NULL, &e2) < 0)
 			return sbx_fail(err, e2.http_status == 404 ? SBX_UNSUPPORTED : e2.kind, "create",
 					"egress needs the daemon's bridge network, and this daemon has none (%s); "
 					"host networking is never used", e2.msg);
-		netmode = "bridge";
+		*netmode = "bridge";
 	}
+	return 0;
+}
 
-	json_object *body = json_object_new_object();
-	json_object_object_add(body, "Image", json_object_new_string(image));
-	const char *ep[] = {"/bin/sh", "-c", entry_script, NULL};
-	json_object_object_add(body, "Entrypoint", jstr_array(ep));
-	json_object_object_add(body, "Cmd", json_object_new_array());
-	json_object_object_add(body, "User", json_object_new_string("0"));
-	json_object_object_add(body, "WorkingDir", json_object_new_string("/workspace"));
-	json_object *env = json_object_new_array();
-	if (req->env) {
-		json_object_object_foreach(req->env, k, v) {
-			if (!*k || strchr(k, '=')) {
-				json_object_put(env);
-				json_object_put(body);
-				return sbx_fail(err, SBX_INVALID_REQUEST, "create", "invalid env name '%s'", k);
-			}
-			SBX_AUTOFREE char *kv = sbx_xasprintf("%s=%s", k, json_object_get_string(v));
-			json_object_array_add(env, json_object_new_string(kv));
-		}
-	}
-	json_object_object_add(body, "Env", env);
+/* The container's labels: the caller's metadata (our own names left
+ * out), sbx.managed, the idle TTL, and the no-resume mark. */
+static json_object *create_labels(const struct sbx_create_req *req)
+{
 	json_object *labels = json_object_new_object();
 	if (req->metadata) {
 		json_object_object_foreach(req->metadata, k, v) {
@@ -162,8 +146,13 @@ static int docker_create(struct sbx_backend *b, const struct sbx_create_req *req
 	json_object_object_add(labels, DOCKER_LABEL_TTL, json_object_new_string(ttl));
 	if (!req->timeout.auto_resume)
 		json_object_object_add(labels, DOCKER_LABEL_NO_RESUME, json_object_new_string("1"));
-	json_object_object_add(body, "Labels", labels);
+	return labels;
+}
 
+/* HostConfig: the network mode, docker-init, the capability set,
+ * no-new-privileges, and the limits asked for. */
+static json_object *create_host_config(const struct sbx_create_req *req, const char *netmode)
+{
 	json_object *hc = json_object_new_object();
 	json_object_object_add(hc, "NetworkMode", json_object_new_string(netmode));
 	json_object_object_add(hc, "Init", json_object_new_boolean(1));
@@ -181,8 +170,54 @@ static int docker_create(struct sbx_backend *b, const struct sbx_create_req *req
 		json_object_object_add(hc, "NanoCpus", json_object_new_int64((int64_t)(req->limits.cpus * 1e9)));
 	if (req->limits.pids > 0)
 		json_object_object_add(hc, "PidsLimit", json_object_new_int64(req->limits.pids));
-	json_object_object_add(body, "HostConfig", hc);
+	return hc;
+}
 
+/* The body of POST /containers/create, or NULL with err (invalid_request)
+ * for an env name that is empty or holds '='. */
+static json_object *create_body(const struct sbx_create_req *req, const char *image,
+				const char *netmode, struct sbx_err *err)
+{
+	json_object *env = json_object_new_array();
+	if (req->env) {
+		json_object_object_foreach(req->env, k, v) {
+			if (!*k || strchr(k, '=')) {
+				json_object_put(env);
+				sbx_fail(err, SBX_INVALID_REQUEST, "create", "invalid env name '%s'", k);
+				return NULL;
+			}
+			SBX_AUTOFREE char *kv = sbx_xasprintf("%s=%s", k, json_object_get_string(v));
+			json_object_array_add(env, json_object_new_string(kv));
+		}
+	}
+	json_object *body = json_object_new_object();
+	json_object_object_add(body, "Image", json_object_new_string(image));
+	const char *ep[] = {"/bin/sh", "-c", entry_script, NULL};
+	json_object_object_add(body, "Entrypoint", jstr_array(ep));
+	json_object_object_add(body, "Cmd", json_object_new_array());
+	json_object_object_add(body, "User", json_object_new_string("0"));
+	json_object_object_add(body, "WorkingDir", json_object_new_string("/workspace"));
+	json_object_object_add(body, "Env", env);
+	json_object_object_add(body, "Labels", create_labels(req));
+	json_object_object_add(body, "HostConfig", create_host_config(req, netmode));
+	return body;
+}
+
+/* Create and start the container; a container that does not start is
+ * removed again, so a failed create leaves nothing behind. */
+static int docker_create(struct sbx_backend *b, const struct sbx_create_req *req,
+			 struct sbx_sandbox *out, struct sbx_err *err)
+{
+	struct sbx_profile *p = b->profile;
+	const char *image = req->template_id && *req->template_id ? req->template_id
+			    : p && p->template_id && *p->template_id ? p->template_id : DEFAULT_IMAGE;
+	const char *netmode;
+	if (docker_check_ref(image, "template id", "create", err) < 0 ||
+	    create_network(b, req, &netmode, err) < 0)
+		return -1;
+	json_object *body = create_body(req, image, netmode, err);
+	if (!body)
+		return -1;
 	json_object *resp = NULL;
 	int rc = docker_api(b, "create", "POST", "/containers/create", body, &resp, err);
 	json_object_put(body);
