@@ -13,8 +13,8 @@
  *   - capabilities: everything dropped but CHOWN DAC_OVERRIDE FOWNER FSETID
  *     SETGID SETUID KILL, no-new-privileges; commands run as uid 1000 unless
  *     as_root;
- *   - idle policy is kill, never pause (docker-sweep.h), and a paused
- *     sandbox never gets an idle timeout.
+ *   - idle policy is kill, never pause (docker-sweep.h): a create that
+ *     asks to pause on idle is unsupported.
  *
  * The backend's files:
  *   docker-api.c        transport: the engine connection, requests, JSON
