@@ -1,7 +1,7 @@
 /* docker-exec.c - commands in a Docker sandbox: the exec API.
  *
  * One exec = POST /containers/{id}/exec, then POST /exec/{eid}/start on a
- * hijacked connection (common/http.c's sbx_http_upgrade) that carries stdin
+ * hijacked connection (docker-api.h's docker_upgrade) that carries stdin
  * to the command and, back, the multiplexed stream: frames of an 8-byte
  * header [stream, 0, 0, 0, size (big-endian u32)] and `size` bytes, stream
  * 1 = stdout and 2 = stderr.  Then GET /exec/{eid}/json for the exit code.
@@ -24,7 +24,7 @@
  * Over TCP+TLS the connection cannot be hijacked (http.c): output is
  * spooled to a temporary file and demultiplexed after the command ends,
  * and stdin is staged into the container beforehand (stage_stdin). */
-#include "docker.h"
+#include "docker-exec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +34,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "docker-api.h"
+#include "docker-container.h"
 #include "doc.h"
 #include "tar.h"
 #include "util.h"
@@ -349,8 +351,7 @@ static int stage_stdin(struct sbx_backend *b, const char *id, const struct sbx_e
 static int exec_start(struct sbx_backend *b, const char *eid, const struct sbx_exec_req *req,
 		      int attach_in, struct demux *dm, int64_t deadline, struct sbx_err *err)
 {
-	struct docker *d = docker_of(b);
-	SBX_AUTOFREE char *path = sbx_xasprintf(DOCKER_API "/exec/%s/start", eid);
+	SBX_AUTOFREE char *path = sbx_xasprintf("/exec/%s/start", eid);
 	static const char body[] = "{\"Detach\":false,\"Tty\":false}";
 	const char *hdr[] = {"Content-Type: application/json", NULL};
 	struct sbx_http_req hr = {
@@ -359,7 +360,7 @@ static int exec_start(struct sbx_backend *b, const char *eid, const struct sbx_e
 	};
 	struct sbx_http_resp resp = {0};
 
-	if (!d->unix_path && sbx_str_starts(d->base_url, "https://")) {
+	if (docker_conn_tls(b)) {
 		/* No hijack over TLS: spool the whole stream, then demux. */
 		if (attach_in)
 			return sbx_fail(err, SBX_UNSUPPORTED, "exec",
@@ -371,7 +372,7 @@ static int exec_start(struct sbx_backend *b, const char *eid, const struct sbx_e
 		hr.timeout_ms = deadline > 0 ? deadline - sbx_mono_ms() : -1;
 		if (hr.timeout_ms == 0)
 			hr.timeout_ms = 1;
-		if (sbx_http_do(d->http, &hr, &resp, err) < 0)
+		if (docker_raw(b, "exec", &hr, &resp, err) < 0)
 			return -1;
 		if (resp.status < 200 || resp.status >= 300) {
 			docker_status_err("exec", &resp, err);
@@ -390,7 +391,7 @@ static int exec_start(struct sbx_backend *b, const char *eid, const struct sbx_e
 
 	int sock = -1;
 	hr.timeout_ms = 30000;
-	if (sbx_http_upgrade(d->http, &hr, &sock, &resp, err) < 0)
+	if (docker_upgrade(b, "exec", &hr, &sock, &resp, err) < 0)
 		return -1;
 	if (sock < 0) {
 		docker_status_err("exec", &resp, err);
@@ -461,9 +462,8 @@ int docker_exec(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_
 		json_object_array_add(env, json_object_new_string(*e));
 	}
 	json_object_object_add(body, "Env", env);
-	struct docker *d = docker_of(b);
 	SBX_AUTOFREE char *stage = NULL;
-	if (attach_in && !d->unix_path && sbx_str_starts(d->base_url, "https://")) {
+	if (attach_in && docker_conn_tls(b)) {
 		if (stage_stdin(b, sb->id, req, &stage, err) < 0) {
 			json_object_put(body);
 			return -1;

@@ -14,7 +14,7 @@
  * folder), so a symlink planted at the target is replaced, not written
  * through; a missing path is not_found; helper failures are mapped from
  * their stderr (see docker_sh). */
-#include "docker.h"
+#include "docker-files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +22,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "docker-api.h"
+#include "docker-container.h"
+#include "docker-exec.h"
 #include "doc.h"
 #include "util.h"
 

@@ -45,6 +45,7 @@
 #include "local-quota.h"
 #include "local-seccomp.h"
 #include "fault.h"
+#include "fingerprint.h"
 #include "util.h"
 
 #define HOST_TEMPLATE "host"
@@ -1410,18 +1411,12 @@ static json_object *local_limits_info(struct sbx_backend *b)
 	return o;
 }
 
-/* Local form of the skill-image fingerprint: "local\n\n<state dir>". */
+/* Local recipe of the skill-image fingerprint (common/fingerprint.h):
+ * ("local", "", state dir). */
 static int local_fingerprint(struct sbx_backend *b, char out[65], struct sbx_err *err)
 {
-	SBX_AUTOFREE char *in = sbx_xasprintf("local\n\n%s", b->profile->state_dir
-					      ? b->profile->state_dir : "/var/lib/sbx");
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned n = 0;
-	if (!EVP_Digest(in, strlen(in), md, &n, EVP_sha256(), NULL) || n != 32)
-		return sbx_fail(err, SBX_INTERNAL, "fingerprint", "SHA-256 failed");
-	for (unsigned i = 0; i < n; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
-	return 0;
+	return sbx_fingerprint("local", "", b->profile->state_dir ? b->profile->state_dir
+								   : "/var/lib/sbx", out, err);
 }
 
 const struct sbx_backend_ops sbx_backend_local = {

@@ -87,18 +87,12 @@ int sbx_fingerprint(const char *provider, const char *api_key, const char *api_u
 	return 0;
 }
 
-int sbx_fingerprint_docker(const char *tls_cert_path, const char *host, char out[65],
-			   struct sbx_err *err)
+bool sbx_fingerprint_blank(const char *s)
 {
 	const unsigned char *p;
 	size_t n;
-	trim_span(host, &p, &n);
-	return sbx_fingerprint("docker", tls_cert_path, n ? host : "local-daemon", out, err);
-}
-
-int sbx_fingerprint_local(const char *state_dir, char out[65], struct sbx_err *err)
-{
-	return sbx_fingerprint("local", "", state_dir, out, err);
+	trim_span(s, &p, &n);
+	return n == 0;
 }
 
 bool sbx_fingerprint_valid(const char *fp)

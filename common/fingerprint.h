@@ -18,7 +18,11 @@
  * legitimate (docker over its local socket has neither).
  *
  * The key is hashed in place: it is never copied, logged or put into an
- * error message. */
+ * error message.
+ *
+ * Which three strings a backend hashes is its own recipe, in its
+ * fingerprint op (backend.h): docker ("docker", tls_cert_path, host or
+ * "local-daemon"), local ("local", "", state dir). */
 #ifndef SBX_FINGERPRINT_H
 #define SBX_FINGERPRINT_H
 
@@ -34,14 +38,10 @@
 int sbx_fingerprint(const char *provider, const char *api_key, const char *api_url,
 		    char out[65], struct sbx_err *err);
 
-/* Docker: ("docker", tls_cert_path, host); a blank host (the local socket)
- * is "local-daemon".  The detected DOCKER_HOST is not used: the caller
- * passes what the profile configures. */
-int sbx_fingerprint_docker(const char *tls_cert_path, const char *host, char out[65],
-			   struct sbx_err *err);
-
-/* Local backend: ("local", "", state_dir). */
-int sbx_fingerprint_local(const char *state_dir, char out[65], struct sbx_err *err);
+/* True when `s` (NULL counts as "") is empty after the trimming above:
+ * what a backend's recipe calls a blank part (docker's local socket, whose
+ * host is then "local-daemon"). */
+bool sbx_fingerprint_blank(const char *s);
 
 /* True for a well-formed fingerprint (64 lowercase hex digits). */
 bool sbx_fingerprint_valid(const char *fp);

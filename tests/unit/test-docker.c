@@ -24,7 +24,8 @@
 
 #include "backend.h"
 #include "doc.h"
-#include "docker.h"
+#include "docker-container.h"
+#include "docker-sweep.h"
 #include "http.h"
 #include "tap.h"
 #include "util.h"
@@ -84,9 +85,11 @@ static void dirent_clear(struct sbx_dirent *d)
 	memset(d, 0, sizeof(*d));
 }
 
+/* Create with auto_resume on, as a profile's default is. */
 static int make(struct sbx_sandbox *sb, const char *tpl, const char *k, const char *v, int64_t ttl)
 {
-	struct sbx_create_req req = {.template_id = tpl, .timeout.seconds = ttl};
+	struct sbx_create_req req = {.template_id = tpl, .timeout.seconds = ttl,
+				     .timeout.auto_resume = 1};
 	req.metadata = json_object_new_object();
 	json_object_object_add(req.metadata, "unit.run", json_object_new_string(run_label));
 	if (k)
@@ -274,6 +277,26 @@ static void test_pause(struct sbx_sandbox *sb)
 	sbx_sandbox_clear(&g);
 	ok(B->ops->pause(B, sb, &e) == 0, "pause");
 	ok(B->ops->connect(B, sb, &e) == 0 && sb->state == SBX_STATE_RUNNING, "connect resumes");
+
+	/* auto_resume off: a command is refused until connect resumes it. */
+	struct sbx_create_req req = {.timeout.auto_resume = 0};
+	req.metadata = json_object_new_object();
+	json_object_object_add(req.metadata, "unit.run", json_object_new_string(run_label));
+	struct sbx_sandbox off = {0};
+	ok(B->ops->create(B, &req, &off, &e) == 0, "create with auto_resume off");
+	json_object_put(req.metadata);
+	ok(B->ops->pause(B, &off, &e) == 0, "pause it");
+	char *argv[] = {"true", NULL};
+	struct sbx_exec_req x = {.argv = argv, .raw_out_fd = -1, .raw_err_fd = -1, .raw_in_fd = -1};
+	struct sbx_exec_result r;
+	ok(B->ops->exec(B, &off, &x, &r, &e) < 0 && e.kind == SBX_CONFLICT && strstr(e.msg, "sbx-ctl resume"),
+	   "a command into it is a conflict naming sbx-ctl resume (%s)", e.msg);
+	ok(B->ops->get(B, off.id, &g, &e) == 0 && g.state == SBX_STATE_PAUSED, "and it stays paused");
+	sbx_sandbox_clear(&g);
+	ok(B->ops->connect(B, &off, &e) == 0 && off.state == SBX_STATE_RUNNING, "connect resumes it");
+	int gone;
+	ok(B->ops->remove(B, off.id, &gone, &e) == 0, "remove it");
+	sbx_sandbox_clear(&off);
 }
 
 static int in_templates(const char *id)

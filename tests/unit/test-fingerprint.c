@@ -1,10 +1,12 @@
 /* The skill-image fingerprint: known vectors (computed with sha256sum),
- * Go-compatible trimming, the docker and local forms, the empty rule. */
+ * Go-compatible trimming, the docker and local backends' recipes through
+ * their vtable entries, the empty rule. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "fingerprint.h"
 #include "util.h"
 #include "tap.h"
@@ -35,6 +37,23 @@ static const char *fp(const char *a, const char *b, const char *c)
 	char *o = out[k++ % 4];
 	if (sbx_fingerprint(a, b, c, o, &err) < 0)
 		snprintf(o, 65, "error: %s", err.msg);
+	return o;
+}
+
+/* A backend's fingerprint op on a profile with these fields (static
+ * buffer, as fp). */
+static const char *vt_fp(const struct sbx_backend_ops *ops, const char *tls, const char *endpoint,
+			 const char *state_dir)
+{
+	static char out[4][65];
+	static int k;
+	struct sbx_profile p = {.tls_cert_path = (char *)tls, .endpoint = (char *)endpoint,
+				.state_dir = (char *)state_dir};
+	struct sbx_backend b = {.ops = ops, .profile = &p};
+	struct sbx_err err = {0};
+	char *o = out[k++ % 4];
+	if (!ops || ops->fingerprint(&b, o, &err) < 0)
+		snprintf(o, 65, "error: %s", ops ? err.msg : "backend not linked");
 	return o;
 }
 
@@ -70,17 +89,24 @@ int main(void)
 		       i, cases[i][0]);
 	}
 
-	/* Docker and local forms. */
+	/* The backends' recipes, through their vtable entries (they read
+	 * only the profile, so the backends are not opened). */
 	const char *local_daemon = "1121950f2cb6299df091d9b000bcb04fac50e576e983fd61977db14e3e679046";
-	ok(sbx_fingerprint_docker(NULL, NULL, out, &err) == 0, "docker form, no host");
-	is_str(out, local_daemon, "blank host is local-daemon: printf 'docker\\n\\nlocal-daemon'");
-	sbx_fingerprint_docker("", "  \n", out, &err);
-	is_str(out, local_daemon, "whitespace host is blank too");
-	sbx_fingerprint_docker("/certs", "tcp://h:2376", out, &err);
-	is_str(out, fp("docker", "/certs", "tcp://h:2376"), "docker form with TLS path and host");
-	sbx_fingerprint_local("/var/lib/sbx", out, &err);
-	is_str(out, fp("local", "", "/var/lib/sbx"), "local form");
-	ok(strcmp(out, fp("local", "", "/srv/sbx")) != 0, "local: another state dir, another fingerprint");
+	is_str(vt_fp(&sbx_backend_docker, NULL, NULL, NULL), local_daemon,
+	       "docker, no host: printf 'docker\\n\\nlocal-daemon'");
+	is_str(vt_fp(&sbx_backend_docker, "", "  \n", NULL), local_daemon, "docker: a whitespace host is blank too");
+	is_str(vt_fp(&sbx_backend_docker, NULL, "\xc2\xa0\xe3\x80\x80", NULL), local_daemon,
+	       "docker: a host of Unicode spaces is blank (Go's trimming)");
+	is_str(vt_fp(&sbx_backend_docker, "/certs", "tcp://h:2376", NULL), fp("docker", "/certs", "tcp://h:2376"),
+	       "docker with TLS path and host");
+	is_str(vt_fp(&sbx_backend_local, NULL, NULL, "/var/lib/sbx"), fp("local", "", "/var/lib/sbx"), "local form");
+	is_str(vt_fp(&sbx_backend_local, NULL, NULL, NULL), fp("local", "", "/var/lib/sbx"),
+	       "local: no state dir is /var/lib/sbx");
+	ok(strcmp(vt_fp(&sbx_backend_local, NULL, NULL, "/srv/sbx"), fp("local", "", "/var/lib/sbx")) != 0,
+	   "local: another state dir, another fingerprint");
+	ok(sbx_fingerprint_blank(NULL) && sbx_fingerprint_blank(" \t\xe2\x80\xa8") &&
+	   !sbx_fingerprint_blank(" x ") && !sbx_fingerprint_blank("\xe2\x80\x8b"),
+	   "blank: empty after trimming (U+200B is not a space)");
 
 	/* The empty rule, and no secret in the message. */
 	strcpy(out, "garbage");

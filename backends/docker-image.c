@@ -1,0 +1,340 @@
+/* docker-image.c - snapshots and templates of the Docker backend: both are
+ * images.  A snapshot is a commit of a sandbox's container (the image id,
+ * "sha256:...", is a template id) labelled sbx.snapshot=1 and tagged
+ * sbx-snap:<name>; snapshot images never appear as templates.  A template
+ * is any other tagged image, or a rootfs tar imported as one.  Deleting
+ * checks which of the two an id is, so neither command removes the other's
+ * images; an image in use by a container is a conflict. */
+#include "docker-image.h"
+
+#include <ctype.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "docker-api.h"
+#include "docker-container.h"
+#include "doc.h"
+#include "tar.h"
+#include "util.h"
+
+/* ---- snapshots -------------------------------------------------------- */
+
+/* A Docker tag: [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; everything else → '-'. */
+static char *tag_of(const char *name)
+{
+	size_t n = strlen(name);
+	if (n > 120)
+		n = 120;
+	char *t = sbx_xmalloc(n + 2);
+	size_t j = 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		t[j++] = isalnum((unsigned char)c) || c == '_' || c == '.' || c == '-' ? c : '-';
+	}
+	t[j] = 0;
+	if (!j || t[0] == '.' || t[0] == '-') {
+		memmove(t + 1, t, j + 1);
+		t[0] = '_';
+	}
+	return t;
+}
+
+int docker_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const char *name,
+			   struct sbx_snapshot_ref *out, struct sbx_err *err)
+{
+	json_object *j;
+	memset(out, 0, sizeof(*out));
+	if (!sb->id)
+		return sbx_fail(err, SBX_INVALID_REQUEST, "snapshot", "the sandbox has no id");
+	if (docker_ensure_running(b, sb->id, err) < 0)
+		return -1;
+	if (docker_inspect(b, sb->id, "snapshot", &j, err) < 0)
+		return -1;
+	SBX_AUTOFREE char *id = sbx_xstrdup(sbx_json_str(j, "Id"));
+	SBX_AUTOFREE char *parent = sbx_xstrdup(sbx_json_str(sbx_json_obj(j, "Config"), "Image") ?: "");
+	/* Commit merges the container's labels into the image, and an image's
+	 * labels pass down to every container made from it; a label cannot
+	 * be removed, only overridden.  So each of the source's labels is
+	 * blanked in the image (empty labels are not metadata, see
+	 * docker_fill_sandbox): a sandbox made from a skill snapshot must not carry
+	 * the tenant, session or run of the sandbox the skill was installed in. */
+	json_object *labels = json_object_new_object();
+	json_object *src = sbx_json_obj(sbx_json_obj(j, "Config"), "Labels");
+	if (src) {
+		json_object_object_foreach(src, k, v) {
+			(void)v;
+			json_object_object_add(labels, k, json_object_new_string(""));
+		}
+	}
+	json_object_put(j);
+	char rnd[17];
+	SBX_AUTOFREE char *gen = NULL;
+	if (!name || !*name) {
+		if (sbx_random_hex(rnd, 8, err) < 0)
+			return -1;
+		gen = sbx_xasprintf("snap-%s", rnd);
+		name = gen;
+	}
+	SBX_AUTOFREE char *tag = tag_of(name);
+	SBX_AUTOFREE char *qtag = sbx_http_escape(tag);
+	json_object *body = json_object_new_object();
+	json_object_object_add(labels, DOCKER_LABEL_SNAPSHOT, json_object_new_string("1"));
+	json_object_object_add(labels, DOCKER_LABEL_SNAPSHOT_NAME, json_object_new_string(name));
+	json_object_object_add(labels, DOCKER_LABEL_SNAPSHOT_PARENT, json_object_new_string(parent));
+	json_object_object_add(body, "Labels", labels);
+	SBX_AUTOFREE char *path = sbx_xasprintf("/commit?container=%s&repo=sbx-snap&tag=%s&pause=true",
+						id, qtag);
+	json_object *resp;
+	int rc = docker_api(b, "snapshot", "POST", path, body, &resp, err);
+	json_object_put(body);
+	if (rc < 0)
+		return -1;
+	const char *iid = sbx_json_str(resp, "Id");
+	if (!iid) {
+		json_object_put(resp);
+		return sbx_fail(err, SBX_INTERNAL, "snapshot", "docker commit returned no image id");
+	}
+	out->id = sbx_xstrdup(iid);
+	out->name = sbx_xstrdup(name);
+	out->parent = *parent ? sbx_xstrdup(parent) : NULL;
+	out->created_at = sbx_now_ms() / 1000;
+	out->size_bytes = -1;
+	out->layers = -1;
+	json_object_put(resp);
+	return 0;
+}
+
+int docker_snapshot_list(struct sbx_backend *b, const char *page_token,
+			 struct sbx_snapshot_ref **out, size_t *n, char **next, struct sbx_err *err)
+{
+	(void)page_token;
+	*out = NULL;
+	*n = 0;
+	if (next)
+		*next = NULL;
+	json_object *arr;
+	size_t m;
+	if (docker_get_listing(b, "snapshot_list", "/images/json?",
+			       "{\"label\":[\"" DOCKER_LABEL_SNAPSHOT "=1\"]}", &arr, &m, err) < 0)
+		return -1;
+	*out = sbx_xcalloc(m ? m : 1, sizeof(**out));
+	for (size_t i = 0; i < m; i++) {
+		json_object *im = json_object_array_get_idx(arr, i);
+		json_object *labels = sbx_json_obj(im, "Labels");
+		struct sbx_snapshot_ref *r = &(*out)[(*n)++];
+		r->id = sbx_xstrdup(sbx_json_str(im, "Id") ?: "");
+		const char *nm = sbx_json_str(labels, DOCKER_LABEL_SNAPSHOT_NAME);
+		const char *pa = sbx_json_str(labels, DOCKER_LABEL_SNAPSHOT_PARENT);
+		r->name = nm ? sbx_xstrdup(nm) : NULL;
+		r->parent = pa && *pa ? sbx_xstrdup(pa) : NULL;
+		r->created_at = sbx_json_int(im, "Created", 0);
+		r->size_bytes = sbx_json_int(im, "Size", -1);
+		r->layers = -1;
+	}
+	json_object_put(arr);
+	return 0;
+}
+
+/* DELETE /images/{id}: gone → *gone = 1; in use by a container → conflict. */
+static int image_delete(struct sbx_backend *b, const char *id, const char *op, int want_snapshot,
+			int *gone, struct sbx_err *err)
+{
+	*gone = 0;
+	if (docker_check_ref(id, "image id", op, err) < 0)
+		return -1;
+	SBX_AUTOFREE char *ipath = sbx_xasprintf("/images/%s/json", id);
+	json_object *j;
+	if (docker_api(b, op, "GET", ipath, NULL, &j, err) < 0) {
+		if (err->http_status == 404) {
+			sbx_err_clear(err);
+			*gone = 1;
+			return 0;
+		}
+		return -1;
+	}
+	int is_snap = sbx_json_str(sbx_json_obj(sbx_json_obj(j, "Config"), "Labels"), DOCKER_LABEL_SNAPSHOT) != NULL;
+	json_object_put(j);
+	if (want_snapshot && !is_snap)
+		return sbx_fail(err, SBX_INVALID_REQUEST, op, "%s is a template, not a snapshot", id);
+	if (!want_snapshot && is_snap)
+		return sbx_fail(err, SBX_INVALID_REQUEST, op, "%s is a snapshot; delete it with the snapshot commands", id);
+	SBX_AUTOFREE char *path = sbx_xasprintf("/images/%s", id);
+	if (docker_api(b, op, "DELETE", path, NULL, NULL, err) < 0) {
+		if (err->http_status == 404) {
+			sbx_err_clear(err);
+			*gone = 1;
+			return 0;
+		}
+		return -1;
+	}
+	return 0;
+}
+
+int docker_snapshot_delete(struct sbx_backend *b, const char *id, int *gone, struct sbx_err *err)
+{
+	return image_delete(b, id, "snapshot_delete", 1, gone, err);
+}
+
+/* ---- templates ----------------------------------------------------------- */
+
+int docker_template_list(struct sbx_backend *b, struct sbx_template **out, size_t *n,
+			 struct sbx_err *err)
+{
+	*out = NULL;
+	*n = 0;
+	json_object *arr;
+	if (docker_api(b, "template_list", "GET", "/images/json", NULL, &arr, err) < 0)
+		return -1;
+	size_t m = arr && json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
+	size_t cap = 0;
+	for (size_t i = 0; i < m; i++) {
+		json_object *im = json_object_array_get_idx(arr, i);
+		json_object *tags = NULL;
+		if (sbx_json_str(sbx_json_obj(im, "Labels"), DOCKER_LABEL_SNAPSHOT) ||
+		    !json_object_object_get_ex(im, "RepoTags", &tags) ||
+		    !json_object_is_type(tags, json_type_array))
+			continue;
+		for (size_t t = 0; t < json_object_array_length(tags); t++) {
+			const char *tag = json_object_get_string(json_object_array_get_idx(tags, t));
+			if (!tag || !strcmp(tag, "<none>:<none>") || sbx_str_starts(tag, "sbx-snap:"))
+				continue;
+			if (*n == cap) {
+				cap = cap ? 2 * cap : 8;
+				*out = sbx_xrealloc(*out, cap * sizeof(**out));
+			}
+			struct sbx_template *tp = &(*out)[(*n)++];
+			memset(tp, 0, sizeof(*tp));
+			tp->id = sbx_xstrdup(tag);
+			tp->name = sbx_xstrdup(tag);
+			tp->kind = sbx_xstrdup("image");
+			tp->created_at = sbx_json_int(im, "Created", 0);
+			tp->size_bytes = sbx_json_int(im, "Size", -1);
+		}
+	}
+	json_object_put(arr);
+	return 0;
+}
+
+int docker_template_get(struct sbx_backend *b, const char *id, struct sbx_template *out,
+			struct sbx_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (docker_check_ref(id, "template id", "template_get", err) < 0)
+		return -1;
+	SBX_AUTOFREE char *path = sbx_xasprintf("/images/%s/json", id);
+	json_object *j;
+	if (docker_api(b, "template_get", "GET", path, NULL, &j, err) < 0)
+		return -1;
+	json_object *labels = sbx_json_obj(sbx_json_obj(j, "Config"), "Labels");
+	int snap = sbx_json_str(labels, DOCKER_LABEL_SNAPSHOT) != NULL;
+	out->id = sbx_xstrdup(id);
+	const char *nm = snap ? sbx_json_str(labels, DOCKER_LABEL_SNAPSHOT_NAME) : NULL;
+	json_object *tags = NULL;
+	if (!nm && json_object_object_get_ex(j, "RepoTags", &tags) &&
+	    json_object_is_type(tags, json_type_array) && json_object_array_length(tags))
+		nm = json_object_get_string(json_object_array_get_idx(tags, 0));
+	out->name = sbx_xstrdup(nm ? nm : id);
+	out->kind = sbx_xstrdup(snap ? "snapshot" : "image");
+	const char *created = sbx_json_str(j, "Created");
+	int64_t t = created ? sbx_time_parse_iso(created) : -1;
+	out->created_at = t > 0 ? t : 0;
+	out->size_bytes = sbx_json_int(j, "Size", -1);
+	json_object_put(j);
+	return 0;
+}
+
+/* Import a rootfs tar (from fd, or made from the host folder `dir`) as the
+ * image `name` ("repo" or "repo:tag").  The daemon answers 200 and reports
+ * failures inside its progress stream, so the stream is read for "error". */
+int docker_template_import(struct sbx_backend *b, const char *name, int fd, const char *dir,
+			   struct sbx_template *out, struct sbx_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (docker_check_ref(name, "template name", "template_import", err) < 0)
+		return -1;
+	if (strchr(name, '@') || name[0] == '/' || strstr(name, "sha256:"))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "template_import", "invalid template name '%s'", name);
+	SBX_AUTOFREE char *repo = sbx_xstrdup(name);
+	const char *tag = "latest";
+	char *colon = strrchr(repo, ':');
+	if (colon && !strchr(colon, '/')) {
+		*colon = 0;
+		tag = colon + 1;
+	}
+	for (char *p = repo; *p; p++)
+		if (isupper((unsigned char)*p))
+			return sbx_fail(err, SBX_INVALID_REQUEST, "template_import",
+					"template name '%s' must be lower-case (a Docker repository)", name);
+	if (!strncmp(repo, "sbx-snap", 8) && (!repo[8] || repo[8] == '/'))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "template_import", "sbx-snap is reserved for snapshots");
+	SBX_AUTOCLOSE int tmp = -1;
+	if (dir) {
+		SBX_AUTOCLOSE int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0)
+			return sbx_fail_errno(err, SBX_INVALID_REQUEST, "template_import", "%s", dir);
+		tmp = open("/tmp", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+		if (tmp < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "template_import", "temporary file");
+		struct sbx_tar_writer w;
+		sbx_tar_writer_init(&w, tmp);
+		if (sbx_tar_write_tree(&w, dfd, "", err) < 0 || sbx_tar_write_end(&w, err) < 0)
+			return -1;
+		if (lseek(tmp, 0, SEEK_SET) < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "template_import", "lseek");
+		fd = tmp;
+	}
+	if (fd < 0)
+		return sbx_fail(err, SBX_INVALID_REQUEST, "template_import", "no tar stream and no folder");
+	/* body_fd 0 means "none" to http.c: stdin is passed as a dup. */
+	SBX_AUTOCLOSE int body = fd == 0 ? dup(fd) : -1;
+	SBX_AUTOFREE char *qr = sbx_http_escape(repo);
+	SBX_AUTOFREE char *qt = sbx_http_escape(tag);
+	SBX_AUTOFREE char *path = sbx_xasprintf("/images/create?fromSrc=-&repo=%s&tag=%s", qr, qt);
+	const char *hdr[] = {"Content-Type: application/x-tar", NULL};
+	struct sbx_http_req req = {
+		.method = "POST", .path = path, .headers = hdr, .body_fd = fd == 0 ? body : fd,
+		.timeout_ms = -1,
+	};
+	struct sbx_http_resp resp = {0};
+	if (docker_raw(b, "template_import", &req, &resp, err) < 0)
+		return -1;
+	if (resp.status < 200 || resp.status >= 300) {
+		docker_status_err("template_import", &resp, err);
+		sbx_http_resp_clear(&resp);
+		return -1;
+	}
+	/* The progress stream: JSON objects one after another. */
+	json_tokener *tok = json_tokener_new();
+	const char *p = resp.body ? resp.body : "";
+	const char *end = p + resp.len;
+	int failed = 0;
+	while (p < end && !failed) {
+		while (p < end && isspace((unsigned char)*p))
+			p++;
+		if (p >= end)
+			break;
+		json_object *o = json_tokener_parse_ex(tok, p, (int)(end - p));
+		if (!o)
+			break;
+		p += json_tokener_get_parse_end(tok);
+		const char *e = sbx_json_str(o, "error");
+		if (e) {
+			sbx_fail(err, SBX_INVALID_REQUEST, "template_import", "docker: %s", e);
+			failed = 1;
+		}
+		json_object_put(o);
+		json_tokener_reset(tok);
+	}
+	json_tokener_free(tok);
+	sbx_http_resp_clear(&resp);
+	if (failed)
+		return -1;
+	SBX_AUTOFREE char *ref = sbx_xasprintf("%s:%s", repo, tag);
+	return docker_template_get(b, ref, out, err);
+}
+
+int docker_template_delete(struct sbx_backend *b, const char *id, int *gone, struct sbx_err *err)
+{
+	return image_delete(b, id, "template_delete", 0, gone, err);
+}

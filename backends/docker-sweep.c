@@ -1,0 +1,206 @@
+/* docker-sweep.c - the Docker backend's idle policy: kill, never pause (a
+ * paused container still holds its memory).  A container idle past its
+ * sbx.idle-ttl-seconds label is removed; "gone" means "rebuild on next
+ * use".  Activity is the mtime of the marker every exec touches, read
+ * through the archive API's stat header, so the sweep never runs anything
+ * in a container.  See docker-sweep.h. */
+#include "docker-sweep.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <openssl/evp.h>
+
+#include "docker-api.h"
+#include "docker-container.h"
+#include "doc.h"
+#include "util.h"
+
+#define SWEEP_INTERVAL_S 60
+#define MARKER_SKEW_S 120
+
+/* Last activity of a container: the marker's mtime, or `fallback` when the
+ * marker is missing or too far in the future (a clock trick must not keep
+ * a container alive).  -1 when the container is gone. */
+static int64_t last_activity(struct sbx_backend *b, const char *id, int64_t fallback,
+			     int64_t now, struct sbx_err *err)
+{
+	SBX_AUTOFREE char *path = sbx_xasprintf("/containers/%s/archive?path=%s", id, DOCKER_MARKER);
+	struct sbx_http_req req = {.method = "HEAD", .path = path};
+	struct sbx_http_resp resp = {0};
+	if (docker_raw(b, "reap", &req, &resp, err) < 0)
+		return -2;
+	int64_t t = fallback;
+	if (resp.status == 200) {
+		SBX_AUTOFREE char *h = sbx_http_header(&resp, "X-Docker-Container-Path-Stat");
+		if (h) {
+			unsigned char dec[1024];
+			int n = EVP_DecodeBlock(dec, (const unsigned char *)h, (int)strlen(h));
+			if (n > 0 && n < (int)sizeof(dec)) {
+				dec[n] = 0;
+				/* Decoding pads with NULs; the parser stops there. */
+				json_object *j = json_tokener_parse((char *)dec);
+				const char *mt = sbx_json_str(j, "mtime");
+				int64_t m = mt ? sbx_time_parse_iso(mt) : -1;
+				if (m > 0 && m <= now + MARKER_SKEW_S)
+					t = m;
+				json_object_put(j);
+			}
+		}
+	} else if (resp.status == 404) {
+		/* No marker, or no container: tell them apart by the body. */
+		if (resp.body && strstr(resp.body, "No such container"))
+			t = -1;
+	} else {
+		docker_status_err("reap", &resp, err);
+		t = -2;
+	}
+	sbx_http_resp_clear(&resp);
+	return t;
+}
+
+/* One idle candidate's line in the vtable report. */
+static void report_item(json_object *arr, const char *id, int64_t idle_s, int deleted,
+			const struct sbx_err *e)
+{
+	if (!arr)
+		return;
+	json_object *o = json_object_new_object();
+	sbx_json_set_str(o, "id", id);
+	sbx_json_set_int(o, "idle_seconds", idle_s);
+	sbx_json_set_bool(o, "deleted", deleted);
+	if (e) {
+		json_object *eo = json_object_new_object();
+		sbx_json_set_str(eo, "kind", sbx_kind_name(e->kind));
+		sbx_json_set_str(eo, "message", e->msg);
+		json_object_object_add(o, "error", eo);
+	}
+	json_object_array_add(arr, o);
+}
+
+/* The sweep.  `items` (an array, may be NULL) gets one object per idle
+ * container or per container that could not be judged: {"id",
+ * "idle_seconds", "deleted"[, "error": {kind, message}]}.  *checked counts
+ * the containers that have an idle TTL. */
+static int sweep(struct sbx_backend *b, int dry_run, json_object *items, int *checked,
+		 struct sbx_err *err)
+{
+	json_object *arr;
+	size_t m;
+	*checked = 0;
+	if (docker_get_listing(b, "reap", "/containers/json?all=1&",
+			       "{\"label\":[\"" DOCKER_LABEL_MANAGED "\"]}", &arr, &m, err) < 0)
+		return -1;
+	for (size_t i = 0; i < m; i++) {
+		json_object *c = json_object_array_get_idx(arr, i);
+		const char *id = sbx_json_str(c, "Id");
+		json_object *labels = sbx_json_obj(c, "Labels");
+		const char *managed = sbx_json_str(labels, DOCKER_LABEL_MANAGED);
+		const char *ttls = sbx_json_str(labels, DOCKER_LABEL_TTL);
+		long long ttl = ttls ? strtoll(ttls, NULL, 10) : 0;
+		if (!id || !managed || !*managed || ttl <= 0)
+			continue;
+		(*checked)++;
+		int64_t created = sbx_json_int(c, "Created", 0);
+		int64_t now = sbx_now_ms() / 1000;
+		struct sbx_err e = {0};
+		int64_t last = last_activity(b, id, created, now, &e);
+		if (last == -2) {
+			report_item(items, id, 0, 0, &e);
+			continue;
+		}
+		if (last < 0 || now - last <= ttl)
+			continue;
+		if (dry_run) {
+			report_item(items, id, now - last, 0, NULL);
+			continue;
+		}
+		/* Re-check right before the delete: a command may have touched
+		 * the marker since the first look. */
+		now = sbx_now_ms() / 1000;
+		last = last_activity(b, id, created, now, &e);
+		if (last == -2) {
+			report_item(items, id, 0, 0, &e);
+			continue;
+		}
+		if (last < 0 || now - last <= ttl)
+			continue;
+		int gone = 0;
+		if (docker_container_remove(b, id, &gone, &e) < 0) {
+			report_item(items, id, now - last, 0, &e);
+			continue;
+		}
+		report_item(items, id, now - last, 1, NULL);
+	}
+	json_object_put(arr);
+	return 0;
+}
+
+int docker_reap_idle(struct sbx_backend *b, int dry_run, json_object *report,
+		     struct sbx_err *err)
+{
+	int checked;
+	return sweep(b, dry_run, report && json_object_is_type(report, json_type_array) ? report : NULL,
+		     &checked, err);
+}
+
+int sbx_docker_reap_idle(struct sbx_backend *b, int dry_run, json_object *report,
+			 struct sbx_err *err)
+{
+	if (!b || !b->ops || strcmp(b->ops->name, "docker") != 0)
+		return sbx_fail(err, SBX_UNSUPPORTED, "reap", "idle sweep is a docker backend operation");
+	json_object *items = json_object_new_array();
+	int checked = 0;
+	if (sweep(b, dry_run, items, &checked, err) < 0) {
+		json_object_put(items);
+		return -1;
+	}
+	if (report) {
+		json_object *idle = json_object_new_array(), *deleted = json_object_new_array(),
+			    *errors = json_object_new_array();
+		for (size_t i = 0; i < json_object_array_length(items); i++) {
+			json_object *it = json_object_array_get_idx(items, i);
+			json_object *id = NULL, *eo = NULL;
+			json_object_object_get_ex(it, "id", &id);
+			if (json_object_object_get_ex(it, "error", &eo)) {
+				json_object *x = json_object_get(eo);
+				json_object_object_add(x, "id", json_object_get(id));
+				json_object_array_add(errors, x);
+				continue;
+			}
+			json_object_array_add(idle, json_object_get(id));
+			if (sbx_json_bool(it, "deleted", 0))
+				json_object_array_add(deleted, json_object_get(id));
+		}
+		json_object_object_add(report, "checked", json_object_new_int(checked));
+		json_object_object_add(report, "idle", idle);
+		json_object_object_add(report, "deleted", deleted);
+		json_object_object_add(report, "errors", errors);
+	}
+	json_object_put(items);
+	return 0;
+}
+
+void docker_maybe_sweep(struct sbx_backend *b)
+{
+	const char *dir = b->profile ? b->profile->state_dir : NULL;
+	if (!dir || getenv("SBX_DOCKER_NO_SWEEP"))
+		return;
+	struct sbx_err e = {0};
+	if (sbx_mkdir_p(dir, 0700, &e) < 0)
+		return;
+	SBX_AUTOFREE char *stamp = sbx_xasprintf("%s/docker-sweep.stamp", dir);
+	struct stat st;
+	time_t now = time(NULL);
+	if (stat(stamp, &st) == 0 && now - st.st_mtime < SWEEP_INTERVAL_S && st.st_mtime <= now)
+		return;
+	int fd = open(stamp, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return;
+	futimens(fd, NULL);
+	close(fd);
+	sbx_docker_reap_idle(b, 0, NULL, &e);
+}
