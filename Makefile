@@ -9,6 +9,11 @@
 #   make bench           benchmarks, side by side with baselines, as ratios
 #   make demo            the main job: skill install -> snapshot -> sessions -> reap
 #   make fuzz            libFuzzer on the document reader (clang, bounded time)
+#   make deb             build/deb/sbx_<version>_amd64.deb (dpkg-buildpackage,
+#                        debian/; lintian clean); DEB_VERSION=V rebuilds it
+#                        under another version
+#   make check-deb       install, use, upgrade and purge that package on a
+#                        clean Debian 12 guest (docs/deb-notes.md)
 #   make install PREFIX=/usr/local DESTDIR=
 
 CC       ?= cc
@@ -45,8 +50,10 @@ LIB      := $(BUILD)/libsbx.a
 # linked whole: nothing in it is dropped for lack of a strong reference.
 LINKLIB  := -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
 
-.PHONY: deps all check check-vm bench demo fuzz install clean man unit completions
+.PHONY: deps all progs check check-vm bench demo fuzz install clean man unit completions deb check-deb
 all: $(PROGS) $(INIT) $(UNITS) man
+# What is installed (make install, the package): no unit tests.
+progs: $(PROGS) $(INIT) man
 
 # The backend boundary, enforced by the compiler: only backends (and the
 # unit tests of their internals) see backends/ on the include path, so a
@@ -116,7 +123,7 @@ fuzz:
 	@mkdir -p $(BUILD)/fuzz/corpus
 	$(BUILD)/fuzz/fuzz-doc -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(BUILD)/fuzz/corpus tests/fuzz/corpus
 
-install: all
+install: progs
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/libexec/sbx \
 	  $(DESTDIR)$(PREFIX)/share/man/man1 \
 	  $(DESTDIR)$(PREFIX)/share/man/man7 \
@@ -133,5 +140,15 @@ install: all
 
 clean:
 	rm -rf build build-san
+
+# The Debian package (docs/deb-notes.md).  Built from the tree by
+# debian/rules in a folder of its own (debian/build), never from $(BUILD).
+DEB_VERSION ?= $(VERSION)
+DEB_OUT     ?= $(BUILD)/deb
+deb: deps
+	tools/deb/build $(DEB_VERSION) $(DEB_OUT)
+
+check-deb: deps
+	tools/deb/check
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
