@@ -36,99 +36,19 @@
 #include "keys.h"
 #include "tokenkey.h"
 #include "ledger.h"
+#include "ledger-recover.h"
 #include "lock.h"
 #include "keyspace.h"
 #include "fault.h"
+#include "pager.h"
+#include "session.h"
+#include "sset.h"
 #include "util.h"
 
 #define BATCH 512                 /* commands per pipeline */
 #define LEASE_TTL_DEFAULT_MS 60000
-#define MAX_PAGES 100000          /* a listing longer than this is not trusted */
 /* Names the skill pipeline gives its snapshots (ledger.h planned_name). */
 #define SKILL_SNAPSHOT_PREFIX "sbx-sk-"
-
-/* ------------------------------------------------------------------ */
-/* A hash set of byte strings with a value (open addressing, FNV-1a): page
- * tokens, tenant names, template ids and snapshot references, each looked
- * up once per listed object, so the run stays O(N). */
-
-struct sslot {
-	char *k;
-	size_t len;
-	long v;
-};
-
-struct sset {
-	struct sslot *s;
-	size_t cap, n;
-};
-
-static uint64_t hash_bytes(const char *p, size_t n)
-{
-	uint64_t h = 1469598103934665603ULL;
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)p[i];
-		h *= 1099511628211ULL;
-	}
-	return h;
-}
-
-static struct sslot *sset_slot(struct sset *s, const char *k, size_t n)
-{
-	size_t i = (size_t)hash_bytes(k, n) & (s->cap - 1);
-	for (;;) {
-		struct sslot *sl = &s->s[i];
-		if (!sl->k || (sl->len == n && memcmp(sl->k, k, n) == 0))
-			return sl;
-		i = (i + 1) & (s->cap - 1);
-	}
-}
-
-static int sset_has(struct sset *s, const char *k, size_t n)
-{
-	return s->cap && sset_slot(s, k, n)->k != NULL;
-}
-
-/* The entry for k, or NULL. */
-static struct sslot *sset_get(struct sset *s, const char *k, size_t n)
-{
-	if (!s->cap)
-		return NULL;
-	struct sslot *sl = sset_slot(s, k, n);
-	return sl->k ? sl : NULL;
-}
-
-/* Returns 1 when added (value 0), 0 when already present. */
-static int sset_add(struct sset *s, const char *k, size_t n)
-{
-	if ((s->n + 1) * 2 > s->cap) {
-		struct sset g = {.cap = s->cap ? s->cap * 2 : 64};
-		g.s = sbx_xcalloc(g.cap, sizeof(*g.s));
-		for (size_t i = 0; i < s->cap; i++)
-			if (s->s[i].k)
-				*sset_slot(&g, s->s[i].k, s->s[i].len) = s->s[i];
-		free(s->s);
-		s->s = g.s;
-		s->cap = g.cap;
-	}
-	struct sslot *sl = sset_slot(s, k, n);
-	if (sl->k)
-		return 0;
-	sl->k = sbx_xmalloc(n + 1);
-	memcpy(sl->k, k, n);
-	sl->k[n] = '\0';
-	sl->len = n;
-	s->n++;
-	return 1;
-}
-
-static void sset_free(struct sset *s)
-{
-	for (size_t i = 0; i < s->cap; i++)
-		free(s->s[i].k);
-	free(s->s);
-	memset(s, 0, sizeof(*s));
-}
 
 /* ------------------------------------------------------------------ */
 /* The run's state. */
@@ -174,10 +94,10 @@ struct run {
 	/* tenants */
 	struct tenant *tenants;
 	size_t ntenants;
-	struct sset tenant_idx;  /* names, for lookups */
+	struct sbx_sset tenant_idx;  /* names, for lookups */
 	struct item *items;
 	size_t nitems;
-	struct sset templates_in_use;  /* template ids of listed sandboxes */
+	struct sbx_sset templates_in_use;  /* template ids of listed sandboxes */
 	char keyspace[SBX_KEYSPACE_LEN + 1];   /* ours (keyspace.h); "" = none */
 	long unknown_keyspace;  /* objects kept because ours has no id */
 };
@@ -220,11 +140,11 @@ static json_object *entry(const struct item *it, const char *reason)
 /* Index of the tenant, added when new. */
 static int tenant_get(struct run *run, const char *name, size_t len)
 {
-	struct sslot *sl = sset_get(&run->tenant_idx, name, len);
+	struct sbx_sset_slot *sl = sbx_sset_get(&run->tenant_idx, name, len);
 	if (sl)
 		return (int)sl->v;
-	sset_add(&run->tenant_idx, name, len);
-	sset_get(&run->tenant_idx, name, len)->v = (long)run->ntenants;
+	sbx_sset_add(&run->tenant_idx, name, len);
+	sbx_sset_get(&run->tenant_idx, name, len)->v = (long)run->ntenants;
 	run->tenants = sbx_xrealloc(run->tenants, (run->ntenants + 1) * sizeof(*run->tenants));
 	struct tenant *t = &run->tenants[run->ntenants];
 	memset(t, 0, sizeof(*t));
@@ -326,92 +246,7 @@ static void lease_release(struct run *run)
 }
 
 /* ------------------------------------------------------------------ */
-/* Listing, every page, fail closed. */
-
-enum { PAGING_REAL, PAGING_ONE, PAGING_FAIL_SECOND, PAGING_REPEAT };
-
-struct lister {
-	struct sbx_backend *b;
-	const struct sbx_list_filter *f;
-	int mode;
-	/* test modes: the real listing, re-served one item per page */
-	struct sbx_sandbox *all;
-	size_t nall;
-	int loaded;
-};
-
-static int lister_mode(void)
-{
-	const char *e = getenv("SBX_REAP_TEST_PAGING");
-	if (!e || !*e)
-		return PAGING_REAL;
-	if (strcmp(e, "fail-second") == 0)
-		return PAGING_FAIL_SECOND;
-	if (strcmp(e, "repeat-token") == 0)
-		return PAGING_REPEAT;
-	return PAGING_ONE;   /* "one": pages of one, correct tokens */
-}
-
-/* Test hook (SBX_REAP_TEST_PAGING): the backend's whole listing is read
- * once, then handed out one item per page with tokens "p1", "p2", ...;
- * fail-second fails the request for the second page, repeat-token hands
- * out "p1" again as the second page's next token. */
-static int lister_fake(struct lister *l, const char *token, struct sbx_page *out,
-		       struct sbx_err *err)
-{
-	if (!l->loaded) {
-		char *tok = NULL;
-		do {
-			struct sbx_page p = {0};
-			int rc = sbx_call(l->b, list, err, l->f, tok, &p);
-			free(tok);
-			tok = NULL;
-			if (rc < 0)
-				return -1;
-			l->all = sbx_xrealloc(l->all, (l->nall + p.n + 1) * sizeof(*l->all));
-			memcpy(l->all + l->nall, p.items, p.n * sizeof(*p.items));
-			l->nall += p.n;
-			free(p.items);
-			tok = p.next;
-		} while (tok && *tok);
-		free(tok);
-		l->loaded = 1;
-	}
-	size_t k = 0;
-	if (token) {
-		if (token[0] != 'p' || (k = strtoul(token + 1, NULL, 10)) == 0 || k >= l->nall + 1)
-			return sbx_fail(err, SBX_INVALID_REQUEST, "list", "bad page token '%s'", token);
-		if (l->mode == PAGING_FAIL_SECOND && k == 1)
-			return sbx_fail(err, SBX_UNAVAILABLE, "list",
-					"test fault (SBX_REAP_TEST_PAGING): page 2 failed");
-	}
-	memset(out, 0, sizeof(*out));
-	if (k < l->nall) {
-		out->items = sbx_xcalloc(1, sizeof(*out->items));
-		out->items[0] = l->all[k];
-		memset(&l->all[k], 0, sizeof(l->all[k]));
-		out->n = 1;
-	}
-	if (k + 1 < l->nall)
-		out->next = l->mode == PAGING_REPEAT ? sbx_xstrdup("p1")
-						     : sbx_xasprintf("p%zu", k + 1);
-	return 0;
-}
-
-static void lister_free(struct lister *l)
-{
-	for (size_t i = 0; i < l->nall; i++)
-		sbx_sandbox_clear(&l->all[i]);
-	free(l->all);
-}
-
-static int lister_page(struct lister *l, const char *token, struct sbx_page *out,
-		       struct sbx_err *err)
-{
-	if (l->mode == PAGING_REAL)
-		return sbx_call(l->b, list, err, l->f, token, out);
-	return lister_fake(l, token, out, err);
-}
+/* Listing, every page, fail closed (pager.h). */
 
 static const char *meta(const struct sbx_sandbox *sb, const char *key)
 {
@@ -440,58 +275,33 @@ static const char *keyspace_verdict(struct run *run, const char *ks)
  * backend is looping and the listing cannot be trusted.  Every item is
  * checked against the filter on our side too: a backend that ignored the
  * filter would otherwise hand us sandboxes we must not judge. */
+static int take_item(struct sbx_sandbox *sb, void *ctx, struct sbx_err *err)
+{
+	(void)err;
+	struct run *run = ctx;
+	run->items = sbx_xrealloc(run->items, (run->nitems + 1) * sizeof(*run->items));
+	struct item *it = &run->items[run->nitems++];
+	memset(it, 0, sizeof(*it));
+	it->sb = *sb;
+	it->t = -1;
+	memset(sb, 0, sizeof(*sb));
+	return 0;
+}
+
 static int list_all(struct run *run, struct sbx_err *err)
 {
 	json_object *md = json_object_new_object();
-	sbx_json_set_str(md, "sbx.managed", "1");
+	sbx_json_set_str(md, SBX_MD_MANAGED, "1");
 	if (run->o->tenant)
-		sbx_json_set_str(md, "sbx.tenant", run->o->tenant);
+		sbx_json_set_str(md, SBX_MD_TENANT, run->o->tenant);
 	struct sbx_list_filter f = {.metadata = md, .states = 0};
-	struct lister l = {.b = run->b, .f = &f, .mode = lister_mode()};
-	struct sset tokens = {0};
-	char *token = NULL;
-	int rc = 0;
 	long pages = 0;
-	for (;;) {
-		struct sbx_page p = {0};
-		if (lister_page(&l, token, &p, err) < 0) {
-			sbx_err_prefix(err, "listing page %ld (nothing was deleted)", pages + 1);
-			rc = -1;
-			break;
-		}
-		pages++;
-		run->items = sbx_xrealloc(run->items, (run->nitems + p.n + 1) * sizeof(*run->items));
-		for (size_t i = 0; i < p.n; i++) {
-			struct item *it = &run->items[run->nitems++];
-			memset(it, 0, sizeof(*it));
-			it->sb = p.items[i];
-			it->t = -1;
-		}
-		free(p.items);
-		free(token);
-		token = p.next;
-		if (!token || !*token)
-			break;
-		if (!sset_add(&tokens, token, strlen(token))) {
-			rc = sbx_fail(err, SBX_INTERNAL, "list",
-				      "the backend returned a repeated page token after %ld pages; "
-				      "the listing cannot be trusted (nothing was deleted)", pages);
-			break;
-		}
-		/* Fresh tokens forever are a loop too, just a slower one. */
-		if (pages >= MAX_PAGES) {
-			rc = sbx_fail(err, SBX_INTERNAL, "list",
-				      "the backend listing did not end after %ld pages "
-				      "(nothing was deleted)", pages);
-			break;
-		}
-	}
-	free(token);
-	sset_free(&tokens);
-	lister_free(&l);
+	int rc = sbx_list_each(run->b, &f, take_item, run, &pages, err);
 	json_object_put(md);
-	if (rc < 0)
+	if (rc < 0) {
+		sbx_err_prefix(err, "nothing was deleted");
 		return -1;
+	}
 	json_object_object_add(run->rep, "pages", json_object_new_int64(pages));
 
 	for (size_t i = 0; i < run->nitems; i++) {
@@ -529,7 +339,7 @@ static void classify_local(struct run *run)
 			it->session = NULL;
 		it->installer = purpose && strcmp(purpose, "skill-install") == 0 && !it->session;
 		if (it->sb.template_id)
-			sset_add(&run->templates_in_use, it->sb.template_id,
+			sbx_sset_add(&run->templates_in_use, it->sb.template_id,
 				 strlen(it->sb.template_id));
 		/* Only what our keyspace owns is ours to judge: another profile
 		 * may share this backend with its own Redis or prefix.  A sandbox
@@ -869,42 +679,21 @@ struct snap {
 	const char *reason;
 };
 
-/* Every snapshot of the backend, every page, repeated tokens refused. */
+/* Every snapshot of the backend (pager.h). */
 static int snaps_list(struct run *run, struct snap **out, size_t *nout, struct sbx_err *err)
 {
-	struct sset tokens = {0};
-	char *token = NULL;
-	int rc = 0;
+	struct sbx_snapshot_ref *refs;
+	size_t n;
 	*out = NULL;
 	*nout = 0;
-	for (;;) {
-		struct sbx_snapshot_ref *refs = NULL;
-		size_t n = 0;
-		char *next = NULL;
-		if (sbx_call(run->b, snapshot_list, err, token, &refs, &n, &next) < 0) {
-			rc = -1;
-			break;
-		}
-		*out = sbx_xrealloc(*out, (*nout + n + 1) * sizeof(**out));
-		for (size_t i = 0; i < n; i++) {
-			(*out)[*nout].ref = refs[i];
-			(*out)[(*nout)++].reason = NULL;
-		}
-		free(refs);
-		free(token);
-		token = next;
-		if (!token || !*token)
-			break;
-		if (!sset_add(&tokens, token, strlen(token))) {
-			rc = sbx_fail(err, SBX_INTERNAL, "snapshot_list",
-				      "the backend returned a repeated snapshot page token; "
-				      "the listing cannot be trusted");
-			break;
-		}
-	}
-	free(token);
-	sset_free(&tokens);
-	return rc;
+	if (sbx_snapshots_all(run->b, &refs, &n, err) < 0)
+		return -1;
+	*out = sbx_xcalloc(n + 1, sizeof(**out));
+	for (size_t i = 0; i < n; i++)
+		(*out)[i].ref = refs[i];
+	*nout = n;
+	free(refs);
+	return 0;
 }
 
 static json_object *snap_entry(const struct snap *s, const char *reason)
@@ -967,9 +756,9 @@ static void do_snapshots(struct run *run)
 		note_failure(run, NULL, "snapshots", &err);
 		return;
 	}
-	struct sset referenced = {0};
+	struct sbx_sset referenced = {0};
 	for (size_t i = 0; i < nrefs; i++)
-		sset_add(&referenced, refs[i], strlen(refs[i]));
+		sbx_sset_add(&referenced, refs[i], strlen(refs[i]));
 	sbx_ledger_ids_free(refs, nrefs);
 
 	struct snap *s = NULL;
@@ -984,10 +773,10 @@ static void do_snapshots(struct run *run)
 	long cand = 0, own = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct snap *x = &s[i];
-		if (sset_has(&referenced, x->ref.id, strlen(x->ref.id)) ||
-		    (x->ref.name && sset_has(&referenced, x->ref.name, strlen(x->ref.name))))
+		if (sbx_sset_has(&referenced, x->ref.id, strlen(x->ref.id)) ||
+		    (x->ref.name && sbx_sset_has(&referenced, x->ref.name, strlen(x->ref.name))))
 			x->reason = "referenced";
-		else if (sset_has(&run->templates_in_use, x->ref.id, strlen(x->ref.id)))
+		else if (sbx_sset_has(&run->templates_in_use, x->ref.id, strlen(x->ref.id)))
 			x->reason = "in-use";
 		else if (!x->ref.name || !sbx_str_starts(x->ref.name, SKILL_SNAPSHOT_PREFIX))
 			/* Not made by the skill pipeline, so no ledger row was ever
@@ -1061,7 +850,7 @@ static void do_snapshots(struct run *run)
 		free(s[i].ref.parent);
 	}
 	free(s);
-	sset_free(&referenced);
+	sbx_sset_free(&referenced);
 	(void)ndel;
 }
 
@@ -1092,8 +881,8 @@ static void run_free(struct run *run)
 		free(run->tenants[i].refused);
 	}
 	free(run->tenants);
-	sset_free(&run->tenant_idx);
-	sset_free(&run->templates_in_use);
+	sbx_sset_free(&run->tenant_idx);
+	sbx_sset_free(&run->templates_in_use);
 	free(run->lease_key);
 }
 
@@ -1247,129 +1036,5 @@ out:
 	sbx_json_set_int(run.rep, "duration_ms", sbx_mono_ms() - t0);
 	sbx_json_set_int(run.rep, "redis_round_trips", r->round_trips - rt0);
 	run_free(&run);
-	return rc;
-}
-
-/* ------------------------------------------------------------------ */
-/* Prometheus text. */
-
-static double prev_counter(const char *text, const char *name)
-{
-	if (!text)
-		return 0;
-	size_t nl = strlen(name);
-	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		if (strncmp(p, name, nl) == 0 && p[nl] == ' ')
-			return strtod(p + nl + 1, NULL);
-	}
-	return 0;
-}
-
-static long arr_len(json_object *o, const char *key)
-{
-	json_object *a = NULL;
-	if (!o || !json_object_object_get_ex(o, key, &a) || !json_object_is_type(a, json_type_array))
-		return 0;
-	return (long)json_object_array_length(a);
-}
-
-/* Counts of an array's entries by their "reason", as labelled samples. */
-static void by_reason(FILE *f, const char *metric, json_object *arr)
-{
-	json_object *counts = json_object_new_object();
-	size_t n = arr && json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
-	for (size_t i = 0; i < n; i++) {
-		const char *why = sbx_json_str(json_object_array_get_idx(arr, i), "reason");
-		if (!why)
-			why = "unknown";
-		sbx_json_set_int(counts, why, sbx_json_int(counts, why, 0) + 1);
-	}
-	json_object_object_foreach(counts, k, v)
-		fprintf(f, "%s{reason=\"%s\"} %" PRId64 "\n", metric, k, json_object_get_int64(v));
-	json_object_put(counts);
-}
-
-int sbx_reap_write_metrics(const char *path, json_object *report, int ok, struct sbx_err *err)
-{
-	json_object *rep = sbx_json_obj(report, "reap");
-	if (!rep || sbx_json_str(rep, "skipped"))
-		return 0;
-	SBX_AUTOFREE char *prev = NULL;
-	size_t plen;
-	struct sbx_err ignored = {0};
-	if (sbx_read_file(path, 1 << 20, &prev, &plen, &ignored) < 0)
-		prev = NULL;
-
-	json_object *snaps = sbx_json_obj(rep, "snapshots");
-	int dry = sbx_json_bool(rep, "dry_run", 0);
-	long deleted = arr_len(rep, "deleted");
-	long snap_deleted = dry ? 0 : arr_len(snaps, "deleted");
-	long failed = arr_len(rep, "failed");
-	json_object *refused = sbx_json_obj(rep, "refused");
-	json_object *kept = NULL, *skipped = NULL;
-	json_object_object_get_ex(rep, "kept", &kept);
-	json_object_object_get_ex(rep, "skipped", &skipped);
-
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	if (!f)
-		return sbx_fail_errno(err, SBX_INTERNAL, "metrics", "open_memstream");
-	fprintf(f, "# HELP sbx_reap_seen Managed sandboxes listed by the last run.\n"
-		   "# TYPE sbx_reap_seen gauge\nsbx_reap_seen %" PRId64 "\n",
-		sbx_json_int(rep, "seen", 0));
-	fprintf(f, "# HELP sbx_reap_kept Sandboxes kept by the last run, by reason.\n"
-		   "# TYPE sbx_reap_kept gauge\n");
-	by_reason(f, "sbx_reap_kept", kept);
-	fprintf(f, "# HELP sbx_reap_skipped Orphans not deleted by the last run, by reason.\n"
-		   "# TYPE sbx_reap_skipped gauge\n");
-	by_reason(f, "sbx_reap_skipped", skipped);
-	fprintf(f, "# HELP sbx_reap_deleted Sandboxes deleted by the last run.\n"
-		   "# TYPE sbx_reap_deleted gauge\nsbx_reap_deleted %ld\n", deleted);
-	fprintf(f, "# HELP sbx_reap_would_delete Sandboxes a dry run would delete.\n"
-		   "# TYPE sbx_reap_would_delete gauge\nsbx_reap_would_delete %ld\n",
-		arr_len(rep, "would_delete"));
-	fprintf(f, "# HELP sbx_reap_failed Operations that failed in the last run.\n"
-		   "# TYPE sbx_reap_failed gauge\nsbx_reap_failed %ld\n", failed);
-	fprintf(f, "# HELP sbx_reap_refused_tenants Tenants refused as mostly unbound.\n"
-		   "# TYPE sbx_reap_refused_tenants gauge\nsbx_reap_refused_tenants %d\n",
-		refused ? json_object_object_length(refused) : 0);
-	fprintf(f, "# HELP sbx_reap_snapshots_deleted Snapshots deleted by the last run.\n"
-		   "# TYPE sbx_reap_snapshots_deleted gauge\nsbx_reap_snapshots_deleted %ld\n",
-		snap_deleted);
-	fprintf(f, "# HELP sbx_reap_deleted_total Sandboxes deleted, all runs.\n"
-		   "# TYPE sbx_reap_deleted_total counter\nsbx_reap_deleted_total %.0f\n",
-		prev_counter(prev, "sbx_reap_deleted_total") + (double)deleted);
-	fprintf(f, "# HELP sbx_reap_snapshots_deleted_total Snapshots deleted, all runs.\n"
-		   "# TYPE sbx_reap_snapshots_deleted_total counter\n"
-		   "sbx_reap_snapshots_deleted_total %.0f\n",
-		prev_counter(prev, "sbx_reap_snapshots_deleted_total") + (double)snap_deleted);
-	fprintf(f, "# HELP sbx_reap_failed_total Failed operations, all runs.\n"
-		   "# TYPE sbx_reap_failed_total counter\nsbx_reap_failed_total %.0f\n",
-		prev_counter(prev, "sbx_reap_failed_total") + (double)failed);
-	fprintf(f, "# HELP sbx_reap_runs_total Reaper runs that held the lease.\n"
-		   "# TYPE sbx_reap_runs_total counter\nsbx_reap_runs_total %.0f\n",
-		prev_counter(prev, "sbx_reap_runs_total") + 1);
-	fprintf(f, "# HELP sbx_reap_duration_seconds Duration of the last run.\n"
-		   "# TYPE sbx_reap_duration_seconds gauge\nsbx_reap_duration_seconds %.3f\n",
-		(double)sbx_json_int(rep, "duration_ms", 0) / 1000.0);
-	fprintf(f, "# HELP sbx_reap_redis_round_trips Redis round trips of the last run.\n"
-		   "# TYPE sbx_reap_redis_round_trips gauge\nsbx_reap_redis_round_trips %" PRId64 "\n",
-		sbx_json_int(rep, "redis_round_trips", 0));
-	fprintf(f, "# HELP sbx_reap_dry_run 1 when the last run was a dry run.\n"
-		   "# TYPE sbx_reap_dry_run gauge\nsbx_reap_dry_run %d\n", dry);
-	fprintf(f, "# HELP sbx_reap_last_run_success 1 when the last run found the world consistent.\n"
-		   "# TYPE sbx_reap_last_run_success gauge\nsbx_reap_last_run_success %d\n", ok ? 1 : 0);
-	const char *started = sbx_json_str(rep, "started_at");
-	int64_t ts = started ? sbx_time_parse_iso(started) : -1;
-	fprintf(f, "# HELP sbx_reap_last_run_timestamp_seconds When the last run started.\n"
-		   "# TYPE sbx_reap_last_run_timestamp_seconds gauge\n"
-		   "sbx_reap_last_run_timestamp_seconds %" PRId64 "\n", ts > 0 ? ts : sbx_now_ms() / 1000);
-	if (fclose(f) != 0) {
-		free(buf);
-		return sbx_fail_errno(err, SBX_INTERNAL, "metrics", "open_memstream");
-	}
-	int rc = sbx_write_file_atomic(path, buf, len, 0644, err);
-	free(buf);
 	return rc;
 }
