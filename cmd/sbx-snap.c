@@ -429,8 +429,9 @@ static int do_tenant_change(struct snap_opts *o, int flatten, struct sbx_err *er
 static int release_for_rm(struct snap_opts *o, const char *id, struct sbx_err *err)
 {
 	struct sbx_redis *r;
-	const char *url = getenv("SBX_REDIS_URL");
-	if (!(url && *url) && !(o->app.profile && o->app.profile->redis_url))
+	/* The profile holds $SBX_REDIS_URL too (config.c folded it in). */
+	const char *url = o->app.profile ? o->app.profile->redis_url : NULL;
+	if (!url || !*url)
 		return 0;
 	if (sbx_app_redis(&o->app, &r, err) < 0)
 		return -1;

@@ -219,7 +219,7 @@ static int run_fenced(struct sbx_redis *r, struct sbx_script *s, struct sbx_lock
 	char fence[24];
 	snprintf(fence, sizeof(fence), "%lld", lock ? (long long)lock->fence : 0LL);
 	const char *keys[] = {k->binding, k->lock, k->fence, k->bound};
-	const char *args[6] = {lock ? lock->token : "", fence};
+	const char *args[6] = {lock ? lock->tk.token : "", fence};
 	for (int i = 0; i < nargs_extra; i++)
 		args[2 + i] = extra[i];
 	redisReply *rep;
@@ -234,7 +234,7 @@ static int run_fenced(struct sbx_redis *r, struct sbx_script *s, struct sbx_lock
 	if (v < 0) {
 		freeReplyObject(rep);
 		if (lock)
-			lock->lost = 1;
+			lock->tk.lost = 1;
 		return sbx_fail(err, SBX_CONFLICT, "lock",
 				v == -1 ? "lock ownership lost (the lock expired or was taken over)"
 					: "lock ownership lost (a newer holder has a higher fence)");

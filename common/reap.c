@@ -34,7 +34,6 @@
 #include "binding.h"
 #include "doc.h"
 #include "keys.h"
-#include "tokenkey.h"
 #include "ledger.h"
 #include "ledger-recover.h"
 #include "lock.h"
@@ -43,6 +42,7 @@
 #include "pager.h"
 #include "session.h"
 #include "sset.h"
+#include "tokenkey.h"
 #include "util.h"
 
 #define BATCH 512                 /* commands per pipeline */
@@ -86,11 +86,9 @@ struct run {
 	struct sbx_err first;  /* first failure */
 	int nfailed;
 	long long deletions;  /* done (or planned, in a dry run) */
-	/* lease */
-	char *lease_key;
-	char lease_token[33];
-	int64_t lease_ttl_ms, lease_renewed_ms;
-	int lease_lost, lease_noted;
+	/* the lease (a token key, renewed by its thread); taken = held */
+	struct sbx_tokenkey lease;
+	int lease_taken, lease_noted;
 	/* tenants */
 	struct tenant *tenants;
 	size_t ntenants;
@@ -156,93 +154,45 @@ static int tenant_get(struct run *run, const char *name, size_t len)
 }
 
 /* ------------------------------------------------------------------ */
-/* The lease: SET NX PX with a random token; renew and release only while
- * the key still holds our token. */
-
-static struct sbx_script lease_renew_script = {.src = SBX_TOKENKEY_RENEW_LUA};
-
-static struct sbx_script lease_release_script = {.src = SBX_TOKENKEY_RELEASE_LUA};
-
-static int64_t env_ms(const char *name, int64_t dflt)
-{
-	const char *e = getenv(name);
-	int64_t ms;
-	struct sbx_err ignored = {0};
-	if (e && *e && sbx_parse_duration_ms(e, &ms, &ignored) == 0 && ms > 0)
-		return ms;
-	return dflt;
-}
+/* The lease: a token key (tokenkey.h), renewed by its own thread while
+ * the run holds it. */
 
 /* 1 taken, 0 held by someone else, -1 error. */
 static int lease_take(struct run *run, struct sbx_err *err)
 {
-	run->lease_key = sbx_key_reap_lease(run->r->prefix);
-	run->lease_ttl_ms = env_ms("SBX_REAP_LEASE_TTL", LEASE_TTL_DEFAULT_MS);
-	if (sbx_random_hex(run->lease_token, 16, err) < 0)
+	int64_t ttl = sbx_env_ms("SBX_REAP_LEASE_TTL", 0, 1, LEASE_TTL_DEFAULT_MS);
+	if (sbx_tokenkey_init(&run->lease, run->r, sbx_key_reap_lease(run->r->prefix), ttl,
+			      "reaper lease", err) < 0)
 		return -1;
-	char ttl[24];
-	snprintf(ttl, sizeof(ttl), "%" PRId64, run->lease_ttl_ms);
-	const char *argv[] = {"SET", run->lease_key, run->lease_token, "NX", "PX", ttl};
-	redisReply *rep;
-	if (sbx_redis_cmd(run->r, &rep, err, 6, argv, NULL) < 0)
-		return -1;
-	int taken = rep->type == REDIS_REPLY_STATUS;
-	freeReplyObject(rep);
-	run->lease_renewed_ms = sbx_mono_ms();
+	int taken = sbx_tokenkey_take(&run->lease, err);
+	if (taken == 1 && sbx_tokenkey_hold(&run->lease, err) < 0)
+		taken = -1;
+	run->lease_taken = taken == 1;
 	return taken;
 }
 
-/* Renew when a third of the TTL has passed.  -1 (conflict) once the lease
- * is no longer ours: the caller stops deleting. */
-static int lease_keep_(struct run *run, struct sbx_err *err)
-{
-	if (!run->lease_key)
-		return 0;       /* dry run: no lease */
-	if (run->lease_lost)
-		return sbx_fail(err, SBX_CONFLICT, "reap", "the reaper lease was lost");
-	if (sbx_mono_ms() - run->lease_renewed_ms < run->lease_ttl_ms / 3)
-		return 0;
-	char ttl[24];
-	snprintf(ttl, sizeof(ttl), "%" PRId64, run->lease_ttl_ms);
-	const char *keys[] = {run->lease_key}, *args[] = {run->lease_token, ttl};
-	redisReply *rep;
-	if (sbx_redis_eval(run->r, &lease_renew_script, &rep, 1, keys, 2, args, err) < 0) {
-		run->lease_lost = 1;
-		return -1;
-	}
-	int ok = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
-	freeReplyObject(rep);
-	if (!ok) {
-		run->lease_lost = 1;
-		return sbx_fail(err, SBX_CONFLICT, "reap",
-				"the reaper lease expired and was taken by another reaper");
-	}
-	run->lease_renewed_ms = sbx_mono_ms();
-	return 0;
-}
-
-/* lease_keep_, recording the loss as one failure of the run (not one per
- * object that could not be deleted after it). */
+/* 0 while the lease is ours (or in a dry run, which takes none); -1 once
+ * it was lost, recorded as one failure of the run (not one per object
+ * that could not be deleted after it): the caller stops deleting. */
 static int lease_keep(struct run *run)
 {
 	struct sbx_err err = {0};
-	if (lease_keep_(run, &err) == 0)
+	if (!run->lease_taken || sbx_tokenkey_check(&run->lease, &err) == 0)
 		return 0;
 	if (!run->lease_noted++)
 		note_failure(run, NULL, "lease", &err);
 	return -1;
 }
 
+/* A failed release leaves the lease to expire by itself. */
 static void lease_release(struct run *run)
 {
-	if (!run->lease_key || run->lease_lost)
-		return;
 	struct sbx_err ignored = {0};
-	const char *keys[] = {run->lease_key}, *args[] = {run->lease_token};
-	redisReply *rep;
-	/* A failed release leaves the lease to expire by itself. */
-	if (sbx_redis_eval(run->r, &lease_release_script, &rep, 1, keys, 1, args, &ignored) == 0)
-		freeReplyObject(rep);
+	if (run->lease_taken)
+		sbx_tokenkey_release(&run->lease, &ignored);
+	else if (run->lease.key)
+		sbx_tokenkey_clear(&run->lease);
+	run->lease_taken = 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -883,7 +833,6 @@ static void run_free(struct run *run)
 	free(run->tenants);
 	sbx_sset_free(&run->tenant_idx);
 	sbx_sset_free(&run->templates_in_use);
-	free(run->lease_key);
 }
 
 /* The report's tenant summary: names, and per tenant the counts. */

@@ -367,7 +367,7 @@ static void cleanup_ours(struct rs *c, const char *id)
 	struct sbx_err e = {0};
 	struct sbx_lock *fresh = NULL;
 	struct sbx_lock *l = c->lock;
-	if (c->lock->lost) {
+	if (c->lock->tk.lost) {
 		if (sbx_lock_acquire(c->r, c->tenant, strlen(c->tenant), c->session,
 				     strlen(c->session), 2000, &fresh, &e) < 0)
 			return;
