@@ -45,7 +45,6 @@
 #include "tokenkey.h"
 #include "util.h"
 
-#define BATCH 512                 /* commands per pipeline */
 #define LEASE_TTL_DEFAULT_MS 60000
 /* Names the skill pipeline gives its snapshots (ledger.h planned_name). */
 #define SKILL_SNAPSHOT_PREFIX "sbx-sk-"
@@ -71,7 +70,6 @@ struct item {
 	int installer;
 	int t;                /* index into run.tenants, -1 when none */
 	const char *reason;   /* why it is kept; NULL = orphan (to delete) */
-	char *lock_key;       /* session sandboxes considered for deletion */
 };
 
 struct run {
@@ -128,7 +126,7 @@ static json_object *entry(const struct item *it, const char *reason)
 		json_object_object_add(e, "session",
 				       json_object_new_string_len(it->session, (int)it->slen));
 	if (it->installer)
-		sbx_json_set_str(e, "purpose", "skill-install");
+		sbx_json_set_str(e, "purpose", SBX_PURPOSE_SKILL_INSTALL);
 	sbx_json_set_str(e, "state", sbx_state_name(it->sb.state));
 	if (reason)
 		sbx_json_set_str(e, "reason", reason);
@@ -256,8 +254,8 @@ static int list_all(struct run *run, struct sbx_err *err)
 
 	for (size_t i = 0; i < run->nitems; i++) {
 		struct item *it = &run->items[i];
-		const char *m = meta(&it->sb, "sbx.managed");
-		const char *t = meta(&it->sb, "sbx.tenant");
+		const char *m = meta(&it->sb, SBX_MD_MANAGED);
+		const char *t = meta(&it->sb, SBX_MD_TENANT);
 		if (!it->sb.id || !*it->sb.id)
 			return sbx_fail(err, SBX_INTERNAL, "list",
 					"the backend listed a sandbox without an id (nothing was deleted)");
@@ -280,14 +278,14 @@ static void classify_local(struct run *run)
 	struct sbx_err ignored = {0};
 	for (size_t i = 0; i < run->nitems; i++) {
 		struct item *it = &run->items[i];
-		const char *purpose = meta(&it->sb, "sbx.purpose");
-		it->tenant = meta(&it->sb, "sbx.tenant");
-		it->session = meta(&it->sb, "sbx.session");
+		const char *purpose = meta(&it->sb, SBX_MD_PURPOSE);
+		it->tenant = meta(&it->sb, SBX_MD_TENANT);
+		it->session = meta(&it->sb, SBX_MD_SESSION);
 		it->tlen = it->tenant ? strlen(it->tenant) : 0;
 		it->slen = it->session ? strlen(it->session) : 0;
 		if (it->session && !*it->session)
 			it->session = NULL;
-		it->installer = purpose && strcmp(purpose, "skill-install") == 0 && !it->session;
+		it->installer = purpose && strcmp(purpose, SBX_PURPOSE_SKILL_INSTALL) == 0 && !it->session;
 		if (it->sb.template_id)
 			sbx_sset_add(&run->templates_in_use, it->sb.template_id,
 				 strlen(it->sb.template_id));
@@ -326,109 +324,54 @@ static void classify_local(struct run *run)
 	}
 }
 
-/* Read and drop `n` pending pipeline replies, so that the connection stays
- * usable (the lease is still released) after a reply we could not use. */
-static void drain(struct run *run, size_t n)
+/* Whether an item's membership and lock are worth asking Redis about: a
+ * session sandbox not kept for a reason Redis cannot change. */
+static int probed(const struct item *it)
 {
-	struct sbx_err ignored = {0};
-	while (n--) {
-		redisReply *x;
-		if (sbx_redis_read(run->r, &x, &ignored) < 0)
-			return;
-		freeReplyObject(x);
-	}
+	return it->t >= 0 && it->session &&
+	       (!it->reason || !strcmp(it->reason, "young") || !strcmp(it->reason, "age-unknown"));
 }
 
-/* One pipeline per BATCH sandboxes: for every session sandbox SISMEMBER on
- * its tenant's bound set and EXISTS on its session's lock key, and for
- * every tenant SCARD of the bound set.  A member is kept as "bound"; an
- * unbound one whose lock is held is kept as "locked" (a resolve may be
- * about to bind it).
+/* The bound sets' view of the listed session sandboxes (binding.h,
+ * sbx_bound_census): a member is kept as "bound"; an unbound one whose
+ * lock is held is kept as "locked" (a resolve may be about to bind it).
  *
  * Why membership checks and not SMEMBERS/SSCAN of the bound sets: the
- * verdict needs only the listed ids, so the cost is O(listed / BATCH)
+ * verdict needs only the listed ids, so the cost is O(listed / batch)
  * round trips whatever the number of bindings (a bound set of 100k
  * members cost 105 round trips and 0.85 s with SSCAN, see
  * docs/benchmarks-reap.md, against 1 here), and "dangling" bindings (whose
  * sandbox the backend does not list) still fall out as SCARD - bound. */
 static int classify_redis(struct run *run, struct sbx_err *err)
 {
-	SBX_AUTOFREE char **bound_keys = sbx_xcalloc(run->ntenants + 1, sizeof(char *));
-	for (size_t ti = 0; ti < run->ntenants; ti++) {
-		struct tenant *t = &run->tenants[ti];
-		bound_keys[ti] = sbx_key_tenant(run->r->prefix, t->name, t->len, SBX_KEY_BOUND);
-		const char *argv[] = {"SCARD", bound_keys[ti]};
-		if (sbx_redis_append(run->r, 2, argv, NULL, err) < 0)
-			goto fail;
+	SBX_AUTOFREE struct sbx_bound_tenant *ts = sbx_xcalloc(run->ntenants + 1, sizeof(*ts));
+	SBX_AUTOFREE struct sbx_bound_probe *ps = sbx_xcalloc(run->nitems + 1, sizeof(*ps));
+	SBX_AUTOFREE size_t *of = sbx_xcalloc(run->nitems + 1, sizeof(*of));
+	size_t np = 0;
+	for (size_t ti = 0; ti < run->ntenants; ti++)
+		ts[ti] = (struct sbx_bound_tenant){run->tenants[ti].name, run->tenants[ti].len, 0};
+	for (size_t i = 0; i < run->nitems; i++) {
+		struct item *it = &run->items[i];
+		if (!probed(it))
+			continue;
+		ps[np] = (struct sbx_bound_probe){.t = (size_t)it->t, .session = it->session,
+						  .slen = it->slen, .id = it->sb.id};
+		of[np++] = i;
 	}
-	size_t i = 0, first = 1;
-	do {
-		size_t batch[BATCH], nb = 0, j = i;
-		for (; j < run->nitems && nb < BATCH; j++) {
-			struct item *it = &run->items[j];
-			if (it->t < 0 || !it->session || (it->reason && strcmp(it->reason, "young") &&
-							  strcmp(it->reason, "age-unknown")))
-				continue;
-			it->lock_key = sbx_key_session(run->r->prefix, it->tenant, it->tlen,
-						       it->session, it->slen, SBX_KEY_LOCK);
-			const char *m[] = {"SISMEMBER", bound_keys[it->t], it->sb.id};
-			const char *e[] = {"EXISTS", it->lock_key};
-			if (sbx_redis_append(run->r, 3, m, NULL, err) < 0 ||
-			    sbx_redis_append(run->r, 2, e, NULL, err) < 0)
-				goto fail;
-			batch[nb++] = j;
-		}
-		if (first) {
-			for (size_t ti = 0; ti < run->ntenants; ti++) {
-				redisReply *rep;
-				if (sbx_redis_read(run->r, &rep, err) < 0)
-					goto fail;
-				int ok = rep->type == REDIS_REPLY_INTEGER;
-				run->tenants[ti].members = ok ? (long)rep->integer : 0;
-				freeReplyObject(rep);
-				if (!ok) {
-					drain(run, run->ntenants - ti - 1 + 2 * nb);
-					sbx_fail(err, SBX_INTERNAL, "redis", "unexpected SCARD reply "
-						 "(is the bound set of another type?)");
-					goto fail;
-				}
-			}
-			first = 0;
-		}
-		for (size_t q = 0; q < nb; q++) {
-			struct item *it = &run->items[batch[q]];
-			redisReply *m, *e;
-			if (sbx_redis_read(run->r, &m, err) < 0)
-				goto fail;
-			if (sbx_redis_read(run->r, &e, err) < 0) {
-				freeReplyObject(m);
-				goto fail;
-			}
-			int ok = m->type == REDIS_REPLY_INTEGER && e->type == REDIS_REPLY_INTEGER;
-			if (ok && m->integer) {
-				run->tenants[it->t].bound++;
-				it->reason = "bound";    /* stronger than "young" */
-			} else if (ok && e->integer && !it->reason) {
-				it->reason = "locked";
-			}
-			freeReplyObject(m);
-			freeReplyObject(e);
-			if (!ok) {
-				drain(run, 2 * (nb - q - 1));
-				sbx_fail(err, SBX_INTERNAL, "redis", "unexpected SISMEMBER/EXISTS reply "
-					 "(is the bound set of another type?)");
-				goto fail;
-			}
-		}
-		i = j;
-	} while (i < run->nitems);
+	if (sbx_bound_census(run->r, ts, run->ntenants, ps, np, err) < 0)
+		return -1;
 	for (size_t ti = 0; ti < run->ntenants; ti++)
-		free(bound_keys[ti]);
+		run->tenants[ti].members = ts[ti].members;
+	for (size_t q = 0; q < np; q++) {
+		struct item *it = &run->items[of[q]];
+		if (ps[q].bound) {
+			run->tenants[it->t].bound++;
+			it->reason = "bound";    /* stronger than "young" */
+		} else if (ps[q].locked && !it->reason) {
+			it->reason = "locked";
+		}
+	}
 	return 0;
-fail:
-	for (size_t ti = 0; ti < run->ntenants; ti++)
-		free(bound_keys[ti]);
-	return -1;
 }
 
 /* Mostly-unbound guard: a tenant with more than SBX_REAP_REFUSE_MIN
@@ -467,70 +410,6 @@ static int cmp_items(const void *a, const void *b)
 /* ------------------------------------------------------------------ */
 /* Deleting. */
 
-enum { DEL_DONE, DEL_KEPT };
-
-/* Delete one session sandbox under its session's lifecycle lock (tried
- * once: a busy lock means someone is working on the session, and the
- * sandbox is kept).  Under the lock the binding (read by the acquire
- * script itself) and the bound set are checked again; only if neither
- * names the sandbox, and the lock is still ours, is it deleted.
- * Returns DEL_DONE, DEL_KEPT (with *reason), or -1 with err. */
-static int delete_session_sb(struct run *run, struct item *it, int *gone,
-			     const char **reason, struct sbx_err *err)
-{
-	struct sbx_lock *l = NULL;
-	struct sbx_err e = {0};
-	if (sbx_lock_acquire(run->r, it->tenant, it->tlen, it->session, it->slen, 0, &l, &e) < 0) {
-		if (e.kind == SBX_CONFLICT) {
-			*reason = "locked";
-			return DEL_KEPT;
-		}
-		*err = e;
-		return -1;
-	}
-	int rc = DEL_DONE;
-	if (l->binding_raw) {
-		struct sbx_binding bd = {0};
-		struct sbx_err de = {0};
-		if (sbx_binding_decode(l->binding_raw, l->binding_len, it->tenant, it->session,
-				       &bd, &de) < 0) {
-			*reason = "binding-unreadable";   /* fail closed */
-			rc = DEL_KEPT;
-		} else if (bd.sandbox_id && strcmp(bd.sandbox_id, it->sb.id) == 0) {
-			*reason = "bound";
-			rc = DEL_KEPT;
-		}
-		sbx_binding_clear(&bd);
-	}
-	if (rc == DEL_DONE) {
-		SBX_AUTOFREE char *key = sbx_key_tenant(run->r->prefix, it->tenant, it->tlen,
-							SBX_KEY_BOUND);
-		const char *argv[] = {"SISMEMBER", key, it->sb.id};
-		redisReply *rep;
-		if (sbx_redis_cmd(run->r, &rep, err, 3, argv, NULL) < 0) {
-			rc = -1;
-		} else {
-			if (rep->type == REDIS_REPLY_INTEGER && rep->integer) {
-				*reason = "bound";
-				rc = DEL_KEPT;
-			}
-			freeReplyObject(rep);
-		}
-	}
-	if (rc == DEL_DONE && sbx_lock_check(l, &e) < 0) {
-		*reason = "locked";
-		rc = DEL_KEPT;
-	}
-	if (rc == DEL_DONE) {
-		sbx_fault("reap:before-delete");
-		if (sbx_call(run->b, remove, err, it->sb.id, gone) < 0)
-			rc = -1;
-	}
-	struct sbx_err ignored = {0};
-	sbx_lock_release(l, &ignored);
-	return rc;
-}
-
 /* Act on the orphans, oldest first: skip refused tenants, stop at the
  * cap, and (for real) delete each after its re-check. */
 static void act(struct run *run)
@@ -565,15 +444,14 @@ static void act(struct run *run)
 			json_object_array_add(run->skipped, entry(it, "lease-lost"));
 			continue;
 		}
-		int gone = 0, rc;
+		/* Under the session's lock, after a re-check (session.h). */
+		int gone = 0;
 		const char *reason = NULL;
-		if (it->session)
-			rc = delete_session_sb(run, it, &gone, &reason, &err);
-		else
-			rc = sbx_call(run->b, remove, &err, it->sb.id, &gone) < 0 ? -1 : DEL_DONE;
+		int rc = sbx_session_end(run->b, run->r, &it->sb, SBX_END_ORPHAN, &gone, &reason,
+					 &err);
 		if (rc < 0) {
 			note_failure(run, it->sb.id, "delete", &err);
-		} else if (rc == DEL_KEPT) {
+		} else if (rc == 0) {
 			json_object_array_add(run->kept, entry(it, reason));
 		} else {
 			run->deletions++;
@@ -823,7 +701,6 @@ static void run_free(struct run *run)
 {
 	for (size_t i = 0; i < run->nitems; i++) {
 		sbx_sandbox_clear(&run->items[i].sb);
-		free(run->items[i].lock_key);
 	}
 	free(run->items);
 	for (size_t i = 0; i < run->ntenants; i++) {

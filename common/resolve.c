@@ -445,7 +445,7 @@ static int installer(struct rs *c, struct sbx_sandbox *out, const char **how,
 	if (need_keyspace(c, err) < 0)
 		return -1;
 	cr.metadata = ownership(c, cr.metadata);
-	sbx_json_set_str(cr.metadata, SBX_MD_PURPOSE, "skill-install");
+	sbx_json_set_str(cr.metadata, SBX_MD_PURPOSE, SBX_PURPOSE_SKILL_INSTALL);
 	char g[24];
 	snprintf(g, sizeof(g), "%lld", (long long)gen);
 	sbx_json_set_str(cr.metadata, SBX_MD_IMAGE_GENERATION, g);
