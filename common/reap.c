@@ -553,6 +553,87 @@ static int snap_foreign(const char *reason)
 	       !strcmp(reason, "keyspace-unknown") || !strcmp(reason, "not-a-skill-snapshot");
 }
 
+/* Why snapshot x is kept (NULL: a candidate to delete).  A snapshot not
+ * made by the skill pipeline was never meant to be named by a ledger row:
+ * never ours to judge (reference: ReconcileSnapshots logs such snapshots,
+ * never deletes). */
+static const char *snap_reason(struct run *run, struct sbx_sset *referenced,
+			       const struct snap *x)
+{
+	const struct sbx_snapshot_ref *r = &x->ref;
+	const char *why;
+	if (sbx_sset_has(referenced, r->id, strlen(r->id)) ||
+	    (r->name && sbx_sset_has(referenced, r->name, strlen(r->name))))
+		return "referenced";
+	if (sbx_sset_has(&run->templates_in_use, r->id, strlen(r->id)))
+		return "in-use";
+	if (!r->name || !sbx_str_starts(r->name, SKILL_SNAPSHOT_PREFIX))
+		return "not-a-skill-snapshot";
+	if ((why = snap_keyspace(run, r->name)))
+		return why;
+	if (r->created_at <= 0)
+		return "age-unknown";
+	if (run->now_ms - r->created_at * 1000 < run->o->grace_ms)
+		return "young";
+	return NULL;
+}
+
+/* Every snapshot id or planned name a ledger row or image pointer names,
+ * as a set; -1 (noted, or "skipped" when unsupported) when unreadable. */
+static int snap_references(struct run *run, json_object *sr, struct sbx_sset *referenced)
+{
+	struct sbx_err err = {0};
+	char **refs = NULL;
+	size_t nrefs = 0;
+	if (sbx_ledger_referenced(run->r, NULL, &refs, &nrefs, &err) < 0) {
+		if (err.kind == SBX_UNSUPPORTED) {
+			sbx_json_set_str(sr, "skipped", err.msg);
+			return -1;
+		}
+		sbx_err_prefix(&err, "reading the snapshot references (no snapshot was deleted)");
+		note_failure(run, NULL, "snapshots", &err);
+		return -1;
+	}
+	for (size_t i = 0; i < nrefs; i++)
+		sbx_sset_add(referenced, refs[i], strlen(refs[i]));
+	sbx_ledger_ids_free(refs, nrefs);
+	return 0;
+}
+
+/* Delete the candidates (x->reason NULL) unless refused, capped or the
+ * lease was lost; a snapshot the backend refuses as in use is kept. */
+static void snap_act(struct run *run, struct snap *s, size_t n, const char *refused,
+		     json_object *kept, json_object *del, json_object *skipped)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct snap *x = &s[i];
+		struct sbx_err err = {0};
+		int gone = 0;
+		if (x->reason) {
+			json_object_array_add(kept, snap_entry(x, x->reason));
+		} else if (refused) {
+			json_object_array_add(skipped, snap_entry(x, "refused"));
+		} else if (run->o->max_delete >= 0 && run->deletions >= run->o->max_delete) {
+			json_object_array_add(skipped, snap_entry(x, "max-delete"));
+		} else if (run->o->dry_run) {
+			run->deletions++;
+			json_object_array_add(del, snap_entry(x, NULL));
+		} else if (lease_keep(run) < 0) {
+			json_object_array_add(skipped, snap_entry(x, "lease-lost"));
+		} else if (sbx_call(run->b, snapshot_delete, &err, x->ref.id, &gone) < 0) {
+			/* Something stacks on it or runs on it (the backend knows
+			 * better than our listing of managed sandboxes). */
+			if (err.kind == SBX_CONFLICT)
+				json_object_array_add(kept, snap_entry(x, "in-use"));
+			else
+				note_failure(run, x->ref.id, "snapshot_delete", &err);
+		} else {
+			run->deletions++;
+			json_object_array_add(del, snap_entry(x, NULL));
+		}
+	}
+}
+
 /* Delete snapshots that no ledger row or image pointer references (by id
  * or by planned name), that no listed sandbox runs on, and that are older
  * than the grace period.  Only with --all-tenants: snapshots are shared by
@@ -572,23 +653,10 @@ static void do_snapshots(struct run *run)
 		sbx_json_set_str(sr, "skipped", "the backend has no snapshots");
 		return;
 	}
-	struct sbx_err err = {0};
-	char **refs = NULL;
-	size_t nrefs = 0;
-	if (sbx_ledger_referenced(run->r, NULL, &refs, &nrefs, &err) < 0) {
-		if (err.kind == SBX_UNSUPPORTED) {
-			sbx_json_set_str(sr, "skipped", err.msg);
-			return;
-		}
-		sbx_err_prefix(&err, "reading the snapshot references (no snapshot was deleted)");
-		note_failure(run, NULL, "snapshots", &err);
-		return;
-	}
 	struct sbx_sset referenced = {0};
-	for (size_t i = 0; i < nrefs; i++)
-		sbx_sset_add(&referenced, refs[i], strlen(refs[i]));
-	sbx_ledger_ids_free(refs, nrefs);
-
+	if (snap_references(run, sr, &referenced) < 0)
+		return;
+	struct sbx_err err = {0};
 	struct snap *s = NULL;
 	size_t n = 0;
 	if (snaps_list(run, &s, &n, &err) < 0) {
@@ -596,31 +664,12 @@ static void do_snapshots(struct run *run)
 		note_failure(run, NULL, "snapshots", &err);
 		n = 0;
 	}
-	json_object *kept = json_object_new_array(), *del = json_object_new_array(),
-		    *skipped = json_object_new_array();
 	long cand = 0, own = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct snap *x = &s[i];
-		if (sbx_sset_has(&referenced, x->ref.id, strlen(x->ref.id)) ||
-		    (x->ref.name && sbx_sset_has(&referenced, x->ref.name, strlen(x->ref.name))))
-			x->reason = "referenced";
-		else if (sbx_sset_has(&run->templates_in_use, x->ref.id, strlen(x->ref.id)))
-			x->reason = "in-use";
-		else if (!x->ref.name || !sbx_str_starts(x->ref.name, SKILL_SNAPSHOT_PREFIX))
-			/* Not made by the skill pipeline, so no ledger row was ever
-			 * meant to name it: never ours to judge (reference:
-			 * ReconcileSnapshots logs such snapshots, never deletes). */
-			x->reason = "not-a-skill-snapshot";
-		else if ((x->reason = snap_keyspace(run, x->ref.name)))
-			;
-		else if (x->ref.created_at <= 0)
-			x->reason = "age-unknown";
-		else if (run->now_ms - x->ref.created_at * 1000 < run->o->grace_ms)
-			x->reason = "young";
-		else
-			cand++;
-		if (!x->reason || !snap_foreign(x->reason))
-			own++;
+		x->reason = snap_reason(run, &referenced, x);
+		cand += !x->reason;
+		own += !x->reason || !snap_foreign(x->reason);
 	}
 	const char *refused = NULL;
 	if (!run->o->force && cand > SBX_REAP_REFUSE_MIN && cand * 2 > own) {
@@ -629,45 +678,9 @@ static void do_snapshots(struct run *run)
 			  "check Redis, then rerun with --force";
 		sbx_json_set_str(sr, "refused", refused);
 	}
-	long ndel = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct snap *x = &s[i];
-		if (x->reason) {
-			json_object_array_add(kept, snap_entry(x, x->reason));
-			continue;
-		}
-		if (refused) {
-			json_object_array_add(skipped, snap_entry(x, "refused"));
-			continue;
-		}
-		if (run->o->max_delete >= 0 && run->deletions >= run->o->max_delete) {
-			json_object_array_add(skipped, snap_entry(x, "max-delete"));
-			continue;
-		}
-		if (run->o->dry_run) {
-			run->deletions++;
-			json_object_array_add(del, snap_entry(x, NULL));
-			continue;
-		}
-		if (lease_keep(run) < 0) {
-			json_object_array_add(skipped, snap_entry(x, "lease-lost"));
-			continue;
-		}
-		int gone = 0;
-		if (sbx_call(run->b, snapshot_delete, &err, x->ref.id, &gone) < 0) {
-			if (err.kind == SBX_CONFLICT) {
-				/* Something stacks on it or runs on it (the backend knows
-				 * better than our listing of managed sandboxes). */
-				json_object_array_add(kept, snap_entry(x, "in-use"));
-				continue;
-			}
-			note_failure(run, x->ref.id, "snapshot_delete", &err);
-			continue;
-		}
-		run->deletions++;
-		ndel++;
-		json_object_array_add(del, snap_entry(x, NULL));
-	}
+	json_object *kept = json_object_new_array(), *del = json_object_new_array(),
+		    *skipped = json_object_new_array();
+	snap_act(run, s, n, refused, kept, del, skipped);
 	json_object_object_add(sr, "seen", json_object_new_int64((int64_t)n));
 	json_object_object_add(sr, "kept", kept);
 	json_object_object_add(sr, run->o->dry_run ? "would_delete" : "deleted", del);
@@ -679,7 +692,6 @@ static void do_snapshots(struct run *run)
 	}
 	free(s);
 	sbx_sset_free(&referenced);
-	(void)ndel;
 }
 
 static void do_idle(struct run *run)
@@ -733,132 +745,148 @@ static void report_tenants(struct run *run)
 	json_object_object_add(run->rep, "per_tenant", per);
 }
 
-int sbx_reap_run(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_reap_opts *o,
-		 json_object **report, struct sbx_err *err)
+/* The report's head: when, and with which options. */
+static void report_open(struct run *run, json_object **report)
 {
-	struct run run = {.b = b, .r = r, .o = o};
-	int64_t t0 = sbx_mono_ms();
-	long long rt0 = r->round_trips;
-	run.now_ms = sbx_now_ms();
+	const struct sbx_reap_opts *o = run->o;
 	*report = json_object_new_object();
-	run.rep = json_object_new_object();
-	json_object_object_add(*report, "reap", run.rep);
+	run->rep = json_object_new_object();
+	json_object_object_add(*report, "reap", run->rep);
 	char iso[32];
-	sbx_time_iso(run.now_ms / 1000, iso, sizeof(iso));
-	sbx_json_set_str(run.rep, "started_at", iso);
-	sbx_json_set_bool(run.rep, "dry_run", o->dry_run);
-	sbx_json_set_int(run.rep, "grace_ms", o->grace_ms);
+	sbx_time_iso(run->now_ms / 1000, iso, sizeof(iso));
+	sbx_json_set_str(run->rep, "started_at", iso);
+	sbx_json_set_bool(run->rep, "dry_run", o->dry_run);
+	sbx_json_set_int(run->rep, "grace_ms", o->grace_ms);
 	if (o->max_delete >= 0)
-		sbx_json_set_int(run.rep, "max_delete", o->max_delete);
+		sbx_json_set_int(run->rep, "max_delete", o->max_delete);
 	if (o->tenant)
-		sbx_json_set_str(run.rep, "tenant", o->tenant);
+		sbx_json_set_str(run->rep, "tenant", o->tenant);
 	if (o->adopt_legacy)
-		sbx_json_set_bool(run.rep, "adopt_legacy", 1);
+		sbx_json_set_bool(run->rep, "adopt_legacy", 1);
+}
 
-	int rc = 0;
-	/* A dry run changes nothing, so it takes no lease: it never makes the
-	 * real (cron) reaper skip. */
-	int taken = o->dry_run ? 1 : lease_take(&run, err);
-	if (taken < 0) {
-		rc = -1;
-		goto out;
-	}
-	if (taken == 0) {
-		sbx_json_set_str(run.rep, "skipped", "another reaper holds the lease");
-		goto out;
-	}
-	run.kept = json_object_new_array();
-	run.deleted = json_object_new_array();
-	run.failed = json_object_new_array();
-	run.skipped = json_object_new_array();
-	run.would = json_object_new_array();
-	json_object *refused = json_object_new_object();
-
-	/* Where the time goes, per phase (benchmarks, and a slow backend or
-	 * Redis shows up here first). */
+/* The steps of a run that holds the lease, timed per phase (benchmarks,
+ * and a slow backend or Redis shows up here first).  -1 when the listing
+ * or Redis could not be read: then nothing at all was deleted. */
+static int run_phases(struct run *run, json_object *refused, struct sbx_err *err)
+{
 	json_object *timing = json_object_new_object();
+	json_object_object_add(run->rep, "timing_ms", timing);
 	int64_t t = sbx_mono_ms();
 #define PHASE(name) do { int64_t t_ = sbx_mono_ms(); \
 	sbx_json_set_int(timing, name, t_ - t); t = t_; } while (0)
-	if (sbx_keyspace_read(r, run.keyspace, err) < 0) {
+	if (sbx_keyspace_read(run->r, run->keyspace, err) < 0) {
 		sbx_err_prefix(err, "reading the keyspace id (nothing was deleted)");
-		rc = -1;
-	} else if (list_all(&run, err) < 0) {
-		rc = -1;
-	} else {
-		PHASE("list");
-		classify_local(&run);
-		if (classify_redis(&run, err) < 0) {
-			sbx_err_prefix(err, "reading Redis (nothing was deleted)");
-			rc = -1;
-		}
-		PHASE("redis");
+		return -1;
 	}
-	if (rc == 0) {
-		refuse_tenants(&run, refused);
-		act(&run);
-		PHASE("delete");
-		do_ledger(&run);
-		PHASE("ledger");
-		do_snapshots(&run);
-		PHASE("snapshots");
-		do_images(&run);
-		PHASE("images");
-		do_idle(&run);
-		if (run.idle)
-			PHASE("idle");
+	if (list_all(run, err) < 0)
+		return -1;
+	PHASE("list");
+	classify_local(run);
+	if (classify_redis(run, err) < 0) {
+		sbx_err_prefix(err, "reading Redis (nothing was deleted)");
+		return -1;
 	}
+	PHASE("redis");
+	refuse_tenants(run, refused);
+	act(run);
+	PHASE("delete");
+	do_ledger(run);
+	PHASE("ledger");
+	do_snapshots(run);
+	PHASE("snapshots");
+	do_images(run);
+	PHASE("images");
+	do_idle(run);
+	if (run->idle)
+		PHASE("idle");
 #undef PHASE
-	lease_release(&run);
-	json_object_object_add(run.rep, "timing_ms", timing);
+	return 0;
+}
 
-	report_tenants(&run);
-	sbx_json_set_int(run.rep, "seen", (int64_t)run.nitems);
-	json_object_object_add(run.rep, "kept", run.kept);
-	if (o->dry_run) {
-		json_object_object_add(run.rep, "would_delete", run.would);
-		json_object_put(run.deleted);
+/* The report's body: what was seen, kept, deleted, failed, refused. */
+static void report_close(struct run *run, json_object *refused)
+{
+	report_tenants(run);
+	sbx_json_set_int(run->rep, "seen", (int64_t)run->nitems);
+	json_object_object_add(run->rep, "kept", run->kept);
+	if (run->o->dry_run) {
+		json_object_object_add(run->rep, "would_delete", run->would);
+		json_object_put(run->deleted);
 	} else {
-		json_object_object_add(run.rep, "deleted", run.deleted);
-		json_object_put(run.would);
+		json_object_object_add(run->rep, "deleted", run->deleted);
+		json_object_put(run->would);
 	}
-	json_object_object_add(run.rep, "failed", run.failed);
-	json_object_object_add(run.rep, "skipped", run.skipped);
-	json_object_object_add(run.rep, "refused", refused);
-	json_object_object_add(run.rep, "ledger", run.ledger ? run.ledger : json_object_new_object());
-	json_object_object_add(run.rep, "snapshots",
-			       run.snapshots ? run.snapshots : json_object_new_object());
-	if (run.idle)
-		json_object_object_add(run.rep, "idle", run.idle);
-	if (run.images)
-		json_object_object_add(run.rep, "images", run.images);
+	json_object_object_add(run->rep, "failed", run->failed);
+	json_object_object_add(run->rep, "skipped", run->skipped);
+	json_object_object_add(run->rep, "refused", refused);
+	json_object_object_add(run->rep, "ledger",
+			       run->ledger ? run->ledger : json_object_new_object());
+	json_object_object_add(run->rep, "snapshots",
+			       run->snapshots ? run->snapshots : json_object_new_object());
+	if (run->idle)
+		json_object_object_add(run->rep, "idle", run->idle);
+	if (run->images)
+		json_object_object_add(run->rep, "images", run->images);
+	if (run->keyspace[0])
+		sbx_json_set_str(run->rep, "keyspace", run->keyspace);
+}
 
-	if (rc == 0 && run.nfailed) {
-		*err = run.first;
-		if (run.nfailed > 1)
-			sbx_err_prefix(err, "%d operations failed; first", run.nfailed);
+/* Whether the world is consistent after a run whose steps went through:
+ * no failure, no object of an unknown keyspace, nothing refused. */
+static int verdict(struct run *run, json_object *refused, struct sbx_err *err)
+{
+	if (run->nfailed) {
+		*err = run->first;
+		if (run->nfailed > 1)
+			sbx_err_prefix(err, "%d operations failed; first", run->nfailed);
+		return -1;
+	}
+	if (run->unknown_keyspace) {
+		SBX_AUTOFREE char *kk = sbx_key_keyspace(run->r->prefix);
+		return sbx_fail(err, SBX_CONFLICT, "reap",
+				"this Redis keyspace has no id (%s) but %ld sandboxes or snapshots "
+				"carry one: it lost its data, or they belong to another keyspace. "
+				"Nothing of theirs was deleted; rerun with --force if this Redis "
+				"lost its data", kk, run->unknown_keyspace);
+	}
+	int snaps = json_object_object_get_ex(sbx_json_obj(run->rep, "snapshots"), "refused", NULL);
+	if (json_object_object_length(refused) || snaps)
+		return sbx_fail(err, SBX_CONFLICT, "reap",
+				"refused to reap %d tenant(s)%s: most of their sandboxes look "
+				"unowned (see reap.refused); rerun with --force once Redis is checked",
+				json_object_object_length(refused), snaps ? " and the snapshots" : "");
+	return 0;
+}
+
+int sbx_reap_run(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_reap_opts *o,
+		 json_object **report, struct sbx_err *err)
+{
+	struct run run = {.b = b, .r = r, .o = o, .now_ms = sbx_now_ms()};
+	int64_t t0 = sbx_mono_ms();
+	long long rt0 = r->round_trips;
+	report_open(&run, report);
+	/* A dry run changes nothing, so it takes no lease: it never makes the
+	 * real (cron) reaper skip. */
+	int rc = 0, taken = o->dry_run ? 1 : lease_take(&run, err);
+	if (taken < 0)
 		rc = -1;
+	else if (taken == 0)
+		sbx_json_set_str(run.rep, "skipped", "another reaper holds the lease");
+	if (taken == 1) {
+		run.kept = json_object_new_array();
+		run.deleted = json_object_new_array();
+		run.failed = json_object_new_array();
+		run.skipped = json_object_new_array();
+		run.would = json_object_new_array();
+		json_object *refused = json_object_new_object();
+		rc = run_phases(&run, refused, err);
+		lease_release(&run);
+		report_close(&run, refused);
+		if (rc == 0)
+			rc = verdict(&run, refused, err);
 	}
-	if (run.keyspace[0])
-		sbx_json_set_str(run.rep, "keyspace", run.keyspace);
-	if (rc == 0 && run.unknown_keyspace) {
-		SBX_AUTOFREE char *kk = sbx_key_keyspace(r->prefix);
-		rc = sbx_fail(err, SBX_CONFLICT, "reap",
-			      "this Redis keyspace has no id (%s) but %ld sandboxes or snapshots carry "
-			      "one: it lost its data, or they belong to another keyspace. Nothing of "
-			      "theirs was deleted; rerun with --force if this Redis lost its data",
-			      kk, run.unknown_keyspace);
-	}
-	if (rc == 0 && (json_object_object_length(refused) ||
-			json_object_object_get_ex(sbx_json_obj(run.rep, "snapshots"), "refused", NULL))) {
-		rc = sbx_fail(err, SBX_CONFLICT, "reap",
-			      "refused to reap %d tenant(s)%s: most of their sandboxes look "
-			      "unowned (see reap.refused); rerun with --force once Redis is checked",
-			      json_object_object_length(refused),
-			      json_object_object_get_ex(sbx_json_obj(run.rep, "snapshots"), "refused", NULL)
-				      ? " and the snapshots" : "");
-	}
-out:
+	lease_release(&run);
 	sbx_json_set_int(run.rep, "duration_ms", sbx_mono_ms() - t0);
 	sbx_json_set_int(run.rep, "redis_round_trips", r->round_trips - rt0);
 	run_free(&run);
