@@ -33,7 +33,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
 
 #include "app.h"
 #include "cli.h"
@@ -164,22 +163,11 @@ static int ends_with_slash(const char *p)
 	return n > 0 && p[n - 1] == '/';
 }
 
-/* A name from inside the sandbox: any bytes but NUL.  One that is not
- * UTF-8 goes under "<key>_base64" instead, so the document stays JSON a
- * strict reader accepts (sbx(7)). */
+/* A name from inside the sandbox: any bytes but NUL (doc.h). */
 static void set_name(json_object *j, const char *key, const char *s)
 {
-	if (!s)
-		return;
-	size_t len = strlen(s);
-	if (sbx_utf8_valid(s, len)) {
-		sbx_json_set_str(j, key, s);
-		return;
-	}
-	SBX_AUTOFREE char *b64 = sbx_xmalloc(4 * ((len + 2) / 3) + 1);
-	EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)s, (int)len);
-	SBX_AUTOFREE char *k = sbx_xasprintf("%s_base64", key);
-	sbx_json_set_str(j, k, b64);
+	if (s)
+		sbx_json_set_bytes(j, key, s, strlen(s));
 }
 
 static json_object *dirent_json(const struct sbx_dirent *e)
@@ -380,12 +368,11 @@ static int do_cat(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 	sbx_json_set_str(res, "path", o->a);
 	sbx_json_set_int(res, "size", (int64_t)len);
 	/* A NUL would make the document one the next stage refuses (doc.h). */
-	if (!memchr(data, '\0', len) && sbx_utf8_valid(data, len)) {
+	if (sbx_json_text_ok(data, len)) {
 		sbx_json_set_str(res, "encoding", "utf-8");
 		json_object_object_add(res, "content", json_object_new_string_len(data, (int)len));
 	} else {
-		SBX_AUTOFREE char *b64 = sbx_xmalloc(4 * ((len + 2) / 3) + 1);
-		EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)data, (int)len);
+		SBX_AUTOFREE char *b64 = sbx_base64(data, len, NULL);
 		sbx_json_set_str(res, "encoding", "base64");
 		sbx_json_set_str(res, "content", b64);
 	}

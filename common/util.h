@@ -73,6 +73,10 @@ int sbx_utf8_valid(const char *s, size_t n);
 /* The value of a hex digit (either case), -1 for anything else. */
 int sbx_hexval(char c);
 
+/* Standard base64 (with padding) of data, NUL-terminated, *outlen (may
+ * be NULL) its length. */
+char *sbx_base64(const void *data, size_t len, size_t *outlen);
+
 /* Trim ASCII whitespace at both ends, in place; returns s. */
 char *sbx_trim(char *s);
 bool sbx_str_starts(const char *s, const char *prefix);
