@@ -319,8 +319,7 @@ int sbx_binding_drop_for_sandbox(struct sbx_redis *r, const struct sbx_sandbox *
 	const char *tenant, *session;
 	if (!sb->id || !sbx_binding_owner(sb, &tenant, &session))
 		return 0;
-	if (sbx_id_check("tenant", tenant, strlen(tenant), err) < 0 ||
-	    sbx_id_check("session", session, strlen(session), err) < 0)
+	if (sbx_ids_check(tenant, "session", session, err) < 0)
 		return -1;
 	return sbx_binding_delete_if_match(r, NULL, tenant, session, sb->id, err);
 }

@@ -63,8 +63,7 @@ int64_t sbx_turn_ttl_ms(void)
 static int run(struct sbx_redis *r, struct sbx_script *s, const char *tenant,
 	       const char *session, redisReply **rep, struct sbx_err *err)
 {
-	if (sbx_id_check("tenant", tenant, strlen(tenant), err) < 0 ||
-	    sbx_id_check("session", session, strlen(session), err) < 0)
+	if (sbx_ids_check(tenant, "session", session, err) < 0)
 		return -1;
 	SBX_AUTOFREE char *key = sbx_key_session(r->prefix, tenant, strlen(tenant), session,
 						 strlen(session), SBX_KEY_TURN);

@@ -97,15 +97,6 @@ static char *index_key(struct sbx_redis *r, const char *tenant)
 	return sbx_key_tenant(r->prefix, tenant, strlen(tenant), SBX_KEY_LEDGER);
 }
 
-static int check_ids(const char *tenant, const char *skill, struct sbx_err *err)
-{
-	if (sbx_id_check("tenant", tenant, tenant ? strlen(tenant) : 0, err) < 0)
-		return -1;
-	if (skill && sbx_id_check("skill", skill, strlen(skill), err) < 0)
-		return -1;
-	return 0;
-}
-
 static int64_t to_i64(const char *s)
 {
 	return s ? strtoll(s, NULL, 10) : 0;
@@ -154,7 +145,7 @@ static int row_from_reply(redisReply *rep, const char *skill, struct sbx_ledger_
 int sbx_ledger_get(struct sbx_redis *r, const char *tenant, const char *skill,
 		   struct sbx_ledger_row *out, struct sbx_err *err)
 {
-	if (check_ids(tenant, skill, err) < 0)
+	if (sbx_ids_check(tenant, "skill", skill, err) < 0)
 		return -1;
 	SBX_AUTOFREE char *key = row_key(r, tenant, skill);
 	const char *argv[] = {"HGETALL", key};
@@ -209,7 +200,7 @@ int sbx_ledger_list(struct sbx_redis *r, const char *tenant, struct sbx_ledger_r
 {
 	*out = NULL;
 	*n = 0;
-	if (check_ids(tenant, NULL, err) < 0)
+	if (sbx_ids_check(tenant, NULL, NULL, err) < 0)
 		return -1;
 	SBX_AUTOFREE char *ikey = index_key(r, tenant);
 	char **names;
@@ -303,7 +294,7 @@ static void pair(const char **args, int *na, const char *k, const char *v)
 int sbx_ledger_begin(struct sbx_redis *r, const char *tenant, const struct sbx_ledger_row *row,
 		     struct sbx_err *err)
 {
-	if (check_ids(tenant, row->skill, err) < 0)
+	if (sbx_ids_check(tenant, "skill", row->skill, err) < 0)
 		return -1;
 	/* The tenants set first: a crash after the row write must never leave
 	 * a row that "--recover" (all tenants) cannot reach.  It lives in
@@ -363,7 +354,7 @@ static int row_update(struct sbx_redis *r, const char *tenant, const char *skill
 		      const char *planned_name, const char *need_state, const char *const *del,
 		      int ndel, const char *const *set, int nset, struct sbx_err *err)
 {
-	if (check_ids(tenant, skill, err) < 0)
+	if (sbx_ids_check(tenant, "skill", skill, err) < 0)
 		return -1;
 	SBX_AUTOFREE char *key = row_key(r, tenant, skill);
 	const char *args[40];
@@ -427,7 +418,7 @@ int sbx_ledger_mark_published(struct sbx_redis *r, const char *tenant, const cha
 int sbx_ledger_delete(struct sbx_redis *r, const char *tenant, const char *skill,
 		      struct sbx_err *err)
 {
-	if (check_ids(tenant, skill, err) < 0)
+	if (sbx_ids_check(tenant, "skill", skill, err) < 0)
 		return -1;
 	SBX_AUTOFREE char *key = row_key(r, tenant, skill);
 	SBX_AUTOFREE char *ikey = index_key(r, tenant);
