@@ -219,18 +219,6 @@ static int do_ls(struct sbx_backend *b, const char *only, struct sbx_err *err)
 	return rc;
 }
 
-static int rm_emit(const char *id, int gone, struct sbx_err *err)
-{
-	json_object *doc = json_object_new_object();
-	json_object *s = sbx_json_child(doc, "snapshot");
-	sbx_json_set_str(s, "id", id);
-	sbx_json_set_bool(s, "deleted", !gone);
-	sbx_json_set_bool(s, "gone", gone);
-	int rc = sbx_emit(doc, err);
-	json_object_put(doc);
-	return rc;
-}
-
 /* Delete `id`; with force, first the snapshots whose parent chain leads to
  * it, deepest first.  A sandbox still using any of them stops it with
  * conflict (nothing above that one has been deleted yet). */
@@ -245,7 +233,7 @@ static int rm_tree(struct sbx_backend *b, const char *id, int force,
 	int gone = 0;
 	if (sbx_call(b, snapshot_delete, err, id, &gone) < 0)
 		return -1;
-	return rm_emit(id, gone, err);
+	return sbx_cli_emit_deleted("snapshot", id, gone, err);
 }
 
 static int release_for_rm(struct snap_opts *o, const char *id, struct sbx_err *err);
