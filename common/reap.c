@@ -11,17 +11,17 @@
  *     Resolve binds under the same lock, so "reaper deletes X" and "resolve
  *     binds X" are serialised: either the binding is visible to the
  *     re-check (X is kept) or the delete finishes before the resolve can
- *     list X (it creates or claims another).  The lock is renewed by its
- *     own thread while the delete runs, and sbx_lock_check is consulted
- *     right before the delete call.
+ *     list X (it creates or claims another).  That rule is the session
+ *     policy's (session.h, sbx_session_end with SBX_END_ORPHAN), shared
+ *     with sbx-ctl kill; the bound sets are read through binding.c.
  *   - A tenant whose session sandboxes are mostly deletable is refused
  *     (unless forced): that is what an empty or restored-from-old Redis
  *     looks like, and deleting every sandbox of a tenant is not something
  *     a cron job should decide alone.  The same rule guards snapshots.
- *   - One reaper at a time (a lease, token-checked renew and release); the
+ *   - One reaper at a time (a lease: a token key, tokenkey.h); the
  *     lease is an efficiency and clarity measure: correctness of each
  *     delete rests on the session lock, not on the lease.
- *   - Redis round trips are O(sandboxes / BATCH) for the reconcile,
+ *   - Redis round trips are O(sandboxes / SBX_CENSUS_BATCH) for the reconcile,
  *     whatever the number of bindings, plus a constant number per deleted
  *     session sandbox (lock, re-check, release). */
 #include "reap.h"
@@ -34,11 +34,9 @@
 #include "binding.h"
 #include "doc.h"
 #include "keys.h"
+#include "keyspace.h"
 #include "ledger.h"
 #include "ledger-recover.h"
-#include "lock.h"
-#include "keyspace.h"
-#include "fault.h"
 #include "pager.h"
 #include "session.h"
 #include "sset.h"
