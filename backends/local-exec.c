@@ -15,7 +15,10 @@
  *    the caller's fds.
  *  - While an exec runs, the idle timer does not fire (a shared flock on
  *    the sandbox's `busy` file that dies with us). */
+#include "local-exec.h"
 #include "local-spawn.h"
+
+#include "local-state.h"
 
 #include <dirent.h>
 #include <errno.h>

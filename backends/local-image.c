@@ -27,7 +27,7 @@
  * collects both (local_store_gc), a commit the first.  A layer is
  * deleted only when no record references it, and a record only when no
  * other record stacks on it and no sandbox was created from it. */
-#include "local.h"
+#include "local-image.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -42,7 +42,8 @@
 
 #include "doc.h"
 #include "local-copy.h"
-#include "local-image.h"
+#include "local-sb.h"
+#include "local-state.h"
 #include "tar.h"
 #include "fault.h"
 #include "util.h"

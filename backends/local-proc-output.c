@@ -15,6 +15,7 @@
  *    output is delivered to the end (or when the sink says stop).
  *  - It does not resume a paused sandbox, nor count as activity: a
  *    follower does not keep a sandbox from its idle timer. */
+#include "local-proc-output.h"
 #include "local-procs.h"
 
 #include <errno.h>

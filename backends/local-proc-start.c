@@ -20,9 +20,12 @@
  *    that a later start removes.
  *  - Starts in one sandbox are serialised (procs/.lock), so a tag is
  *    never taken twice by running processes. */
+#include "local-proc-start.h"
 #include "local-procs.h"
 #include "local-proc.h"
+#include "local-init.h"
 #include "local-spawn.h"
+#include "local-state.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -14,6 +14,8 @@
  *    gone is a conflict, never a SIGPIPE to the caller. */
 #include "local-procs.h"
 #include "local-proc.h"
+#include "local-pid.h"
+#include "local-state.h"
 
 #include <dirent.h>
 #include <errno.h>

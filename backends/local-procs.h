@@ -1,8 +1,9 @@
 /* local-procs.h - the records of a local sandbox's detached processes, as
- * the library reads them (local-proc.c), shared by the files that start
- * them (local-proc-start.c) and follow their output
- * (local-proc-output.c).  The files themselves and sbx-procd, which
- * writes most of them, are described in local-proc.h. */
+ * the library reads them, and the vtable entries that only read or touch
+ * a record (local-proc.c).  The files that start processes
+ * (local-proc-start.c) and follow their output (local-proc-output.c) use
+ * the records through this header; the files themselves and sbx-procd,
+ * which writes most of them, are described in local-proc.h. */
 #ifndef SBX_LOCAL_PROCS_H
 #define SBX_LOCAL_PROCS_H
 
@@ -40,10 +41,8 @@ void local_precs_free(struct local_prec *p, size_t n);
 int local_prec_find(const char *procs, const struct sbx_proc_sel *sel, struct local_prec *p,
 		    struct sbx_err *err);
 
-/* vtable entries (local-proc.c, local-proc-start.c, local-proc-output.c) */
-int local_proc_start(struct sbx_backend *b, struct sbx_sandbox *sb,
-		     const struct sbx_proc_req *req, struct sbx_proc_info *out,
-		     struct sbx_err *err);
+/* The vtable's proc_list, proc_signal and proc_input (contracts in
+ * backend.h). */
 int local_proc_list(struct sbx_backend *b, struct sbx_sandbox *sb,
 		    struct sbx_proc_info **out, size_t *n, struct sbx_err *err);
 int local_proc_signal(struct sbx_backend *b, struct sbx_sandbox *sb,
@@ -51,9 +50,5 @@ int local_proc_signal(struct sbx_backend *b, struct sbx_sandbox *sb,
 int local_proc_input(struct sbx_backend *b, struct sbx_sandbox *sb,
 		     const struct sbx_proc_sel *sel, const void *data, size_t len,
 		     int close_stdin, int as_root, struct sbx_err *err);
-int local_proc_output(struct sbx_backend *b, struct sbx_sandbox *sb,
-		      const struct sbx_proc_sel *sel, const struct sbx_proc_attach *a,
-		      sbx_proc_sink sink, void *ctx, struct sbx_proc_info *end,
-		      struct sbx_err *err);
 
 #endif

@@ -20,9 +20,8 @@
 #include <sys/types.h>
 
 #include "local-sb.h"
+#include "local-pid.h"
 #include "local-seccomp.h"
-
-#define SANDBOX_UID 1000
 
 /* What to run. */
 struct local_cmd {
