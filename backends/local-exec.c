@@ -126,13 +126,6 @@ static void run_init(struct run *x, const struct sbx_exec_req *req)
 		x->sp.cg_fds[i] = -1;
 }
 
-static void closep(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
 static void rm_empty_exec_cgroups(const char *work)
 {
 	DIR *d = opendir(work);
@@ -157,7 +150,7 @@ static void run_free(struct run *x)
 	int *fds[] = {&x->p_in[0], &x->p_in[1], &x->p_out[0], &x->p_out[1], &x->p_err[0],
 		      &x->p_err[1], &x->nul, &x->killfd};
 	for (size_t i = 0; i < SBX_ARRAY_LEN(fds); i++)
-		closep(fds[i]);
+		local_closep(fds[i]);
 	sink_close(&x->so);
 	sink_close(&x->se);
 	if (x->xcg) {
@@ -214,10 +207,10 @@ static int run_start(struct run *x, const char *id, int *exec_errno, struct sbx_
 	if (x->child < 0)
 		return local_spawn_fail(x->sp.pidfd, x->sp.init, id, "exec", err,
 					"fork into the pid namespace of %s", id);
-	closep(&x->sp.report[1]);
-	closep(&x->p_in[0]);
-	closep(&x->p_out[1]);
-	closep(&x->p_err[1]);
+	local_closep(&x->sp.report[1]);
+	local_closep(&x->p_in[0]);
+	local_closep(&x->p_out[1]);
+	local_closep(&x->p_err[1]);
 	int e = 0, stage = local_spawn_report(&x->sp, &e);
 	*exec_errno = 0;
 	if (stage == 0)
@@ -244,7 +237,7 @@ static void pump_stdin(struct run *x, size_t *off, short revents)
 	if (w > 0)
 		*off += (size_t)w;
 	if ((w < 0 && errno != EAGAIN) || *off >= req->stdin_len)
-		closep(&x->p_in[1]);
+		local_closep(&x->p_in[1]);
 }
 
 /* Feed stdin, capture output, enforce the timeout, until the command's
@@ -285,9 +278,9 @@ static int run_pump(struct run *x, struct sbx_exec_result *res)
 			continue;
 		}
 		if (i_out >= 0 && pf[i_out].revents && !sink_read(&x->so))
-			closep(&x->so.fd);
+			local_closep(&x->so.fd);
 		if (i_err >= 0 && pf[i_err].revents && !sink_read(&x->se))
-			closep(&x->se.fd);
+			local_closep(&x->se.fd);
 		if (i_in >= 0 && pf[i_in].revents)
 			pump_stdin(x, &in_off, pf[i_in].revents);
 		if (i_c >= 0 && pf[i_c].revents && waitpid(x->child, &status, WNOHANG) == x->child)

@@ -57,13 +57,6 @@ struct pstart {
 	char argv_buf[5][32];        /* the supervisor's argv, but HOSTPID */
 };
 
-static void closep(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
 static void ps_init(struct pstart *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -80,7 +73,7 @@ static void ps_free(struct pstart *s)
 		      &s->status[1], &s->fifo_r, &s->keeper, &s->nul, &s->topcg, &s->exe,
 		      &s->procs, &s->killfd};
 	for (size_t i = 0; i < SBX_ARRAY_LEN(fds); i++)
-		closep(fds[i]);
+		local_closep(fds[i]);
 	local_spawn_free(&s->sp);
 	free(s->dir);
 	free(s->xcg);
@@ -281,13 +274,13 @@ static int launch(struct pstart *s, const char *procs, const char *id, const cha
 	}
 	int st = 0;
 	waitpid(mid, &st, 0);
-	closep(&s->sp.report[1]);
-	closep(&s->status[1]);
-	closep(&s->out[0]);
-	closep(&s->out[1]);
-	closep(&s->err[0]);
-	closep(&s->fifo_r);
-	closep(&s->keeper);
+	local_closep(&s->sp.report[1]);
+	local_closep(&s->status[1]);
+	local_closep(&s->out[0]);
+	local_closep(&s->out[1]);
+	local_closep(&s->err[0]);
+	local_closep(&s->fifo_r);
+	local_closep(&s->keeper);
 	int e = 0, stage = local_spawn_report(&s->sp, &e);
 	if (stage == LOCAL_STAGE_EXEC) {
 		/* It "ran": exits 127 or 126 with the reason on its stderr,
@@ -296,7 +289,7 @@ static int launch(struct pstart *s, const char *procs, const char *id, const cha
 		int n = snprintf(line, sizeof(line), "sbx: %s: %s\n", argv0, strerror(e));
 		(void)!write(s->err[1], line, (size_t)n);
 	}
-	closep(&s->err[1]);
+	local_closep(&s->err[1]);
 	if (read_started(s, pid, err) < 0) {
 		struct sbx_err e2 = {0};
 		sbx_rm_rf(s->dir, &e2);

@@ -76,6 +76,9 @@ int local_spawn_fail(int pidfd, pid_t init, const char *id, const char *op,
 		     struct sbx_err *err, const char *fmt, ...)
 	__attribute__((format(printf, 6, 7)));
 
+/* Close *fd if open and mark it closed (-1). */
+void local_closep(int *fd);
+
 /* open(<dir>/<file>, O_WRONLY | O_CLOEXEC): a cgroup control file. */
 int local_open_wr(const char *dir, const char *file);
 
