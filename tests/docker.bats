@@ -285,8 +285,13 @@ fresh() { sbx-create --label "$BATS_RUN_LABEL" "$@"; }
 	assert_equal "$(jqo .caps.idle_kill)" "true"
 	assert_equal "$(jqo .caps.set_timeout)" "false"
 	assert_equal "$(jqo .caps.snapshots)" "true"
+	assert_equal "$(jqo .caps.process)" "false"
 	run sbx-ctl timeout --seconds 60 <"$SB"
 	assert_failure 69
+	# No detached processes on docker (yet): every sbx-proc says so.
+	run sbx-proc ls <"$SB"
+	assert_failure 69
+	assert_output --partial unsupported
 }
 
 @test "a tcp+TLS endpoint works: exec, stdin (staged), files; plain tcp is refused" {
