@@ -77,7 +77,7 @@ $(INIT): libexec/sbx-init.c backends/local-init.h
 	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends -MF $(BUILD)/obj/libexec/sbx-init.d \
 	  -static -o $@ libexec/sbx-init.c
 
-$(PROCD): libexec/sbx-procd.c backends/local-proc.h
+$(PROCD): libexec/sbx-procd.c backends/local-procd.h
 	@mkdir -p $(dir $@) $(BUILD)/obj/libexec
 	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends -MF $(BUILD)/obj/libexec/sbx-procd.d \
 	  -static -o $@ libexec/sbx-procd.c

@@ -4,7 +4,7 @@
  * The caller forks twice; the grandchild joins the sandbox's top cgroup,
  * forks the process into the sandbox (local-spawn.c) and execs sbx-procd,
  * which thereby becomes the process's parent and supervisor (the files
- * and fds are local-proc.h's contract).  Nothing of the caller's memory
+ * and fds are local-procd.h's contract).  Nothing of the caller's memory
  * outlives the call: the supervisor is a fresh exec of a libc-only
  * program, and between the forks and that exec nothing allocates (the
  * caller may be a threaded server).
@@ -21,8 +21,8 @@
  *  - Starts in one sandbox are serialised (procs/.lock), so a tag is
  *    never taken twice by running processes. */
 #include "local-proc-start.h"
-#include "local-procs.h"
 #include "local-proc.h"
+#include "local-procd.h"
 #include "local-init.h"
 #include "local-spawn.h"
 #include "local-state.h"

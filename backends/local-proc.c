@@ -1,7 +1,7 @@
 /* local-proc.c - the detached processes of a local sandbox, as records:
  * load, list, find; and the vtable's proc_list, proc_signal and
  * proc_input.  Starting one is local-proc-start.c's, following its output
- * local-proc-output.c's; the files are described in local-proc.h.
+ * local-proc-output.c's; the files are described in local-procd.h.
  *
  * Promises:
  *  - A signal reaches the process it names or nobody: it goes through a
@@ -12,8 +12,8 @@
  *    its own processes only.
  *  - A write to stdin never blocks past 10 s, and a stdin whose reader is
  *    gone is a conflict, never a SIGPIPE to the caller. */
-#include "local-procs.h"
 #include "local-proc.h"
+#include "local-procd.h"
 #include "local-pid.h"
 #include "local-state.h"
 

@@ -16,7 +16,7 @@
  *       root/          the mount point of the merged tree (inside the
  *                      sandbox's mount namespace only: the host never has
  *                      a mount here, so nothing can be leaked on the host)
- *       procs/         detached processes (local-proc.h)
+ *       procs/         detached processes (local-procd.h)
  *
  * Cgroups are local-cgroup.h's. */
 #ifndef SBX_LOCAL_SB_H

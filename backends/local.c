@@ -52,7 +52,7 @@
 #include "local-pid.h"
 #include "local-proc-output.h"
 #include "local-proc-start.h"
-#include "local-procs.h"
+#include "local-proc.h"
 #include "local-quota.h"
 #include "local-seccomp.h"
 #include "local-slirp.h"

@@ -389,7 +389,10 @@ static int do_act(struct proc_opts *o, struct sbx_backend *b, struct sbx_sandbox
 	if (rc < 0)
 		return -1;
 	json_object *res = json_object_new_object();
-	sbx_json_set_int(res, "pid", o->pid);
+	if (o->pid)
+		sbx_json_set_int(res, "pid", o->pid);
+	else
+		sbx_json_set_str(res, "tag", o->tag);
 	if (o->sub == S_KILL)
 		sbx_json_set_int(res, "signal", o->sig ? o->sig : SIGKILL);
 	else
