@@ -19,7 +19,9 @@
  *    what is left of a start that died before its fork is a .new-* dir
  *    that a later start removes.
  *  - Starts in one sandbox are serialised (procs/.lock), so a tag is
- *    never taken twice by running processes. */
+ *    never taken twice by running processes.
+ *  - A sandbox keeps the records of its 64 latest exited processes (and
+ *    of every running one): older ones go at the next start. */
 #include "local-proc-start.h"
 #include "local-proc.h"
 #include "local-procd.h"
@@ -43,10 +45,13 @@
 #include <unistd.h>
 
 #include "doc.h"
+#include "fault.h"
 #include "util.h"
 
 #define STALE_NEW_SECONDS 60
 #define TAG_MAX 256
+/* Exited processes whose record (output, status) a sandbox keeps. */
+#define KEEP_EXITED 64
 
 struct pstart {
 	struct local_spawn sp;
@@ -79,10 +84,9 @@ static void ps_free(struct pstart *s)
 	free(s->xcg);
 }
 
-/* Under procs/.lock: .new-* dirs of starts that died before their fork
- * (older than a minute: a live start holds the lock while its dir is
- * young), and the tag check. */
-static int under_lock(const char *procs, const char *tag, struct sbx_err *err)
+/* .new-* dirs of starts that died before their fork (older than a
+ * minute: a live start holds the lock while its dir is young). */
+static void remove_stale_new(const char *procs)
 {
 	DIR *d = opendir(procs);
 	struct dirent *e;
@@ -98,18 +102,34 @@ static int under_lock(const char *procs, const char *tag, struct sbx_err *err)
 	}
 	if (d)
 		closedir(d);
-	if (!tag)
-		return 0;
-	struct sbx_proc_sel sel = {.tag = tag};
-	struct local_prec p;
-	struct sbx_err e2 = {0};
-	if (local_prec_find(procs, &sel, &p, &e2) < 0)
-		return 0;
-	int running = p.i.running, pid = p.i.pid;
-	local_prec_free(&p);
-	if (running)
-		return sbx_fail(err, SBX_CONFLICT, "proc", "tag %s is taken by process %d", tag, pid);
-	return 0;
+}
+
+/* Under procs/.lock: the leftovers of dead starts go, the records of
+ * exited processes beyond the newest KEEP_EXITED go (oldest first), and a
+ * tag held by a running process is refused. */
+static int under_lock(const char *procs, const char *tag, struct sbx_err *err)
+{
+	remove_stale_new(procs);
+	struct local_prec *all;
+	size_t n, exited = 0;
+	if (local_prec_list(procs, &all, &n, err) < 0)
+		return -1;
+	for (size_t k = 0; k < n; k++)
+		exited += !all[k].i.running;
+	int rc = 0;
+	for (size_t k = 0; k < n; k++) {
+		struct sbx_err e2 = {0};
+		if (!all[k].i.running && exited > KEEP_EXITED) {
+			sbx_rm_rf(all[k].dir, &e2);
+			exited--;
+		} else if (rc == 0 && tag && all[k].i.running && all[k].i.tag &&
+			   strcmp(all[k].i.tag, tag) == 0) {
+			rc = sbx_fail(err, SBX_CONFLICT, "proc", "tag %s is taken by process %d", tag,
+				      all[k].i.pid);
+		}
+	}
+	local_precs_free(all, n);
+	return rc;
 }
 
 /* procs/.new-<hex>/ with proc.json: what was asked (env names only). */
@@ -274,6 +294,7 @@ static int launch(struct pstart *s, const char *procs, const char *id, const cha
 	}
 	int st = 0;
 	waitpid(mid, &st, 0);
+	sbx_fault("local:proc-forked");
 	local_closep(&s->sp.report[1]);
 	local_closep(&s->status[1]);
 	local_closep(&s->out[0]);
@@ -335,6 +356,7 @@ static int start_locked(struct pstart *s, struct sbx_sandbox *sb, const struct l
 	SBX_AUTOFREE char *work = sbx_xasprintf("%s/work", r->cg[CG_V2]);
 	if (under_lock(procs, req->tag, err) < 0 || write_request(s, procs, req, err) < 0)
 		return -1;
+	sbx_fault("local:proc-recorded");
 	if (open_stdio(s, r, req, err) < 0 ||
 	    local_spawn_prepare(sb->id, r, s->sp.pidfd, s->sp.init, s->xcg ? s->xcg : work, &cmd,
 				&s->sp, err) < 0 ||

@@ -261,3 +261,50 @@ wait_out() {
 	assert_success
 	! kill -0 "$sup" 2>/dev/null || grep -q zombie "/proc/$sup/status"
 }
+
+@test "a start killed -9 leaves no process, or a supervised one that is listed" {
+	local before d pid
+	before=$(sbx-proc ls --id "$SB" | jq '[.procs[] | select(.running)] | length')
+	run env SBX_FAULT=local:proc-recorded sbx-proc start --id "$SB" --tag never -- sleep 300
+	[ "$status" -eq 137 ]
+	[ "$(sbx-proc ls --id "$SB" | jq '[.procs[] | select(.running)] | length')" = "$before" ]
+	run --separate-stderr sbx-proc kill --id "$SB" --tag never
+	[ "$status" -eq 66 ]
+	# What it left (its record dir, no process) goes at a later start once old.
+	d=$(ls -d "$SBX_STATE_DIR/local/sandboxes/$SB/procs/.new-"*)
+	[ -d "$d" ]
+	touch -d '2 minutes ago' "$d"
+	start -- true >/dev/null
+	[ ! -e "$d" ]
+	# Killed after the fork: the supervisor finishes the start on its own.
+	run env SBX_FAULT=local:proc-forked sbx-proc start --id "$SB" --tag crashed -- sh -c 'echo survived; sleep 300'
+	[ "$status" -eq 137 ]
+	local i
+	for i in $(seq 1 100); do
+		pid=$(sbx-proc ls --id "$SB" | jq -r '.procs[] | select(.tag == "crashed") | .pid')
+		[ -n "$pid" ] && break
+		sleep 0.05
+	done
+	[ -n "$pid" ]
+	[ "$(entry "$pid" | jq -r .running)" = "true" ]
+	wait_out "$pid" survived
+	run sbx-proc kill --id "$SB" --tag crashed
+	assert_success
+}
+
+@test "a sandbox keeps the records of its 64 latest exited processes" {
+	local sb i first
+	sb=$(sbx_new_id)
+	first=$(sbx-proc start --id "$sb" -- true | jq -r .proc.pid)
+	for i in $(seq 1 66); do
+		sbx-proc start --id "$sb" -- true >/dev/null
+	done
+	sbx-proc start --id "$sb" --tag last -- sleep 300 >/dev/null
+	run sbx-proc ls --id "$sb"
+	[ "$(jqo '[.procs[] | select(.running | not)] | length')" -le 65 ]
+	[ "$(jqo '[.procs[] | select(.running | not)] | length')" -ge 60 ]
+	[ "$(jqo '[.procs[] | select(.tag == "last")] | length')" = 1 ]
+	run --separate-stderr sbx-proc output --id "$sb" --pid "$first"
+	[ "$status" -eq 66 ]
+	sbx-ctl kill --id "$sb" >/dev/null
+}
