@@ -8,8 +8,8 @@
  *                           the limits (memory.max, pids.max, cpu.max)
  *   <v2>/<parent>/<id>/work every exec'd or started process (what pause
  *                           freezes)
- *   <v2>/<parent>/<id>/work/x-*  one per exec or process that has a
- *                           timeout (cgroup.kill)
+ *   <v2>/<parent>/<id>/work/x-<pid>-*  one per exec or process that has
+ *                           a timeout (cgroup.kill); <pid> made it
  *   <v1:memory|pids|cpu>/sbx/<id>   hybrid hosts: the resource limits
  *   <v1:devices>/sbx/<id>   the device allow-list (local-devices.c), which
  *                           <v2>/<parent>/<id>/work holds as a BPF program

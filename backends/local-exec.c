@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "doc.h"
+#include "fault.h"
 #include "util.h"
 
 #define DEFAULT_CAP (1u << 20)
@@ -126,6 +127,10 @@ static void run_init(struct run *x, const struct sbx_exec_req *req)
 		x->sp.cg_fds[i] = -1;
 }
 
+/* Remove the empty x-* cgroups that execs and process starts left behind
+ * (their background processes are gone, or their maker crashed).  Never
+ * one whose maker still lives (x-<pid>-...): between its mkdir and its
+ * command joining, a fresh cgroup is empty too. */
 static void rm_empty_exec_cgroups(const char *work)
 {
 	DIR *d = opendir(work);
@@ -133,7 +138,8 @@ static void rm_empty_exec_cgroups(const char *work)
 		return;
 	struct dirent *e;
 	while ((e = readdir(d)))
-		if (e->d_type == DT_DIR && strncmp(e->d_name, "x-", 2) == 0) {
+		if (e->d_type == DT_DIR && strncmp(e->d_name, "x-", 2) == 0 &&
+		    !local_pid_alive((pid_t)strtol(e->d_name + 2, NULL, 10), 0)) {
 			char p[4200];
 			snprintf(p, sizeof(p), "%s/%s", work, e->d_name);
 			rmdir(p);   /* EBUSY while background processes live */
@@ -174,9 +180,10 @@ static int run_cgroup(struct run *x, const struct local_rec *r, struct sbx_err *
 	char hex[17];
 	if (sbx_random_hex(hex, 8, err) < 0)
 		return -1;
-	x->xcg = sbx_xasprintf("%s/x-%s", x->work, hex);
+	x->xcg = sbx_xasprintf("%s/x-%d-%s", x->work, (int)getpid(), hex);
 	if (mkdir(x->xcg, 0755) < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "exec", "mkdir %s", x->xcg);
+	sbx_fault("local:exec-cgroup");
 	x->killfd = local_open_wr(x->xcg, "cgroup.kill");
 	return 0;
 }

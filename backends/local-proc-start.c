@@ -194,8 +194,9 @@ static int open_stdio(struct pstart *s, const struct local_rec *r, const struct 
 		char hex[17];
 		if (sbx_random_hex(hex, 8, err) < 0)
 			return -1;
-		/* x-*: exec's cleanup removes it once empty. */
-		s->xcg = sbx_xasprintf("%s/work/x-p%s", r->cg[CG_V2], hex);
+		/* x-<our pid>-*: exec's cleanup removes it once it is empty
+		 * and we are gone (local-exec.c). */
+		s->xcg = sbx_xasprintf("%s/work/x-%d-p%s", r->cg[CG_V2], (int)getpid(), hex);
 		if (mkdir(s->xcg, 0755) < 0)
 			return sbx_fail_errno(err, SBX_INTERNAL, "proc", "mkdir %s", s->xcg);
 		s->killfd = local_open_wr(s->xcg, "cgroup.kill");
