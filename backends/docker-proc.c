@@ -103,17 +103,6 @@ static void drecs_free(struct drec *r, size_t n)
 	free(r);
 }
 
-static char **strv_of(json_object *o, const char *key)
-{
-	json_object *a = NULL;
-	size_t n = json_object_object_get_ex(o, key, &a) && json_object_is_type(a, json_type_array)
-		   ? json_object_array_length(a) : 0;
-	char **v = sbx_xcalloc(n + 1, sizeof(char *));
-	for (size_t k = 0; k < n; k++)
-		v[k] = sbx_xstrdup(json_object_get_string(json_object_array_get_idx(a, k)));
-	return v;
-}
-
 /* One "@@" line and its proc.json into r; 0, or -1 when malformed. */
 static int parse_rec(const char *head, const char *js, struct drec *r)
 {
@@ -129,15 +118,7 @@ static int parse_rec(const char *head, const char *js, struct drec *r)
 	snprintf(r->token, sizeof(r->token), "%s", token);
 	struct sbx_proc_info *i = &r->i;
 	i->pid = (int)pid;
-	i->argv = strv_of(j, "argv");
-	i->env = strv_of(j, "env");
-	const char *s = sbx_json_str(j, "cwd");
-	i->cwd = sbx_xstrdup(s ? s : "/workspace");
-	s = sbx_json_str(j, "tag");
-	i->tag = s ? sbx_xstrdup(s) : NULL;
-	i->as_root = sbx_json_bool(j, "as_root", 0);
-	i->started_at = sbx_json_int(j, "started_at", 0);
-	r->keep_stdin = sbx_json_bool(j, "keep_stdin", 0);
+	sbx_proc_from_record(j, i, &r->keep_stdin);
 	json_object_put(j);
 	i->running = strcmp(ex, "-") == 0;
 	if (!i->running) {
@@ -229,29 +210,6 @@ int docker_proc_list(struct sbx_backend *b, struct sbx_sandbox *sb,
 	return 0;
 }
 
-static json_object *request_json(const struct sbx_proc_req *req)
-{
-	json_object *j = json_object_new_object();
-	json_object *a = json_object_new_array();
-	for (char *const *p = req->argv; *p; p++)
-		json_object_array_add(a, json_object_new_string(*p));
-	json_object_object_add(j, "argv", a);
-	json_object *env = json_object_new_array();
-	for (char *const *p = req->env; p && *p; p++) {
-		const char *eq = strchr(*p, '=');
-		json_object_array_add(env, eq ? json_object_new_string_len(*p, (int)(eq - *p))
-					      : json_object_new_string(*p));
-	}
-	json_object_object_add(j, "env", env);
-	sbx_json_set_str(j, "cwd", req->cwd && *req->cwd ? req->cwd : "/workspace");
-	if (req->tag)
-		sbx_json_set_str(j, "tag", req->tag);
-	sbx_json_set_bool(j, "as_root", req->as_root);
-	sbx_json_set_bool(j, "keep_stdin", req->keep_stdin);
-	sbx_json_set_int(j, "started_at", sbx_now_ms());
-	return j;
-}
-
 /* A tag held by a running process is refused (not atomic across two
  * concurrent starts: the engine has no lock to take). */
 static int tag_free(struct sbx_backend *b, struct sbx_sandbox *sb, const char *tag,
@@ -298,7 +256,7 @@ int docker_proc_start(struct sbx_backend *b, struct sbx_sandbox *sb,
 		argv[k] = (char *)fixed[k];
 	for (size_t k = 0; k < n; k++)
 		argv[SBX_ARRAY_LEN(fixed) + k] = req->argv[k];
-	json_object *j = request_json(req);
+	json_object *j = sbx_proc_record(req);
 	const char *js = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN);
 	struct sbx_exec_req x = {.argv = argv, .env = req->env, .cwd = "/", .as_root = req->as_root,
 				 .stdin_data = js, .stdin_len = strlen(js), .timeout_ms = 30000,
@@ -324,15 +282,6 @@ int docker_proc_start(struct sbx_backend *b, struct sbx_sandbox *sb,
 	return 0;
 }
 
-/* uid 1000 acts on its own processes only. */
-static int may_act(const struct drec *r, int as_root, const char *what, struct sbx_err *err)
-{
-	if (as_root || !r->i.as_root)
-		return 0;
-	return sbx_fail(err, SBX_INVALID_REQUEST, "proc",
-			"%s process %d: operation not permitted (it is root's)", what, r->i.pid);
-}
-
 int docker_proc_signal(struct sbx_backend *b, struct sbx_sandbox *sb,
 		       const struct sbx_proc_sel *sel, int sig, int as_root, struct sbx_err *err)
 {
@@ -341,7 +290,7 @@ int docker_proc_signal(struct sbx_backend *b, struct sbx_sandbox *sb,
 	struct drec r;
 	if (find(b, sb, sel, &r, err) < 0)
 		return -1;
-	int rc = may_act(&r, as_root, "signal", err);
+	int rc = sbx_proc_may_act(&r.i, as_root, "signal", err);
 	if (rc == 0 && r.i.running) {
 		/* Running: the supervisor has not reaped it, so the pid is
 		 * still this process. */
@@ -366,7 +315,7 @@ int docker_proc_input(struct sbx_backend *b, struct sbx_sandbox *sb,
 	struct drec r;
 	if (find(b, sb, sel, &r, err) < 0)
 		return -1;
-	int rc = may_act(&r, as_root, "write to", err);
+	int rc = sbx_proc_may_act(&r.i, as_root, "write to", err);
 	if (rc == 0 && !r.keep_stdin)
 		rc = sbx_fail(err, SBX_CONFLICT, "proc", "process %d was started without stdin", r.i.pid);
 	else if (rc == 0 && !r.i.stdin_open)

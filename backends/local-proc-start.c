@@ -143,25 +143,7 @@ static int write_request(struct pstart *s, const char *procs, const struct sbx_p
 	s->dir = sbx_xasprintf("%s/%s", procs, s->name);
 	if (mkdir(s->dir, 0700) < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "proc", "mkdir %s", s->dir);
-	json_object *j = json_object_new_object();
-	json_object *a = json_object_new_array();
-	for (char *const *p = req->argv; *p; p++)
-		json_object_array_add(a, json_object_new_string(*p));
-	json_object_object_add(j, "argv", a);
-	json_object *env = json_object_new_array();
-	for (char *const *p = req->env; p && *p; p++) {
-		const char *eq = strchr(*p, '=');
-		json_object_array_add(env, eq ? json_object_new_string_len(*p, (int)(eq - *p))
-					      : json_object_new_string(*p));
-	}
-	json_object_object_add(j, "env", env);
-	sbx_json_set_str(j, "cwd", req->cwd && *req->cwd ? req->cwd : "/workspace");
-	if (req->tag)
-		sbx_json_set_str(j, "tag", req->tag);
-	sbx_json_set_bool(j, "as_root", req->as_root);
-	sbx_json_set_bool(j, "keep_stdin", req->keep_stdin);
-	sbx_json_set_int(j, "timeout_ms", req->timeout_ms);
-	sbx_json_set_int(j, "started_at", sbx_now_ms());
+	json_object *j = sbx_proc_record(req);
 	const char *txt = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN);
 	SBX_AUTOFREE char *path = sbx_xasprintf("%s/proc.json", s->dir);
 	int rc = sbx_write_file_atomic(path, txt, strlen(txt), 0600, err);
