@@ -32,6 +32,7 @@
 
 #include "docker-exec.h"
 #include "doc.h"
+#include "proc.h"
 #include "util.h"
 
 #define ROOT "/run/sbx-procs"

@@ -27,6 +27,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include "proc.h"
 #include "util.h"
 
 #define CHUNK (32 * 1024)        /* E2B's data events are at most 32 KiB */

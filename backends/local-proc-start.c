@@ -46,6 +46,7 @@
 
 #include "doc.h"
 #include "fault.h"
+#include "proc.h"
 #include "util.h"
 
 #define STALE_NEW_SECONDS 60

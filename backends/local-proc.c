@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "doc.h"
+#include "proc.h"
 #include "util.h"
 
 #define INPUT_TIMEOUT_MS 10000

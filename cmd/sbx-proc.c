@@ -32,6 +32,7 @@
 #include "cliopt.h"
 #include "cliutil.h"
 #include "doc.h"
+#include "proc.h"
 #include "util.h"
 
 enum { O_PROFILE, O_ID, O_ROOT, O_STDIN, O_TAG, O_CWD, O_ENV, O_TIMEOUT, O_PID, O_SIGNAL,
