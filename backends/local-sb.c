@@ -12,6 +12,7 @@
  *  - Nothing here changes a sandbox: reading its state has no side
  *    effect (local-state.c is where a stopped init is continued). */
 #include "local-sb.h"
+#include "metadata.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -161,9 +162,9 @@ void local_rec_to_sandbox(struct sbx_backend *b, const struct local_rec *r,
 	sb->state = local_rec_state(r);
 	json_object *md = sbx_json_obj(r->j, "metadata");
 	sb->metadata = md ? json_object_get(md) : json_object_new_object();
-	const char *s = sbx_json_str(sb->metadata, "sbx.tenant");
+	const char *s = sbx_json_str(sb->metadata, SBX_MD_TENANT);
 	sb->tenant = s ? sbx_xstrdup(s) : NULL;
-	s = sbx_json_str(sb->metadata, "sbx.session");
+	s = sbx_json_str(sb->metadata, SBX_MD_SESSION);
 	sb->session = s ? sbx_xstrdup(s) : NULL;
 	sb->created_at = sbx_json_int(r->j, "created_at", 0);
 }
