@@ -45,7 +45,7 @@ static struct sbx_script create_script = {.src =
 	"if cur then return {0, cur} end\n"
 	"redis.call('SET', KEYS[1], ARGV[3])\n"
 	"redis.call('SADD', KEYS[4], ARGV[4])\n"
-	"return {1}\n"};
+	"return {1}\n", .durable = 1};
 
 /* KEYS: binding, lock, fence, bound.  ARGV: token, fence, sandbox_id */
 static struct sbx_script delete_script = {.src =
@@ -53,7 +53,7 @@ static struct sbx_script delete_script = {.src =
 	LOAD_OWN_BINDING
 	"redis.call('DEL', KEYS[1])\n"
 	"redis.call('SREM', KEYS[4], ARGV[3])\n"
-	"return {1}\n"};
+	"return {1}\n", .durable = 1};
 
 /* KEYS: binding, lock, fence.  ARGV: token, fence, sandbox_id, json */
 static struct sbx_script stale_script = {.src =
@@ -61,7 +61,7 @@ static struct sbx_script stale_script = {.src =
 	LOAD_OWN_BINDING
 	"if v.stale_at ~= nil and v.stale_at ~= cjson.null then return {0} end\n"
 	"redis.call('SET', KEYS[1], ARGV[4])\n"
-	"return {1}\n"};
+	"return {1}\n", .durable = 1};
 
 void sbx_binding_clear(struct sbx_binding *b)
 {

@@ -15,13 +15,16 @@
 #include "util.h"
 
 /* KEYS: lock, fence, binding.  ARGV: token, ttl_ms.
- * Returns {fence, binding-or-nil} when taken, 0 when busy. */
+ * Returns {fence, binding-or-nil} when taken, 0 when busy.  Durable: with
+ * replicas, the fence increment counts only once a replica acknowledged it
+ * (WAIT), so a failover can never hand a later holder a fence number that
+ * an earlier holder already used (man sbx(7), FAILOVER). */
 static struct sbx_script acquire_script = {.src =
 	"if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
 	"  local f = redis.call('INCR', KEYS[2])\n"
 	"  return {f, redis.call('GET', KEYS[3])}\n"
 	"end\n"
-	"return 0\n"};
+	"return 0\n", .durable = 1};
 
 static struct sbx_script renew_script = {.src = SBX_TOKENKEY_RENEW_LUA};
 
@@ -158,6 +161,13 @@ int sbx_lock_acquire(struct sbx_redis *r, const char *tenant, size_t tlen,
 	for (;;) {
 		redisReply *rep = NULL;
 		if (sbx_redis_eval(r, &acquire_script, &rep, 3, keys, 2, args, err) < 0) {
+			/* The lock may be ours all the same (the WAIT fell short, or
+			 * the reply was lost): give it back rather than block the
+			 * session for a whole TTL.  Token-checked, so harmless. */
+			struct sbx_err ignored = {0};
+			const char *ra[] = {l->token};
+			if (sbx_redis_eval(r, &release_script, &rep, 1, keys, 1, ra, &ignored) == 0)
+				freeReplyObject(rep);
 			lock_free(l);
 			return -1;
 		}

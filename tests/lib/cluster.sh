@@ -183,6 +183,65 @@ scale_master_of() { # DIR KEY
 	return 1
 }
 
+# The port of a live master other than PORT.
+scale_other_master() { # DIR PORT
+	local dir=$1 port=$2 p
+	for p in $(cat "$dir/ports"); do
+		[ "$p" = "$port" ] && continue
+		[ -f "$dir/$p/killed" ] && continue
+		redis-cli -p "$p" role 2>/dev/null | head -1 | grep -q '^master$' && { echo "$p"; return 0; }
+	done
+	return 1
+}
+
+# Move SLOT from its master to another, by the documented procedure:
+# begin = IMPORTING/MIGRATING (ASK from here on), keys = MIGRATE every key
+# (in batches), end = SETSLOT NODE on every master; all = the three.  The
+# target is written to DIR/migrate.to by begin.
+scale_migrate() { # DIR SLOT PHASE
+	local dir=$1 slot=$2 phase=${3:-all} src dst sid did keys p
+	src=$(cat "$dir/migrate.from" 2>/dev/null)
+	if [ "$phase" = begin ] || [ "$phase" = all ]; then
+		src=""
+		for p in $(cat "$dir/ports"); do
+			[ -f "$dir/$p/killed" ] && continue
+			redis-cli -p "$p" role | head -1 | grep -q '^master$' || continue
+			if redis-cli -p "$p" cluster nodes | awk -v s="$slot" '
+				$3 ~ /myself/ { for (i = 9; i <= NF; i++) { n = split($i, r, "-"); lo = r[1]; hi = n > 1 ? r[2] : r[1]
+					if ($i !~ /^\[/ && s + 0 >= lo + 0 && s + 0 <= hi + 0) f = 1 } }
+				END { exit !f }'; then src=$p; break; fi
+		done
+		[ -n "$src" ] || return 1
+		dst=$(scale_other_master "$dir" "$src") || return 1
+		echo "$src" >"$dir/migrate.from"
+		echo "$dst" >"$dir/migrate.to"
+		sid=$(redis-cli -p "$src" cluster myid)
+		did=$(redis-cli -p "$dst" cluster myid)
+		redis-cli -p "$dst" cluster setslot "$slot" importing "$sid" >/dev/null
+		redis-cli -p "$src" cluster setslot "$slot" migrating "$did" >/dev/null
+	fi
+	dst=$(cat "$dir/migrate.to")
+	if [ "$phase" = keys ] || [ "$phase" = all ]; then
+		while :; do
+			# shellcheck disable=SC2207
+			keys=($(redis-cli -p "$src" cluster getkeysinslot "$slot" 100))
+			[ "${#keys[@]}" = 0 ] && break
+			redis-cli -p "$src" migrate 127.0.0.1 "$dst" "" 0 5000 keys "${keys[@]}" >/dev/null
+		done
+	fi
+	if [ "$phase" = end ] || [ "$phase" = all ]; then
+		did=$(redis-cli -p "$dst" cluster myid)
+		redis-cli -p "$dst" cluster setslot "$slot" node "$did" >/dev/null
+		redis-cli -p "$src" cluster setslot "$slot" node "$did" >/dev/null
+		for p in $(cat "$dir/ports"); do
+			[ -f "$dir/$p/killed" ] && continue
+			redis-cli -p "$p" role | head -1 | grep -q '^master$' &&
+				redis-cli -p "$p" cluster setslot "$slot" node "$did" >/dev/null
+		done
+		rm -f "$dir/migrate.from" "$dir/migrate.to"
+	fi
+}
+
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	case "${1:-}" in
 	start) scale_cluster_start "$2" ;;
@@ -190,6 +249,9 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	stop) scale_stop "$2" ;;
 	master-of) scale_master_of "$2" "$3" ;;
 	wait-ok) scale_cluster_wait_ok "$2" ;;
-	*) echo "usage: $0 start|sentinel|stop|master-of|wait-ok DIR [KEY]" >&2; exit 64 ;;
+	migrate) scale_migrate "$2" "$3" "${4:-all}" ;;
+	kill) scale_kill "$2" "$3" ;;
+	restart) scale_node_restart "$2" "$3" ;;
+	*) echo "usage: $0 start|sentinel|stop|master-of|wait-ok|migrate|kill|restart DIR [ARG...]" >&2; exit 64 ;;
 	esac
 fi
