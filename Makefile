@@ -6,6 +6,8 @@
 #   make check-vm        the limits, lifecycle and isolation suites inside a
 #                        stock Debian 12 guest (cgroup v2 only; qemu, cached
 #                        image in build/vm; docs/vm-notes.md)
+#   make check-scale     sbx on a real Redis Cluster (3+3 nodes) and Sentinel set,
+#                        started on loopback by the tests (tests/scale/run)
 #   make bench           benchmarks, side by side with baselines, as ratios
 #   make demo            the main job: skill install -> snapshot -> sessions -> reap
 #   make fuzz            libFuzzer on the document reader (clang, bounded time)
@@ -45,7 +47,7 @@ LIB      := $(BUILD)/libsbx.a
 # linked whole: nothing in it is dropped for lack of a strong reference.
 LINKLIB  := -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
 
-.PHONY: deps all check check-vm bench demo fuzz install clean man unit completions
+.PHONY: deps all check check-scale check-vm bench demo fuzz install clean man unit completions
 all: $(PROGS) $(INIT) $(UNITS) man
 
 # The backend boundary, enforced by the compiler: only backends (and the
@@ -93,6 +95,10 @@ deps:
 check: deps
 	$(MAKE) all
 	BUILD=$(abspath $(BUILD)) SANITIZE=$(SANITIZE) tests/run
+
+check-scale: deps
+	$(MAKE) all
+	BUILD=$(abspath $(BUILD)) tests/scale/run
 
 check-vm: deps
 	$(MAKE) all

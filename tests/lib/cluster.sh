@@ -14,13 +14,15 @@
 # Sourcing it gives the same as functions (scale_cluster_start ...).
 set -u
 
-# A free base port: 20 consecutive ports nobody listens on.
+# A free base port: 20 consecutive ports nobody listens on, and their
+# cluster bus ports (+10000).  Bases stay in 20000-29950, so a bus port
+# (30000-39969) is never another run's base.
 _scale_free_base() {
 	local base tries=0
 	while :; do
-		base=$((20000 + (RANDOM % 400) * 50))
+		base=$((20000 + (RANDOM % 200) * 50))
 		local p busy=0
-		for p in $(seq "$base" $((base + 19))); do
+		for p in $(seq "$base" $((base + 19))) $(seq $((base + 10000)) $((base + 10005))); do
 			if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then busy=1; break; fi
 		done
 		[ "$busy" = 0 ] && { echo "$base"; return 0; }
@@ -109,6 +111,11 @@ scale_sentinel_start() { # DIR
 		_scale_server "$dir" "$p" --replicaof 127.0.0.1 "$base" || return 1
 		echo "$p" >>"$dir/ports"
 	done
+	local i
+	for i in $(seq 1 100); do      # both replicas synced: WAIT 1 can succeed
+		[ "$(redis-cli -p "$base" info replication | grep -c 'state=online')" = 2 ] && break
+		sleep 0.1
+	done
 	: >"$dir/sentinels"
 	for p in $((base + 10)) $((base + 11)) $((base + 12)); do
 		mkdir -p "$dir/$p"
@@ -129,7 +136,6 @@ scale_sentinel_start() { # DIR
 		echo "$p" >>"$dir/sentinels"
 	done
 	# The sentinels have found both replicas.
-	local i
 	for i in $(seq 1 100); do
 		[ "$(redis-cli -p $((base + 10)) sentinel replicas sbxm 2>/dev/null | grep -c '^ip$')" -ge 2 ] && break
 		sleep 0.1
