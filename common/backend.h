@@ -167,6 +167,7 @@ enum sbx_cap {
 	SBX_CAP_INBOUND_TOKEN = 1 << 9,
 	SBX_CAP_IDLE_KILL   = 1 << 10,   /* idle sandboxes are killed, not paused */
 	SBX_CAP_INSTALL     = 1 << 11,   /* exec as root */
+	SBX_CAP_HOST_LOCAL  = 1 << 12,   /* sandboxes live on the host that made them (host.h) */
 };
 /* Names for documents and `sbx-ctl caps`: {"exec": true, ...}. */
 json_object *sbx_caps_to_json(unsigned caps);

@@ -72,6 +72,7 @@ void sbx_binding_clear(struct sbx_binding *b)
 	free(b->sandbox_id);
 	free(b->template_id);
 	free(b->profile);
+	free(b->host);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -89,6 +90,8 @@ char *sbx_binding_encode(const struct sbx_binding *b)
 	sbx_json_set_str(o, "created_at", when);
 	json_object_object_add(o, "fence", json_object_new_int64(b->fence));
 	sbx_json_set_str(o, "profile", b->profile ? b->profile : "default");
+	if (b->host)
+		sbx_json_set_str(o, "host", b->host);
 	if (b->stale_at) {
 		sbx_time_iso(b->stale_at, when, sizeof(when));
 		sbx_json_set_str(o, "stale_at", when);
@@ -127,7 +130,7 @@ int sbx_binding_decode(const char *raw, size_t len, const char *tenant, const ch
 	const char *backend = req_str(o, "backend", 0), *t = req_str(o, "tenant", 0),
 		   *s = req_str(o, "session", 0), *id = req_str(o, "sandbox_id", 0),
 		   *tpl = req_str(o, "template", 1), *ca = req_str(o, "created_at", 0),
-		   *prof = req_str(o, "profile", 0);
+		   *prof = req_str(o, "profile", 0), *host = req_str(o, "host", 0);
 	if (!json_object_object_get_ex(o, "version", &v) || !json_object_is_type(v, json_type_int) ||
 	    json_object_get_int64(v) != SBX_BINDING_VERSION)
 		why = "version is not 1";
@@ -144,6 +147,8 @@ int sbx_binding_decode(const char *raw, size_t len, const char *tenant, const ch
 		if (out->created_at < 0)
 			why = "created_at is not an ISO-8601 UTC time";
 	}
+	if (!why && !host && json_object_object_get_ex(o, "host", &v))
+		why = "host is not a non-empty string";
 	if (!why && json_object_object_get_ex(o, "stale_at", &v) && !json_object_is_type(v, json_type_null)) {
 		const char *st = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
 		out->stale_at = st ? sbx_time_parse_iso(st) : -1;
@@ -164,6 +169,7 @@ int sbx_binding_decode(const char *raw, size_t len, const char *tenant, const ch
 	out->sandbox_id = sbx_xstrdup(id);
 	out->template_id = sbx_xstrdup(tpl);
 	out->profile = sbx_xstrdup(prof);
+	out->host = host ? sbx_xstrdup(host) : NULL;
 	json_object_put(o);
 	return 0;
 }

@@ -41,6 +41,8 @@ struct sbx_binding {
 	int64_t created_at;      /* unix seconds */
 	int64_t fence;           /* the fence of the lock holder that wrote it */
 	int64_t stale_at;        /* unix seconds; 0 = not stale */
+	char *host;              /* host-local backends: the host id holding the
+				  * sandbox (host.h); NULL otherwise (optional field) */
 };
 
 void sbx_binding_clear(struct sbx_binding *b);

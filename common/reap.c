@@ -37,6 +37,7 @@
 #include "ledger.h"
 #include "ledger-recover.h"
 #include "lock.h"
+#include "host.h"
 #include "keyspace.h"
 #include "fault.h"
 #include "pager.h"
@@ -159,7 +160,13 @@ static int tenant_get(struct run *run, const char *name, size_t len)
 static int lease_take(struct run *run, struct sbx_err *err)
 {
 	int64_t ttl = sbx_env_ms("SBX_REAP_LEASE_TTL", 0, 1, LEASE_TTL_DEFAULT_MS);
-	if (sbx_tokenkey_init(&run->lease, run->r, sbx_key_reap_lease(run->r->prefix), ttl,
+	/* A host-local backend's reaper sees only its host's sandboxes: one
+	 * lease per host, so reapers on two hosts both run (host.h). */
+	SBX_AUTOFREE char *host = NULL;
+	if (run->b->ops->caps && (run->b->ops->caps(run->b) & SBX_CAP_HOST_LOCAL) &&
+	    !(host = sbx_host_id(err)))
+		return -1;
+	if (sbx_tokenkey_init(&run->lease, run->r, sbx_key_reap_lease(run->r->prefix, host), ttl,
 			      "reaper lease", err) < 0)
 		return -1;
 	int taken = sbx_tokenkey_take(&run->lease, err);
