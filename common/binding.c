@@ -48,12 +48,15 @@ static struct sbx_script create_script = {.src =
 	"redis.call('SADD', KEYS[4], ARGV[4])\n"
 	"return {1}\n", .durable = 1};
 
-/* KEYS: binding, lock, fence, bound.  ARGV: token, fence, sandbox_id */
+/* KEYS: binding, lock, fence, bound.  ARGV: token, fence, sandbox_id,
+ * 'end' or ''.  With 'end' the session is over and its fence counter goes
+ * too (sbx_binding_end: why that is safe). */
 static struct sbx_script delete_script = {.src =
 	FENCE_CHECK
 	LOAD_OWN_BINDING
 	"redis.call('DEL', KEYS[1])\n"
 	"redis.call('SREM', KEYS[4], ARGV[3])\n"
+	"if ARGV[4] == 'end' then redis.call('DEL', KEYS[3]) end\n"
 	"return {1}\n", .durable = 1};
 
 /* KEYS: binding, lock, fence.  ARGV: token, fence, sandbox_id, json */
@@ -279,15 +282,36 @@ int sbx_binding_create(struct sbx_redis *r, struct sbx_lock *lock, struct sbx_bi
 	return rc;
 }
 
-int sbx_binding_delete_if_match(struct sbx_redis *r, struct sbx_lock *lock, const char *tenant,
-				const char *session, const char *sandbox_id, struct sbx_err *err)
+static int delete_binding(struct sbx_redis *r, struct sbx_lock *lock, const char *tenant,
+			  const char *session, const char *sandbox_id, int end, struct sbx_err *err)
 {
 	struct wkeys k;
 	wkeys_init(&k, r, tenant, session);
-	const char *extra[] = {sandbox_id};
-	int rc = run_fenced(r, &delete_script, lock, &k, 1, extra, NULL, err);
+	const char *extra[] = {sandbox_id, end ? "end" : ""};
+	int rc = run_fenced(r, &delete_script, lock, &k, 2, extra, NULL, err);
 	wkeys_free(&k);
 	return rc;
+}
+
+int sbx_binding_delete_if_match(struct sbx_redis *r, struct sbx_lock *lock, const char *tenant,
+				const char *session, const char *sandbox_id, struct sbx_err *err)
+{
+	return delete_binding(r, lock, tenant, session, sandbox_id, 0, err);
+}
+
+/* Why removing the fence counter does not weaken fencing: every fenced
+ * write checks the lock's token first and the counter second.  A counter
+ * that is gone reads as 0, which no holder's fence equals (fences start at
+ * 1), so every holder from before the removal is refused; a holder after
+ * it starts a new sequence (1, 2...) that may repeat an old number, but
+ * never with an old holder's token (128 random bits), so no old holder's
+ * (token, fence) pair can pass.  And the counter goes only with the
+ * binding, so no stored binding is left with a fence above the restarted
+ * counter (STORED_FENCE_CHECK would otherwise refuse the next holder). */
+int sbx_binding_end(struct sbx_redis *r, struct sbx_lock *lock, const char *tenant,
+		    const char *session, const char *sandbox_id, struct sbx_err *err)
+{
+	return delete_binding(r, lock, tenant, session, sandbox_id, 1, err);
 }
 
 int sbx_binding_mark_stale(struct sbx_redis *r, struct sbx_lock *lock,
@@ -328,7 +352,7 @@ int sbx_binding_drop_for_sandbox(struct sbx_redis *r, const struct sbx_sandbox *
 	if (sbx_id_check("tenant", tenant, strlen(tenant), err) < 0 ||
 	    sbx_id_check("session", session, strlen(session), err) < 0)
 		return -1;
-	return sbx_binding_delete_if_match(r, NULL, tenant, session, sb->id, err);
+	return sbx_binding_end(r, NULL, tenant, session, sb->id, err);
 }
 
 int sbx_binding_holds(struct sbx_redis *r, struct sbx_lock *lock, const char *tenant,

@@ -67,6 +67,12 @@ int sbx_binding_create(struct sbx_redis *r, struct sbx_lock *lock, struct sbx_bi
  * by sbx-ctl kill).  1 deleted, 0 no match, -1 error. */
 int sbx_binding_delete_if_match(struct sbx_redis *r, struct sbx_lock *lock, const char *tenant,
 				const char *session, const char *sandbox_id, struct sbx_err *err);
+/* The same when the session is over (sandbox deleted for good: sbx-ctl
+ * kill, sbx-reap --retire-idle): the session's fence counter is deleted in
+ * the same script, so an ended session leaves no key behind (binding.c says
+ * why fencing stays whole). */
+int sbx_binding_end(struct sbx_redis *r, struct sbx_lock *lock, const char *tenant,
+				const char *session, const char *sandbox_id, struct sbx_err *err);
 /* Under the lock: set stale_at = now on the binding if it still names
  * b->sandbox_id and is not stale yet.  1 marked, 0 not (changed or already
  * stale), -1 error. */
