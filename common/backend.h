@@ -43,6 +43,8 @@ struct sbx_sandbox {
 	enum sbx_state state;
 	json_object *metadata;   /* object: string -> string (owned) */
 	int64_t created_at;      /* unix seconds */
+	int64_t active_at;       /* unix seconds of its last recorded use; 0 = the
+				  * backend does not know (never retired as idle) */
 	json_object *extra;      /* backend-private (owned, may be NULL) */
 };
 void sbx_sandbox_clear(struct sbx_sandbox *sb);          /* frees fields */
