@@ -83,6 +83,13 @@ $(INIT): libexec/sbx-init.c backends/local-init.h
 	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends -MF $(BUILD)/obj/libexec/sbx-init.d \
 	  -static -o $@ libexec/sbx-init.c
 
+# Benchmark helpers in C (tests/bench/*.c), built by `make bench`.
+BENCH_SRC := $(wildcard tests/bench/*.c)
+BENCHES   := $(BENCH_SRC:tests/bench/%.c=$(BUILD)/bench/%)
+$(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $< $(LINKLIB) $(LDLIBS)
+
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $< $(LINKLIB) $(LDLIBS)
@@ -113,7 +120,7 @@ check-vm: deps
 unit: $(UNITS)
 	BUILD=$(abspath $(BUILD)) tests/run --unit
 
-bench: all
+bench: all $(BENCHES)
 	BUILD=$(abspath $(BUILD)) tests/bench/run
 
 demo: deps
