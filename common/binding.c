@@ -479,42 +479,30 @@ int sbx_bound_census(struct sbx_redis *r, struct sbx_bound_tenant *ts, size_t nt
 	return rc;
 }
 
+struct each_ctx {
+	struct sbx_redis *r;
+	const char *tenant;
+	sbx_binding_fn fn;
+	void *ctx;
+};
+
+static int each_key(const char *key, size_t len, void *vc, struct sbx_err *err)
+{
+	(void)len;
+	struct each_ctx *c = vc;
+	size_t sl = 0;
+	SBX_AUTOFREE char *s = sbx_key_session_of(key, c->r->prefix, c->tenant, strlen(c->tenant),
+						  &sl);
+	return s ? c->fn(s, sl, c->ctx, err) : 0;  /* not one of ours: cannot happen */
+}
+
 int sbx_bindings_each(struct sbx_redis *r, const char *tenant, sbx_binding_fn fn, void *ctx,
 		      struct sbx_err *err)
 {
-	size_t tl = strlen(tenant);
-	SBX_AUTOFREE char *pat = sbx_key_session_pattern(r->prefix, tenant, tl, SBX_KEY_BINDING);
-	SBX_AUTOFREE char *cursor = sbx_xstrdup("0");
-	do {
-		const char *argv[] = {"SCAN", cursor, "MATCH", pat, "COUNT", "200"};
-		redisReply *rep;
-		if (sbx_redis_cmd(r, &rep, err, 6, argv, NULL) < 0)
-			return -1;
-		if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
-		    rep->element[0]->type != REDIS_REPLY_STRING ||
-		    rep->element[1]->type != REDIS_REPLY_ARRAY) {
-			freeReplyObject(rep);
-			return sbx_fail(err, SBX_INTERNAL, "binding", "unexpected SCAN reply");
-		}
-		free(cursor);
-		cursor = sbx_xstrdup(rep->element[0]->str);
-		redisReply *ks = rep->element[1];
-		for (size_t i = 0; i < ks->elements; i++) {
-			if (ks->element[i]->type != REDIS_REPLY_STRING)
-				continue;
-			size_t sl = 0;
-			SBX_AUTOFREE char *s = sbx_key_session_of(ks->element[i]->str, r->prefix,
-								  tenant, tl, &sl);
-			if (!s)
-				continue;      /* not one of ours (cannot happen with our pattern) */
-			if (fn(s, sl, ctx, err) < 0) {
-				freeReplyObject(rep);
-				return -1;
-			}
-		}
-		freeReplyObject(rep);
-	} while (strcmp(cursor, "0") != 0);
-	return 0;
+	SBX_AUTOFREE char *pat = sbx_key_session_pattern(r->prefix, tenant, strlen(tenant),
+							 SBX_KEY_BINDING);
+	struct each_ctx c = {.r = r, .tenant = tenant, .fn = fn, .ctx = ctx};
+	return sbx_redis_scan(r, pat, 200, each_key, &c, err);
 }
 
 struct stale_ctx {

@@ -641,24 +641,8 @@ int sbx_cluster_scan_all(struct sbx_redis *r, const char *pattern, sbx_redis_key
 			    sbx_redis__exchange(r, &cl->nodes[n].c, cl->nodes[n].where, 0, 6, argv,
 						NULL, 0, &rep, NULL, err) < 0)
 				return -1;
-			if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
-			    rep->element[0]->type != REDIS_REPLY_STRING ||
-			    rep->element[1]->type != REDIS_REPLY_ARRAY) {
-				freeReplyObject(rep);
-				return sbx_fail(err, SBX_INTERNAL, "redis", "unexpected SCAN reply from %s",
-						cl->nodes[n].where);
-			}
-			free(cursor);
-			cursor = sbx_xstrdup(rep->element[0]->str);
-			redisReply *ks = rep->element[1];
-			for (size_t i = 0; i < ks->elements; i++) {
-				if (ks->element[i]->type == REDIS_REPLY_STRING &&
-				    fn(ks->element[i]->str, ks->element[i]->len, ctx, err) < 0) {
-					freeReplyObject(rep);
-					return -1;
-				}
-			}
-			freeReplyObject(rep);
+			if (sbx_redis__scan_page(rep, &cursor, fn, ctx, err) < 0)
+				return -1;
 		} while (strcmp(cursor, "0") != 0);
 	}
 	return 0;

@@ -71,6 +71,11 @@ int sbx_redis__transient(const redisReply *rep);
 int64_t sbx_redis__failover_ms(void);
 void sbx_redis__backoff(int attempt);
 
+/* One SCAN reply: fn for each key, *cursor replaced by the next cursor;
+ * the reply is freed.  -1 (err) on a malformed reply or an fn failure. */
+int sbx_redis__scan_page(redisReply *rep, char **cursor, sbx_redis_key_fn fn, void *ctx,
+			 struct sbx_err *err);
+
 /* Cluster mode (redis-cluster.c). */
 int sbx_cluster_open(struct sbx_redis *r, struct sbx_err *err);
 void sbx_cluster_free(struct sbx_redis *r);

@@ -827,34 +827,49 @@ int sbx_redis_eval(struct sbx_redis *r, struct sbx_script *s, redisReply **reply
 
 /* ---- keyspace-wide ------------------------------------------------------- */
 
+int sbx_redis__scan_page(redisReply *rep, char **cursor, sbx_redis_key_fn fn, void *ctx,
+			 struct sbx_err *err)
+{
+	if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
+	    rep->element[0]->type != REDIS_REPLY_STRING ||
+	    rep->element[1]->type != REDIS_REPLY_ARRAY) {
+		freeReplyObject(rep);
+		return sbx_fail(err, SBX_INTERNAL, "redis", "unexpected SCAN reply");
+	}
+	free(*cursor);
+	*cursor = sbx_xstrdup(rep->element[0]->str);
+	redisReply *ks = rep->element[1];
+	for (size_t i = 0; i < ks->elements; i++) {
+		if (ks->element[i]->type == REDIS_REPLY_STRING &&
+		    fn(ks->element[i]->str, ks->element[i]->len, ctx, err) < 0) {
+			freeReplyObject(rep);
+			return -1;
+		}
+	}
+	freeReplyObject(rep);
+	return 0;
+}
+
+int sbx_redis_scan(struct sbx_redis *r, const char *pattern, int count, sbx_redis_key_fn fn,
+		   void *ctx, struct sbx_err *err)
+{
+	char cnt[16];
+	snprintf(cnt, sizeof(cnt), "%d", count > 0 ? count : 1000);
+	SBX_AUTOFREE char *cursor = sbx_xstrdup("0");
+	do {
+		const char *argv[] = {"SCAN", cursor, "MATCH", pattern, "COUNT", cnt};
+		redisReply *rep;
+		if (sbx_redis_cmd(r, &rep, err, 6, argv, NULL) < 0 ||
+		    sbx_redis__scan_page(rep, &cursor, fn, ctx, err) < 0)
+			return -1;
+	} while (strcmp(cursor, "0") != 0);
+	return 0;
+}
+
 int sbx_redis_scan_all(struct sbx_redis *r, const char *pattern, sbx_redis_key_fn fn,
 		       void *ctx, struct sbx_err *err)
 {
 	if (r->mode == SBX_REDIS_CLUSTER)
 		return sbx_cluster_scan_all(r, pattern, fn, ctx, err);
-	SBX_AUTOFREE char *cursor = sbx_xstrdup("0");
-	do {
-		const char *argv[] = {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"};
-		redisReply *rep;
-		if (sbx_redis_cmd(r, &rep, err, 6, argv, NULL) < 0)
-			return -1;
-		if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
-		    rep->element[0]->type != REDIS_REPLY_STRING ||
-		    rep->element[1]->type != REDIS_REPLY_ARRAY) {
-			freeReplyObject(rep);
-			return sbx_fail(err, SBX_INTERNAL, "redis", "unexpected SCAN reply");
-		}
-		free(cursor);
-		cursor = sbx_xstrdup(rep->element[0]->str);
-		redisReply *ks = rep->element[1];
-		for (size_t i = 0; i < ks->elements; i++) {
-			if (ks->element[i]->type == REDIS_REPLY_STRING &&
-			    fn(ks->element[i]->str, ks->element[i]->len, ctx, err) < 0) {
-				freeReplyObject(rep);
-				return -1;
-			}
-		}
-		freeReplyObject(rep);
-	} while (strcmp(cursor, "0") != 0);
-	return 0;
+	return sbx_redis_scan(r, pattern, 1000, fn, ctx, err);
 }

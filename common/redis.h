@@ -119,6 +119,12 @@ int sbx_redis_eval(struct sbx_redis *r, struct sbx_script *s, redisReply **reply
 		   int nkeys, const char **keys, int nargs, const char **args,
 		   struct sbx_err *err);
 
+/* SCAN MATCH `pattern` (COUNT count) to the end of the cursor, fn(key) for
+ * each key (SCAN may return one twice).  On a cluster it goes to the slot
+ * of the pattern's hash tag, so the pattern must have one (a tenant's keys);
+ * see sbx_redis_scan_all otherwise. */
+int sbx_redis_scan(struct sbx_redis *r, const char *pattern, int count, sbx_redis_key_fn fn,
+		   void *ctx, struct sbx_err *err);
 /* SCAN MATCH `pattern` on every master (one server: that server), every
  * cursor to its end; fn(key) for each key (a key may come twice while a
  * slot migrates).  Stops at the first fn failure. */

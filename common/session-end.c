@@ -36,6 +36,22 @@ int sbx_session_of(struct sbx_backend *b, struct sbx_sandbox *sb, const char **t
 	return sbx_binding_owner(sb, tenant, session);
 }
 
+/* The session's lock, tried once: 1 taken, 0 busy (*why "locked": someone
+ * is working on the session), -1 err. */
+static int lock_once(struct sbx_redis *r, const char *tenant, const char *session,
+		     struct sbx_lock **l, const char **why, struct sbx_err *err)
+{
+	struct sbx_err e = {0};
+	if (sbx_lock_acquire(r, tenant, strlen(tenant), session, strlen(session), 0, l, &e) == 0)
+		return 1;
+	if (e.kind != SBX_CONFLICT) {
+		*err = e;
+		return -1;
+	}
+	*why = "locked";
+	return 0;
+}
+
 /* An orphan of a session: deleted under the session's lock, tried once. */
 static int end_orphan(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_sandbox *sb,
 		      const char *tenant, const char *session, int *gone, const char **why,
@@ -43,14 +59,9 @@ static int end_orphan(struct sbx_backend *b, struct sbx_redis *r, const struct s
 {
 	struct sbx_lock *l = NULL;
 	struct sbx_err e = {0};
-	if (sbx_lock_acquire(r, tenant, strlen(tenant), session, strlen(session), 0, &l, &e) < 0) {
-		if (e.kind != SBX_CONFLICT) {
-			*err = e;
-			return -1;
-		}
-		*why = "locked";      /* someone is working on the session */
-		return 0;
-	}
+	int got = lock_once(r, tenant, session, &l, why, err);
+	if (got <= 0)
+		return got;
 	int rc = sbx_binding_holds(r, l, tenant, session, sb->id, why, err);
 	if (rc == 0 && sbx_lock_check(l, &e) < 0) {
 		*why = "locked";
@@ -108,14 +119,9 @@ int sbx_session_retire(struct sbx_backend *b, struct sbx_redis *r, const struct 
 	}
 	struct sbx_lock *l = NULL;
 	struct sbx_err e = {0};
-	if (sbx_lock_acquire(r, tenant, strlen(tenant), session, strlen(session), 0, &l, &e) < 0) {
-		if (e.kind != SBX_CONFLICT) {
-			*err = e;
-			return -1;
-		}
-		*why = "locked";
-		return 0;
-	}
+	int got = lock_once(r, tenant, session, &l, why, err);
+	if (got <= 0)
+		return got;
 	int rc = still_idle(b, l, sb, tenant, session, idle_ms, why, err);
 	if (rc == 1 && sbx_lock_check(l, &e) < 0) {
 		*why = "locked";

@@ -15,25 +15,26 @@
 set -u
 
 # A free base port: 20 consecutive ports nobody listens on, and their
-# cluster bus ports (+10000).  Bases stay in 20000-29950, so a bus port
-# (30000-39969) is never another run's base.
+# cluster bus ports (+10000).  All stay below the kernel's ephemeral range
+# (32768-60999 here), where an outgoing connection of any other program may
+# hold a port at any moment: bases 20000-22650, bus ports 30000-32655.
 _scale_free_base() {
 	local base tries=0
 	while :; do
-		base=$((20000 + (RANDOM % 200) * 50))
+		base=$((20000 + (RANDOM % 54) * 50))
 		local p busy=0
 		for p in $(seq "$base" $((base + 19))) $(seq $((base + 10000)) $((base + 10005))); do
 			if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then busy=1; break; fi
 		done
 		[ "$busy" = 0 ] && { echo "$base"; return 0; }
 		tries=$((tries + 1))
-		[ "$tries" -gt 50 ] && return 1
+		[ "$tries" -gt 50 ] && { echo "# cluster.sh: no free port range" >&2; return 1; }
 	done
 }
 
-_scale_wait_ping() { # PORT
+_scale_wait_ping() { # PORT (a loaded machine may take seconds)
 	local i
-	for i in $(seq 1 100); do
+	for i in $(seq 1 400); do
 		redis-cli -p "$1" ping >/dev/null 2>&1 && return 0
 		sleep 0.05
 	done
@@ -48,7 +49,10 @@ _scale_server() { # DIR PORT ARGS...
 	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
 		--daemonize yes --pidfile "$dir/$port/redis.pid" --logfile "$dir/$port/redis.log" \
 		--dir "$dir/$port" "$@" >/dev/null
-	_scale_wait_ping "$port"
+	_scale_wait_ping "$port" && return 0
+	echo "# cluster.sh: redis-server on port $port did not start:" >&2
+	sed 's/^/#   /' "$dir/$port/redis.log" 2>/dev/null | tail -5 >&2
+	return 1
 }
 
 # Restart a node that was killed, with its old cluster config (it rejoins
@@ -61,7 +65,7 @@ scale_node_restart() { # DIR PORT
 
 scale_cluster_wait_ok() { # DIR
 	local dir=$1 i p ok
-	for i in $(seq 1 200); do
+	for i in $(seq 1 600); do
 		ok=1
 		for p in $(cat "$dir/ports"); do
 			[ -f "$dir/$p/killed" ] && continue
@@ -85,8 +89,12 @@ scale_cluster_start() { # DIR
 	done
 	# shellcheck disable=SC2046
 	redis-cli --cluster create $(sed 's/^/127.0.0.1:/' "$dir/ports") --cluster-replicas 1 \
-		--cluster-yes >"$dir/create.log" 2>&1 || { cat "$dir/create.log" >&2; return 1; }
-	scale_cluster_wait_ok "$dir" || return 1
+		--cluster-yes >"$dir/create.log" 2>&1 || { sed 's/^/#   /' "$dir/create.log" >&2; return 1; }
+	scale_cluster_wait_ok "$dir" || {
+		echo "# cluster.sh: the cluster did not reach cluster_state:ok" >&2
+		for p in $(cat "$dir/ports"); do redis-cli -p "$p" cluster info 2>&1 | head -1 | sed "s/^/#   $p: /" >&2; done
+		return 1
+	}
 	# Every replica has synced once (a WAIT from its master can succeed).
 	local i
 	for i in $(seq 1 100); do
@@ -250,8 +258,10 @@ scale_migrate() { # DIR SLOT PHASE
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	case "${1:-}" in
-	start) scale_cluster_start "$2" ;;
-	sentinel) scale_sentinel_start "$2" ;;
+	# A start that fails stops what it started (its daemons would hold the
+	# caller's inherited pipes open).
+	start) scale_cluster_start "$2" || { scale_stop "$2"; exit 1; } ;;
+	sentinel) scale_sentinel_start "$2" || { scale_stop "$2"; exit 1; } ;;
 	stop) scale_stop "$2" ;;
 	master-of) scale_master_of "$2" "$3" ;;
 	wait-ok) scale_cluster_wait_ok "$2" ;;

@@ -48,8 +48,8 @@ redis_stop() {
 # cluster (tests/lib/cluster.sh) instead; rcli follows redirections, and
 # FLUSHALL and --scan go to every master.
 redis_cluster_start() {
+	export REDIS_CLUSTER_DIR=$1 SBX_REDIS_URL      # set first: teardown stops a partial one
 	"$SBX_TOP/tests/lib/cluster.sh" start "$1" || return 1
-	export REDIS_CLUSTER_DIR=$1 SBX_REDIS_URL
 	SBX_REDIS_URL=$(cat "$1/url")
 }
 
