@@ -565,7 +565,10 @@ static void batch_send(struct sbx_redis *r, int *node_of, char *sent)
 
 /* Run the queued commands.  A reply that redirects or says "not executed",
  * and a command that never reached its node, is sent again alone; one that
- * was sent on a connection that then broke is retried only if read-only. */
+ * was sent on a connection that then broke is retried only if read-only.
+ * Once a resend for a node fails (its failover did not finish within the
+ * budget), the node's other commands fail with the same error at once:
+ * a pipeline of 10,000 never waits out the budget 10,000 times. */
 static void batch_run(struct sbx_redis *r)
 {
 	struct sbx_redis_cluster *cl = r->cl;
@@ -579,10 +582,12 @@ static void batch_run(struct sbx_redis *r)
 	for (size_t i = 0; i < nq; i++)
 		node_of[i] = cl->q[i].slot >= 0 ? cl->slot_node[cl->q[i].slot] : any_master(cl);
 	batch_send(r, node_of, sent);
+	SBX_AUTOFREE struct sbx_err *dead = sbx_xcalloc(cl->nnodes + 1, sizeof(*dead));
+	size_t ndead = cl->nnodes;
 	for (size_t i = 0; i < nq; i++) {
 		struct qcmd *q = &cl->q[i];
 		redisReply *x = cl->out[i];
-		int s, to;
+		int s, to, n = node_of[i];
 		int again = x ? (redirect_of(r, x, &s, &to) || sbx_redis__transient(x))
 			      : (!sent[i] || sbx_redis__read_only(q->argv[0], q->lens[0]));
 		if (!again)
@@ -590,10 +595,17 @@ static void batch_run(struct sbx_redis *r)
 		if (x)
 			freeReplyObject(x);
 		cl->out[i] = NULL;
+		if (n >= 0 && (size_t)n < ndead && dead[n].kind) {
+			cl->out_err[i] = dead[n];
+			continue;
+		}
 		sbx_err_clear(&cl->out_err[i]);
 		if (sbx_cluster_exec(r, q->argc, (const char **)q->argv, q->lens, 0, &cl->out[i],
-				     NULL, &cl->out_err[i]) < 0)
+				     NULL, &cl->out_err[i]) < 0) {
 			cl->out[i] = NULL;
+			if (n >= 0 && (size_t)n < ndead)
+				dead[n] = cl->out_err[i];
+		}
 	}
 	queue_clear(cl);
 }
