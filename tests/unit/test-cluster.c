@@ -245,6 +245,43 @@ static void failover_tests(struct sbx_redis *r)
 	unsetenv("SBX_REDIS_FAILOVER_WAIT");
 }
 
+/* Last (it leaves a slot range without any node): a master and its replica
+ * both killed, then a pipeline of 200 reads in that slot.  Each fails, and
+ * only the first waits out the failover budget: the others fail with its
+ * error, so the pipeline costs a handful of round trips, not 200 budgets. */
+static void dead_slot_tests(struct sbx_redis *r)
+{
+	struct sbx_err err = {0};
+	redisReply *rep;
+	const char *key = "sbx:{dead}:k";
+	SBX_AUTOFREE char *port = sh_out("%s/tests/lib/cluster.sh master-of %s/c '%s'", top, dir, key);
+	SBX_AUTOFREE char *rport = sh_out("for p in $(cat %s/c/ports); do redis-cli -p $p role 2>/dev/null"
+					  " | sed -n '1p;3p' | paste -sd' ' | grep -q '^slave %s$' && echo $p;"
+					  " done", dir, port);
+	ok(*rport != '\0', "the master of {dead} (%s) has a replica (%s)", port, rport);
+	sh("%s/tests/lib/cluster.sh kill %s/c %s; %s/tests/lib/cluster.sh kill %s/c %s", top, dir, port,
+	   top, dir, rport);
+	setenv("SBX_REDIS_FAILOVER_WAIT", "1s", 1);
+	for (int i = 0; i < 200; i++) {
+		char k[32];
+		snprintf(k, sizeof(k), "sbx:{dead}:%d", i);
+		const char *argv[] = {"GET", k};
+		sbx_redis_append(r, 2, argv, NULL, &err);
+	}
+	long long before = r->round_trips;
+	int failed = 0;
+	for (int i = 0; i < 200; i++) {
+		if (sbx_redis_read(r, &rep, &err) < 0)
+			failed++;
+		else
+			freeReplyObject(rep);
+	}
+	is_int(failed, 200, "200 reads of a slot nobody serves all fail (%s)", err.msg);
+	ok(r->round_trips - before < 40, "... after one node's worth of retries, not 200 (%lld round trips)",
+	   r->round_trips - before);
+	unsetenv("SBX_REDIS_FAILOVER_WAIT");
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -268,6 +305,7 @@ int main(void)
 		migration_tests(r);
 		durable_tests(r);
 		failover_tests(r);
+		dead_slot_tests(r);
 		sbx_redis_close(r);
 	}
 	sh("%s/tests/lib/cluster.sh stop %s/c", top, dir);
