@@ -269,10 +269,11 @@ int sbx_redis__ctx_fail(struct sbx_redis *r, redisContext **c, const char *where
 						     (long long)r->timeout_ms);
 		else if ((*c)->errstr[0])
 			snprintf(detail, sizeof(detail), "%s", (*c)->errstr);
-		if (r->c == *c)
+		redisContext *dead = *c;    /* c may be &r->c itself */
+		if (r->c == dead)
 			r->c = NULL;
-		redisFree(*c);
 		*c = NULL;
+		redisFree(dead);
 	}
 	return sbx_fail(err, kind, "redis", "redis unavailable at %s: %s", where, detail);
 }
