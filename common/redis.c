@@ -854,6 +854,12 @@ int sbx_redis__scan_page(redisReply *rep, char **cursor, sbx_redis_key_fn fn, vo
 int sbx_redis_scan(struct sbx_redis *r, const char *pattern, int count, sbx_redis_key_fn fn,
 		   void *ctx, struct sbx_err *err)
 {
+	/* On a cluster, every master: while a slot migrates its keys sit on
+	 * two nodes, and the slot's master alone would miss the moved ones.
+	 * SCAN walks a server's whole keyspace whatever MATCH says, so this
+	 * costs the cluster what one server would. */
+	if (r->mode == SBX_REDIS_CLUSTER)
+		return sbx_cluster_scan_all(r, pattern, fn, ctx, err);
 	char cnt[16];
 	snprintf(cnt, sizeof(cnt), "%d", count > 0 ? count : 1000);
 	SBX_AUTOFREE char *cursor = sbx_xstrdup("0");
@@ -870,7 +876,5 @@ int sbx_redis_scan(struct sbx_redis *r, const char *pattern, int count, sbx_redi
 int sbx_redis_scan_all(struct sbx_redis *r, const char *pattern, sbx_redis_key_fn fn,
 		       void *ctx, struct sbx_err *err)
 {
-	if (r->mode == SBX_REDIS_CLUSTER)
-		return sbx_cluster_scan_all(r, pattern, fn, ctx, err);
 	return sbx_redis_scan(r, pattern, 1000, fn, ctx, err);
 }

@@ -120,14 +120,14 @@ int sbx_redis_eval(struct sbx_redis *r, struct sbx_script *s, redisReply **reply
 		   struct sbx_err *err);
 
 /* SCAN MATCH `pattern` (COUNT count) to the end of the cursor, fn(key) for
- * each key (SCAN may return one twice).  On a cluster it goes to the slot
- * of the pattern's hash tag, so the pattern must have one (a tenant's keys);
- * see sbx_redis_scan_all otherwise. */
+ * each key (SCAN may return one twice).  On a cluster it scans every
+ * master: during a slot migration a tenant's keys sit on two nodes. */
 int sbx_redis_scan(struct sbx_redis *r, const char *pattern, int count, sbx_redis_key_fn fn,
 		   void *ctx, struct sbx_err *err);
 /* SCAN MATCH `pattern` on every master (one server: that server), every
  * cursor to its end; fn(key) for each key (a key may come twice while a
- * slot migrates).  Stops at the first fn failure. */
+ * slot migrates).  Stops at the first fn failure.  (sbx_redis_scan is the
+ * same on a cluster; this one keeps COUNT 1000.) */
 int sbx_redis_scan_all(struct sbx_redis *r, const char *pattern, sbx_redis_key_fn fn,
 		       void *ctx, struct sbx_err *err);
 /* The number of masters (1 for one server or Sentinel). */
