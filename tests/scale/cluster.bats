@@ -85,9 +85,11 @@ resolve_retry() {
 		t=spread$i
 		sbx-create --tenant "$t" --session s >/dev/null
 		masters+=("$(C master-of "$REDIS_CLUSTER_DIR" "sbx:{$t}:bound")")
-		[ "$(printf '%s\n' "${masters[@]}" | sort -u | wc -l)" = 3 ] && break
+		[ "$i" -ge 4 ] && [ "$(printf '%s\n' "${masters[@]}" | sort -u | wc -l)" = 3 ] && break
 	done
 	[ "$(printf '%s\n' "${masters[@]}" | sort -u | wc -l)" = 3 ]
+	local n=$i
+	[ "$n" -ge 4 ]    # tenants beyond the three orphaned ones stay bound
 	# An orphan on each of the first tenants: unbound by hand (the binding
 	# and bound-set member dropped), so the reaper must find them all.
 	for i in 1 2 3; do
@@ -98,6 +100,13 @@ resolve_retry() {
 	run sbx-reap --all-tenants --grace 0
 	assert_success
 	[ "$(jqo '.reap.deleted | length')" = 3 ]
+	# sbx-lease stale --all-tenants reaches the tenants on every master.
+	run sbx-lease stale --all-tenants
+	assert_success
+	[ "$(jqo .lease.failed)" = 0 ]
+	for t in $(seq 4 "$n"); do
+		[ "$(rcli get "$(skey "spread$t" s binding)" | jq -r '.stale_at != null')" = true ]
+	done
 }
 
 @test "a slot migration during a resolve storm: ASK and MOVED followed, one sandbox per session" {
