@@ -98,3 +98,22 @@ orphan_on() { # HOST TENANT SESSION: a session sandbox whose binding is gone
 	for s in b1 b2; do [ "$(binding multi $s | jq -r .host)" = host-b ]; done
 	[ "$(rcli SCARD "sbx:{multi}:bound")" = 4 ]
 }
+
+@test "a skill install that died on host A is left to host A: host B's reaper and recovery do not fail it" {
+	skill_doc=$BATS_TEST_TMPDIR/inst
+	on a sbx-create --tenant skl --skill-image >"$skill_doc"
+	SBX_FAULT=snap:after-ledger on a sbx-snap --tenant skl --skill k <"$skill_doc" >/dev/null 2>&1 || true
+	row() { on "$1" sbx-snap ls --tenant skl | jq -r 'select(.skill.skill == "k") | .skill.state'; }
+	[ "$(row a)" = snapshotting ]
+	# Host B sees a row of host A older than any grace: it leaves it.
+	run on b sbx-reap --all-tenants --grace 0
+	[ "$(printf '%s\n' "$output" | grep '^{' | jq -r .reap.ledger.other_host)" = 1 ]
+	run on b sbx-snap --recover --tenant skl
+	assert_success
+	[ "$(row b)" = snapshotting ]
+	# Host A settles it (the run died before its snapshot existed).
+	run on a sbx-snap --recover --tenant skl
+	assert_success
+	[ "$(row a)" = failed ]
+	on a sbx-ctl kill <"$skill_doc" >/dev/null
+}
