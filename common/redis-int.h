@@ -1,5 +1,5 @@
-/* redis-int.h - what redis.c, redis-cluster.c and redis-sentinel.c share,
- * and nothing outside those three files includes.
+/* redis-int.h - what redis.c, redis-conn.c, redis-cluster.c and
+ * redis-sentinel.c share, and nothing outside those files includes.
  *
  * A connection (struct sbx_redis) runs in one of three modes, chosen by its
  * URL: one server (redis://, unix://), a Redis Cluster (redis+cluster://
