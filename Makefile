@@ -6,6 +6,8 @@
 #   make check-vm        the limits, lifecycle and isolation suites inside a
 #                        stock Debian 12 guest (cgroup v2 only; qemu, cached
 #                        image in build/vm; docs/vm-notes.md)
+#   make check-scale     sbx on a real Redis Cluster (3+3 nodes) and Sentinel set,
+#                        started on loopback by the tests (tests/scale/run)
 #   make bench           benchmarks, side by side with baselines, as ratios
 #   make demo            the main job: skill install -> snapshot -> sessions -> reap
 #   make fuzz            libFuzzer on the document reader (clang, bounded time)
@@ -53,7 +55,7 @@ LIB      := $(BUILD)/libsbx.a
 # linked whole: nothing in it is dropped for lack of a strong reference.
 LINKLIB  := -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
 
-.PHONY: deps all progs check check-vm bench demo fuzz install clean man unit completions deb check-deb
+.PHONY: deps all progs check check-scale check-vm bench demo fuzz install clean man unit completions deb check-deb
 all: $(PROGS) $(CMD_OBJ) $(INIT) $(PROCD) $(UNITS) man
 # What is installed (make install, the package): no unit tests.
 progs: $(PROGS) $(INIT) $(PROCD) man
@@ -95,6 +97,13 @@ $(PROCD): libexec/sbx-procd.c backends/local-procd.h
 	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends -MF $(BUILD)/obj/libexec/sbx-procd.d \
 	  -static -o $@ libexec/sbx-procd.c
 
+# Benchmark helpers in C (tests/bench/*.c), built by `make bench`.
+BENCH_SRC := $(wildcard tests/bench/*.c)
+BENCHES   := $(BENCH_SRC:tests/bench/%.c=$(BUILD)/bench/%)
+$(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $< $(LINKLIB) $(LDLIBS)
+
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $< $(LINKLIB) $(LDLIBS)
@@ -114,6 +123,10 @@ check: deps
 	$(MAKE) all
 	BUILD=$(abspath $(BUILD)) SANITIZE=$(SANITIZE) tests/run
 
+check-scale: deps
+	$(MAKE) all
+	BUILD=$(abspath $(BUILD)) tests/scale/run
+
 check-vm: deps
 	$(MAKE) all
 	tools/vm/run
@@ -121,7 +134,7 @@ check-vm: deps
 unit: $(UNITS)
 	BUILD=$(abspath $(BUILD)) tests/run --unit
 
-bench: all
+bench: all $(BENCHES)
 	BUILD=$(abspath $(BUILD)) tests/bench/run
 
 demo: deps

@@ -167,6 +167,11 @@ void local_rec_to_sandbox(struct sbx_backend *b, const struct local_rec *r,
 	s = sbx_json_str(sb->metadata, SBX_MD_SESSION);
 	sb->session = s ? sbx_xstrdup(s) : NULL;
 	sb->created_at = sbx_json_int(r->j, "created_at", 0);
+	/* Every use touches the activity file (local_sb_touch). */
+	struct stat st;
+	SBX_AUTOFREE char *act = sbx_xasprintf("%s/activity", r->dir);
+	if (stat(act, &st) == 0)
+		sb->active_at = st.st_mtime;
 }
 
 int local_sb_get(struct sbx_backend *b, const char *id, struct sbx_sandbox *out,

@@ -1,7 +1,7 @@
 /* sbx-lease - turn leases, stale marking, and holding a session's lock.
  *
  *   sbx-lease begin|end|status --tenant T --session S
- *   sbx-lease stale --tenant T
+ *   sbx-lease stale (--tenant T | --all-tenants)
  *   sbx-lease lock --tenant T --session S [--wait DURATION] -- CMD [ARG...]
  *
  * begin/end/status/stale write one document {"lease": {...}}; without
@@ -23,10 +23,11 @@
 #include "doc.h"
 #include "keys.h"
 #include "lease.h"
+#include "ledger.h"
 #include "lock.h"
 #include "util.h"
 
-enum { O_PROFILE, O_TENANT, O_SESSION, O_WAIT };
+enum { O_PROFILE, O_TENANT, O_SESSION, O_WAIT, O_ALL };
 enum { S_BEGIN, S_END, S_STATUS, S_STALE, S_LOCK };
 
 static const struct sbx_sub subs[] = {
@@ -44,6 +45,7 @@ static const struct sbx_opt opts[] = {
 	{"tenant", 0, "TENANT", "the tenant", O_TENANT, SBX_ALL},
 	{"session", 's', "SESSION", "the session (begin, end, status, lock)", O_SESSION,
 	 ~SBX_SUB(S_STALE)},
+	{"all-tenants", 0, NULL, "stale: every tenant in the tenant index", O_ALL, SBX_SUB(S_STALE)},
 	{"wait", 'w', "DURATION", "lock: wait this long for a busy lock (default: fail at once)", O_WAIT,
 	 SBX_SUB(S_LOCK)},
 	{0},
@@ -62,6 +64,7 @@ struct lease_opts {
 	const char *sub;
 	const char *tenant, *session;
 	int64_t wait_ms;
+	int all_tenants;
 };
 
 static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
@@ -72,6 +75,7 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	case O_TENANT: o->tenant = arg; return 0;
 	case O_SESSION: o->session = arg; return 0;
 	case O_WAIT: return sbx_parse_duration_ms(arg, &o->wait_ms, err);
+	case O_ALL: o->all_tenants = 1; return 0;
 	}
 	return 0;
 }
@@ -108,6 +112,39 @@ static json_object *binding_json(struct sbx_redis *r, const char *tenant, const 
 	return o;
 }
 
+/* stale --all-tenants: every tenant of the tenant index, each tenant's
+ * sessions under their locks; the counts are summed and the first
+ * failure is reported after all were tried. */
+static int stale_all(struct sbx_redis *r, json_object *res, struct sbx_err *err)
+{
+	char **ts;
+	size_t nt;
+	if (sbx_ledger_tenants(r, &ts, &nt, err) < 0)
+		return -1;
+	long marked = 0, failed = 0;
+	struct sbx_err first = {0};
+	for (size_t i = 0; i < nt; i++) {
+		long m = 0, f = 0;
+		struct sbx_err e = {0};
+		if (sbx_bindings_mark_stale(r, ts[i], sbx_now_ms() / 1000, &m, &f, &e) < 0 && !first.kind) {
+			first = e;
+			sbx_err_prefix(&first, "tenant %s", ts[i]);
+		}
+		marked += m;
+		failed += f + (e.kind && !f);
+	}
+	sbx_ledger_ids_free(ts, nt);
+	sbx_json_set_bool(res, "all_tenants", 1);
+	sbx_json_set_int(res, "tenants", (int64_t)nt);
+	sbx_json_set_int(res, "marked", marked);
+	sbx_json_set_int(res, "failed", failed);
+	if (first.kind) {
+		*err = first;
+		return -1;
+	}
+	return 0;
+}
+
 /* One document: act on the flags' ids, else on the handle's. */
 static int lease_one(json_object *doc, void *ctx, struct sbx_err *err)
 {
@@ -116,7 +153,7 @@ static int lease_one(json_object *doc, void *ctx, struct sbx_err *err)
 	const char *tenant = o->tenant ? o->tenant : sbx_json_str(sb, "tenant");
 	const char *session = o->session ? o->session : sbx_json_str(sb, "session");
 	int stale = strcmp(o->sub, "stale") == 0;
-	if (check_ids(tenant, stale ? NULL : session, err) < 0)
+	if (!(stale && o->all_tenants) && check_ids(tenant, stale ? NULL : session, err) < 0)
 		return -1;
 	if (!stale && (!session || !*session))
 		return sbx_fail(err, SBX_INVALID_REQUEST, "lease", "no session (--session or sandbox.session)");
@@ -127,6 +164,11 @@ static int lease_one(json_object *doc, void *ctx, struct sbx_err *err)
 
 	json_object *res = json_object_new_object();
 	sbx_json_set_str(res, "op", o->sub);
+	if (o->all_tenants) {
+		int rc = stale_all(r, res, err);
+		json_object_object_add(doc, "lease", res);
+		return rc;
+	}
 	sbx_json_set_str(res, "tenant", tenant);
 	if (!stale)
 		sbx_json_set_str(res, "session", session);
@@ -228,6 +270,8 @@ int main(int argc, char **argv)
 	int rc = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &a, &err);
 	if (rc == 0 && !o.tenant && o.session)
 		rc = sbx_usage_err(&err, "--session needs --tenant");
+	if (rc == 0 && o.all_tenants && o.tenant)
+		rc = sbx_usage_err(&err, "--tenant or --all-tenants, not both");
 	if (rc < 0)
 		return sbx_cli_report(cmd.name, &err);
 	o.sub = subs[a.sub].name;
@@ -235,7 +279,7 @@ int main(int argc, char **argv)
 	if (a.sub == S_LOCK) {
 		st = run_locked(&o, a.argv);
 	} else {
-		json_object *seed = o.tenant ? json_object_new_object() : NULL;
+		json_object *seed = o.tenant || o.all_tenants ? json_object_new_object() : NULL;
 		st = sbx_cli_run_docs(cmd.name, seed, lease_one, &o);
 		json_object_put(seed);
 	}

@@ -3,6 +3,7 @@
  *
  *   sbx-reap (--tenant T | --all-tenants) [--grace DURATION] [--dry-run]
  *            [--max-delete N] [--metrics-file PATH] [--force] [--adopt-legacy]
+ *            [--retire-idle DURATION]
  *            [--profile P]
  *
  * Reads no documents.  Writes exactly one report document {"reap": {...}}
@@ -20,7 +21,7 @@
 #include "reap-metrics.h"
 #include "util.h"
 
-enum { O_PROFILE, O_TENANT, O_ALL, O_GRACE, O_DRY, O_MAX, O_METRICS, O_FORCE, O_ADOPT };
+enum { O_PROFILE, O_TENANT, O_ALL, O_GRACE, O_DRY, O_MAX, O_METRICS, O_FORCE, O_ADOPT, O_RETIRE };
 
 static const struct sbx_opt opts[] = {
 	{"tenant", 0, "TENANT", "reap this tenant's sandboxes only", O_TENANT, SBX_ALL},
@@ -30,6 +31,7 @@ static const struct sbx_opt opts[] = {
 	{"max-delete", 0, "N", "delete at most N objects in this run", O_MAX, SBX_ALL},
 	{"metrics-file", 0, "PATH", "also write Prometheus text metrics here (atomically)", O_METRICS, SBX_ALL},
 	{"force", 0, NULL, "delete even when a tenant looks like Redis lost its data", O_FORCE, SBX_ALL},
+	{"retire-idle", 0, "DURATION", "end bound sessions whose sandbox has been idle longer", O_RETIRE, SBX_ALL},
 	{"adopt-legacy", 0, NULL, "also judge sandboxes and snapshots that carry no keyspace id", O_ADOPT, SBX_ALL},
 	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE, SBX_ALL},
 	{0},
@@ -75,6 +77,10 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	case O_METRICS: c->metrics = arg; return 0;
 	case O_FORCE: c->o.force = 1; return 0;
 	case O_ADOPT: c->o.adopt_legacy = 1; return 0;
+	case O_RETIRE:
+		if (sbx_parse_duration_ms(arg, &c->o.retire_idle_ms, err) < 0 || c->o.retire_idle_ms <= 0)
+			return sbx_usage_err(err, "--retire-idle: a duration above 0 (e.g. 30d)");
+		return 0;
 	}
 	return 0;
 }

@@ -43,6 +43,8 @@ struct sbx_sandbox {
 	enum sbx_state state;
 	json_object *metadata;   /* object: string -> string (owned) */
 	int64_t created_at;      /* unix seconds */
+	int64_t active_at;       /* unix seconds of its last recorded use; 0 = the
+				  * backend does not know (never retired as idle) */
 	json_object *extra;      /* backend-private (owned, may be NULL) */
 };
 void sbx_sandbox_clear(struct sbx_sandbox *sb);          /* frees fields */
@@ -168,6 +170,7 @@ enum sbx_cap {
 	SBX_CAP_IDLE_KILL   = 1 << 10,   /* idle sandboxes are killed, not paused */
 	SBX_CAP_INSTALL     = 1 << 11,   /* exec as root */
 	SBX_CAP_PROCESS     = 1 << 12,   /* detached processes: proc_* below */
+	SBX_CAP_HOST_LOCAL  = 1 << 16,   /* sandboxes live on the host that made them (host.h) */
 };
 /* Names for documents and `sbx-ctl caps`: {"exec": true, ...}. */
 json_object *sbx_caps_to_json(unsigned caps);

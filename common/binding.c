@@ -46,15 +46,18 @@ static struct sbx_script create_script = {.src =
 	"if cur then return {0, cur} end\n"
 	"redis.call('SET', KEYS[1], ARGV[3])\n"
 	"redis.call('SADD', KEYS[4], ARGV[4])\n"
-	"return {1}\n"};
+	"return {1}\n", .durable = 1};
 
-/* KEYS: binding, lock, fence, bound.  ARGV: token, fence, sandbox_id */
+/* KEYS: binding, lock, fence, bound.  ARGV: token, fence, sandbox_id,
+ * 'end' or ''.  With 'end' the session is over and its fence counter goes
+ * too (sbx_binding_end: why that is safe). */
 static struct sbx_script delete_script = {.src =
 	FENCE_CHECK
 	LOAD_OWN_BINDING
 	"redis.call('DEL', KEYS[1])\n"
 	"redis.call('SREM', KEYS[4], ARGV[3])\n"
-	"return {1}\n"};
+	"if ARGV[4] == 'end' then redis.call('DEL', KEYS[3]) end\n"
+	"return {1}\n", .durable = 1};
 
 /* KEYS: binding, lock, fence.  ARGV: token, fence, sandbox_id, json */
 static struct sbx_script stale_script = {.src =
@@ -62,7 +65,7 @@ static struct sbx_script stale_script = {.src =
 	LOAD_OWN_BINDING
 	"if v.stale_at ~= nil and v.stale_at ~= cjson.null then return {0} end\n"
 	"redis.call('SET', KEYS[1], ARGV[4])\n"
-	"return {1}\n"};
+	"return {1}\n", .durable = 1};
 
 void sbx_binding_clear(struct sbx_binding *b)
 {
@@ -72,6 +75,7 @@ void sbx_binding_clear(struct sbx_binding *b)
 	free(b->sandbox_id);
 	free(b->template_id);
 	free(b->profile);
+	free(b->host);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -89,6 +93,8 @@ char *sbx_binding_encode(const struct sbx_binding *b)
 	sbx_json_set_str(o, "created_at", when);
 	json_object_object_add(o, "fence", json_object_new_int64(b->fence));
 	sbx_json_set_str(o, "profile", b->profile ? b->profile : "default");
+	if (b->host)
+		sbx_json_set_str(o, "host", b->host);
 	if (b->stale_at) {
 		sbx_time_iso(b->stale_at, when, sizeof(when));
 		sbx_json_set_str(o, "stale_at", when);
@@ -127,7 +133,7 @@ int sbx_binding_decode(const char *raw, size_t len, const char *tenant, const ch
 	const char *backend = req_str(o, "backend", 0), *t = req_str(o, "tenant", 0),
 		   *s = req_str(o, "session", 0), *id = req_str(o, "sandbox_id", 0),
 		   *tpl = req_str(o, "template", 1), *ca = req_str(o, "created_at", 0),
-		   *prof = req_str(o, "profile", 0);
+		   *prof = req_str(o, "profile", 0), *host = req_str(o, "host", 0);
 	if (!json_object_object_get_ex(o, "version", &v) || !json_object_is_type(v, json_type_int) ||
 	    json_object_get_int64(v) != SBX_BINDING_VERSION)
 		why = "version is not 1";
@@ -144,6 +150,8 @@ int sbx_binding_decode(const char *raw, size_t len, const char *tenant, const ch
 		if (out->created_at < 0)
 			why = "created_at is not an ISO-8601 UTC time";
 	}
+	if (!why && !host && json_object_object_get_ex(o, "host", &v))
+		why = "host is not a non-empty string";
 	if (!why && json_object_object_get_ex(o, "stale_at", &v) && !json_object_is_type(v, json_type_null)) {
 		const char *st = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
 		out->stale_at = st ? sbx_time_parse_iso(st) : -1;
@@ -164,6 +172,7 @@ int sbx_binding_decode(const char *raw, size_t len, const char *tenant, const ch
 	out->sandbox_id = sbx_xstrdup(id);
 	out->template_id = sbx_xstrdup(tpl);
 	out->profile = sbx_xstrdup(prof);
+	out->host = host ? sbx_xstrdup(host) : NULL;
 	json_object_put(o);
 	return 0;
 }
@@ -273,15 +282,36 @@ int sbx_binding_create(struct sbx_redis *r, struct sbx_lock *lock, struct sbx_bi
 	return rc;
 }
 
-int sbx_binding_delete_if_match(struct sbx_redis *r, struct sbx_lock *lock, const char *tenant,
-				const char *session, const char *sandbox_id, struct sbx_err *err)
+static int delete_binding(struct sbx_redis *r, struct sbx_lock *lock, const char *tenant,
+			  const char *session, const char *sandbox_id, int end, struct sbx_err *err)
 {
 	struct wkeys k;
 	wkeys_init(&k, r, tenant, session);
-	const char *extra[] = {sandbox_id};
-	int rc = run_fenced(r, &delete_script, lock, &k, 1, extra, NULL, err);
+	const char *extra[] = {sandbox_id, end ? "end" : ""};
+	int rc = run_fenced(r, &delete_script, lock, &k, 2, extra, NULL, err);
 	wkeys_free(&k);
 	return rc;
+}
+
+int sbx_binding_delete_if_match(struct sbx_redis *r, struct sbx_lock *lock, const char *tenant,
+				const char *session, const char *sandbox_id, struct sbx_err *err)
+{
+	return delete_binding(r, lock, tenant, session, sandbox_id, 0, err);
+}
+
+/* Why removing the fence counter does not weaken fencing: every fenced
+ * write checks the lock's token first and the counter second.  A counter
+ * that is gone reads as 0, which no holder's fence equals (fences start at
+ * 1), so every holder from before the removal is refused; a holder after
+ * it starts a new sequence (1, 2...) that may repeat an old number, but
+ * never with an old holder's token (128 random bits), so no old holder's
+ * (token, fence) pair can pass.  And the counter goes only with the
+ * binding, so no stored binding is left with a fence above the restarted
+ * counter (STORED_FENCE_CHECK would otherwise refuse the next holder). */
+int sbx_binding_end(struct sbx_redis *r, struct sbx_lock *lock, const char *tenant,
+		    const char *session, const char *sandbox_id, struct sbx_err *err)
+{
+	return delete_binding(r, lock, tenant, session, sandbox_id, 1, err);
 }
 
 int sbx_binding_mark_stale(struct sbx_redis *r, struct sbx_lock *lock,
@@ -321,7 +351,7 @@ int sbx_binding_drop_for_sandbox(struct sbx_redis *r, const struct sbx_sandbox *
 		return 0;
 	if (sbx_ids_check(tenant, "session", session, err) < 0)
 		return -1;
-	return sbx_binding_delete_if_match(r, NULL, tenant, session, sb->id, err);
+	return sbx_binding_end(r, NULL, tenant, session, sb->id, err);
 }
 
 int sbx_binding_holds(struct sbx_redis *r, struct sbx_lock *lock, const char *tenant,
@@ -448,42 +478,30 @@ int sbx_bound_census(struct sbx_redis *r, struct sbx_bound_tenant *ts, size_t nt
 	return rc;
 }
 
+struct each_ctx {
+	struct sbx_redis *r;
+	const char *tenant;
+	sbx_binding_fn fn;
+	void *ctx;
+};
+
+static int each_key(const char *key, size_t len, void *vc, struct sbx_err *err)
+{
+	(void)len;
+	struct each_ctx *c = vc;
+	size_t sl = 0;
+	SBX_AUTOFREE char *s = sbx_key_session_of(key, c->r->prefix, c->tenant, strlen(c->tenant),
+						  &sl);
+	return s ? c->fn(s, sl, c->ctx, err) : 0;  /* not one of ours: cannot happen */
+}
+
 int sbx_bindings_each(struct sbx_redis *r, const char *tenant, sbx_binding_fn fn, void *ctx,
 		      struct sbx_err *err)
 {
-	size_t tl = strlen(tenant);
-	SBX_AUTOFREE char *pat = sbx_key_session_pattern(r->prefix, tenant, tl, SBX_KEY_BINDING);
-	SBX_AUTOFREE char *cursor = sbx_xstrdup("0");
-	do {
-		const char *argv[] = {"SCAN", cursor, "MATCH", pat, "COUNT", "200"};
-		redisReply *rep;
-		if (sbx_redis_cmd(r, &rep, err, 6, argv, NULL) < 0)
-			return -1;
-		if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
-		    rep->element[0]->type != REDIS_REPLY_STRING ||
-		    rep->element[1]->type != REDIS_REPLY_ARRAY) {
-			freeReplyObject(rep);
-			return sbx_fail(err, SBX_INTERNAL, "binding", "unexpected SCAN reply");
-		}
-		free(cursor);
-		cursor = sbx_xstrdup(rep->element[0]->str);
-		redisReply *ks = rep->element[1];
-		for (size_t i = 0; i < ks->elements; i++) {
-			if (ks->element[i]->type != REDIS_REPLY_STRING)
-				continue;
-			size_t sl = 0;
-			SBX_AUTOFREE char *s = sbx_key_session_of(ks->element[i]->str, r->prefix,
-								  tenant, tl, &sl);
-			if (!s)
-				continue;      /* not one of ours (cannot happen with our pattern) */
-			if (fn(s, sl, ctx, err) < 0) {
-				freeReplyObject(rep);
-				return -1;
-			}
-		}
-		freeReplyObject(rep);
-	} while (strcmp(cursor, "0") != 0);
-	return 0;
+	SBX_AUTOFREE char *pat = sbx_key_session_pattern(r->prefix, tenant, strlen(tenant),
+							 SBX_KEY_BINDING);
+	struct each_ctx c = {.r = r, .tenant = tenant, .fn = fn, .ctx = ctx};
+	return sbx_redis_scan(r, pat, 200, each_key, &c, err);
 }
 
 struct stale_ctx {

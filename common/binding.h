@@ -41,6 +41,8 @@ struct sbx_binding {
 	int64_t created_at;      /* unix seconds */
 	int64_t fence;           /* the fence of the lock holder that wrote it */
 	int64_t stale_at;        /* unix seconds; 0 = not stale */
+	char *host;              /* host-local backends: the host id holding the
+				  * sandbox (host.h); NULL otherwise (optional field) */
 };
 
 void sbx_binding_clear(struct sbx_binding *b);
@@ -64,6 +66,12 @@ int sbx_binding_create(struct sbx_redis *r, struct sbx_lock *lock, struct sbx_bi
  * from the bound set, in one script.  lock may be NULL (no fencing: used
  * by sbx-ctl kill).  1 deleted, 0 no match, -1 error. */
 int sbx_binding_delete_if_match(struct sbx_redis *r, struct sbx_lock *lock, const char *tenant,
+				const char *session, const char *sandbox_id, struct sbx_err *err);
+/* The same when the session is over (sandbox deleted for good: sbx-ctl
+ * kill, sbx-reap --retire-idle): the session's fence counter is deleted in
+ * the same script, so an ended session leaves no key behind (binding.c says
+ * why fencing stays whole). */
+int sbx_binding_end(struct sbx_redis *r, struct sbx_lock *lock, const char *tenant,
 				const char *session, const char *sandbox_id, struct sbx_err *err);
 /* Under the lock: set stale_at = now on the binding if it still names
  * b->sandbox_id and is not stale yet.  1 marked, 0 not (changed or already

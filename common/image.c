@@ -15,7 +15,7 @@ static struct sbx_script cas_script = {.src =
 	"local nxt = cur + 1\n"
 	"redis.call('HSET', KEYS[1], 'snapshot_id', ARGV[2], 'fingerprint', ARGV[3],\n"
 	"  'base_template', ARGV[4], 'updated_at', ARGV[5], 'generation', nxt)\n"
-	"return {1, nxt}\n"};
+	"return {1, nxt}\n", .durable = 1};
 
 void sbx_image_clear(struct sbx_image *im)
 {

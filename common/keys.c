@@ -126,8 +126,10 @@ char *sbx_key_tenants(const char *prefix)
 	return sbx_xasprintf("%s:tenants", prefix);
 }
 
-char *sbx_key_reap_lease(const char *prefix)
+char *sbx_key_reap_lease(const char *prefix, const char *host)
 {
+	if (host)
+		return sbx_xasprintf("%s:reap:lease:%s", prefix, host);
 	return sbx_xasprintf("%s:reap:lease", prefix);
 }
 

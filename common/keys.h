@@ -10,6 +10,7 @@
  *   <prefix>:{<tenant>}:ledger                   index of the tenant's skill rows
  *   <prefix>:tenants                             set of tenants (--all-tenants)
  *   <prefix>:reap:lease                          one reaper at a time
+ *   <prefix>:reap:lease:<host>                   ... per host, for host-local backends
  *   <prefix>:keyspace                            this keyspace's random id (keyspace.h)
  *
  * Ids (tenant, session, skill name) are length-counted byte strings.  Each
@@ -63,7 +64,9 @@ char *sbx_key_tenant(const char *prefix, const char *tenant, size_t tlen,
 char *sbx_key_skill(const char *prefix, const char *tenant, size_t tlen,
 		    const char *name, size_t nlen);
 char *sbx_key_tenants(const char *prefix);
-char *sbx_key_reap_lease(const char *prefix);
+/* host: NULL, or a host id (host.h: plain characters only) for the lease
+ * of a host-local backend's reaper, one per keyspace and host. */
+char *sbx_key_reap_lease(const char *prefix, const char *host);
 char *sbx_key_keyspace(const char *prefix);
 
 /* Escape the glob characters * ? [ ] ^ \ so that `s` matches only itself

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "doc.h"
+#include "host.h"
 #include "image.h"
 #include "pager.h"
 #include "util.h"
@@ -40,11 +41,46 @@ static unsigned long long proc_start(long pid)
 	return start;
 }
 
-char *sbx_ledger_owner_self(void)
+/* This host's id (host.h), or the bare hostname when SBX_HOST_ID is not
+ * a valid id (the owner field is advisory; the error shows elsewhere). */
+static char *self_host(void)
 {
+	struct sbx_err ignored = {0};
+	char *id = sbx_host_id(&ignored);
+	if (id)
+		return id;
 	char host[256] = "";
 	gethostname(host, sizeof(host) - 1);
+	return sbx_xstrdup(host);
+}
+
+char *sbx_ledger_owner_self(void)
+{
+	SBX_AUTOFREE char *host = self_host();
 	return sbx_xasprintf("%s:%ld:%llu", host, (long)getpid(), proc_start(getpid()));
+}
+
+/* "host:pid:start": 1 with *c1, *c2 on the two last colons when the host
+ * part is not empty, else 0. */
+static int owner_split(const char *owner, const char **c1, const char **c2)
+{
+	*c2 = owner ? strrchr(owner, ':') : NULL;
+	if (!*c2 || *c2 == owner)
+		return 0;
+	*c1 = *c2 - 1;
+	while (*c1 > owner && **c1 != ':')
+		(*c1)--;
+	return **c1 == ':' && *c1 != owner;
+}
+
+/* 1 when `owner` names a host and it is not this one. */
+static int other_host(const char *owner)
+{
+	const char *c1, *c2;
+	if (!owner_split(owner, &c1, &c2))
+		return 0;
+	SBX_AUTOFREE char *host = self_host();
+	return (size_t)(c1 - owner) != strlen(host) || strncmp(owner, host, (size_t)(c1 - owner));
 }
 
 /* 1 when the run that wrote `owner` is certainly alive (same host, same
@@ -52,19 +88,8 @@ char *sbx_ledger_owner_self(void)
  * reused), 0 when this host cannot tell (another host, or no owner). */
 static int owner_status(const char *owner)
 {
-	if (!owner)
-		return 0;
-	const char *c2 = strrchr(owner, ':');
-	if (!c2 || c2 == owner)
-		return 0;
-	const char *c1 = c2 - 1;
-	while (c1 > owner && *c1 != ':')
-		c1--;
-	if (*c1 != ':')
-		return 0;
-	char host[256] = "";
-	gethostname(host, sizeof(host) - 1);
-	if ((size_t)(c1 - owner) != strlen(host) || strncmp(owner, host, (size_t)(c1 - owner)))
+	const char *c1, *c2;
+	if (!owner_split(owner, &c1, &c2) || other_host(owner))
 		return 0;
 	long pid = strtol(c1 + 1, NULL, 10);
 	unsigned long long start = strtoull(c2 + 1, NULL, 10);
@@ -120,6 +145,7 @@ struct recov {
 	int64_t grace_ms;
 	int dry_run;
 	json_object *report;
+	int host_local;                   /* the backend's snapshots live on one host */
 	struct sbx_snapshot_ref *snaps;   /* listed once per run, lazily */
 	size_t nsnaps;
 	int listed;
@@ -150,6 +176,12 @@ static void recover_row(struct recov *c, const char *tenant, const struct sbx_le
 			const char *image_snapshot)
 {
 	struct sbx_err e = {0};
+	/* A host-local backend's row written on another host names snapshots
+	 * this host cannot list: only its own host may settle it (host.h). */
+	if (c->host_local && other_host(row->owner)) {
+		report_count(c->report, "other_host");
+		return;
+	}
 	/* A row whose run is alive (or, on another host, younger than the
 	 * grace period) is that run's business: settling it here would race
 	 * the run itself. */
@@ -281,9 +313,10 @@ int sbx_ledger_recover(struct sbx_backend *b, struct sbx_redis *r, const char *t
 		       int64_t grace_ms, int dry_run, json_object *report, struct sbx_err *err)
 {
 	struct recov c = {.b = b, .r = r, .grace_ms = grace_ms, .dry_run = dry_run,
-			  .report = report};
+			  .report = report,
+			  .host_local = b->ops->caps && (b->ops->caps(b) & SBX_CAP_HOST_LOCAL)};
 	static const char *const counts[] = {"recovered", "failed", "published", "deleted",
-					     "in_progress", "errors"};
+					     "in_progress", "errors", "other_host"};
 	for (size_t i = 0; report && i < SBX_ARRAY_LEN(counts); i++)
 		if (!get_any(report, counts[i]))
 			sbx_json_set_int(report, counts[i], 0);

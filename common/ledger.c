@@ -258,7 +258,7 @@ static struct sbx_script begin_script = {.src =
 	"redis.call('DEL', KEYS[1])\n"
 	"redis.call('HSET', KEYS[1], unpack(ARGV, 2))\n"
 	"redis.call('SADD', KEYS[2], ARGV[1])\n"
-	"return {1, ''}\n"};
+	"return {1, ''}\n", .durable = 1};
 
 /* KEYS: row.  ARGV: planned_name, required state ('' = any), number of
  * fields to delete, those names, then field/value pairs to set.  1 when
@@ -269,7 +269,7 @@ static struct sbx_script update_script = {.src =
 	"local nd = tonumber(ARGV[3])\n"
 	"for i = 1, nd do redis.call('HDEL', KEYS[1], ARGV[3 + i]) end\n"
 	"if #ARGV > 3 + nd then redis.call('HSET', KEYS[1], unpack(ARGV, 4 + nd)) end\n"
-	"return 1\n"};
+	"return 1\n", .durable = 1};
 
 /* KEYS: row, index.  ARGV: skill.  Refuses a snapshotting row (-1). */
 static struct sbx_script delete_script = {.src =

@@ -14,13 +14,16 @@
 #include "util.h"
 
 /* KEYS: lock, fence, binding.  ARGV: token, ttl_ms.
- * Returns {fence, binding-or-nil} when taken, 0 when busy. */
+ * Returns {fence, binding-or-nil} when taken, 0 when busy.  Durable: with
+ * replicas, the fence increment counts only once a replica acknowledged it
+ * (WAIT), so a failover can never hand a later holder a fence number that
+ * an earlier holder already used (man sbx(7), FAILOVER). */
 static struct sbx_script acquire_script = {.src =
 	"if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
 	"  local f = redis.call('INCR', KEYS[2])\n"
 	"  return {f, redis.call('GET', KEYS[3])}\n"
 	"end\n"
-	"return 0\n"};
+	"return 0\n", .durable = 1};
 
 int64_t sbx_lock_ttl_ms(void)
 {
@@ -39,12 +42,22 @@ static void sleep_ms(int64_t ms)
 		;
 }
 
-static void lock_free(struct sbx_lock *l)
+/* Free l; with give_back, first delete the lock if it holds our token. */
+static void lock_free_(struct sbx_lock *l, int give_back)
 {
-	sbx_tokenkey_clear(&l->tk);
+	struct sbx_err ignored = {0};
+	if (give_back)
+		sbx_tokenkey_release(&l->tk, &ignored);    /* clears tk too */
+	else
+		sbx_tokenkey_clear(&l->tk);
 	free(l->fence_key);
 	free(l->binding_raw);
 	free(l);
+}
+
+static void lock_free(struct sbx_lock *l)
+{
+	lock_free_(l, 0);
 }
 
 /* Acquire: one script takes the lock, bumps the fence and reads the
@@ -72,7 +85,10 @@ int sbx_lock_acquire(struct sbx_redis *r, const char *tenant, size_t tlen,
 	for (;;) {
 		redisReply *rep = NULL;
 		if (sbx_redis_eval(r, &acquire_script, &rep, 3, keys, 2, args, err) < 0) {
-			lock_free(l);
+			/* The lock may be ours all the same (the WAIT fell short, or
+			 * the reply was lost): give it back rather than block the
+			 * session for a whole TTL.  Token-checked, so harmless. */
+			lock_free_(l, 1);
 			return -1;
 		}
 		if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&

@@ -95,6 +95,12 @@ int sbx_reap_write_metrics(const char *path, json_object *report, int ok, struct
 	fprintf(f, "# HELP sbx_reap_refused_tenants Tenants refused as mostly unbound.\n"
 		   "# TYPE sbx_reap_refused_tenants gauge\nsbx_reap_refused_tenants %d\n",
 		refused ? json_object_object_length(refused) : 0);
+	long retired = arr_len(rep, "retired");
+	fprintf(f, "# HELP sbx_reap_retired Idle sessions ended by the last run (--retire-idle).\n"
+		   "# TYPE sbx_reap_retired gauge\nsbx_reap_retired %ld\n", retired);
+	fprintf(f, "# HELP sbx_reap_retired_total Idle sessions ended, all runs.\n"
+		   "# TYPE sbx_reap_retired_total counter\nsbx_reap_retired_total %.0f\n",
+		prev_counter(prev, "sbx_reap_retired_total") + (double)retired);
 	fprintf(f, "# HELP sbx_reap_snapshots_deleted Snapshots deleted by the last run.\n"
 		   "# TYPE sbx_reap_snapshots_deleted gauge\nsbx_reap_snapshots_deleted %ld\n",
 		snap_deleted);

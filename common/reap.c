@@ -37,6 +37,7 @@
 #include "keyspace.h"
 #include "ledger.h"
 #include "ledger-recover.h"
+#include "host.h"
 #include "pager.h"
 #include "session.h"
 #include "sset.h"
@@ -77,6 +78,7 @@ struct run {
 	int64_t now_ms;
 	json_object *rep;     /* the "reap" object */
 	json_object *kept, *deleted, *failed, *skipped, *would;
+	json_object *retired;  /* --retire-idle: ended (or, dry, would end) */
 	json_object *ledger, *snapshots, *idle;   /* sections, added at the end */
 	json_object *images;
 	struct sbx_err first;  /* first failure */
@@ -157,7 +159,13 @@ static int tenant_get(struct run *run, const char *name, size_t len)
 static int lease_take(struct run *run, struct sbx_err *err)
 {
 	int64_t ttl = sbx_env_ms("SBX_REAP_LEASE_TTL", 0, 1, LEASE_TTL_DEFAULT_MS);
-	if (sbx_tokenkey_init(&run->lease, run->r, sbx_key_reap_lease(run->r->prefix), ttl,
+	/* A host-local backend's reaper sees only its host's sandboxes: one
+	 * lease per host, so reapers on two hosts both run (host.h). */
+	SBX_AUTOFREE char *host = NULL;
+	if (run->b->ops->caps && (run->b->ops->caps(run->b) & SBX_CAP_HOST_LOCAL) &&
+	    !(host = sbx_host_id(err)))
+		return -1;
+	if (sbx_tokenkey_init(&run->lease, run->r, sbx_key_reap_lease(run->r->prefix, host), ttl,
 			      "reaper lease", err) < 0)
 		return -1;
 	int taken = sbx_tokenkey_take(&run->lease, err);
@@ -462,6 +470,51 @@ static void act(struct run *run)
 	free(order);
 }
 
+/* --retire-idle: bound sessions whose sandbox the backend reports idle
+ * longer than the limit are ended, each under its session's lock after a
+ * fresh look (session.h, sbx_session_retire); oldest activity first, within
+ * the same --max-delete cap as the orphans, never in a refused tenant. */
+static void do_retire(struct run *run)
+{
+	int64_t limit = run->o->retire_idle_ms;
+	if (limit <= 0)
+		return;
+	run->retired = json_object_new_array();
+	for (size_t i = 0; i < run->nitems; i++) {
+		struct item *it = &run->items[i];
+		if (!it->reason || strcmp(it->reason, "bound") || !it->session || it->t < 0 ||
+		    it->sb.active_at <= 0 || run->now_ms - it->sb.active_at * 1000 < limit ||
+		    run->tenants[it->t].refused)
+			continue;
+		if (run->o->max_delete >= 0 && run->deletions >= run->o->max_delete) {
+			json_object_array_add(run->skipped, entry(it, "max-delete"));
+			continue;
+		}
+		json_object *e = entry(it, NULL);
+		sbx_json_set_int(e, "idle_s", run->now_ms / 1000 - it->sb.active_at);
+		if (run->o->dry_run) {
+			run->deletions++;
+			json_object_array_add(run->retired, e);
+			continue;
+		}
+		struct sbx_err err = {0};
+		int gone = 0;
+		const char *why = NULL;
+		int rc = lease_keep(run) < 0 ? 0 : sbx_session_retire(run->b, run->r, &it->sb, limit,
+								       &gone, &why, &err);
+		if (rc < 0) {
+			note_failure(run, it->sb.id, "retire", &err);
+			json_object_put(e);
+		} else if (rc == 0) {
+			json_object_put(e);
+			json_object_array_add(run->skipped, entry(it, why ? why : "lease-lost"));
+		} else {
+			run->deletions++;
+			json_object_array_add(run->retired, e);
+		}
+	}
+}
+
 /* ------------------------------------------------------------------ */
 /* Ledger, snapshots, idle sandboxes. */
 
@@ -761,6 +814,8 @@ static void report_open(struct run *run, json_object **report)
 		sbx_json_set_str(run->rep, "tenant", o->tenant);
 	if (o->adopt_legacy)
 		sbx_json_set_bool(run->rep, "adopt_legacy", 1);
+	if (o->retire_idle_ms > 0)
+		sbx_json_set_int(run->rep, "retire_idle_ms", o->retire_idle_ms);
 }
 
 /* The steps of a run that holds the lease, timed per phase (benchmarks,
@@ -789,6 +844,9 @@ static int run_phases(struct run *run, json_object *refused, struct sbx_err *err
 	refuse_tenants(run, refused);
 	act(run);
 	PHASE("delete");
+	do_retire(run);
+	if (run->retired)
+		PHASE("retire");
 	do_ledger(run);
 	PHASE("ledger");
 	do_snapshots(run);
@@ -824,6 +882,9 @@ static void report_close(struct run *run, json_object *refused)
 			       run->snapshots ? run->snapshots : json_object_new_object());
 	if (run->idle)
 		json_object_object_add(run->rep, "idle", run->idle);
+	if (run->retired)
+		json_object_object_add(run->rep, run->o->dry_run ? "would_retire" : "retired",
+				       run->retired);
 	if (run->images)
 		json_object_object_add(run->rep, "images", run->images);
 	if (run->keyspace[0])

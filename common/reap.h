@@ -43,6 +43,8 @@ struct sbx_reap_opts {
 	int force;               /* override the mostly-unbound refusal */
 	int adopt_legacy;        /* also judge sandboxes and skill snapshots that carry
 				  * no keyspace id (made before ids existed) */
+	int64_t retire_idle_ms;  /* > 0: end bound sessions whose sandbox has been idle
+				  * longer (sandbox, binding and fence; reap.retired) */
 };
 
 /* Run one reconcile.  *report is always set ({"reap": {...}}, the caller

@@ -1,5 +1,8 @@
 /* redis.c - the Redis connection: URL parsing, timeouts, AUTH/SELECT,
- * commands, pipelining and scripts (EVALSHA with a NOSCRIPT fallback).
+ * commands, pipelining and scripts (EVALSHA with a NOSCRIPT fallback), in
+ * each of the three modes (one server, Cluster, Sentinel: redis-int.h); the
+ * slot routing lives in redis-cluster.c, the master discovery in
+ * redis-sentinel.c, one context and the retry rules in redis-conn.c.
  *
  * Promises: a connection always has a connect timeout and a command timeout
  * (SBX_REDIS_TIMEOUT, default 2 s), so a Redis that is down, unreachable or
@@ -14,18 +17,12 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 #include <openssl/evp.h>
 
+#include "redis-int.h"
 #include "util.h"
-
-struct sbx_redis_addr {
-	char *host;          /* NULL for unix sockets */
-	int port;
-	char *path;          /* unix socket path */
-	int db;
-	char *user;          /* ACL user, or NULL */
-	char *password;      /* secret; wiped on free */
-};
 
 static void addr_free(struct sbx_redis_addr *a)
 {
@@ -36,6 +33,10 @@ static void addr_free(struct sbx_redis_addr *a)
 	free(a->user);
 	if (a->password)
 		sbx_secret_free(a->password);
+	for (size_t i = 0; i < a->nseeds; i++)
+		free(a->seeds[i].host);
+	free(a->seeds);
+	free(a->master);
 	free(a);
 }
 
@@ -107,6 +108,107 @@ static void parse_userinfo(struct sbx_redis_addr *a, const char *s, size_t n)
 	a->password = pct_decode(colon + 1, n - (size_t)(colon - s) - 1);
 }
 
+/* "host[:port]" or "[v6][:port]" between p and end (dflt_port when none). */
+static int parse_hostport(const char *p, const char *end, int dflt_port, char **host, int *port,
+			  const char *scheme, struct sbx_err *err)
+{
+	const char *hend;
+	*port = dflt_port;
+	if (p < end && *p == '[') {
+		hend = memchr(p, ']', (size_t)(end - p));
+		if (!hend)
+			return sbx_fail_config(err, "redis", "%s URL: unterminated IPv6 address", scheme);
+		*host = strndup(p + 1, (size_t)(hend - p - 1));
+		hend++;
+	} else {
+		hend = p;
+		while (hend < end && *hend != ':')
+			hend++;
+		*host = strndup(p, (size_t)(hend - p));
+	}
+	if (!*host || !**host)
+		return sbx_fail_config(err, "redis", "%s URL has no host", scheme);
+	if (hend < end && *hend == ':') {
+		char *pe;
+		long v = strtol(hend + 1, &pe, 10);
+		if (pe != end || v <= 0 || v > 65535)
+			return sbx_fail_config(err, "redis", "%s URL has a bad port", scheme);
+		*port = (int)v;
+	} else if (hend != end) {
+		return sbx_fail_config(err, "redis", "%s URL has a bad host", scheme);
+	}
+	return 0;
+}
+
+static char *hostport_str(const char *host, int port)
+{
+	int v6 = strchr(host, ':') != NULL;
+	return sbx_xasprintf("%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port);
+}
+
+/* The userinfo of an authority ("[user:]password@"), if any; returns where
+ * the host part begins.  The last '@' before `end` ends the userinfo. */
+static const char *skip_userinfo(struct sbx_redis_addr *a, const char *p, const char *end)
+{
+	const char *at = NULL;
+	for (const char *s = p; s < end; s++)
+		if (*s == '@')
+			at = s;
+	if (!at)
+		return p;
+	parse_userinfo(a, p, (size_t)(at - p));
+	return at + 1;
+}
+
+/* redis+cluster://[auth@]h:p[,h:p...] and redis+sentinel://[auth@]h:p[,...]/NAME */
+static int parse_multi(const char *url, struct sbx_redis_addr *a, char **safe, struct sbx_err *err)
+{
+	int sentinel = sbx_str_starts(url, "redis+sentinel://");
+	const char *scheme = sentinel ? "redis+sentinel://" : "redis+cluster://";
+	const char *p = url + strlen(scheme);
+	const char *end = p + strcspn(p, "/?");
+	a->mode = sentinel ? SBX_REDIS_SENTINEL : SBX_REDIS_CLUSTER;
+	p = skip_userinfo(a, p, end);
+	SBX_AUTOFREE char *list = NULL;
+	while (p < end) {
+		const char *comma = memchr(p, ',', (size_t)(end - p));
+		const char *e = comma ? comma : end;
+		struct sbx_redis_seed sd = {0};
+		if (a->nseeds >= 64 || parse_hostport(p, e, sentinel ? 26379 : 6379, &sd.host, &sd.port,
+						      scheme, err) < 0) {
+			free(sd.host);
+			return a->nseeds >= 64 ? sbx_fail_config(err, "redis", "%s URL: at most 64 "
+								 "hosts", scheme) : -1;
+		}
+		a->seeds = sbx_xrealloc(a->seeds, (a->nseeds + 1) * sizeof(*a->seeds));
+		a->seeds[a->nseeds++] = sd;
+		SBX_AUTOFREE char *hp = hostport_str(sd.host, sd.port);
+		char *nl = sbx_xasprintf("%s%s%s", list ? list : "", list ? "," : "", hp);
+		free(list);
+		list = nl;
+		p = comma ? comma + 1 : end;
+	}
+	if (!a->nseeds)
+		return sbx_fail_config(err, "redis", "%s URL names no host", scheme);
+	if (*end == '?')
+		return sbx_fail_config(err, "redis", "%s URL: query parameters are not understood",
+				       scheme);
+	if (sentinel) {
+		const char *name = *end == '/' ? end + 1 : "";
+		if (!*name || strlen(name) > 128 || strpbrk(name, "/ \t\r\n"))
+			return sbx_fail_config(err, "redis", "redis+sentinel:// URL needs the master's "
+					       "name: redis+sentinel://host:port[,...]/NAME");
+		a->master = sbx_xstrdup(name);
+		*safe = sbx_xasprintf("%s%s/%s", scheme, list, name);
+	} else {
+		if (*end == '/' && end[1] && strcmp(end + 1, "0") != 0)
+			return sbx_fail_config(err, "redis", "redis+cluster:// URL: a cluster has only "
+					       "database 0");
+		*safe = sbx_xasprintf("%s%s", scheme, list);
+	}
+	return 0;
+}
+
 /* Parse `url` into `a` and build the safe form.  Errors never quote the
  * URL itself (it may hold a password), only what was wrong with it. */
 static int parse_url(const char *url, struct sbx_redis_addr *a, char **safe, struct sbx_err *err)
@@ -131,148 +233,40 @@ static int parse_url(const char *url, struct sbx_redis_addr *a, char **safe, str
 			      : sbx_xasprintf("unix://%s", a->path);
 		return 0;
 	}
+	if (sbx_str_starts(url, "redis+cluster://") || sbx_str_starts(url, "redis+sentinel://"))
+		return parse_multi(url, a, safe, err);
 	if (!sbx_str_starts(url, "redis://"))
-		return sbx_fail_config(err, "redis", "the Redis URL must start with redis:// or unix://");
+		return sbx_fail_config(err, "redis", "the Redis URL must start with redis://, "
+				       "redis+cluster://, redis+sentinel:// or unix://");
 	const char *p = url + 8;
 	const char *end = p + strcspn(p, "/?");
-	const char *at = NULL;
-	for (const char *s = p; s < end; s++)
-		if (*s == '@')
-			at = s;        /* the last '@' ends the userinfo */
-	if (at) {
-		parse_userinfo(a, p, (size_t)(at - p));
-		p = at + 1;
-	}
-	a->port = 6379;
-	const char *hend;
-	if (*p == '[') {
-		hend = memchr(p, ']', (size_t)(end - p));
-		if (!hend)
-			return sbx_fail_config(err, "redis", "redis:// URL: unterminated IPv6 address");
-		a->host = strndup(p + 1, (size_t)(hend - p - 1));
-		hend++;
-	} else {
-		hend = p;
-		while (hend < end && *hend != ':')
-			hend++;
-		a->host = strndup(p, (size_t)(hend - p));
-	}
-	if (!a->host || !*a->host)
-		return sbx_fail_config(err, "redis", "redis:// URL has no host");
-	if (hend < end && *hend == ':') {
-		char *pe;
-		long port = strtol(hend + 1, &pe, 10);
-		if (pe != end || port <= 0 || port > 65535)
-			return sbx_fail_config(err, "redis", "redis:// URL has a bad port");
-		a->port = (int)port;
-	} else if (hend != end) {
-		return sbx_fail_config(err, "redis", "redis:// URL has a bad host");
-	}
+	p = skip_userinfo(a, p, end);
+	if (parse_hostport(p, end, 6379, &a->host, &a->port, "redis://", err) < 0)
+		return -1;
 	if (*end == '/' && end[1]) {
 		if (parse_db(end + 1, &a->db) < 0)
 			return sbx_fail_config(err, "redis", "redis:// URL has a bad database number");
 	} else if (*end == '?') {
 		return sbx_fail_config(err, "redis", "redis:// URL: query parameters are not understood");
 	}
-	int v6 = strchr(a->host, ':') != NULL;
-	*safe = sbx_xasprintf("redis://%s%s%s:%d/%d", v6 ? "[" : "", a->host, v6 ? "]" : "",
-			      a->port, a->db);
+	SBX_AUTOFREE char *hp = hostport_str(a->host, a->port);
+	*safe = sbx_xasprintf("redis://%s/%d", hp, a->db);
 	return 0;
 }
 
-/* Turn the context's failure into an error and close it: after an I/O
- * error hiredis cannot tell where the stream stands, so the connection is
- * never reused. */
-static int conn_fail(struct sbx_redis *r, const char *what, struct sbx_err *err)
-{
-	enum sbx_kind kind = SBX_UNAVAILABLE;
-	char detail[128] = "connection lost";
-	if (r->c) {
-		if (r->c->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK))
-			kind = SBX_TIMEOUT, snprintf(detail, sizeof(detail), "no reply within %lld ms",
-						     (long long)r->timeout_ms);
-		else if (r->c->errstr[0])
-			snprintf(detail, sizeof(detail), "%s", r->c->errstr);
-		redisFree(r->c);
-		r->c = NULL;
-	}
-	return sbx_fail(err, kind, "redis", "redis %s at %s: %s", what, r->safe_url, detail);
-}
+/* ---- opening ------------------------------------------------------------- */
 
-static struct timeval tv_of(int64_t ms)
+static void wait_config(struct sbx_redis *r)
 {
-	struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
-	return tv;
-}
-
-/* Connect, set the command timeout, AUTH and SELECT.  On failure the
- * context is freed and the error names only the safe URL. */
-static int do_connect(struct sbx_redis *r, struct sbx_err *err)
-{
-	struct sbx_redis_addr *a = r->addr;
-	struct timeval tv = tv_of(r->timeout_ms);
-	r->c = a->path ? redisConnectUnixWithTimeout(a->path, tv)
-		       : redisConnectWithTimeout(a->host, a->port, tv);
-	if (!r->c)
-		return sbx_fail(err, SBX_UNAVAILABLE, "redis", "redis unavailable at %s: out of memory",
-				r->safe_url);
-	if (r->c->err) {
-		char detail[128];
-		snprintf(detail, sizeof(detail), "%s", r->c->errstr);
-		redisFree(r->c);
-		r->c = NULL;
-		return sbx_fail(err, SBX_UNAVAILABLE, "redis", "redis unavailable at %s: %s",
-				r->safe_url, detail);
+	const char *e = getenv("SBX_REDIS_WAIT");
+	r->wait_replicas = r->mode == SBX_REDIS_SINGLE ? 0 : 1;
+	if (e && *e) {
+		char *end;
+		long v = strtol(e, &end, 10);
+		if (!*end && v >= 0 && v <= 16)
+			r->wait_replicas = (int)v;
 	}
-	/* hiredis 0.14 opens its socket without SOCK_CLOEXEC: a command run
-	 * by the program (sbx-lease lock -- CMD) must not inherit it. */
-	int fl = fcntl(r->c->fd, F_GETFD);
-	if (fl < 0 || fcntl(r->c->fd, F_SETFD, fl | FD_CLOEXEC) < 0)
-		return conn_fail(r, "unavailable", err);
-	if (redisSetTimeout(r->c, tv) != REDIS_OK)
-		return conn_fail(r, "unavailable", err);
-
-	redisReply *rep = NULL;
-	if (a->password) {
-		const char *argv[3] = {"AUTH", a->user ? a->user : a->password, a->password};
-		int argc = a->user ? 3 : 2;
-		r->round_trips++;
-		rep = redisCommandArgv(r->c, argc, argv, NULL);
-		if (!rep)
-			return conn_fail(r, "unavailable", err);
-		int bad = rep->type == REDIS_REPLY_ERROR;
-		freeReplyObject(rep);
-		if (bad) {
-			redisFree(r->c);
-			r->c = NULL;
-			return sbx_fail(err, SBX_AUTHENTICATION, "redis",
-					"redis at %s refused the password", r->safe_url);
-		}
-	}
-	if (a->db) {
-		char db[16];
-		snprintf(db, sizeof(db), "%d", a->db);
-		const char *argv[2] = {"SELECT", db};
-		r->round_trips++;
-		rep = redisCommandArgv(r->c, 2, argv, NULL);
-		if (!rep)
-			return conn_fail(r, "unavailable", err);
-		int bad = rep->type == REDIS_REPLY_ERROR;
-		char detail[128] = "";
-		if (bad)
-			snprintf(detail, sizeof(detail), "%s", rep->str ? rep->str : "");
-		freeReplyObject(rep);
-		if (bad) {
-			redisFree(r->c);
-			r->c = NULL;
-			if (sbx_str_starts(detail, "NOAUTH"))
-				return sbx_fail(err, SBX_AUTHENTICATION, "redis",
-						"redis at %s needs a password", r->safe_url);
-			return sbx_fail(err, SBX_UNAVAILABLE, "redis", "redis at %s: SELECT %d: %s",
-					r->safe_url, a->db, detail);
-		}
-	}
-	return 0;
+	r->wait_ms = sbx_env_ms("SBX_REDIS_WAIT_TIMEOUT", 0, 1, 1000);
 }
 
 static int redis_open_addr(struct sbx_redis_addr *a, char *safe, int64_t timeout_ms,
@@ -280,10 +274,20 @@ static int redis_open_addr(struct sbx_redis_addr *a, char *safe, int64_t timeout
 {
 	struct sbx_redis *r = sbx_xcalloc(1, sizeof(*r));
 	r->addr = a;
+	r->mode = a->mode;
 	r->safe_url = safe;
 	r->timeout_ms = timeout_ms > 0 ? timeout_ms : sbx_redis_default_timeout_ms();
 	r->prefix = sbx_xstrdup(prefix ? prefix : "sbx");
-	if (do_connect(r, err) < 0) {
+	wait_config(r);
+	int rc;
+	if (r->mode == SBX_REDIS_CLUSTER)
+		rc = sbx_cluster_open(r, err);
+	else if (r->mode == SBX_REDIS_SENTINEL)
+		rc = sbx_sentinel_connect(r, err);
+	else
+		rc = sbx_redis__connect(r, a->host, a->port, a->path, a->db, 1, r->safe_url, &r->c,
+					err);
+	if (rc < 0) {
 		sbx_redis_close(r);
 		return -1;
 	}
@@ -342,20 +346,32 @@ int sbx_redis_dup(const struct sbx_redis *r, struct sbx_redis **out, struct sbx_
 {
 	struct sbx_redis_addr *a = sbx_xcalloc(1, sizeof(*a));
 	const struct sbx_redis_addr *s = r->addr;
+	a->mode = s->mode;
 	a->host = s->host ? sbx_xstrdup(s->host) : NULL;
 	a->path = s->path ? sbx_xstrdup(s->path) : NULL;
 	a->user = s->user ? sbx_xstrdup(s->user) : NULL;
 	a->password = s->password ? sbx_xstrdup(s->password) : NULL;
+	a->master = s->master ? sbx_xstrdup(s->master) : NULL;
 	a->port = s->port;
 	a->db = s->db;
-	return redis_open_addr(a, sbx_xstrdup(r->safe_url), r->timeout_ms, r->prefix, out, err);
+	a->seeds = sbx_xcalloc(s->nseeds + 1, sizeof(*a->seeds));
+	for (size_t i = 0; i < s->nseeds; i++)
+		a->seeds[i] = (struct sbx_redis_seed){sbx_xstrdup(s->seeds[i].host), s->seeds[i].port};
+	a->nseeds = s->nseeds;
+	if (redis_open_addr(a, sbx_xstrdup(r->safe_url), r->timeout_ms, r->prefix, out, err) < 0)
+		return -1;
+	(*out)->wait_replicas = r->wait_replicas;
+	(*out)->wait_ms = r->wait_ms;
+	return 0;
 }
 
 void sbx_redis_close(struct sbx_redis *r)
 {
 	if (!r)
 		return;
-	if (r->c)
+	if (r->mode == SBX_REDIS_CLUSTER)
+		sbx_cluster_free(r);     /* frees every node's context, r->c among them */
+	else if (r->c)
 		redisFree(r->c);
 	addr_free(r->addr);
 	free(r->safe_url);
@@ -363,16 +379,18 @@ void sbx_redis_close(struct sbx_redis *r)
 	free(r);
 }
 
+/* ---- commands ------------------------------------------------------------ */
+
 /* An error reply becomes an `internal` error naming the command (never its
- * arguments: they may be values).  NOAUTH/WRONGPASS are authentication. */
+ * arguments: they may be values).  NOAUTH/WRONGPASS are authentication;
+ * replies that mean "not now" are unavailable. */
 static int reply_error(struct sbx_redis *r, const char *cmd, redisReply *rep, struct sbx_err *err)
 {
 	enum sbx_kind kind = SBX_INTERNAL;
 	const char *s = rep->str ? rep->str : "";
 	if (sbx_str_starts(s, "NOAUTH") || sbx_str_starts(s, "WRONGPASS"))
 		kind = SBX_AUTHENTICATION;
-	else if (sbx_str_starts(s, "LOADING") || sbx_str_starts(s, "BUSY") ||
-		 sbx_str_starts(s, "MASTERDOWN") || sbx_str_starts(s, "TRYAGAIN"))
+	else if (sbx_str_starts(s, "BUSY") || sbx_redis__transient(rep))
 		kind = SBX_UNAVAILABLE;
 	char line[200];
 	snprintf(line, sizeof(line), "%s", s);
@@ -388,50 +406,148 @@ static int not_connected(struct sbx_redis *r, struct sbx_err *err)
 			r->safe_url);
 }
 
+/* One server or Sentinel: one context.  A single server is never
+ * reconnected (a CLI run is short, and the old behaviour is relied on); a
+ * Sentinel master is looked up again after a broken connection or a
+ * READONLY/LOADING refusal, within the failover budget. */
+static int one_exec(struct sbx_redis *r, int argc, const char **argv, const size_t *lens,
+		    int wait_n, redisReply **rep, redisReply **wrep, struct sbx_err *err)
+{
+	int64_t deadline = sbx_mono_ms() + sbx_redis__failover_ms();
+	int ro = sbx_redis__read_only(argv[0], lens ? lens[0] : strlen(argv[0]));
+	for (int attempt = 0;; attempt++) {
+		int late = attempt > 0 && sbx_mono_ms() >= deadline;
+		if (!r->c) {
+			if (r->mode != SBX_REDIS_SENTINEL)
+				return not_connected(r, err);
+			if (sbx_sentinel_connect(r, err) < 0) {
+				if (late)
+					return -1;
+				sbx_redis__backoff(attempt);
+				continue;
+			}
+		}
+		if (sbx_redis__exchange(r, &r->c, r->safe_url, 0, argc, argv, lens, wait_n, rep, wrep,
+					err) < 0) {
+			if (r->mode != SBX_REDIS_SENTINEL || !ro || late)
+				return -1;
+			sbx_redis__backoff(attempt);
+			continue;
+		}
+		if (r->mode == SBX_REDIS_SENTINEL && sbx_redis__transient(*rep) && !late) {
+			/* A demoted master answers READONLY: find the new one. */
+			freeReplyObject(*rep);
+			if (wrep && *wrep)
+				freeReplyObject(*wrep);
+			redisFree(r->c);
+			r->c = NULL;
+			sbx_redis__backoff(attempt);
+			continue;
+		}
+		return 0;
+	}
+}
+
+/* Route one command by mode, after the one-slot check. */
+static int exec_cmd(struct sbx_redis *r, int argc, const char **argv, const size_t *lens,
+		    int wait_n, redisReply **rep, redisReply **wrep, struct sbx_err *err)
+{
+	*rep = NULL;
+	if (wrep)
+		*wrep = NULL;
+	if (sbx_redis_command_slot(argc, argv, lens, err) == -2)
+		return -1;
+	if (r->mode == SBX_REDIS_CLUSTER)
+		return sbx_cluster_exec(r, argc, argv, lens, wait_n, rep, wrep, err);
+	return one_exec(r, argc, argv, lens, wait_n, rep, wrep, err);
+}
+
+/* The command's name for messages (argv[0] may not be NUL-terminated). */
+static void cmd_name(char *out, size_t n, const char *argv0, const size_t *lens)
+{
+	size_t l = lens ? lens[0] : strlen(argv0);
+	snprintf(out, n, "%.*s", (int)(l < n - 1 ? l : n - 1), argv0);
+}
+
 int sbx_redis_cmd(struct sbx_redis *r, redisReply **reply, struct sbx_err *err,
 		  int argc, const char **argv, const size_t *lens)
 {
 	*reply = NULL;
-	if (!r->c)
-		return not_connected(r, err);
-	r->round_trips++;
-	redisReply *rep = redisCommandArgv(r->c, argc, argv, lens);
-	if (!rep)
-		return conn_fail(r, "unavailable", err);
-	if (rep->type == REDIS_REPLY_ERROR)
-		return reply_error(r, argv[0], rep, err);
+	redisReply *rep;
+	if (exec_cmd(r, argc, argv, lens, 0, &rep, NULL, err) < 0)
+		return -1;
+	if (rep->type == REDIS_REPLY_ERROR) {
+		char cmd[32];
+		cmd_name(cmd, sizeof(cmd), argv[0], lens);
+		return reply_error(r, cmd, rep, err);
+	}
 	*reply = rep;
 	return 0;
+}
+
+/* Split hiredis's RESP encoding of a formatted command back into an argv,
+ * so that cmdf takes the same (routed, checked) path as sbx_redis_cmd.
+ * Returns argc, or -1 when the text is not the array hiredis writes. */
+static int resp_split(const char *s, size_t n, const char ***argv, size_t **lens)
+{
+	const char *p = s, *end = s + n;
+	if (p >= end || *p != '*')
+		return -1;
+	long argc = strtol(p + 1, (char **)&p, 10);
+	if (argc <= 0 || argc > 1024 || p + 2 > end)
+		return -1;
+	p += 2;
+	*argv = sbx_xcalloc((size_t)argc, sizeof(**argv));
+	*lens = sbx_xcalloc((size_t)argc, sizeof(**lens));
+	for (long i = 0; i < argc; i++) {
+		if (p >= end || *p != '$')
+			return -1;
+		long l = strtol(p + 1, (char **)&p, 10);
+		if (l < 0 || p + 2 + l + 2 > end)
+			return -1;
+		p += 2;
+		(*argv)[i] = p;
+		(*lens)[i] = (size_t)l;
+		p += l + 2;
+	}
+	return (int)argc;
 }
 
 int sbx_redis_cmdf(struct sbx_redis *r, redisReply **reply, struct sbx_err *err,
 		   const char *fmt, ...)
 {
 	*reply = NULL;
-	if (!r->c)
-		return not_connected(r, err);
-	char cmd[32];
-	snprintf(cmd, sizeof(cmd), "%.*s", (int)strcspn(fmt, " "), fmt);
+	char *resp = NULL;
 	va_list ap;
 	va_start(ap, fmt);
-	r->round_trips++;
-	redisReply *rep = redisvCommand(r->c, fmt, ap);
+	int n = redisvFormatCommand(&resp, fmt, ap);
 	va_end(ap);
-	if (!rep)
-		return conn_fail(r, "unavailable", err);
-	if (rep->type == REDIS_REPLY_ERROR)
-		return reply_error(r, cmd, rep, err);
-	*reply = rep;
-	return 0;
+	SBX_AUTOFREE const char **argv = NULL;
+	SBX_AUTOFREE size_t *lens = NULL;
+	int argc = n > 0 ? resp_split(resp, (size_t)n, &argv, &lens) : -1;
+	int rc = argc > 0 ? sbx_redis_cmd(r, reply, err, argc, argv, lens)
+			  : sbx_fail(err, SBX_INTERNAL, "redis", "cannot format a Redis command");
+	free(resp);
+	return rc;
 }
 
 int sbx_redis_append(struct sbx_redis *r, int argc, const char **argv, const size_t *lens,
 		     struct sbx_err *err)
 {
-	if (!r->c)
-		return not_connected(r, err);
+	if (sbx_redis_command_slot(argc, argv, lens, err) == -2)
+		return -1;
+	if (r->mode == SBX_REDIS_CLUSTER)
+		return sbx_cluster_append(r, argc, argv, lens, err);
+	if (!r->c) {
+		/* A Sentinel master is looked up again, but only between
+		 * pipelines: replies already owed were lost with the context. */
+		if (r->mode != SBX_REDIS_SENTINEL || r->unflushed)
+			return not_connected(r, err);
+		if (sbx_sentinel_connect(r, err) < 0)
+			return -1;
+	}
 	if (redisAppendCommandArgv(r->c, argc, argv, lens) != REDIS_OK)
-		return conn_fail(r, "unavailable", err);
+		return sbx_redis__ctx_fail(r, &r->c, r->safe_url, err);
 	r->unflushed = 1;
 	return 0;
 }
@@ -442,6 +558,8 @@ int sbx_redis_append(struct sbx_redis *r, int argc, const char **argv, const siz
 int sbx_redis_read(struct sbx_redis *r, redisReply **reply, struct sbx_err *err)
 {
 	*reply = NULL;
+	if (r->mode == SBX_REDIS_CLUSTER)
+		return sbx_cluster_read(r, reply, err);
 	if (!r->c)
 		return not_connected(r, err);
 	if (r->unflushed) {
@@ -450,7 +568,7 @@ int sbx_redis_read(struct sbx_redis *r, redisReply **reply, struct sbx_err *err)
 	}
 	void *rep = NULL;
 	if (redisGetReply(r->c, &rep) != REDIS_OK || !rep)
-		return conn_fail(r, "unavailable", err);
+		return sbx_redis__ctx_fail(r, &r->c, r->safe_url, err);
 	*reply = rep;
 	return 0;
 }
@@ -467,18 +585,34 @@ static void script_sha(struct sbx_script *s)
 	s->sha[40] = '\0';
 }
 
-/* EVALSHA first; a NOSCRIPT reply (script cache flushed, new server) is
- * retried once as EVAL, which also loads the script for next time.  An
- * error raised by the script is an `internal` error carrying Redis's text
- * (e.g. WRONGTYPE), so callers can tell a script failure from a broken
- * connection by kind. */
+/* The WAIT after a durable script: fewer acknowledgements than asked means
+ * the write may vanish with a failover, so it does not count. */
+static int check_wait(struct sbx_redis *r, redisReply *rep, redisReply *wrep, struct sbx_err *err)
+{
+	if (!wrep)
+		return 0;
+	long long got = wrep->type == REDIS_REPLY_INTEGER ? wrep->integer : -1;
+	freeReplyObject(wrep);
+	if (rep->type == REDIS_REPLY_ERROR || got >= r->wait_replicas)
+		return 0;
+	freeReplyObject(rep);
+	return sbx_fail(err, SBX_UNAVAILABLE, "redis",
+			"redis at %s: a write reached %lld of the %d replicas it needs within "
+			"%lld ms (SBX_REDIS_WAIT); it does not count", r->safe_url, got < 0 ? 0 : got,
+			r->wait_replicas, (long long)r->wait_ms);
+}
+
+/* EVALSHA first; a NOSCRIPT reply (script cache flushed, new server, a
+ * node that never saw it) is retried once as EVAL, which also loads the
+ * script for next time.  An error raised by the script is an `internal`
+ * error carrying Redis's text (e.g. WRONGTYPE), so callers can tell a
+ * script failure from a broken connection by kind.  A durable script is
+ * followed by WAIT in the same round trip (check_wait). */
 int sbx_redis_eval(struct sbx_redis *r, struct sbx_script *s, redisReply **reply,
 		   int nkeys, const char **keys, int nargs, const char **args,
 		   struct sbx_err *err)
 {
 	*reply = NULL;
-	if (!r->c)
-		return not_connected(r, err);
 	script_sha(s);
 	int argc = 3 + nkeys + nargs;
 	SBX_AUTOFREE const char **argv = sbx_xcalloc((size_t)argc, sizeof(*argv));
@@ -491,21 +625,54 @@ int sbx_redis_eval(struct sbx_redis *r, struct sbx_script *s, redisReply **reply
 		argv[3 + i] = keys[i];
 	for (int i = 0; i < nargs; i++)
 		argv[3 + nkeys + i] = args[i];
-	r->round_trips++;
-	redisReply *rep = redisCommandArgv(r->c, argc, argv, NULL);
-	if (!rep)
-		return conn_fail(r, "unavailable", err);
+	int wait_n = s->durable ? r->wait_replicas : 0;
+	redisReply *rep, *wrep;
+	if (exec_cmd(r, argc, argv, NULL, wait_n, &rep, &wrep, err) < 0)
+		return -1;
 	if (rep->type == REDIS_REPLY_ERROR && rep->str && sbx_str_starts(rep->str, "NOSCRIPT")) {
 		freeReplyObject(rep);
+		if (wrep)
+			freeReplyObject(wrep);
 		argv[0] = "EVAL";
 		argv[1] = s->src;
-		r->round_trips++;
-		rep = redisCommandArgv(r->c, argc, argv, NULL);
-		if (!rep)
-			return conn_fail(r, "unavailable", err);
+		if (exec_cmd(r, argc, argv, NULL, wait_n, &rep, &wrep, err) < 0)
+			return -1;
 	}
+	if (check_wait(r, rep, wrep, err) < 0)
+		return -1;
 	if (rep->type == REDIS_REPLY_ERROR)
 		return reply_error(r, "script", rep, err);
 	*reply = rep;
 	return 0;
+}
+
+/* ---- keyspace-wide ------------------------------------------------------- */
+
+
+int sbx_redis_scan(struct sbx_redis *r, const char *pattern, int count, sbx_redis_key_fn fn,
+		   void *ctx, struct sbx_err *err)
+{
+	/* On a cluster, every master: while a slot migrates its keys sit on
+	 * two nodes, and the slot's master alone would miss the moved ones.
+	 * SCAN walks a server's whole keyspace whatever MATCH says, so this
+	 * costs the cluster what one server would. */
+	if (r->mode == SBX_REDIS_CLUSTER)
+		return sbx_cluster_scan_all(r, pattern, fn, ctx, err);
+	char cnt[16];
+	snprintf(cnt, sizeof(cnt), "%d", count > 0 ? count : 1000);
+	SBX_AUTOFREE char *cursor = sbx_xstrdup("0");
+	do {
+		const char *argv[] = {"SCAN", cursor, "MATCH", pattern, "COUNT", cnt};
+		redisReply *rep;
+		if (sbx_redis_cmd(r, &rep, err, 6, argv, NULL) < 0 ||
+		    sbx_redis__scan_page(rep, &cursor, fn, ctx, err) < 0)
+			return -1;
+	} while (strcmp(cursor, "0") != 0);
+	return 0;
+}
+
+int sbx_redis_scan_all(struct sbx_redis *r, const char *pattern, sbx_redis_key_fn fn,
+		       void *ctx, struct sbx_err *err)
+{
+	return sbx_redis_scan(r, pattern, 1000, fn, ctx, err);
 }

@@ -1,8 +1,12 @@
 /* redis.h - the Redis connection every program shares.
  *
  * SBX_REDIS_URL: redis://[:password@]host[:port][/db] or unix:///path/to/sock
- * (a password may also come from the profile's redis_password_file; it never
- * appears in messages).  Connect and command timeouts are always set, so a
+ * for one server, redis+cluster://[:password@]host:port[,host:port...] for a
+ * Redis Cluster (the seeds; the slot map is loaded from them), or
+ * redis+sentinel://[:password@]host:port[,host:port...]/MASTERNAME for a
+ * master behind Sentinel (the password is the master's; the sentinels are
+ * asked without one).  A password may also come from the profile's
+ * redis_password_file; it never appears in messages.  Connect and command timeouts are always set, so a
  * Redis that is down or wedged is an `unavailable` (or `timeout`) error,
  * never a hang.  hiredis 0.14: RESP2 only, no TLS.
  *
@@ -28,6 +32,7 @@
 #include "err.h"
 
 struct sbx_redis_addr;
+struct sbx_redis_cluster;
 
 struct sbx_redis {
 	redisContext *c;         /* NULL once the connection broke */
@@ -38,7 +43,35 @@ struct sbx_redis {
 	char *safe_url;          /* the URL without any password, for messages */
 	struct sbx_redis_addr *addr;  /* private: how to connect again (sbx_redis_dup) */
 	int unflushed;           /* appended commands not yet sent */
+	/* Added by the scale work (issue 17): */
+	int mode;                /* private: enum sbx_redis_mode (redis-int.h) */
+	struct sbx_redis_cluster *cl;  /* private: the slot map and node connections */
+	int wait_replicas;       /* durable scripts: replicas that must acknowledge */
+	int64_t wait_ms;         /* ... within this long (WAIT's timeout) */
+	long long redirects;     /* MOVED/ASK followed (tests and benchmarks read it) */
 };
+
+/* Cluster and Sentinel semantics (man sbx(7), FAILOVER):
+ *   - Every command must keep its keys in one hash slot; one that does not
+ *     is refused before it is sent (`internal`), in every mode, so a
+ *     single-node test run catches what a cluster would refuse.
+ *   - Cluster: commands go to the slot's master (slot map from CLUSTER
+ *     SLOTS at open, +1 round trip); MOVED refreshes the map and retries,
+ *     ASK retries once at the named node after ASKING; pipelines are split
+ *     per node and sent to all nodes before any reply is read.
+ *   - A command that was not sent (the node refused the connection) or was
+ *     refused unexecuted (TRYAGAIN, CLUSTERDOWN, LOADING, MASTERDOWN,
+ *     READONLY) is retried, with the map (or the sentinels) asked again,
+ *     for up to $SBX_REDIS_FAILOVER_WAIT (default 5 s).  A command whose
+ *     connection broke after it was sent is retried only if it is read-only:
+ *     a write may have run, so it fails `unavailable` (retryable) instead.
+ *   - Durable scripts (struct sbx_script.durable: the lock's fence, binding
+ *     writes) are followed by WAIT on the same connection, in the same
+ *     round trip; fewer than wait_replicas acknowledgements within wait_ms
+ *     is `unavailable`, and the write does not count.  wait_replicas is
+ *     $SBX_REDIS_WAIT (default 1 for cluster and sentinel URLs, 0 for one
+ *     server), wait_ms $SBX_REDIS_WAIT_TIMEOUT (default 1 s). */
+typedef int (*sbx_redis_key_fn)(const char *key, size_t len, void *ctx, struct sbx_err *err);
 
 /* Connect with the profile's redis_url ($SBX_REDIS_URL overrides it).
  * No URL at all is a configuration error (exit 78). */
@@ -80,9 +113,34 @@ int sbx_redis_read(struct sbx_redis *r, redisReply **reply, struct sbx_err *err)
 struct sbx_script {
 	const char *src;
 	char sha[41];            /* computed on first use */
+	int durable;             /* acknowledged by wait_replicas replicas before it counts */
 };
 int sbx_redis_eval(struct sbx_redis *r, struct sbx_script *s, redisReply **reply,
 		   int nkeys, const char **keys, int nargs, const char **args,
 		   struct sbx_err *err);
+
+/* SCAN MATCH `pattern` (COUNT count) to the end of the cursor, fn(key) for
+ * each key (SCAN may return one twice).  On a cluster it scans every
+ * master: during a slot migration a tenant's keys sit on two nodes. */
+int sbx_redis_scan(struct sbx_redis *r, const char *pattern, int count, sbx_redis_key_fn fn,
+		   void *ctx, struct sbx_err *err);
+/* SCAN MATCH `pattern` on every master (one server: that server), every
+ * cursor to its end; fn(key) for each key (a key may come twice while a
+ * slot migrates).  Stops at the first fn failure.  (sbx_redis_scan is the
+ * same on a cluster; this one keeps COUNT 1000.) */
+int sbx_redis_scan_all(struct sbx_redis *r, const char *pattern, sbx_redis_key_fn fn,
+		       void *ctx, struct sbx_err *err);
+/* The number of masters (1 for one server or Sentinel). */
+int sbx_redis_masters(const struct sbx_redis *r);
+
+/* Redis Cluster's slot of a key: CRC16 (XMODEM) of its hash tag (the bytes
+ * between the first '{' and the next '}', when not empty), else of the
+ * whole key, mod 16384. */
+unsigned sbx_redis_key_slot(const char *key, size_t len);
+/* The one slot every key of the command lives in, -1 when it names no key,
+ * or -2 (`internal`, naming the command and the two slots) when its keys
+ * span slots.  SCAN counts the hash tag of its MATCH pattern as its key. */
+int sbx_redis_command_slot(int argc, const char **argv, const size_t *lens,
+			   struct sbx_err *err);
 
 #endif

@@ -19,6 +19,7 @@
 #include "doc.h"
 #include "image.h"
 #include "keys.h"
+#include "host.h"
 #include "keyspace.h"
 #include "lease.h"
 #include "lock.h"
@@ -32,6 +33,7 @@ struct rs {
 	const struct sbx_resolve_req *req;
 	const char *tenant, *session, *profile;
 	unsigned caps;
+	const char *host;        /* host-local backends: this host's id (host.h) */
 	struct sbx_lock *lock;
 	char run_id[17];
 	char keyspace[SBX_KEYSPACE_LEN + 1];   /* "" until needed (keyspace.h) */
@@ -164,6 +166,7 @@ static int bind_session(struct rs *c, const struct sbx_sandbox *sb, const char *
 		.sandbox_id = sb->id,
 		.template_id = (char *)(template_id ? template_id : (sb->template_id ? sb->template_id : "")),
 		.profile = (char *)c->profile,
+		.host = (char *)c->host,
 		.created_at = sb->created_at > 0 ? sb->created_at : sbx_now_ms() / 1000,
 	};
 	/* The tenant index lives in another hash slot, so it cannot join the
@@ -202,6 +205,15 @@ static int use_binding(struct rs *c, const struct sbx_binding *bd, const struct 
 		 * ours to touch (other credentials).  Drop the binding only; its
 		 * own profile's reaper collects the sandbox, now unbound. */
 		return drop_binding(c, bd->sandbox_id, err) < 0 ? -1 : 0;
+	}
+	if (c->host && bd->host && strcmp(bd->host, c->host)) {
+		/* The sandbox lives on another host: this host's backend cannot
+		 * see it, and "not found here" must not read as "gone" (a
+		 * rebuild would orphan it).  The binding is kept. */
+		return sbx_fail(err, SBX_CONFLICT, "resolve",
+				"session %s of tenant %s is bound to sandbox %s on host '%s'; this "
+				"is host '%s': resolve it there (or end it there with sbx-ctl kill)",
+				c->session, c->tenant, bd->sandbox_id, bd->host, c->host);
 	}
 	struct sbx_sandbox sb = {0};
 	int gone = 0;
@@ -521,6 +533,12 @@ int sbx_session_resolve(struct sbx_backend *b, struct sbx_redis *r,
 	if (sbx_random_hex(c.run_id, 8, err) < 0)
 		return -1;
 	c.caps = b->ops->caps ? b->ops->caps(b) : 0;
+	SBX_AUTOFREE char *host = NULL;
+	if (c.caps & SBX_CAP_HOST_LOCAL) {
+		if (!(host = sbx_host_id(err)))
+			return -1;
+		c.host = host;
+	}
 	if (req->skill_image) {
 		c.session = NULL;
 		return installer(&c, out, how, err);

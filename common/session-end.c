@@ -36,6 +36,22 @@ int sbx_session_of(struct sbx_backend *b, struct sbx_sandbox *sb, const char **t
 	return sbx_binding_owner(sb, tenant, session);
 }
 
+/* The session's lock, tried once: 1 taken, 0 busy (*why "locked": someone
+ * is working on the session), -1 err. */
+static int lock_once(struct sbx_redis *r, const char *tenant, const char *session,
+		     struct sbx_lock **l, const char **why, struct sbx_err *err)
+{
+	struct sbx_err e = {0};
+	if (sbx_lock_acquire(r, tenant, strlen(tenant), session, strlen(session), 0, l, &e) == 0)
+		return 1;
+	if (e.kind != SBX_CONFLICT) {
+		*err = e;
+		return -1;
+	}
+	*why = "locked";
+	return 0;
+}
+
 /* An orphan of a session: deleted under the session's lock, tried once. */
 static int end_orphan(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_sandbox *sb,
 		      const char *tenant, const char *session, int *gone, const char **why,
@@ -43,14 +59,9 @@ static int end_orphan(struct sbx_backend *b, struct sbx_redis *r, const struct s
 {
 	struct sbx_lock *l = NULL;
 	struct sbx_err e = {0};
-	if (sbx_lock_acquire(r, tenant, strlen(tenant), session, strlen(session), 0, &l, &e) < 0) {
-		if (e.kind != SBX_CONFLICT) {
-			*err = e;
-			return -1;
-		}
-		*why = "locked";      /* someone is working on the session */
-		return 0;
-	}
+	int got = lock_once(r, tenant, session, &l, why, err);
+	if (got <= 0)
+		return got;
 	int rc = sbx_binding_holds(r, l, tenant, session, sb->id, why, err);
 	if (rc == 0 && sbx_lock_check(l, &e) < 0) {
 		*why = "locked";
@@ -63,6 +74,68 @@ static int end_orphan(struct sbx_backend *b, struct sbx_redis *r, const struct s
 	struct sbx_err ignored = {0};
 	sbx_lock_release(l, &ignored);
 	return rc < 0 ? -1 : rc == 2;
+}
+
+/* Under the lock: 1 when sb is still bound to this session and idle for
+ * idle_ms by a fresh look, 0 (with *why) when not. */
+static int still_idle(struct sbx_backend *b, struct sbx_lock *l, const struct sbx_sandbox *sb,
+		      const char *tenant, const char *session, int64_t idle_ms, const char **why,
+		      struct sbx_err *err)
+{
+	struct sbx_binding bd = {0};
+	struct sbx_err de = {0};
+	if (!l->binding_raw || sbx_binding_decode(l->binding_raw, l->binding_len, tenant, session,
+						  &bd, &de) < 0 || strcmp(bd.sandbox_id, sb->id)) {
+		sbx_binding_clear(&bd);
+		*why = "rebound";
+		return 0;
+	}
+	sbx_binding_clear(&bd);
+	struct sbx_sandbox now = {0};
+	if (sbx_call(b, get, err, sb->id, &now) < 0)
+		return -1;
+	int64_t at = now.active_at;
+	sbx_sandbox_clear(&now);
+	if (at <= 0) {
+		*why = "idle-unknown";
+		return 0;
+	}
+	if (sbx_now_ms() - at * 1000 < idle_ms) {
+		*why = "active";
+		return 0;
+	}
+	return 1;
+}
+
+int sbx_session_retire(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_sandbox *sb,
+		       int64_t idle_ms, int *gone, const char **why, struct sbx_err *err)
+{
+	const char *tenant, *session;
+	*gone = 0;
+	*why = NULL;
+	if (!sbx_binding_owner(sb, &tenant, &session)) {
+		*why = "not-a-session";
+		return 0;
+	}
+	struct sbx_lock *l = NULL;
+	struct sbx_err e = {0};
+	int got = lock_once(r, tenant, session, &l, why, err);
+	if (got <= 0)
+		return got;
+	int rc = still_idle(b, l, sb, tenant, session, idle_ms, why, err);
+	if (rc == 1 && sbx_lock_check(l, &e) < 0) {
+		*why = "locked";
+		rc = 0;
+	}
+	/* Sandbox first, binding second: a crash between leaves a binding to a
+	 * gone sandbox, which the next resolve drops. */
+	if (rc == 1 && sbx_call(b, remove, err, sb->id, gone) < 0)
+		rc = -1;
+	if (rc == 1 && sbx_binding_end(r, l, tenant, session, sb->id, err) < 0)
+		rc = -1;
+	struct sbx_err ignored = {0};
+	sbx_lock_release(l, &ignored);
+	return rc;
 }
 
 int sbx_session_end(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_sandbox *sb,

@@ -51,6 +51,15 @@ int sbx_session_resolve(struct sbx_backend *b, struct sbx_redis *r,
  * Returns 1 deleted (*gone: the backend had it no more), 0 kept (*why:
  * "locked", "bound" or "binding-unreadable"), -1 with err. */
 enum sbx_end { SBX_END_KILL, SBX_END_ORPHAN };
+/* Retire a bound session whose sandbox has been idle longer than idle_ms
+ * (sbx-reap --retire-idle): under the session's lifecycle lock (tried
+ * once), only while the binding still names sb, and only if the backend,
+ * asked again under the lock, still reports it idle that long; then the
+ * sandbox is deleted and the binding, its bound-set member and its fence
+ * counter go in one fenced script (sbx_binding_end).  Returns 1 retired,
+ * 0 kept (*why: "locked", "rebound", "active", "idle-unknown"), -1 err. */
+int sbx_session_retire(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_sandbox *sb,
+		       int64_t idle_ms, int *gone, const char **why, struct sbx_err *err);
 int sbx_session_end(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_sandbox *sb,
 		    enum sbx_end how, int *gone, const char **why, struct sbx_err *err);
 /* Whose session sandbox sb is (binding.h, sbx_binding_owner), looking a

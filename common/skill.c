@@ -628,7 +628,7 @@ static struct sbx_script clear_script = {.src =
 	"if redis.call('HGET', KEYS[1], 'generation') == ARGV[1] then\n"
 	"  return redis.call('DEL', KEYS[1])\n"
 	"end\n"
-	"return 0\n"};
+	"return 0\n", .durable = 1};
 
 static int image_clear_if(struct sbx_redis *r, const char *tenant, int64_t generation,
 			  struct sbx_err *err)

@@ -7,6 +7,9 @@
 load lib/helpers
 
 setup_file() { sbx_setup_file; }
+# The local backend's sandboxes live on this host: its reaper's lease is
+# per host (host.h).
+LEASE=sbx:reap:lease:${SBX_HOST_ID:-$(hostname)}
 teardown_file() { sbx_teardown_file; }
 
 # The session's sandbox id (resolving creates and binds it).
@@ -168,7 +171,7 @@ wait_no_key() { while [ "$(rcli EXISTS "$1")" != 0 ]; do sleep 0.05; done; }
 @test "a second reaper skips while the lease is held, and says so" {
 	local o
 	o=$(orphan t7 a)
-	rcli SET sbx:reap:lease someone-else PX 60000 >/dev/null
+	rcli SET "$LEASE" someone-else PX 60000 >/dev/null
 	run sbx-reap --tenant t7 --grace 0
 	assert_success
 	[ "$(jqo .reap.skipped)" = "another reaper holds the lease" ]
@@ -177,12 +180,12 @@ wait_no_key() { while [ "$(rcli EXISTS "$1")" != 0 ]; do sleep 0.05; done; }
 	run sbx-reap --tenant t7 --grace 0 --dry-run
 	assert_success
 	[ "$(ids would_delete)" = "$o" ]
-	rcli DEL sbx:reap:lease >/dev/null
+	rcli DEL "$LEASE" >/dev/null
 	run sbx-reap --tenant t7 --grace 0
 	assert_success
 	[ "$(ids deleted)" = "$o" ]
 	# The lease is released at the end of a run.
-	[ "$(rcli EXISTS sbx:reap:lease)" = 0 ]
+	[ "$(rcli EXISTS "$LEASE")" = 0 ]
 }
 
 @test "a listing that fails on its second page deletes nothing" {
@@ -377,7 +380,7 @@ crashed_resolve() {
 	exists "$o"
 	# Its lock and lease expire by themselves (short TTLs above).
 	wait_no_key "sbx:{t17}:sess:a:lock"
-	wait_no_key sbx:reap:lease
+	wait_no_key "$LEASE"
 	run sbx-reap --tenant t17 --grace 0
 	assert_success
 	[ "$(ids deleted)" = "$o" ]
@@ -392,7 +395,7 @@ crashed_resolve() {
 	[ "$status" -eq 70 ]
 	[[ "$(jqo .error.message)" == *"nothing was deleted"* ]]
 	exists "$o"
-	[ "$(rcli EXISTS sbx:reap:lease)" = 0 ]
+	[ "$(rcli EXISTS "$LEASE")" = 0 ]
 	rcli DEL "sbx:{t19}:bound" >/dev/null
 }
 

@@ -3,6 +3,7 @@ complete -c sbx-lease -n __fish_use_subcommand -f -a 'begin end status stale loc
 complete -c sbx-lease -l profile -s p -r -d 'use this configuration profile (its Redis and prefix)'
 complete -c sbx-lease -l tenant -r -d 'the tenant'
 complete -c sbx-lease -n '__fish_seen_subcommand_from begin end status lock' -l session -s s -r -d 'the session (begin, end, status, lock)'
+complete -c sbx-lease -n '__fish_seen_subcommand_from stale' -l all-tenants -d 'stale: every tenant in the tenant index'
 complete -c sbx-lease -n '__fish_seen_subcommand_from lock' -l wait -s w -r -d 'lock: wait this long for a busy lock (default: fail at once)'
 complete -c sbx-lease -l help -s h -d 'show help'
 complete -c sbx-lease -l version -d 'show the version'

@@ -6,6 +6,7 @@ complete -c sbx-reap -l dry-run -s n -d 'report what would be deleted; delete no
 complete -c sbx-reap -l max-delete -r -d 'delete at most N objects in this run'
 complete -c sbx-reap -l metrics-file -r -d 'also write Prometheus text metrics here (atomically)'
 complete -c sbx-reap -l force -d 'delete even when a tenant looks like Redis lost its data'
+complete -c sbx-reap -l retire-idle -r -d 'end bound sessions whose sandbox has been idle longer'
 complete -c sbx-reap -l adopt-legacy -d 'also judge sandboxes and snapshots that carry no keyspace id'
 complete -c sbx-reap -l profile -s p -r -d 'use this configuration profile'
 complete -c sbx-reap -l help -s h -d 'show help'

@@ -10,7 +10,7 @@
 load '/usr/lib/bats/bats-support/load'
 load '/usr/lib/bats/bats-assert/load'
 
-SBX_TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+SBX_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 export BUILD=${BUILD:-$SBX_TOP/build}
 export PATH="$BUILD/bin:$PATH"
 
@@ -44,7 +44,26 @@ redis_stop() {
 	done
 }
 
-rcli() { redis-cli -s "$REDIS_SOCK" "$@"; }
+# SBX_TEST_REDIS=cluster (make check-scale): the file's Redis is a 6-node
+# cluster (tests/lib/cluster.sh) instead; rcli follows redirections, and
+# FLUSHALL and --scan go to every master.
+redis_cluster_start() {
+	export REDIS_CLUSTER_DIR=$1 SBX_REDIS_URL      # set first: teardown stops a partial one
+	"$SBX_TOP/tests/lib/cluster.sh" start "$1" || return 1
+	SBX_REDIS_URL=$(cat "$1/url")
+}
+
+rcli() {
+	[ -n "${REDIS_CLUSTER_DIR:-}" ] || { redis-cli -s "$REDIS_SOCK" "$@"; return; }
+	local p
+	case "$1" in
+	FLUSHALL | flushall | --scan)
+		for p in $(cat "$REDIS_CLUSTER_DIR/ports"); do
+			[ "$(redis-cli -p "$p" role 2>/dev/null | head -1)" = master ] && redis-cli -p "$p" "$@"
+		done | awk '!seen[$0]++' ;;
+	*) redis-cli -c -p "$(head -1 "$REDIS_CLUSTER_DIR/ports")" "$@" ;;
+	esac
+}
 
 sbx_setup_file() {
 	export SBX_TEST_DIR
@@ -66,7 +85,8 @@ sbx_setup_file() {
 	*) echo "SBX_TEST_BACKEND must be local or docker (got '$SBX_BACKEND')" >&2; return 1 ;;
 	esac
 	mkdir -p "$SBX_STATE_DIR"
-	redis_start "$SBX_TEST_DIR/redis"
+	if [ "${SBX_TEST_REDIS:-}" = cluster ]; then redis_cluster_start "$SBX_TEST_DIR/redis"
+	else redis_start "$SBX_TEST_DIR/redis"; fi
 }
 
 # The backend-neutral tests run on both backends (SBX_TEST_BACKEND=local,
@@ -95,6 +115,7 @@ sbx_teardown_file() {
 		sbx-ls --all 2>/dev/null | sbx-ctl kill >/dev/null 2>&1 || true
 	fi
 	redis_stop "$SBX_TEST_DIR/redis"
+	[ -z "${REDIS_CLUSTER_DIR:-}" ] || "$SBX_TOP/tests/lib/cluster.sh" stop "$REDIS_CLUSTER_DIR"
 	rm -rf --one-file-system "$SBX_TEST_DIR" 2>/dev/null || true
 }
 

@@ -19,6 +19,7 @@
 #include "backend.h"
 #include "config.h"
 #include "doc.h"
+#include "host.h"
 #include "image.h"
 #include "ledger.h"
 #include "ledger-recover.h"
@@ -433,12 +434,16 @@ int main(void)
 	/* 5. The pointer race: a row begun on generation N whose snapshot is
 	 * made after the image moved past N loses; recovery deletes it. */
 	sbx_image_get(e.r, T, &im, &err);
+	/* A run of this host that died (no such pid).  Not another host's:
+	 * on a host-local backend only the row's own host may settle it. */
+	SBX_AUTOFREE char *self = sbx_host_id(&err);
+	SBX_AUTOFREE char *owner = sbx_xasprintf("%s:999999999:1", self ? self : "");
 	struct sbx_ledger_row row = {
 		.skill = "racer", .state = "snapshotting", .op = "install",
 		.fingerprint = im.fingerprint, .base_template = "host", .parent = im.snapshot_id,
-		.sandbox_id = "none", .owner = "elsewhere:1:1", .generation = 100,
+		.sandbox_id = "none", .owner = owner, .generation = 100,
 		.image_generation = im.generation - 1,
-		.created_at = sbx_now_ms() - 3600 * 1000,   /* another host's, past grace */
+		.created_at = sbx_now_ms() - 3600 * 1000,   /* past grace */
 	};
 	sbx_skill_planned_name(T, 100, &row.planned_name, &err);
 	ok(sbx_ledger_begin(e.r, T, &row, &err) == 0, "begin a racer row");

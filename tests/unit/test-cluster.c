@@ -1,0 +1,314 @@
+/* Redis Cluster client: CRC16 slots against the reference vector and the
+ * server's own CLUSTER KEYSLOT, the one-slot check (every sbx key family of
+ * a tenant in one slot; a multi-key command across slots refused before it
+ * is sent), and, against a real 6-node cluster started by
+ * tests/lib/cluster.sh (only with SBX_SCALE=1: `make check-scale`): routing,
+ * pipelines split per node in one round trip, MOVED after a slot migration,
+ * ASK during one, SCAN on every master, WAIT-acknowledged scripts, and a
+ * master killed with -9 (the call waits for the failover). */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "keys.h"
+#include "redis.h"
+#include "tap.h"
+#include "util.h"
+
+static char dir[] = "/tmp/sbx-test-cluster.XXXXXX";
+static char top[1024];
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+	char *cmd;
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&cmd, fmt, ap) < 0)
+		abort();
+	va_end(ap);
+	int rc = system(cmd);
+	free(cmd);
+	return rc;
+}
+
+/* The first line a shell command prints (malloc'd, newline cut). */
+static char *sh_out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *sh_out(const char *fmt, ...)
+{
+	char *cmd, line[4096] = "";
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&cmd, fmt, ap) < 0)
+		abort();
+	va_end(ap);
+	FILE *f = popen(cmd, "r");
+	free(cmd);
+	if (f) {
+		if (!fgets(line, sizeof(line), f))
+			line[0] = '\0';
+		pclose(f);
+	}
+	line[strcspn(line, "\n")] = '\0';
+	return sbx_xstrdup(line);
+}
+
+static void offline_tests(void)
+{
+	struct sbx_err err = {0};
+	is_int(sbx_redis_key_slot("123456789", 9), 12739, "CRC16-XMODEM check value (0x31C3)");
+	is_int(sbx_redis_key_slot("{user1000}.following", 20), sbx_redis_key_slot("user1000", 8),
+	       "the hash tag decides the slot");
+	is_int(sbx_redis_key_slot("foo{}{bar}", 10), sbx_redis_key_slot("foo{}{bar}", 10),
+	       "an empty tag: the whole key");
+	is_int(sbx_redis_key_slot("foo{{bar}}zap", 13), sbx_redis_key_slot("{bar", 4),
+	       "the tag ends at the first '}'");
+
+	/* Every key family of one tenant shares one slot; another tenant's not
+	 * (for these two ids). */
+	const char *t = "acme", *s = "sess:{evil}";
+	char *k[8];
+	k[0] = sbx_key_session("sbx", t, 4, s, strlen(s), SBX_KEY_BINDING);
+	k[1] = sbx_key_session("sbx", t, 4, s, strlen(s), SBX_KEY_LOCK);
+	k[2] = sbx_key_session("sbx", t, 4, s, strlen(s), SBX_KEY_FENCE);
+	k[3] = sbx_key_session("sbx", t, 4, s, strlen(s), SBX_KEY_TURN);
+	k[4] = sbx_key_tenant("sbx", t, 4, SBX_KEY_BOUND);
+	k[5] = sbx_key_tenant("sbx", t, 4, SBX_KEY_IMAGE);
+	k[6] = sbx_key_tenant("sbx", t, 4, SBX_KEY_LEDGER);
+	k[7] = sbx_key_skill("sbx", t, 4, "pdf", 3);
+	const char *ev[11] = {"EVALSHA", "0123", "8"};
+	for (int i = 0; i < 8; i++)
+		ev[3 + i] = k[i];
+	ok(sbx_redis_command_slot(11, ev, NULL, &err) == (int)sbx_redis_key_slot(k[4], strlen(k[4])),
+	   "a script over all eight key families of a tenant is one slot");
+	SBX_AUTOFREE char *other = sbx_key_tenant("sbx", "globex", 6, SBX_KEY_BOUND);
+	const char *bad[] = {"EVALSHA", "0123", "2", k[0], other};
+	ok(sbx_redis_command_slot(5, bad, NULL, &err) == -2 && err.kind == SBX_INTERNAL &&
+	   strstr(err.msg, "span cluster slots"), "two tenants in one script: refused (%s)", err.msg);
+	const char *del[] = {"DEL", "a", "b"};
+	ok(sbx_redis_command_slot(3, del, NULL, &err) == -2, "DEL a b: refused");
+	const char *mset[] = {"MSET", "{x}a", "1", "{x}b", "2"};
+	ok(sbx_redis_command_slot(5, mset, NULL, &err) >= 0, "MSET in one tag: values are not keys");
+	const char *ping[] = {"PING"};
+	is_int(sbx_redis_command_slot(1, ping, NULL, &err), -1, "PING names no key");
+	SBX_AUTOFREE char *pat = sbx_key_session_pattern("sbx", t, 4, SBX_KEY_BINDING);
+	const char *scan[] = {"SCAN", "0", "MATCH", pat};
+	is_int(sbx_redis_command_slot(4, scan, NULL, &err), (int)sbx_redis_key_slot(k[4], strlen(k[4])),
+	       "SCAN MATCH of a tenant's pattern goes to the tenant's slot");
+	const char *scan2[] = {"SCAN", "0", "MATCH", "sbx:{*}:bound"};
+	is_int(sbx_redis_command_slot(4, scan2, NULL, &err), -1, "a glob in the tag: no slot");
+	for (int i = 0; i < 8; i++)
+		free(k[i]);
+}
+
+static struct sbx_redis *open_cluster(const char *url)
+{
+	struct sbx_redis *r = NULL;
+	struct sbx_err err = {0};
+	if (sbx_redis_open_url(url, NULL, 2000, &r, &err) < 0)
+		printf("# open: %s\n", err.msg);
+	return r;
+}
+
+static long long dbsize_sum(void)
+{
+	SBX_AUTOFREE char *s = sh_out("for p in $(cat %s/c/ports); do [ -f %s/c/$p/killed ] || "
+				      "[ \"$(redis-cli -p $p role | head -1)\" != master ] || "
+				      "redis-cli -p $p dbsize; done | awk '{s+=$1} END {print s+0}'",
+				      dir, dir);
+	return atoll(s);
+}
+
+static int count_key(const char *key, size_t len, void *ctx, struct sbx_err *err)
+{
+	(void)key, (void)len, (void)err;
+	(*(long *)ctx)++;
+	return 0;
+}
+
+static void routing_tests(struct sbx_redis *r)
+{
+	struct sbx_err err = {0};
+	redisReply *rep;
+	is_int(sbx_redis_masters(r), 3, "three masters in the slot map");
+	SBX_AUTOFREE char *p1 = sh_out("head -1 %s/c/ports", dir);
+	int bad = 0;
+	for (int i = 0; i < 50; i++) {
+		char key[32];
+		snprintf(key, sizeof(key), "k%d:x{%d}", i * 7919, i);
+		SBX_AUTOFREE char *ks = sh_out("redis-cli -p %s cluster keyslot '%s'", p1, key);
+		bad += atoi(ks) != (int)sbx_redis_key_slot(key, strlen(key));
+	}
+	is_int(bad, 0, "our slot equals CLUSTER KEYSLOT for 50 keys");
+
+	long long before = r->round_trips;
+	for (int i = 0; i < 300; i++) {
+		char key[32], val[32];
+		snprintf(key, sizeof(key), "pk%d", i);
+		snprintf(val, sizeof(val), "v%d", i);
+		const char *argv[] = {"SET", key, val};
+		if (sbx_redis_append(r, 3, argv, NULL, &err) < 0)
+			break;
+	}
+	int good = 0;
+	for (int i = 0; i < 300; i++) {
+		if (sbx_redis_read(r, &rep, &err) < 0)
+			break;
+		good += rep->type == REDIS_REPLY_STATUS;
+		freeReplyObject(rep);
+	}
+	is_int(good, 300, "a pipeline of 300 SETs over three masters: 300 OK");
+	is_int(r->round_trips - before, 1, "... in one round trip");
+	is_int(dbsize_sum(), 300, "the masters hold 300 keys between them");
+	long n = 0;
+	int rc = sbx_redis_scan_all(r, "pk*", count_key, &n, &err);
+	ok(rc == 0 && n == 300, "SCAN on every master finds all 300 (%ld)", n);
+
+	before = r->round_trips;
+	const char *cross[] = {"DEL", "pk1", "pk2"};
+	ok(sbx_redis_cmd(r, &rep, &err, 3, cross, NULL) < 0 && err.kind == SBX_INTERNAL &&
+	   r->round_trips == before, "a cross-slot DEL is refused before it is sent");
+	ok(sbx_redis_append(r, 3, cross, NULL, &err) < 0, "... and in a pipeline");
+}
+
+static void migration_tests(struct sbx_redis *r)
+{
+	struct sbx_err err = {0};
+	redisReply *rep;
+	const char *key = "sbx:{mig}:k";
+	unsigned slot = sbx_redis_key_slot(key, strlen(key));
+	ok(sbx_redis_cmdf(r, &rep, &err, "SET %s %s", key, "before") == 0, "SET before the move");
+	freeReplyObject(rep);
+	sh("%s/tests/lib/cluster.sh migrate %s/c %u begin", top, dir, slot);
+	long long red = r->redirects;
+	ok(sbx_redis_cmdf(r, &rep, &err, "SET %s %s", "sbx:{mig}:new", "1") == 0 &&
+	   rep->type == REDIS_REPLY_STATUS, "a new key while the slot migrates: written");
+	freeReplyObject(rep);
+	ok(r->redirects > red, "... through an ASK (%lld)", r->redirects - red);
+	ok(sbx_redis_cmdf(r, &rep, &err, "GET %s", key) == 0 && rep->str &&
+	   strcmp(rep->str, "before") == 0, "an old key is still read at the source");
+	freeReplyObject(rep);
+	sh("%s/tests/lib/cluster.sh migrate %s/c %u keys", top, dir, slot);
+	sh("%s/tests/lib/cluster.sh migrate %s/c %u end", top, dir, slot);
+	red = r->redirects;
+	ok(sbx_redis_cmdf(r, &rep, &err, "GET %s", key) == 0 && rep->str &&
+	   strcmp(rep->str, "before") == 0, "after the move: the value is found");
+	freeReplyObject(rep);
+	ok(r->redirects == red + 1, "... after one MOVED");
+	red = r->redirects;
+	ok(sbx_redis_cmdf(r, &rep, &err, "GET %s", key) == 0 && r->redirects == red,
+	   "the next call goes straight to the new master");
+	freeReplyObject(rep);
+}
+
+static void durable_tests(struct sbx_redis *r)
+{
+	struct sbx_err err = {0};
+	redisReply *rep;
+	struct sbx_script s = {.src = "return redis.call('INCR', KEYS[1])", .durable = 1};
+	const char *keys[] = {"sbx:{d}:fence"};
+	ok(r->wait_replicas == 1, "a cluster URL waits for one replica by default");
+	ok(sbx_redis_eval(r, &s, &rep, 1, keys, 0, NULL, &err) == 0 && rep->integer == 1,
+	   "a durable script acknowledged by its replica counts");
+	freeReplyObject(rep);
+	r->wait_replicas = 2;
+	r->wait_ms = 200;
+	ok(sbx_redis_eval(r, &s, &rep, 1, keys, 0, NULL, &err) < 0 && err.kind == SBX_UNAVAILABLE &&
+	   strstr(err.msg, "does not count"), "two replicas asked, one exists: unavailable (%s)",
+	   err.msg);
+	r->wait_replicas = 1;
+	r->wait_ms = 1000;
+}
+
+static void failover_tests(struct sbx_redis *r)
+{
+	struct sbx_err err = {0};
+	redisReply *rep;
+	const char *key = "sbx:{fo}:k";
+	ok(sbx_redis_cmdf(r, &rep, &err, "SET %s %s", key, "kept") == 0, "SET before the crash");
+	freeReplyObject(rep);
+	SBX_AUTOFREE char *port = sh_out("%s/tests/lib/cluster.sh master-of %s/c '%s'", top, dir, key);
+	ok(sh("%s/tests/lib/cluster.sh kill %s/c %s", top, dir, port) == 0, "kill -9 its master (%s)",
+	   port);
+	setenv("SBX_REDIS_FAILOVER_WAIT", "20s", 1);
+	ok(sbx_redis_cmdf(r, &rep, &err, "GET %s", key) == 0 && rep->str && !strcmp(rep->str, "kept"),
+	   "GET waits for the failover and reads the acknowledged value");
+	if (rep)
+		freeReplyObject(rep);
+	ok(sbx_redis_cmdf(r, &rep, &err, "SET %s %s", key, "after") == 0, "SET on the new master");
+	if (rep)
+		freeReplyObject(rep);
+	sh("%s/tests/lib/cluster.sh restart %s/c %s && rm -f %s/c/%s/killed", top, dir, port, dir, port);
+	unsetenv("SBX_REDIS_FAILOVER_WAIT");
+}
+
+/* Last (it leaves a slot range without any node): a master and its replica
+ * both killed, then a pipeline of 200 reads in that slot.  Each fails, and
+ * only the first waits out the failover budget: the others fail with its
+ * error, so the pipeline costs a handful of round trips, not 200 budgets. */
+static void dead_slot_tests(struct sbx_redis *r)
+{
+	struct sbx_err err = {0};
+	redisReply *rep;
+	const char *key = "sbx:{dead}:k";
+	SBX_AUTOFREE char *port = sh_out("%s/tests/lib/cluster.sh master-of %s/c '%s'", top, dir, key);
+	SBX_AUTOFREE char *rport = sh_out("for p in $(cat %s/c/ports); do redis-cli -p $p role 2>/dev/null"
+					  " | sed -n '1p;3p' | paste -sd' ' | grep -q '^slave %s$' && echo $p;"
+					  " done", dir, port);
+	ok(*rport != '\0', "the master of {dead} (%s) has a replica (%s)", port, rport);
+	sh("%s/tests/lib/cluster.sh kill %s/c %s; %s/tests/lib/cluster.sh kill %s/c %s", top, dir, port,
+	   top, dir, rport);
+	setenv("SBX_REDIS_FAILOVER_WAIT", "1s", 1);
+	for (int i = 0; i < 200; i++) {
+		char k[32];
+		snprintf(k, sizeof(k), "sbx:{dead}:%d", i);
+		const char *argv[] = {"GET", k};
+		sbx_redis_append(r, 2, argv, NULL, &err);
+	}
+	long long before = r->round_trips;
+	int failed = 0;
+	for (int i = 0; i < 200; i++) {
+		if (sbx_redis_read(r, &rep, &err) < 0)
+			failed++;
+		else
+			freeReplyObject(rep);
+	}
+	is_int(failed, 200, "200 reads of a slot nobody serves all fail (%s)", err.msg);
+	ok(r->round_trips - before < 40, "... after one node's worth of retries, not 200 (%lld round trips)",
+	   r->round_trips - before);
+	unsetenv("SBX_REDIS_FAILOVER_WAIT");
+}
+
+int main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	offline_tests();
+	const char *b = getenv("SBX_TOP");
+	snprintf(top, sizeof(top), "%s", b ? b : ".");
+	if (!getenv("SBX_SCALE") || strcmp(getenv("SBX_SCALE"), "1") != 0 ||
+	    system("command -v redis-server >/dev/null") != 0) {
+		printf("# cluster tests: only with SBX_SCALE=1 (make check-scale)\n");
+		return tap_done();
+	}
+	if (!mkdtemp(dir))
+		return 1;
+	ok(sh("%s/tests/lib/cluster.sh start %s/c", top, dir) == 0, "a 6-node cluster starts");
+	SBX_AUTOFREE char *url = sh_out("cat %s/c/url", dir);
+	struct sbx_redis *r = open_cluster(url);
+	ok(r != NULL, "open %s", url);
+	if (r) {
+		is_int(r->round_trips, 1, "opening costs one round trip (CLUSTER SLOTS)");
+		routing_tests(r);
+		migration_tests(r);
+		durable_tests(r);
+		failover_tests(r);
+		dead_slot_tests(r);
+		sbx_redis_close(r);
+	}
+	sh("%s/tests/lib/cluster.sh stop %s/c", top, dir);
+	sh("rm -rf %s", dir);
+	return tap_done();
+}
