@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# suite: conformance
 # sbx-reap: reconcile the backend against Redis and delete only what nobody
 # owns.  Real redis-server, real local backend, real sessions; races with
 # real concurrent processes.  Each test uses its own tenant(s), so that the

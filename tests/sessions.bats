@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# suite: conformance
 # Session resolve (sbx-create --tenant T --session S) against a real
 # redis-server and the real local backend: one session = one sandbox under
 # concurrency, crashes (kill -9 at each step), a stopped lock holder, Redis

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# suite: conformance
 # Skills as admins install them: files put anywhere as root, packages
 # without a tree of their own, the first install of a tenant named by --id,
 # and a profile's environment (CA bundles, proxies) for every command.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# suite: conformance
 # Skills: install -> verify -> snapshot in one pipeline (DESIGN §2, §7), on
 # the real local backend over the builtin `host` template (python3 comes
 # from the host), with a private redis-server.  The state dir is a tmpfs:

@@ -14,6 +14,9 @@ FIXTURE_ID_RE='^[0-9a-f]{64}$'
 # The Engine API reports 128+N for a death by signal N.
 FIXTURE_SIGNAL_SEEN=0
 FIXTURE_INIT_COMM=docker-init
+FIXTURE_PUT_OVER_LINK=replace
+# dockerd bind-mounts /etc/hostname; /etc/group is the image's own.
+FIXTURE_TEMPLATE_FILE=/etc/group
 FIXTURE_ENGINE_SH=${FIXTURE_ENGINE_SH:-dockerd.sh}
 
 fixture_lib() { echo "${SBX_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}/tests/lib"; }

@@ -24,6 +24,12 @@
 #   FIXTURE_ID_RE            the sandbox id format (an ERE)
 #   FIXTURE_SIGNAL_SEEN      1 if exec reports a death by signal as `signal`
 #                            (0: only as exit code 128+N)
+#   FIXTURE_PUT_OVER_LINK    `sbx-fs put --root` onto a symlink: refuse (65)
+#                            or replace (the link, never its target)
+#   FIXTURE_TEMPLATE_FILE    a file of the template's own that a sandbox
+#                            may replace
+#   fixture_plant_node SB P  optional: make a device node at P inside SB
+#                            from the host (what root inside cannot do)
 #
 # A new backend (e2b, cube) needs only such a file.
 
@@ -34,6 +40,8 @@ FIXTURE_ROOT_CAPS=00000000a00405fb
 FIXTURE_INIT_COMM=sbx-init
 FIXTURE_ID_RE='^sb-[0-9a-f]+$'
 FIXTURE_SIGNAL_SEEN=1
+FIXTURE_PUT_OVER_LINK=refuse
+FIXTURE_TEMPLATE_FILE=/etc/hostname
 
 # Nothing to start: the local backend is the programs themselves.
 fixture_engine_start() { :; }
@@ -42,3 +50,6 @@ fixture_engine_stop() { :; }
 fixture_profile() { echo '{}' >"$1"; }
 fixture_missing_id() { echo sb-000000000000; }
 fixture_hostname() { echo "$1"; }
+fixture_plant_node() {
+	nsenter -t "$(jq -r .init_pid "$SBX_STATE_DIR/local/sandboxes/$1/sandbox.json")" -m -- mknod "$2" c 1 1
+}

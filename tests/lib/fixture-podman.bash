@@ -5,5 +5,5 @@
 
 FIXTURE_ENGINE_SH=podman.sh
 . "$(dirname "${BASH_SOURCE[0]}")/fixture-docker.bash"
-# podman's init for Init: true is catatonit.
-FIXTURE_INIT_COMM=catatonit
+# Init: true runs catatonit, as podman-init.
+FIXTURE_INIT_COMM=podman-init
