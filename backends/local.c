@@ -683,6 +683,9 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 	    (req->net.deny_out && json_object_array_length(req->net.deny_out) > 0))
 		return sbx_fail(err, SBX_UNSUPPORTED, "create",
 				"the local backend has no allow_out/deny_out rules");
+	if (req->net.allow_public)   /* never a silent no-op (tests/caps.bats) */
+		return sbx_fail(err, SBX_UNSUPPORTED, "create",
+				"the local backend has no inbound access by URL (allow_public)");
 	if (!local_cg_v2_mount())
 		return sbx_fail(err, SBX_UNSUPPORTED, "create", "no cgroup2 hierarchy is mounted");
 	if (strpbrk(L(b)->dir, ":,"))
