@@ -156,6 +156,18 @@ int docker_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const 
 	out->size_bytes = -1;
 	out->layers = -1;
 	json_object_put(resp);
+	/* Size and layer count as the engine has them (best effort: the
+	 * snapshot exists whatever this says). */
+	SBX_AUTOFREE char *ipath = sbx_xasprintf("/images/%s/json", out->id);
+	json_object *im;
+	struct sbx_err quiet = {0};
+	if (docker_api(b, "snapshot", "GET", ipath, NULL, &im, &quiet) == 0) {
+		json_object *ls = sbx_json_obj(sbx_json_obj(im, "RootFS"), "Layers");
+		out->size_bytes = sbx_json_int(im, "Size", -1);
+		if (ls && json_object_is_type(ls, json_type_array))
+			out->layers = (int)json_object_array_length(ls);
+		json_object_put(im);
+	}
 	return 0;
 }
 

@@ -167,6 +167,7 @@ enum sbx_cap {
 	SBX_CAP_INBOUND_TOKEN = 1 << 9,
 	SBX_CAP_IDLE_KILL   = 1 << 10,   /* idle sandboxes are killed, not paused */
 	SBX_CAP_INSTALL     = 1 << 11,   /* exec as root */
+	SBX_CAP_FLATTEN     = 1 << 12,   /* snapshot_flatten: one layer instead of a chain */
 };
 /* Names for documents and `sbx-ctl caps`: {"exec": true, ...}. */
 json_object *sbx_caps_to_json(unsigned caps);

@@ -31,6 +31,9 @@ probe() {
 	list) sbx-ls --all ;;
 	metadata) sbx-ls --label suite=caps | jq -e --arg id "$SB" 'select(.sandbox.id == $id)' ;;
 	set_timeout) sbx-ctl timeout --id "$SB" --seconds 3600 ;;
+	flatten)
+		local s
+		s=$(sbx-snap --id "$SB" | jq -r .snapshot.id) && sbx-snap flatten "$s" ;;
 	network_policy)
 		# a profile that asks for public inbound traffic
 		jq '.profiles.np = ((.profiles.default // {}) + {"allow_public": true})' "$SBX_CONFIG" \

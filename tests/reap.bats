@@ -391,9 +391,11 @@ crashed_resolve() {
 }
 
 # Snapshots need a rootfs template (the local backend cannot stack images on
-# the host's root), so this test runs in a backend state of its own: an
-# --all-tenants run then sees only what this test made.
+# the host's root), so this test runs in a backend state of its own, and
+# with the earlier tests' sandboxes gone (an engine's state is the file's,
+# not the test's): an --all-tenants run then sees only what this test made.
 @test "snapshots: unreferenced skill snapshots past the grace period are deleted; referenced, foreign and young ones are kept" {
+	sbx-ls --all | sbx-ctl kill >/dev/null
 	export SBX_STATE_DIR="$BATS_TEST_TMPDIR/state"
 	mkdir -p "$SBX_STATE_DIR"
 	"$SBX_TOP/tests/lib/rootfs.sh" --dir "$BATS_TEST_TMPDIR/rootfs"

@@ -11,6 +11,7 @@ SBX_TEST_TEMPLATE=${SBX_TEST_DOCKER_IMAGE:-sbx/base:latest}
 # CapDrop ALL + CHOWN DAC_OVERRIDE FOWNER FSETID SETGID SETUID KILL
 FIXTURE_ROOT_CAPS=00000000000000fb
 FIXTURE_ID_RE='^[0-9a-f]{64}$'
+export FIXTURE_SNAP_ID_RE='^sha256:[0-9a-f]{64}$'
 # The Engine API reports 128+N for a death by signal N.
 FIXTURE_SIGNAL_SEEN=0
 FIXTURE_INIT_COMM=docker-init
@@ -43,5 +44,11 @@ fixture_profile() {
 		"$SBX_TEST_TEMPLATE" >"$1"
 }
 fixture_missing_id() { printf '%064d\n' 0; }
+# The fingerprint is taken over the configured endpoint: the same engine
+# named explicitly is another identity.
+fixture_other_identity() {
+	jq --arg e "$DOCKER_HOST" '.profiles.default.endpoint = $e' "$SBX_CONFIG" >"$SBX_TEST_DIR/other-identity.json"
+	SBX_CONFIG=$SBX_TEST_DIR/other-identity.json "$@"
+}
 # The engine names the container's host after its short id.
 fixture_hostname() { echo "${1:0:12}"; }

@@ -22,12 +22,15 @@
 #   FIXTURE_INIT_COMM        /proc/1/comm inside a sandbox
 #   fixture_hostname ID      the hostname a sandbox ID sees
 #   FIXTURE_ID_RE            the sandbox id format (an ERE)
+#   FIXTURE_SNAP_ID_RE       the snapshot id format (exported: jq reads it)
 #   FIXTURE_SIGNAL_SEEN      1 if exec reports a death by signal as `signal`
 #                            (0: only as exit code 128+N)
 #   FIXTURE_PUT_OVER_LINK    `sbx-fs put --root` onto a symlink: refuse (65)
 #                            or replace (the link, never its target)
 #   FIXTURE_TEMPLATE_FILE    a file of the template's own that a sandbox
 #                            may replace
+#   fixture_other_identity CMD...  run CMD against the same backend under
+#                            another fingerprint (skill images are per identity)
 #   fixture_plant_node SB P  optional: make a device node at P inside SB
 #                            from the host (what root inside cannot do)
 #
@@ -39,6 +42,7 @@ SBX_TEST_TEMPLATE=host
 FIXTURE_ROOT_CAPS=00000000a00405fb
 FIXTURE_INIT_COMM=sbx-init
 FIXTURE_ID_RE='^sb-[0-9a-f]+$'
+export FIXTURE_SNAP_ID_RE='^snap-[0-9a-f]+$'
 FIXTURE_SIGNAL_SEEN=1
 FIXTURE_PUT_OVER_LINK=refuse
 FIXTURE_TEMPLATE_FILE=/etc/hostname
@@ -50,6 +54,8 @@ fixture_engine_stop() { :; }
 fixture_profile() { echo '{}' >"$1"; }
 fixture_missing_id() { echo sb-000000000000; }
 fixture_hostname() { echo "$1"; }
+# The fingerprint is taken over the state dir's path, as spelt.
+fixture_other_identity() { SBX_STATE_DIR="$SBX_STATE_DIR/." "$@"; }
 fixture_plant_node() {
 	nsenter -t "$(jq -r .init_pid "$SBX_STATE_DIR/local/sandboxes/$1/sandbox.json")" -m -- mknod "$2" c 1 1
 }
