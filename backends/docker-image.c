@@ -162,9 +162,10 @@ int docker_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const 
 	json_object *im;
 	struct sbx_err quiet = {0};
 	if (docker_api(b, "snapshot", "GET", ipath, NULL, &im, &quiet) == 0) {
-		json_object *ls = sbx_json_obj(sbx_json_obj(im, "RootFS"), "Layers");
+		json_object *rootfs = sbx_json_obj(im, "RootFS"), *ls = NULL;
 		out->size_bytes = sbx_json_int(im, "Size", -1);
-		if (ls && json_object_is_type(ls, json_type_array))
+		if (rootfs && json_object_object_get_ex(rootfs, "Layers", &ls) &&
+		    json_object_is_type(ls, json_type_array))
 			out->layers = (int)json_object_array_length(ls);
 		json_object_put(im);
 	}
