@@ -327,6 +327,45 @@ int docker_template_get(struct sbx_backend *b, const char *id, struct sbx_templa
 	return 0;
 }
 
+/* POST `path` (an /images/create?fromSrc=- request) with the tar on fd.
+ * The daemon answers 200 and reports failures inside its progress stream
+ * (JSON objects one after another), so the stream is read for "error". */
+static int import_tar(struct sbx_backend *b, const char *op, const char *path, int fd,
+		      struct sbx_err *err)
+{
+	const char *hdr[] = {"Content-Type: application/x-tar", NULL};
+	struct sbx_http_req req = {
+		.method = "POST", .path = path, .headers = hdr, .body_fd = fd, .timeout_ms = -1,
+	};
+	struct sbx_http_resp resp = {0};
+	if (docker_raw_ok(b, op, &req, &resp, err) < 0)
+		return -1;
+	json_tokener *tok = json_tokener_new();
+	const char *p = resp.body ? resp.body : "";
+	const char *end = p + resp.len;
+	int failed = 0;
+	while (p < end && !failed) {
+		while (p < end && isspace((unsigned char)*p))
+			p++;
+		if (p >= end)
+			break;
+		json_object *o = json_tokener_parse_ex(tok, p, (int)(end - p));
+		if (!o)
+			break;
+		p += json_tokener_get_parse_end(tok);
+		const char *e = sbx_json_str(o, "error");
+		if (e) {
+			sbx_fail(err, SBX_INVALID_REQUEST, op, "docker: %s", e);
+			failed = 1;
+		}
+		json_object_put(o);
+		json_tokener_reset(tok);
+	}
+	json_tokener_free(tok);
+	sbx_http_resp_clear(&resp);
+	return failed ? -1 : 0;
+}
+
 /* Import a rootfs tar (from fd, or made from the host folder `dir`) as the
  * image `name` ("repo" or "repo:tag").  The daemon answers 200 and reports
  * failures inside its progress stream, so the stream is read for "error". */
@@ -376,44 +415,7 @@ int docker_template_import(struct sbx_backend *b, const char *name, int fd, cons
 	SBX_AUTOFREE char *ref = sbx_xasprintf("%s:%s", repo, tag);
 	SBX_AUTOFREE char *qr = sbx_http_escape(ref);
 	SBX_AUTOFREE char *path = sbx_xasprintf("/images/create?fromSrc=-&repo=%s", qr);
-	const char *hdr[] = {"Content-Type: application/x-tar", NULL};
-	struct sbx_http_req req = {
-		.method = "POST", .path = path, .headers = hdr, .body_fd = fd == 0 ? body : fd,
-		.timeout_ms = -1,
-	};
-	struct sbx_http_resp resp = {0};
-	if (docker_raw(b, "template_import", &req, &resp, err) < 0)
-		return -1;
-	if (resp.status < 200 || resp.status >= 300) {
-		docker_status_err("template_import", &resp, err);
-		sbx_http_resp_clear(&resp);
-		return -1;
-	}
-	/* The progress stream: JSON objects one after another. */
-	json_tokener *tok = json_tokener_new();
-	const char *p = resp.body ? resp.body : "";
-	const char *end = p + resp.len;
-	int failed = 0;
-	while (p < end && !failed) {
-		while (p < end && isspace((unsigned char)*p))
-			p++;
-		if (p >= end)
-			break;
-		json_object *o = json_tokener_parse_ex(tok, p, (int)(end - p));
-		if (!o)
-			break;
-		p += json_tokener_get_parse_end(tok);
-		const char *e = sbx_json_str(o, "error");
-		if (e) {
-			sbx_fail(err, SBX_INVALID_REQUEST, "template_import", "docker: %s", e);
-			failed = 1;
-		}
-		json_object_put(o);
-		json_tokener_reset(tok);
-	}
-	json_tokener_free(tok);
-	sbx_http_resp_clear(&resp);
-	if (failed)
+	if (import_tar(b, "template_import", path, fd == 0 ? body : fd, err) < 0)
 		return -1;
 	return docker_template_get(b, ref, out, err);
 }
@@ -421,4 +423,139 @@ int docker_template_import(struct sbx_backend *b, const char *name, int fd, cons
 int docker_template_delete(struct sbx_backend *b, const char *id, int *gone, struct sbx_err *err)
 {
 	return image_delete(b, id, "template_delete", 0, gone, err);
+}
+
+/* ---- flatten ------------------------------------------------------------- */
+
+/* The image's Env as `changes=ENV k="v"` parameters (import keeps no
+ * config, commit kept the installer's environment); appended to *q. */
+static int env_changes(json_object *env, char **q, struct sbx_err *err)
+{
+	size_t n = env && json_object_is_type(env, json_type_array) ? json_object_array_length(env) : 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *kv = json_object_get_string(json_object_array_get_idx(env, i));
+		const char *eq = kv ? strchr(kv, '=') : NULL;
+		if (!eq || eq == kv || strpbrk(kv, "\r\n") || strlen(kv) > 4000)
+			return sbx_fail(err, SBX_INVALID_REQUEST, "snapshot_flatten",
+					"an environment entry of the image cannot be carried over");
+		for (const char *c = kv; c < eq; c++)
+			if (!isalnum((unsigned char)*c) && *c != '_')
+				return sbx_fail(err, SBX_INVALID_REQUEST, "snapshot_flatten",
+						"environment name '%.*s' cannot be carried over", (int)(eq - kv), kv);
+		char ins[8200];
+		size_t m = (size_t)snprintf(ins, sizeof(ins), "ENV %.*s=\"", (int)(eq - kv), kv);
+		for (const char *c = eq + 1; *c; c++) {
+			if (*c == '"' || *c == '\\')
+				ins[m++] = '\\';
+			ins[m++] = *c;
+		}
+		ins[m++] = '"';
+		ins[m] = 0;
+		SBX_AUTOFREE char *e = sbx_http_escape(ins);
+		char *nq = sbx_xasprintf("%s&changes=%s", *q, e);
+		free(*q);
+		*q = nq;
+	}
+	return 0;
+}
+
+/* Export the filesystem of a container made (never started) from image
+ * `id` into the unnamed temp file *tmp; the container is removed again
+ * whatever happens. */
+static int export_image(struct sbx_backend *b, const char *id, int *tmp, struct sbx_err *err)
+{
+	json_object *body = json_object_new_object(), *resp = NULL;
+	json_object *ep = json_object_new_array(), *hc = json_object_new_object();
+	json_object_array_add(ep, json_object_new_string("/bin/true"));
+	json_object_object_add(body, "Image", json_object_new_string(id));
+	json_object_object_add(body, "Entrypoint", ep);
+	json_object_object_add(body, "Cmd", json_object_new_array());
+	json_object_object_add(hc, "NetworkMode", json_object_new_string("none"));
+	json_object_object_add(body, "HostConfig", hc);
+	int rc = docker_api(b, "snapshot_flatten", "POST", "/containers/create", body, &resp, err);
+	json_object_put(body);
+	if (rc < 0)
+		return -1;
+	SBX_AUTOFREE char *cid = sbx_xstrdup(sbx_json_str(resp, "Id") ?: "");
+	json_object_put(resp);
+	if (!*cid)
+		return sbx_fail(err, SBX_INTERNAL, "snapshot_flatten", "docker returned no container id");
+	*tmp = open("/tmp", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+	rc = -1;
+	if (*tmp < 0) {
+		sbx_fail_errno(err, SBX_INTERNAL, "snapshot_flatten", "temporary file");
+	} else {
+		SBX_AUTOFREE char *path = sbx_xasprintf("/containers/%s/export", cid);
+		struct sbx_http_req req = {.method = "GET", .path = path, .out_fd = *tmp, .timeout_ms = -1};
+		struct sbx_http_resp hr = {0};
+		rc = docker_raw_ok(b, "snapshot_flatten", &req, &hr, err);
+		sbx_http_resp_clear(&hr);
+		if (rc == 0 && lseek(*tmp, 0, SEEK_SET) < 0)
+			rc = sbx_fail_errno(err, SBX_INTERNAL, "snapshot_flatten", "lseek");
+	}
+	struct sbx_err quiet = {0};
+	SBX_AUTOFREE char *del = sbx_xasprintf("/containers/%s?force=1&v=1", cid);
+	docker_api(b, "snapshot_flatten", "DELETE", del, NULL, NULL, &quiet);
+	return rc;
+}
+
+/* Flatten = the image's whole filesystem as one layer: exported from a
+ * container made from `id`, imported as sbx-snap:<name> with the snapshot
+ * labels and the source's Env (commit keeps it; an import has none).  The
+ * result stands alone (no parent); the source is untouched. */
+int docker_snapshot_flatten(struct sbx_backend *b, const char *id, const char *name,
+			    struct sbx_snapshot_ref *out, struct sbx_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (docker_check_ref(id, "image id", "snapshot_flatten", err) < 0)
+		return -1;
+	SBX_AUTOFREE char *ipath = sbx_xasprintf("/images/%s/json", id);
+	json_object *src;
+	if (docker_api(b, "snapshot_flatten", "GET", ipath, NULL, &src, err) < 0)
+		return -1;
+	json_object *env = NULL;
+	json_object_object_get_ex(sbx_json_obj(src, "Config"), "Env", &env);
+	SBX_AUTOFREE char *gen = NULL;
+	if (!name || !*name) {
+		char rnd[17];
+		if (sbx_random_hex(rnd, 8, err) < 0) {
+			json_object_put(src);
+			return -1;
+		}
+		name = gen = sbx_xasprintf("flat-%s", rnd);
+	}
+	json_object *labels = json_object_new_object();
+	json_object_object_add(labels, DOCKER_LABEL_SNAPSHOT, json_object_new_string("1"));
+	json_object_object_add(labels, DOCKER_LABEL_SNAPSHOT_NAME, json_object_new_string(name));
+	json_object_object_add(labels, DOCKER_LABEL_SNAPSHOT_PARENT, json_object_new_string(""));
+	char *changes = commit_changes(labels, err);
+	json_object_put(labels);
+	int rc = changes ? env_changes(env, &changes, err) : -1;
+	json_object_put(src);
+	SBX_AUTOFREE char *ch = changes;
+	if (rc < 0)
+		return -1;
+	SBX_AUTOCLOSE int tmp = -1;
+	if (export_image(b, id, &tmp, err) < 0)
+		return -1;
+	SBX_AUTOFREE char *tag = tag_of(name);
+	SBX_AUTOFREE char *ref = sbx_xasprintf("sbx-snap:%s", tag);
+	SBX_AUTOFREE char *qr = sbx_http_escape(ref);
+	SBX_AUTOFREE char *path = sbx_xasprintf("/images/create?fromSrc=-&repo=%s%s", qr, ch);
+	if (import_tar(b, "snapshot_flatten", path, tmp, err) < 0)
+		return -1;
+	SBX_AUTOFREE char *rpath = sbx_xasprintf("/images/%s/json", ref);
+	json_object *im;
+	if (docker_api(b, "snapshot_flatten", "GET", rpath, NULL, &im, err) < 0)
+		return -1;
+	const char *iid = sbx_json_str(im, "Id");
+	out->id = !iid ? sbx_xstrdup("") : strchr(iid, ':') ? sbx_xstrdup(iid) : sbx_xasprintf("sha256:%s", iid);
+	out->name = sbx_xstrdup(name);
+	out->created_at = sbx_now_ms() / 1000;
+	out->size_bytes = sbx_json_int(im, "Size", -1);
+	out->layers = 1;
+	json_object_put(im);
+	if (!*out->id)
+		return sbx_fail(err, SBX_INTERNAL, "snapshot_flatten", "the flattened image has no id");
+	return 0;
 }

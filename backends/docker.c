@@ -65,7 +65,7 @@ static unsigned docker_caps(struct sbx_backend *b)
 	(void)b;
 	return SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_PAUSE | SBX_CAP_SNAPSHOTS |
 	       SBX_CAP_METADATA | SBX_CAP_LIST | SBX_CAP_TEMPLATES | SBX_CAP_IDLE_KILL |
-	       SBX_CAP_INSTALL;
+	       SBX_CAP_INSTALL | SBX_CAP_FLATTEN;
 }
 
 static int docker_health(struct sbx_backend *b, struct sbx_err *err)
@@ -403,6 +403,7 @@ const struct sbx_backend_ops sbx_backend_docker = {
 	.snapshot_create = docker_snapshot_create,
 	.snapshot_list = docker_snapshot_list,
 	.snapshot_delete = docker_snapshot_delete,
+	.snapshot_flatten = docker_snapshot_flatten,
 	.template_list = docker_template_list,
 	.template_get = docker_template_get,
 	.template_import = docker_template_import,

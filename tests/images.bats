@@ -8,6 +8,7 @@
 # succeeds.  The local image store's own mechanics (layers, whiteouts,
 # flatten, crashes) are in local-images.bats.
 load lib/helpers
+load lib/images
 bats_require_minimum_version 1.5.0
 
 setup_file() {
@@ -17,22 +18,12 @@ setup_file() {
 }
 teardown_file() { sbx_teardown_file; }
 
-jqd() { printf '%s\n' "$output" | grep '^{' | jq -r "$@"; }
 # new_sb TEMPLATE -> path of a file holding the sandbox's document.
 new_sb() {
 	local f
 	f=$(mktemp "$BATS_TEST_TMPDIR/sb.XXXXXX")
 	sbx-create --template "$1" >"$f" || return 1
 	echo "$f"
-}
-sb() { local doc=$1; shift; sbx-exec --raw "$@" <"$doc"; }
-sb_kill() { sbx-ctl kill <"$1" >/dev/null; }
-# snap DOC [ARGS...]: take a snapshot; sets SID and SNAPDOC.
-snap() {
-	local doc=$1
-	shift
-	SNAPDOC=$(sbx-snap "$@" <"$doc") || return 1
-	SID=$(printf '%s\n' "$SNAPDOC" | jq -r .snapshot.id)
 }
 
 @test "a rootfs tarball becomes a template: listed, shown, used, removed" {

@@ -12,14 +12,6 @@ setup_file() { sbx_setup_file; }
 teardown_file() { sbx_teardown_file; }
 
 state_of() { sbx-ls --id "$1" 2>/dev/null | jq -r .sandbox.state; }
-wait_state() {   # bounded: the assertion is the state
-	local i
-	for i in $(seq 1 200); do
-		[ "$(state_of "$1")" = "$2" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 @test "create: a running sandbox with its labels, listed and filterable" {
 	run sbx_new --label team=blue --label purpose=t1

@@ -246,7 +246,7 @@ writable"
 		| sbx-snap --tenant $T --skill wordfreq --clean-scratch --flatten-above 2 \
 		| sbx-ctl kill >"$DOCS/flat.out"
 	run jq -r '.snapshot | "\(.layers > 2) \(.flatten.from == .id) \(.flatten.layers)"' "$DOCS/flat.out"
-	assert_output "true true 2"
+	assert_output "true true $FIXTURE_FLAT_LAYERS"
 	local flat
 	flat=$(jq -r .snapshot.flatten.id "$DOCS/flat.out")
 	[ "$(image_of)" = "$flat" ]
@@ -260,6 +260,6 @@ writable"
 	# and by hand: flatten the tenant's image again
 	run sbx-snap flatten --tenant $T
 	assert_success
-	[ "$(jqd .flatten.layers)" = 2 ]
+	[ "$(jqd .flatten.layers)" = "$FIXTURE_FLAT_LAYERS" ]
 	[ "$(image_of)" = "$(jqd .flatten.id)" ]
 }

@@ -12,6 +12,7 @@ SBX_TEST_TEMPLATE=${SBX_TEST_DOCKER_IMAGE:-sbx/base:latest}
 FIXTURE_ROOT_CAPS=00000000000000fb
 FIXTURE_ID_RE='^[0-9a-f]{64}$'
 export FIXTURE_SNAP_ID_RE='^sha256:[0-9a-f]{64}$'
+FIXTURE_FLAT_LAYERS=1   # a self-contained image
 # The Engine API reports 128+N for a death by signal N.
 FIXTURE_SIGNAL_SEEN=0
 FIXTURE_INIT_COMM=docker-init

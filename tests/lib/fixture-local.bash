@@ -23,6 +23,7 @@
 #   fixture_hostname ID      the hostname a sandbox ID sees
 #   FIXTURE_ID_RE            the sandbox id format (an ERE)
 #   FIXTURE_SNAP_ID_RE       the snapshot id format (exported: jq reads it)
+#   FIXTURE_FLAT_LAYERS      layers of a flattened image over the base template
 #   FIXTURE_SIGNAL_SEEN      1 if exec reports a death by signal as `signal`
 #                            (0: only as exit code 128+N)
 #   FIXTURE_PUT_OVER_LINK    `sbx-fs put --root` onto a symlink: refuse (65)
@@ -43,6 +44,7 @@ FIXTURE_ROOT_CAPS=00000000a00405fb
 FIXTURE_INIT_COMM=sbx-init
 FIXTURE_ID_RE='^sb-[0-9a-f]+$'
 export FIXTURE_SNAP_ID_RE='^snap-[0-9a-f]+$'
+FIXTURE_FLAT_LAYERS=2   # the template's, then one of its own
 FIXTURE_SIGNAL_SEEN=1
 FIXTURE_PUT_OVER_LINK=refuse
 FIXTURE_TEMPLATE_FILE=/etc/hostname
