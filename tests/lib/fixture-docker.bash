@@ -4,6 +4,7 @@
 # base image sbx/base:latest built into it through the Engine API.  The
 # contract of a fixture file is in tests/lib/fixture-local.bash;
 # tests/lib/fixture-podman.bash reuses this one on another engine.
+# shellcheck disable=SC2034 # the variables are the fixture's answers, read by the tests
 
 FIXTURE_BACKEND=docker
 FIXTURE_DOC=docs/docker.md

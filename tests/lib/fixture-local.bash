@@ -36,6 +36,7 @@
 #                            from the host (what root inside cannot do)
 #
 # A new backend (e2b, cube) needs only such a file.
+# shellcheck disable=SC2034 # the variables are the fixture's answers, read by the tests
 
 FIXTURE_BACKEND=local
 FIXTURE_DOC=docs/local.md

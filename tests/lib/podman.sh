@@ -51,8 +51,8 @@ CONF
 		--tmpdir "$dir/tmp" system service --time=0 "unix://$sock" \
 		>"$dir/podman.log" 2>&1 </dev/null &
 	echo $! >"$dir/podman.pid"
-	local i
-	for i in $(seq 1 200); do
+	local _
+	for _ in $(seq 1 200); do
 		if curl -s --max-time 1 --unix-socket "$sock" http://d/_ping 2>/dev/null | grep -qx OK; then
 			echo "export DOCKER_HOST=unix://$sock"
 			return 0
@@ -70,7 +70,7 @@ pids_naming() {
 	local dir=$1 self=$2 p
 	for p in /proc/[0-9]*; do
 		p=${p#/proc/}
-		[ "$p" != "$self" ] && [ "$p" != $$ ] || continue
+		if [ "$p" = "$self" ] || [ "$p" = $$ ]; then continue; fi
 		{ tr '\0' ' ' <"/proc/$p/cmdline"; } 2>/dev/null | grep -qF -- "$dir/" && echo "$p"
 	done
 	return 0
@@ -94,8 +94,8 @@ cmd_stop() {
 	fi
 	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
 		kill "$pid"
-		local i
-		for i in $(seq 1 100); do
+		local _
+		for _ in $(seq 1 100); do
 			kill -0 "$pid" 2>/dev/null || break
 			sleep 0.1
 		done
@@ -104,12 +104,12 @@ cmd_stop() {
 	# What the engine left behind (conmon of execs and containers), by pid.
 	local left
 	left=$(pids_naming "$dir" "${pid:-0}")
+	# shellcheck disable=SC2086 # one pid a word
 	[ -z "$left" ] || kill -9 $left 2>/dev/null || true
 	# podman's storage mounts, then the folder.
 	local m
-	for m in $(awk -v d="$dir/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r); do
-		umount -l "$m" 2>/dev/null || true
-	done
+	awk -v d="$dir/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r |
+		while IFS= read -r m; do umount -l "$m" 2>/dev/null || true; done
 	rm -rf --one-file-system "$dir"
 }
 
