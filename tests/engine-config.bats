@@ -6,7 +6,8 @@
 # nowhere) and rlimits the host cannot grant (podman with its default
 # ulimits on a host without CAP_SYS_RESOURCE).  Each test starts a broken
 # engine of the run's kind beside the run's own (tests/lib/dockerd.sh,
-# tests/lib/podman.sh) and stops it.
+# tests/lib/podman.sh) and stops it.  And on podman: the conmon each exec
+# leaves goes within the engine's exit_command_delay (1 s in the tests).
 load lib/helpers
 bats_require_minimum_version 1.5.0
 
@@ -50,4 +51,29 @@ assert_config_error() {
 	[ "$SBX_TEST_BACKEND" = podman ] || skip "a podman test (this run: $SBX_TEST_BACKEND)"
 	broken_engine podman.sh SBX_PODMAN_ULIMITS=engine
 	assert_config_error rlimit
+}
+
+@test "podman: execs leave no conmon behind (exit_command_delay of the tests' engine)" {
+	[ "$SBX_TEST_BACKEND" = podman ] || skip "a podman test (this run: $SBX_TEST_BACKEND)"
+	local dir=${DOCKER_HOST#unix://}
+	dir=${dir%/podman.sock}
+	conmons() {
+		local p n=0
+		for p in $(pgrep -x conmon); do
+			tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF -- "$dir/" && n=$((n + 1))
+		done
+		echo "$n"
+	}
+	local id before i
+	id=$(sbx_new_id --label suite=engine-config)
+	before=$(conmons)
+	for i in $(seq 1 20); do sbx-exec --id "$id" -- true >/dev/null; done
+	# Each exec's conmon lingers for exit_command_delay (1 s here, 300 s
+	# by default): wait for them to go, boundedly.
+	for i in $(seq 1 100); do
+		[ "$(conmons)" -le "$before" ] && break
+		sleep 0.1
+	done
+	[ "$(conmons)" -le "$before" ]
+	sbx-ctl kill --id "$id" >/dev/null
 }

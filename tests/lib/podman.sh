@@ -42,7 +42,7 @@ network_config_dir = "$dir/net"
 cni_plugin_dirs = ["$dir/no-cni-plugins"]
 [engine]
 runtime = "runc"
-exit_command_delay = 1
+exit_command_delay = ${SBX_PODMAN_EXIT_DELAY:-1}
 events_logger = "file"
 events_logfile_path = "$dir/events.log"
 cgroup_manager = "cgroupfs"
