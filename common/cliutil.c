@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "cliopt.h"
 #include "doc.h"
 #include "util.h"
@@ -77,4 +78,16 @@ int sbx_cli_env_add(json_object *o, const char *arg, struct sbx_err *err)
 	json_object_object_add(o, kv, json_object_new_string(eq + 1));
 	sbx_secret_free(kv);
 	return 0;
+}
+
+int sbx_cli_emit_deleted(const char *what, const char *id, int gone, struct sbx_err *err)
+{
+	json_object *doc = json_object_new_object();
+	json_object *o = sbx_json_child(doc, what);
+	sbx_json_set_str(o, "id", id);
+	sbx_json_set_bool(o, "deleted", !gone);
+	sbx_json_set_bool(o, "gone", gone);
+	int rc = sbx_emit(doc, err);
+	json_object_put(doc);
+	return rc;
 }

@@ -43,4 +43,8 @@ int sbx_cli_env_arg(const char *arg, char **kv, struct sbx_err *err);
 /* sbx_cli_env_arg, then set "KEY": "VALUE" in the object `o`. */
 int sbx_cli_env_add(json_object *o, const char *arg, struct sbx_err *err);
 
+/* Write {"<what>": {"id": ID, "deleted": !gone, "gone": gone}}, the
+ * document of an idempotent delete (sbx-snap rm, sbx-tpl rm). */
+int sbx_cli_emit_deleted(const char *what, const char *id, int gone, struct sbx_err *err);
+
 #endif

@@ -13,7 +13,8 @@
 # Suites.  A file's first lines say which runs take it:
 #   # suite: conformance     every backend: what a user does through the
 #                            programs; gated by capabilities (need_cap)
-#   # suite: local           (or docker, ...) that backend's own mechanics
+#   # suite: local           (or docker, ...) that backend's own mechanics;
+#                            several names: `# suite: local docker`
 # A file without the line is a local suite.  tests/run picks the files.
 
 load '/usr/lib/bats/bats-support/load'
