@@ -31,6 +31,7 @@ probe() {
 	list) sbx-ls --all ;;
 	metadata) sbx-ls --label suite=caps | jq -e --arg id "$SB" 'select(.sandbox.id == $id)' ;;
 	set_timeout) sbx-ctl timeout --id "$SB" --seconds 3600 ;;
+	process) sbx-proc ls --id "$SB" ;;
 	flatten)
 		local s
 		s=$(sbx-snap --id "$SB" | jq -r .snapshot.id) && sbx-snap flatten "$s" ;;
