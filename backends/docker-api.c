@@ -203,6 +203,19 @@ int docker_raw(struct sbx_backend *b, const char *op, struct sbx_http_req *req,
 	return sbx_http_do(conn_of(b)->http, &r, resp, err) < 0 ? failed_as(op, err) : 0;
 }
 
+int docker_raw_ok(struct sbx_backend *b, const char *op, struct sbx_http_req *req,
+		  struct sbx_http_resp *resp, struct sbx_err *err)
+{
+	if (docker_raw(b, op, req, resp, err) < 0)
+		return -1;
+	if (resp->status < 200 || resp->status >= 300) {
+		docker_status_err(op, resp, err);
+		sbx_http_resp_clear(resp);
+		return -1;
+	}
+	return 0;
+}
+
 int docker_upgrade(struct sbx_backend *b, const char *op, struct sbx_http_req *req, int *fd,
 		   struct sbx_http_resp *resp, struct sbx_err *err)
 {
@@ -223,13 +236,8 @@ int docker_api(struct sbx_backend *b, const char *op, const char *method, const 
 	struct sbx_http_resp resp = {0};
 	if (out)
 		*out = NULL;
-	if (docker_raw(b, op, &req, &resp, err) < 0)
+	if (docker_raw_ok(b, op, &req, &resp, err) < 0)
 		return -1;
-	if (resp.status < 200 || resp.status >= 300) {
-		docker_status_err(op, &resp, err);
-		sbx_http_resp_clear(&resp);
-		return -1;
-	}
 	if (out && resp.body && resp.len)
 		*out = json_tokener_parse(resp.body);
 	sbx_http_resp_clear(&resp);

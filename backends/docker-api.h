@@ -47,6 +47,10 @@ int docker_api(struct sbx_backend *b, const char *op, const char *method, const 
  * then `op`). */
 int docker_raw(struct sbx_backend *b, const char *op, struct sbx_http_req *req,
 	       struct sbx_http_resp *resp, struct sbx_err *err);
+/* docker_raw, and a non-2xx status is an error (as docker_api makes it;
+ * resp cleared): for streamed requests and answers. */
+int docker_raw_ok(struct sbx_backend *b, const char *op, struct sbx_http_req *req,
+		  struct sbx_http_resp *resp, struct sbx_err *err);
 /* Hijack the connection for a raw stream (sbx_http_upgrade's contract,
  * the version prefix added): 0 with *fd the socket on success, 0 with
  * *fd = -1 and the error body in resp on a refusal, -1 on a transport

@@ -40,6 +40,52 @@ static char *tag_of(const char *name)
 	return t;
 }
 
+/* The commit's labels as `changes` query parameters, one `LABEL "k"="v"`
+ * Dockerfile instruction each: podman ignores the body's Labels, both
+ * engines honour these.  One parameter per label, because podman misreads
+ * several pairs in one instruction when a value is empty.  Keys and values
+ * are quoted, `"` and `\` escaped; a newline would end the instruction, so
+ * it is refused (invalid_request).  Returns "&changes=...&changes=..." or
+ * NULL with err. */
+static char *commit_changes(json_object *labels, struct sbx_err *err)
+{
+	size_t len = 0, cap = 256;
+	char *q = sbx_xmalloc(cap);
+	q[0] = 0;
+	json_object_object_foreach(labels, k, v) {
+		const char *parts[2] = {k, json_object_get_string(v)};
+		char ins[2 * 4096 + 32];
+		size_t n = 0;
+		memcpy(ins, "LABEL ", 6);
+		n = 6;
+		for (int i = 0; i < 2; i++) {
+			const char *s = parts[i];
+			if (strlen(s) > 2000 || strpbrk(s, "\r\n")) {
+				free(q);
+				sbx_fail(err, SBX_INVALID_REQUEST, "snapshot",
+					 "label '%.64s' cannot be committed (a newline, or longer than 2000 bytes)", k);
+				return NULL;
+			}
+			ins[n++] = '"';
+			for (; *s; s++) {
+				if (*s == '"' || *s == '\\')
+					ins[n++] = '\\';
+				ins[n++] = *s;
+			}
+			ins[n++] = '"';
+			if (i == 0)
+				ins[n++] = '=';
+		}
+		ins[n] = 0;
+		SBX_AUTOFREE char *e = sbx_http_escape(ins);
+		size_t el = strlen(e);
+		while (len + el + 10 >= cap)
+			q = sbx_xrealloc(q, cap *= 2);
+		len += (size_t)sprintf(q + len, "&changes=%s", e);
+	}
+	return q;
+}
+
 int docker_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const char *name,
 			   struct sbx_snapshot_ref *out, struct sbx_err *err)
 {
@@ -52,7 +98,10 @@ int docker_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const 
 	if (docker_inspect(b, sb->id, "snapshot", &j, err) < 0)
 		return -1;
 	SBX_AUTOFREE char *id = sbx_xstrdup(sbx_json_str(j, "Id"));
-	SBX_AUTOFREE char *parent = sbx_xstrdup(sbx_json_str(sbx_json_obj(j, "Config"), "Image") ?: "");
+	/* The parent as create named it (podman's Config.Image is a name). */
+	const char *tl = sbx_json_str(sbx_json_obj(sbx_json_obj(j, "Config"), "Labels"), DOCKER_LABEL_TEMPLATE);
+	SBX_AUTOFREE char *parent = sbx_xstrdup(tl && *tl ? tl
+					: sbx_json_str(sbx_json_obj(j, "Config"), "Image") ?: "");
 	/* Commit merges the container's labels into the image, and an image's
 	 * labels pass down to every container made from it; a label cannot
 	 * be removed, only overridden.  So each of the source's labels is
@@ -78,13 +127,17 @@ int docker_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const 
 	}
 	SBX_AUTOFREE char *tag = tag_of(name);
 	SBX_AUTOFREE char *qtag = sbx_http_escape(tag);
-	json_object *body = json_object_new_object();
 	json_object_object_add(labels, DOCKER_LABEL_SNAPSHOT, json_object_new_string("1"));
 	json_object_object_add(labels, DOCKER_LABEL_SNAPSHOT_NAME, json_object_new_string(name));
 	json_object_object_add(labels, DOCKER_LABEL_SNAPSHOT_PARENT, json_object_new_string(parent));
-	json_object_object_add(body, "Labels", labels);
-	SBX_AUTOFREE char *path = sbx_xasprintf("/commit?container=%s&repo=sbx-snap&tag=%s&pause=true",
-						id, qtag);
+	SBX_AUTOFREE char *changes = commit_changes(labels, err);
+	json_object_put(labels);
+	if (!changes)
+		return -1;
+	/* An empty JSON body: podman refuses a commit without one. */
+	json_object *body = json_object_new_object();
+	SBX_AUTOFREE char *path = sbx_xasprintf("/commit?container=%s&repo=sbx-snap&tag=%s&pause=true%s",
+						id, qtag, changes);
 	json_object *resp;
 	int rc = docker_api(b, "snapshot", "POST", path, body, &resp, err);
 	json_object_put(body);
@@ -95,13 +148,27 @@ int docker_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const 
 		json_object_put(resp);
 		return sbx_fail(err, SBX_INTERNAL, "snapshot", "docker commit returned no image id");
 	}
-	out->id = sbx_xstrdup(iid);
+	/* podman answers the bare hex; the listings say sha256: on both. */
+	out->id = strchr(iid, ':') ? sbx_xstrdup(iid) : sbx_xasprintf("sha256:%s", iid);
 	out->name = sbx_xstrdup(name);
 	out->parent = *parent ? sbx_xstrdup(parent) : NULL;
 	out->created_at = sbx_now_ms() / 1000;
 	out->size_bytes = -1;
 	out->layers = -1;
 	json_object_put(resp);
+	/* Size and layer count as the engine has them (best effort: the
+	 * snapshot exists whatever this says). */
+	SBX_AUTOFREE char *ipath = sbx_xasprintf("/images/%s/json", out->id);
+	json_object *im;
+	struct sbx_err quiet = {0};
+	if (docker_api(b, "snapshot", "GET", ipath, NULL, &im, &quiet) == 0) {
+		json_object *rootfs = sbx_json_obj(im, "RootFS"), *ls = NULL;
+		out->size_bytes = sbx_json_int(im, "Size", -1);
+		if (rootfs && json_object_object_get_ex(rootfs, "Layers", &ls) &&
+		    json_object_is_type(ls, json_type_array))
+			out->layers = (int)json_object_array_length(ls);
+		json_object_put(im);
+	}
 	return 0;
 }
 
@@ -178,6 +245,17 @@ int docker_snapshot_delete(struct sbx_backend *b, const char *id, int *gone, str
 
 /* ---- templates ----------------------------------------------------------- */
 
+/* An image name as the user gave it: podman stores `sbx/base:latest` as
+ * `docker.io/sbx/base:latest` and `x:1` as `docker.io/library/x:1`. */
+static const char *short_name(const char *tag)
+{
+	if (sbx_str_starts(tag, "docker.io/library/"))
+		return tag + strlen("docker.io/library/");
+	if (sbx_str_starts(tag, "docker.io/"))
+		return tag + strlen("docker.io/");
+	return tag;
+}
+
 int docker_template_list(struct sbx_backend *b, struct sbx_template **out, size_t *n,
 			 struct sbx_err *err)
 {
@@ -197,7 +275,10 @@ int docker_template_list(struct sbx_backend *b, struct sbx_template **out, size_
 			continue;
 		for (size_t t = 0; t < json_object_array_length(tags); t++) {
 			const char *tag = json_object_get_string(json_object_array_get_idx(tags, t));
-			if (!tag || !strcmp(tag, "<none>:<none>") || sbx_str_starts(tag, "sbx-snap:"))
+			if (!tag || !strcmp(tag, "<none>:<none>"))
+				continue;
+			tag = short_name(tag);
+			if (sbx_str_starts(tag, "sbx-snap:"))
 				continue;
 			if (*n == cap) {
 				cap = cap ? 2 * cap : 8;
@@ -234,6 +315,8 @@ int docker_template_get(struct sbx_backend *b, const char *id, struct sbx_templa
 	if (!nm && json_object_object_get_ex(j, "RepoTags", &tags) &&
 	    json_object_is_type(tags, json_type_array) && json_object_array_length(tags))
 		nm = json_object_get_string(json_object_array_get_idx(tags, 0));
+	if (nm)
+		nm = short_name(nm);
 	out->name = sbx_xstrdup(nm ? nm : id);
 	out->kind = sbx_xstrdup(snap ? "snapshot" : "image");
 	const char *created = sbx_json_str(j, "Created");
@@ -242,6 +325,45 @@ int docker_template_get(struct sbx_backend *b, const char *id, struct sbx_templa
 	out->size_bytes = sbx_json_int(j, "Size", -1);
 	json_object_put(j);
 	return 0;
+}
+
+/* POST `path` (an /images/create?fromSrc=- request) with the tar on fd.
+ * The daemon answers 200 and reports failures inside its progress stream
+ * (JSON objects one after another), so the stream is read for "error". */
+static int import_tar(struct sbx_backend *b, const char *op, const char *path, int fd,
+		      struct sbx_err *err)
+{
+	const char *hdr[] = {"Content-Type: application/x-tar", NULL};
+	struct sbx_http_req req = {
+		.method = "POST", .path = path, .headers = hdr, .body_fd = fd, .timeout_ms = -1,
+	};
+	struct sbx_http_resp resp = {0};
+	if (docker_raw_ok(b, op, &req, &resp, err) < 0)
+		return -1;
+	json_tokener *tok = json_tokener_new();
+	const char *p = resp.body ? resp.body : "";
+	const char *end = p + resp.len;
+	int failed = 0;
+	while (p < end && !failed) {
+		while (p < end && isspace((unsigned char)*p))
+			p++;
+		if (p >= end)
+			break;
+		json_object *o = json_tokener_parse_ex(tok, p, (int)(end - p));
+		if (!o)
+			break;
+		p += json_tokener_get_parse_end(tok);
+		const char *e = sbx_json_str(o, "error");
+		if (e) {
+			sbx_fail(err, SBX_INVALID_REQUEST, op, "docker: %s", e);
+			failed = 1;
+		}
+		json_object_put(o);
+		json_tokener_reset(tok);
+	}
+	json_tokener_free(tok);
+	sbx_http_resp_clear(&resp);
+	return failed ? -1 : 0;
 }
 
 /* Import a rootfs tar (from fd, or made from the host folder `dir`) as the
@@ -288,53 +410,152 @@ int docker_template_import(struct sbx_backend *b, const char *name, int fd, cons
 		return sbx_fail(err, SBX_INVALID_REQUEST, "template_import", "no tar stream and no folder");
 	/* body_fd 0 means "none" to http.c: stdin is passed as a dup. */
 	SBX_AUTOCLOSE int body = fd == 0 ? dup(fd) : -1;
-	SBX_AUTOFREE char *qr = sbx_http_escape(repo);
-	SBX_AUTOFREE char *qt = sbx_http_escape(tag);
-	SBX_AUTOFREE char *path = sbx_xasprintf("/images/create?fromSrc=-&repo=%s&tag=%s", qr, qt);
-	const char *hdr[] = {"Content-Type: application/x-tar", NULL};
-	struct sbx_http_req req = {
-		.method = "POST", .path = path, .headers = hdr, .body_fd = fd == 0 ? body : fd,
-		.timeout_ms = -1,
-	};
-	struct sbx_http_resp resp = {0};
-	if (docker_raw(b, "template_import", &req, &resp, err) < 0)
-		return -1;
-	if (resp.status < 200 || resp.status >= 300) {
-		docker_status_err("template_import", &resp, err);
-		sbx_http_resp_clear(&resp);
-		return -1;
-	}
-	/* The progress stream: JSON objects one after another. */
-	json_tokener *tok = json_tokener_new();
-	const char *p = resp.body ? resp.body : "";
-	const char *end = p + resp.len;
-	int failed = 0;
-	while (p < end && !failed) {
-		while (p < end && isspace((unsigned char)*p))
-			p++;
-		if (p >= end)
-			break;
-		json_object *o = json_tokener_parse_ex(tok, p, (int)(end - p));
-		if (!o)
-			break;
-		p += json_tokener_get_parse_end(tok);
-		const char *e = sbx_json_str(o, "error");
-		if (e) {
-			sbx_fail(err, SBX_INVALID_REQUEST, "template_import", "docker: %s", e);
-			failed = 1;
-		}
-		json_object_put(o);
-		json_tokener_reset(tok);
-	}
-	json_tokener_free(tok);
-	sbx_http_resp_clear(&resp);
-	if (failed)
-		return -1;
+	/* repo=R:T and no tag parameter: podman ignores `tag` (and stores
+	 * R:latest); both engines take the tag inside repo. */
 	SBX_AUTOFREE char *ref = sbx_xasprintf("%s:%s", repo, tag);
+	SBX_AUTOFREE char *qr = sbx_http_escape(ref);
+	SBX_AUTOFREE char *path = sbx_xasprintf("/images/create?fromSrc=-&repo=%s", qr);
+	if (import_tar(b, "template_import", path, fd == 0 ? body : fd, err) < 0)
+		return -1;
 	return docker_template_get(b, ref, out, err);
 }
 
 int docker_template_delete(struct sbx_backend *b, const char *id, int *gone, struct sbx_err *err)
 {
 	return image_delete(b, id, "template_delete", 0, gone, err);
+}
+
+/* ---- flatten ------------------------------------------------------------- */
+
+/* The image's Env as `changes=ENV k="v"` parameters (import keeps no
+ * config, commit kept the installer's environment); appended to *q. */
+static int env_changes(json_object *env, char **q, struct sbx_err *err)
+{
+	size_t n = env && json_object_is_type(env, json_type_array) ? json_object_array_length(env) : 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *kv = json_object_get_string(json_object_array_get_idx(env, i));
+		const char *eq = kv ? strchr(kv, '=') : NULL;
+		if (!eq || eq == kv || strpbrk(kv, "\r\n") || strlen(kv) > 4000)
+			return sbx_fail(err, SBX_INVALID_REQUEST, "snapshot_flatten",
+					"an environment entry of the image cannot be carried over");
+		for (const char *c = kv; c < eq; c++)
+			if (!isalnum((unsigned char)*c) && *c != '_')
+				return sbx_fail(err, SBX_INVALID_REQUEST, "snapshot_flatten",
+						"environment name '%.*s' cannot be carried over", (int)(eq - kv), kv);
+		char ins[8200];
+		size_t m = (size_t)snprintf(ins, sizeof(ins), "ENV %.*s=\"", (int)(eq - kv), kv);
+		for (const char *c = eq + 1; *c; c++) {
+			if (*c == '"' || *c == '\\')
+				ins[m++] = '\\';
+			ins[m++] = *c;
+		}
+		ins[m++] = '"';
+		ins[m] = 0;
+		SBX_AUTOFREE char *e = sbx_http_escape(ins);
+		char *nq = sbx_xasprintf("%s&changes=%s", *q, e);
+		free(*q);
+		*q = nq;
+	}
+	return 0;
+}
+
+/* Export the filesystem of a container made (never started) from image
+ * `id` into the unnamed temp file *tmp; the container is removed again
+ * whatever happens. */
+static int export_image(struct sbx_backend *b, const char *id, int *tmp, struct sbx_err *err)
+{
+	json_object *body = json_object_new_object(), *resp = NULL;
+	json_object *ep = json_object_new_array(), *hc = json_object_new_object();
+	json_object_array_add(ep, json_object_new_string("/bin/true"));
+	json_object_object_add(body, "Image", json_object_new_string(id));
+	json_object_object_add(body, "Entrypoint", ep);
+	json_object_object_add(body, "Cmd", json_object_new_array());
+	json_object_object_add(hc, "NetworkMode", json_object_new_string("none"));
+	json_object_object_add(body, "HostConfig", hc);
+	int rc = docker_api(b, "snapshot_flatten", "POST", "/containers/create", body, &resp, err);
+	json_object_put(body);
+	if (rc < 0)
+		return -1;
+	SBX_AUTOFREE char *cid = sbx_xstrdup(sbx_json_str(resp, "Id") ?: "");
+	json_object_put(resp);
+	if (!*cid)
+		return sbx_fail(err, SBX_INTERNAL, "snapshot_flatten", "docker returned no container id");
+	*tmp = open("/tmp", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+	rc = -1;
+	if (*tmp < 0) {
+		sbx_fail_errno(err, SBX_INTERNAL, "snapshot_flatten", "temporary file");
+	} else {
+		SBX_AUTOFREE char *path = sbx_xasprintf("/containers/%s/export", cid);
+		struct sbx_http_req req = {.method = "GET", .path = path, .out_fd = *tmp, .timeout_ms = -1};
+		struct sbx_http_resp hr = {0};
+		rc = docker_raw_ok(b, "snapshot_flatten", &req, &hr, err);
+		sbx_http_resp_clear(&hr);
+		if (rc == 0 && lseek(*tmp, 0, SEEK_SET) < 0)
+			rc = sbx_fail_errno(err, SBX_INTERNAL, "snapshot_flatten", "lseek");
+	}
+	struct sbx_err quiet = {0};
+	SBX_AUTOFREE char *del = sbx_xasprintf("/containers/%s?force=1&v=1", cid);
+	docker_api(b, "snapshot_flatten", "DELETE", del, NULL, NULL, &quiet);
+	return rc;
+}
+
+/* Flatten = the image's whole filesystem as one layer: exported from a
+ * container made from `id`, imported as sbx-snap:<name> with the snapshot
+ * labels and the source's Env (commit keeps it; an import has none).  The
+ * result stands alone (no parent); the source is untouched. */
+int docker_snapshot_flatten(struct sbx_backend *b, const char *id, const char *name,
+			    struct sbx_snapshot_ref *out, struct sbx_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (docker_check_ref(id, "image id", "snapshot_flatten", err) < 0)
+		return -1;
+	SBX_AUTOFREE char *ipath = sbx_xasprintf("/images/%s/json", id);
+	json_object *src;
+	if (docker_api(b, "snapshot_flatten", "GET", ipath, NULL, &src, err) < 0)
+		return -1;
+	json_object *env = NULL;
+	json_object_object_get_ex(sbx_json_obj(src, "Config"), "Env", &env);
+	SBX_AUTOFREE char *gen = NULL;
+	if (!name || !*name) {
+		char rnd[17];
+		if (sbx_random_hex(rnd, 8, err) < 0) {
+			json_object_put(src);
+			return -1;
+		}
+		name = gen = sbx_xasprintf("flat-%s", rnd);
+	}
+	json_object *labels = json_object_new_object();
+	json_object_object_add(labels, DOCKER_LABEL_SNAPSHOT, json_object_new_string("1"));
+	json_object_object_add(labels, DOCKER_LABEL_SNAPSHOT_NAME, json_object_new_string(name));
+	json_object_object_add(labels, DOCKER_LABEL_SNAPSHOT_PARENT, json_object_new_string(""));
+	char *changes = commit_changes(labels, err);
+	json_object_put(labels);
+	int rc = changes ? env_changes(env, &changes, err) : -1;
+	json_object_put(src);
+	SBX_AUTOFREE char *ch = changes;
+	if (rc < 0)
+		return -1;
+	SBX_AUTOCLOSE int tmp = -1;
+	if (export_image(b, id, &tmp, err) < 0)
+		return -1;
+	SBX_AUTOFREE char *tag = tag_of(name);
+	SBX_AUTOFREE char *ref = sbx_xasprintf("sbx-snap:%s", tag);
+	SBX_AUTOFREE char *qr = sbx_http_escape(ref);
+	SBX_AUTOFREE char *path = sbx_xasprintf("/images/create?fromSrc=-&repo=%s%s", qr, ch);
+	if (import_tar(b, "snapshot_flatten", path, tmp, err) < 0)
+		return -1;
+	SBX_AUTOFREE char *rpath = sbx_xasprintf("/images/%s/json", ref);
+	json_object *im;
+	if (docker_api(b, "snapshot_flatten", "GET", rpath, NULL, &im, err) < 0)
+		return -1;
+	const char *iid = sbx_json_str(im, "Id");
+	out->id = !iid ? sbx_xstrdup("") : strchr(iid, ':') ? sbx_xstrdup(iid) : sbx_xasprintf("sha256:%s", iid);
+	out->name = sbx_xstrdup(name);
+	out->created_at = sbx_now_ms() / 1000;
+	out->size_bytes = sbx_json_int(im, "Size", -1);
+	out->layers = 1;
+	json_object_put(im);
+	if (!*out->id)
+		return sbx_fail(err, SBX_INTERNAL, "snapshot_flatten", "the flattened image has no id");
+	return 0;
 }

@@ -12,6 +12,8 @@ int docker_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const 
 int docker_snapshot_list(struct sbx_backend *b, const char *page_token,
 			 struct sbx_snapshot_ref **out, size_t *n, char **next, struct sbx_err *err);
 int docker_snapshot_delete(struct sbx_backend *b, const char *id, int *gone, struct sbx_err *err);
+int docker_snapshot_flatten(struct sbx_backend *b, const char *id, const char *name,
+			    struct sbx_snapshot_ref *out, struct sbx_err *err);
 int docker_template_list(struct sbx_backend *b, struct sbx_template **out, size_t *n,
 			 struct sbx_err *err);
 int docker_template_get(struct sbx_backend *b, const char *id, struct sbx_template *out,

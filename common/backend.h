@@ -170,6 +170,7 @@ enum sbx_cap {
 	SBX_CAP_IDLE_KILL   = 1 << 10,   /* idle sandboxes are killed, not paused */
 	SBX_CAP_INSTALL     = 1 << 11,   /* exec as root */
 	SBX_CAP_PROCESS     = 1 << 12,   /* detached processes: proc_* below */
+	SBX_CAP_FLATTEN     = 1 << 13,   /* snapshot_flatten: one layer instead of a chain */
 	SBX_CAP_HOST_LOCAL  = 1 << 16,   /* sandboxes live on the host that made them (host.h) */
 };
 /* Names for documents and `sbx-ctl caps`: {"exec": true, ...}. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# suite: docker
 # The docker backend through the programs, against a real dockerd.
 #
 # Uses the daemon DOCKER_HOST names when it answers; otherwise, as root with
@@ -274,6 +275,10 @@ fresh() { sbx-create --label "$BATS_RUN_LABEL" "$@"; }
 @test "egress is off: only lo, and asking for internet without a bridge is refused" {
 	run inx -- ls /sys/class/net
 	assert_equal "$(jqo .exec.stdout)" "lo"
+	# podman answers for its own default network as `bridge`: there the
+	# request is not refused up front (docs/docker.md, #11).
+	curl -sf -o /dev/null --unix-socket "${DOCKER_HOST#unix://}" http://d/v1.41/networks/bridge &&
+		skip "the engine has a bridge network"
 	run fresh --allow-internet
 	assert_failure 69
 	assert_output --partial unsupported

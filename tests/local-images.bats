@@ -6,6 +6,7 @@
 # that shares the root filesystem (see the last tests).
 
 load lib/helpers
+load lib/images
 
 setup_file() {
 	sbx_setup_file
@@ -22,8 +23,6 @@ teardown_file() {
 }
 
 IMAGES() { echo "$SBX_STATE_DIR/local/images"; }
-# jq on the documents of the last `run` (stderr lines interleave there).
-jqd() { printf '%s\n' "$output" | grep '^{' | jq -r "$@"; }
 
 # new_sb TEMPLATE -> path of a file holding the sandbox's document.
 new_sb() {
@@ -32,20 +31,6 @@ new_sb() {
 	sbx-create --template "$1" >"$f" || return 1
 	cat "$f" >>"$SBX_LIST"
 	echo "$f"
-}
-# sb DOC [--root] CMD...: run a command in the sandbox, raw output and status.
-sb() {
-	local doc=$1
-	shift
-	sbx-exec --raw "$@" <"$doc"
-}
-sb_kill() { sbx-ctl kill <"$1" >/dev/null; }
-# snap DOC [ARGS...]: take a snapshot; sets SID and SNAPDOC (its document).
-snap() {
-	local doc=$1
-	shift
-	SNAPDOC=$(sbx-snap "$@" <"$doc") || return 1
-	SID=$(printf '%s\n' "$SNAPDOC" | jq -r .snapshot.id)
 }
 # The tree as its processes see it: names, types, modes, owners, sizes,
 # file mtimes and contents, one line each, sorted.  (Directory mtimes are

@@ -31,24 +31,14 @@ assert_no_trace() {
 	! grep -qs "$id" /proc/[0-9]*/mountinfo
 }
 
-@test "create: a running sandbox with its labels, listed and filterable" {
+# (create, list and filter on every backend: lifecycle.bats)
+@test "create: the local id format, the host template, the record on disk carries the labels" {
 	run sbx-create --label team=blue --label purpose=t1
 	assert_success
 	local id
 	id=$(jqo .sandbox.id)
 	[[ "$id" =~ ^sb-[0-9a-f]{12}$ ]]
-	[ "$(jqo .sandbox.state)" = "running" ]
-	[ "$(jqo .sandbox.backend)" = "local" ]
 	[ "$(jqo .sandbox.template)" = "host" ]
-	[ "$(jqo .sandbox.metadata.team)" = "blue" ]
-	run sbx-ls --label team=blue --label purpose=t1
-	[ "$(jqo .sandbox.id)" = "$id" ]
-	run sbx-ls --label team=red
-	[ -z "$output" ]
-	run sbx-ls --state paused
-	[[ "$output" != *"$id"* ]]
-	run sbx-ls --state running
-	[[ "$output" == *"$id"* ]]
 	# The record on disk carries the metadata.
 	[ "$(jq -r .metadata.team "$SBX_STATE_DIR/local/sandboxes/$id/sandbox.json")" = "blue" ]
 }

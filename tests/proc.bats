@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# suite: local docker
 # sbx-proc: detached processes.  A process started before a pause still
 # runs after the resume, is listed, takes stdin and is killed (E2B's
 # semantics); its output is kept and followed; bad handles are not_found;

@@ -1,8 +1,12 @@
 #!/usr/bin/env bats
+# suite: local
 # sbx-snap --clean-scratch: portable (busybox images as well as Debian's),
 # clears what the install left in the package managers' lists and caches,
 # never leaves the installer without /workspace/input and output (a full
-# disk included), and a failure says what failed first.
+# disk included), and a failure says what failed first.  A local suite: the
+# apt lists come from the host template, the full disk is a small state dir
+# (the busybox pipeline with --clean-scratch runs on every backend in
+# skills.bats).
 
 load lib/helpers
 load lib/skills

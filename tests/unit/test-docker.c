@@ -33,7 +33,9 @@
 static struct sbx_backend *B;
 static char run_label[40];
 
-static int daemon_ready(void)
+/* The HTTP status of GET `path` on the engine at DOCKER_HOST (unix://
+ * only), 0 when it cannot be asked. */
+static int engine_status(const char *path)
 {
 	const char *h = getenv("DOCKER_HOST");
 	if (!h || strncmp(h, "unix://", 7) != 0)
@@ -43,12 +45,24 @@ static int daemon_ready(void)
 	struct sbx_err e = {0};
 	if (sbx_http_open(&o, &http, &e) < 0)
 		return 0;
-	struct sbx_http_req rq = {.method = "GET", .path = "/v1.41/images/sbx/base:latest/json"};
+	struct sbx_http_req rq = {.method = "GET", .path = path};
 	struct sbx_http_resp rs = {0};
-	int ok = sbx_http_do(http, &rq, &rs, &e) == 0 && rs.status == 200;
+	int st = sbx_http_do(http, &rq, &rs, &e) == 0 ? rs.status : 0;
 	sbx_http_resp_clear(&rs);
 	sbx_http_close(http);
-	return ok;
+	return st;
+}
+
+static int daemon_ready(void)
+{
+	return engine_status("/v1.41/images/sbx/base:latest/json") == 200;
+}
+
+/* GET /networks/bridge answers: the engine can give egress (podman
+ * answers with its default network even with no plugin to set it up). */
+static int engine_has_bridge(void)
+{
+	return engine_status("/v1.41/networks/bridge") == 200;
 }
 
 static int sh(struct sbx_sandbox *sb, int as_root, const char *cmd, struct sbx_exec_result *r)
@@ -313,6 +327,38 @@ static int in_templates(const char *id)
 	return found;
 }
 
+/* snapshot_flatten: one layer, the same files, the source's Env, listed
+ * as a snapshot under its name, never a template; deletable on its own. */
+static void test_flatten(const struct sbx_snapshot_ref *src, const char *name)
+{
+	struct sbx_err e = {0};
+	struct sbx_snapshot_ref fl = {0};
+	char fname[96];
+	snprintf(fname, sizeof(fname), "%s-flat", name);
+	ok(B->ops->snapshot_flatten(B, src->id, fname, &fl, &e) == 0, "snapshot_flatten (%s)", e.msg);
+	ok(fl.id && !strncmp(fl.id, "sha256:", 7) && strcmp(fl.id, src->id), "a new image id");
+	is_int(fl.layers, 1, "flattened: one layer");
+	struct sbx_snapshot_ref *v;
+	size_t n;
+	int found = 0;
+	ok(B->ops->snapshot_list(B, NULL, &v, &n, NULL, &e) == 0, "snapshot_list");
+	for (size_t i = 0; i < n; i++)
+		found |= !strcmp(v[i].id, fl.id) && v[i].name && !strcmp(v[i].name, fname);
+	sbx_snapshot_refs_free(v, n);
+	ok(found, "the flattened image is a snapshot, listed with its name");
+	is_int(in_templates(fl.id), 0, "... and not a template");
+	struct sbx_sandbox s3 = {0};
+	ok(make(&s3, fl.id, NULL, NULL, 0) == 0, "create from the flattened image");
+	is_str(out_of(&s3, 0, "cat /opt/sbx/skills/marker"), "skill", "it has the source's files");
+	int gone = 0;
+	ok(B->ops->remove(B, s3.id, &gone, &e) == 0, "remove it");
+	ok(B->ops->snapshot_delete(B, fl.id, &gone, &e) == 0 && !gone, "delete the flattened image");
+	sbx_sandbox_clear(&s3);
+	free(fl.id);
+	free(fl.name);
+	free(fl.parent);
+}
+
 static void test_snapshots(struct sbx_sandbox *sb)
 {
 	struct sbx_err e = {0};
@@ -339,6 +385,15 @@ static void test_snapshots(struct sbx_sandbox *sb)
 	is_str(out_of(&s2, 0, "cat /opt/sbx/skills/marker"), "skill", "the new sandbox sees the file");
 	ok(!sbx_json_str(s2.metadata, "unit.case") && !sbx_json_str(s2.metadata, "sbx.snapshot"),
 	   "no labels leak from the source sandbox or the snapshot image");
+	/* podman's Config.Image is the image's name, not the id create got;
+	 * the skill install's "stands on the current image" check needs it. */
+	is_str(s2.template_id, ref.id, "a sandbox from a snapshot names the snapshot id as its template");
+	struct sbx_sandbox g2 = {0};
+	ok(B->ops->get(B, s2.id, &g2, &e) == 0 && g2.template_id && !strcmp(g2.template_id, ref.id),
+	   "... and so does get");
+	sbx_sandbox_clear(&g2);
+	ok(ref.layers >= 2 && ref.size_bytes > 0, "the snapshot reports its layers and size");
+	test_flatten(&ref, name);
 	int gone = 0;
 	ok(B->ops->snapshot_delete(B, ref.id, &gone, &e) < 0 && e.kind == SBX_CONFLICT,
 	   "deleting a snapshot in use: conflict");
@@ -478,8 +533,11 @@ int main(void)
 	ok(B->ops->create(B, &bad, &x, &e) < 0 && e.kind == SBX_INVALID_REQUEST,
 	   "a missing template is invalid_request (%s)", e.msg);
 	struct sbx_create_req net = {.net.allow_internet = 1};
-	ok(B->ops->create(B, &net, &x, &e) < 0 && e.kind == SBX_UNSUPPORTED,
-	   "egress without a bridge network: unsupported");
+	if (engine_has_bridge())   /* podman answers for its own network */
+		ok(1, "# SKIP the engine has a bridge network: egress is not refused");
+	else
+		ok(B->ops->create(B, &net, &x, &e) < 0 && e.kind == SBX_UNSUPPORTED,
+		   "egress without a bridge network: unsupported");
 	struct sbx_create_req pz = {.timeout = {.seconds = 60, .on_timeout_pause = 1}};
 	ok(B->ops->create(B, &pz, &x, &e) < 0 && e.kind == SBX_UNSUPPORTED,
 	   "pause-on-idle: unsupported (idle policy is kill)");

@@ -1,0 +1,19 @@
+# tests/lib/images.bash - what the template and snapshot tests share
+# (images.bats, local-images.bats).  Load after lib/helpers.
+
+# jq on the documents of the last `run` (stderr lines interleave there).
+jqd() { printf '%s\n' "$output" | grep '^{' | jq -r "$@"; }
+# sb DOC [--root] CMD...: run a command in the sandbox, raw output and status.
+sb() {
+	local doc=$1
+	shift
+	sbx-exec --raw "$@" <"$doc"
+}
+sb_kill() { sbx-ctl kill <"$1" >/dev/null; }
+# snap DOC [ARGS...]: take a snapshot; sets SID and SNAPDOC (its document).
+snap() {
+	local doc=$1
+	shift
+	SNAPDOC=$(sbx-snap "$@" <"$doc") || return 1
+	SID=$(printf '%s\n' "$SNAPDOC" | jq -r .snapshot.id)
+}
