@@ -594,6 +594,28 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
 	*con_cls = NULL;
 }
 
+/* URL and query unescaping for MHD: %XX decoded, except %00, which stays
+ * as it is (three literal bytes), so that a NUL can never cut an id or a
+ * path short: "sb-x%00y" is an invalid id, not "sb-x". */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	(void)cls;
+	(void)c;
+	char *w = s;
+	for (char *r = s; *r; r++) {
+		unsigned v;
+		if (r[0] == '%' && isxdigit((unsigned char)r[1]) && isxdigit((unsigned char)r[2]) &&
+		    sscanf(r + 1, "%2x", &v) == 1 && v != 0) {
+			*w++ = (char)v;
+			r += 2;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = '\0';
+	return (size_t)(w - s);
+}
+
 /* ---- listen, start, stop ---- */
 
 static int listen_on(const char *addr, int *fd, unsigned *port, struct sbx_err *err)
@@ -744,6 +766,7 @@ int sbx_serve_start(const struct sbx_serve_cfg *cfg, struct sbx_serve **out, str
 				MHD_OPTION_CONNECTION_LIMIT, s->cfg.max_conns,
 				MHD_OPTION_CONNECTION_TIMEOUT, s->cfg.client_timeout_s,
 				MHD_OPTION_NOTIFY_COMPLETED, on_done, s,
+				MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
 				MHD_OPTION_ARRAY, cert ? tls : tls + 2,
 				MHD_OPTION_END);
 	if (key)
