@@ -43,6 +43,8 @@ UNIT_SRC := $(wildcard tests/unit/test-*.c)
 UNITS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 # The sandbox init (local backend): a libexec program, not for users.
 INIT     := $(BUILD)/libexec/sbx/sbx-init
+# The supervisor of a detached process (local backend), libc only too.
+PROCD    := $(BUILD)/libexec/sbx/sbx-procd
 MAN_SRC  := $(wildcard man/*.scd)
 MANS     := $(MAN_SRC:man/%.scd=$(BUILD)/man/%)
 LIB      := $(BUILD)/libsbx.a
@@ -51,7 +53,7 @@ LIB      := $(BUILD)/libsbx.a
 LINKLIB  := -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
 
 .PHONY: deps all check check-vm bench demo fuzz install clean man unit completions
-all: $(PROGS) $(INIT) $(UNITS) man
+all: $(PROGS) $(INIT) $(PROCD) $(UNITS) man
 
 # The backend boundary, enforced by the compiler: only backends (and the
 # unit tests of their internals) see backends/ on the include path, so a
@@ -87,6 +89,11 @@ $(INIT): libexec/sbx-init.c backends/local-init.h
 	@mkdir -p $(dir $@) $(BUILD)/obj/libexec
 	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends -MF $(BUILD)/obj/libexec/sbx-init.d \
 	  -static -o $@ libexec/sbx-init.c
+
+$(PROCD): libexec/sbx-procd.c backends/local-proc.h
+	@mkdir -p $(dir $@) $(BUILD)/obj/libexec
+	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends -MF $(BUILD)/obj/libexec/sbx-procd.d \
+	  -static -o $@ libexec/sbx-procd.c
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 	@mkdir -p $(dir $@)
@@ -137,7 +144,7 @@ install: all
 	  $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
 	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 755 $(INIT) $(DESTDIR)$(PREFIX)/libexec/sbx/
+	install -m 755 $(INIT) $(PROCD) $(DESTDIR)$(PREFIX)/libexec/sbx/
 	for m in $(MANS); do case $$m in *.7) d=man7;; *) d=man1;; esac; \
 	  install -m 644 $$m $(DESTDIR)$(PREFIX)/share/man/$$d/; done
 	for f in completions/bash/*; do install -m 644 $$f $(DESTDIR)$(PREFIX)/share/bash-completion/completions/; done

@@ -135,6 +135,11 @@ struct local_init_cfg {
  * failed (-1; the init is gone or going; remove cleans what is left). */
 int local_init_start(const struct local_init_cfg *c, pid_t *pid, struct sbx_err *err);
 
+/* An O_PATH fd on <dir of /proc/self/exe>/../libexec/sbx/<name> (sbx-init,
+ * sbx-procd): the helpers of the same installation as the running
+ * program, never one an environment names.  Missing: unavailable. */
+int local_libexec_open(const char *name, const char *op, struct sbx_err *err);
+
 /* Idle-timer policy file the init reads on SIGHUP: "SECONDS PAUSE AUTORESUME". */
 int local_policy_write(const char *dir, const struct sbx_timeout_policy *t,
 		       struct sbx_err *err);

@@ -42,6 +42,7 @@
 #include "local-devices.h"
 #include "local-hostview.h"
 #include "local-image.h"
+#include "local-procs.h"
 #include "local-quota.h"
 #include "local-seccomp.h"
 #include "fault.h"
@@ -1385,7 +1386,7 @@ static unsigned local_caps(struct sbx_backend *b)
 	(void)b;
 	return SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_PAUSE | SBX_CAP_SNAPSHOTS |
 	       SBX_CAP_METADATA | SBX_CAP_LIST | SBX_CAP_TEMPLATES | SBX_CAP_TIMEOUT |
-	       SBX_CAP_INSTALL;
+	       SBX_CAP_INSTALL | SBX_CAP_PROCESS;
 }
 
 static int local_health(struct sbx_backend *b, struct sbx_err *err)
@@ -1435,6 +1436,11 @@ const struct sbx_backend_ops sbx_backend_local = {
 	.pause = local_pause,
 	.set_timeout = local_set_timeout,
 	.exec = local_exec,
+	.proc_start = local_proc_start,
+	.proc_list = local_proc_list,
+	.proc_signal = local_proc_signal,
+	.proc_input = local_proc_input,
+	.proc_output = local_proc_output,
 	.file_write = local_file_write,
 	.file_read = local_file_read,
 	.file_list = local_file_list,
