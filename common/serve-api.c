@@ -197,6 +197,30 @@ static int string_map(json_object *m, const char *what, int no_sbx, struct sbx_e
 	return 0;
 }
 
+/* Cube's spellings (cube-wire.md §2.3): lifecycle {onTimeout, autoResume}
+ * (or on_timeout / auto_resume) wins over the flat autoPause; auto_pause,
+ * a bare autoResume/auto_resume bool, and "envs" for envVars. */
+static void cube_create_fields(json_object *in, json_object **env, int *pause, int *resume)
+{
+	json_object *v;
+	if (!*env)
+		*env = sbx_json_obj(in, "envs");
+	if (json_object_object_get_ex(in, "auto_pause", &v))
+		*pause = json_object_get_boolean(v);
+	if ((json_object_object_get_ex(in, "autoResume", &v) || json_object_object_get_ex(in, "auto_resume", &v)) &&
+	    json_object_is_type(v, json_type_boolean))
+		*resume = json_object_get_boolean(v);
+	json_object *lc = sbx_json_obj(in, "lifecycle");
+	if (lc) {
+		const char *on = sbx_json_str(lc, "onTimeout") ? sbx_json_str(lc, "onTimeout")
+							     : sbx_json_str(lc, "on_timeout");
+		if (on)
+			*pause = !strcmp(on, "pause");
+		if (json_object_object_get_ex(lc, "autoResume", &v) || json_object_object_get_ex(lc, "auto_resume", &v))
+			*resume = json_object_get_boolean(v);
+	}
+}
+
 /* Live sandboxes of the team (for the per-key limit). */
 static int team_count(const struct serve_req *r, struct sbx_backend *b, size_t *n,
 		      struct sbx_err *err);
@@ -213,9 +237,12 @@ static int create(const struct serve_req *r, struct serve_out *o, int v2)
 	json_object *net = sbx_json_obj(in, "network");
 	int64_t timeout = sbx_json_int(in, "timeout", v2 ? 300 : 15);
 	json_object *ar = sbx_json_obj(in, "autoResume");
+	int auto_pause = sbx_json_bool(in, "autoPause", 0);
+	int auto_resume = ar ? sbx_json_bool(ar, "enabled", 0) : 0;
+	if (r->cfg->flavor == SBX_SERVE_CUBE)
+		cube_create_fields(in, &env, &auto_pause, &auto_resume);
 	struct sbx_create_req req = {
-		.timeout = {.seconds = timeout, .on_timeout_pause = sbx_json_bool(in, "autoPause", 0),
-			    .auto_resume = ar ? sbx_json_bool(ar, "enabled", 0) : 0},
+		.timeout = {.seconds = timeout, .on_timeout_pause = auto_pause, .auto_resume = auto_resume},
 		.net = {.allow_internet = sbx_json_bool(in, "allow_internet_access",
 							r->cfg->profile->allow_internet),
 			.allow_public = net ? sbx_json_bool(net, "allowPublicTraffic", 1) : 1,
@@ -229,7 +256,10 @@ static int create(const struct serve_req *r, struct serve_out *o, int v2)
 		req.template_id = tpl;
 	int rc = -1;
 	size_t have = 0;
-	if (timeout <= 0)
+	int cube = r->cfg->flavor == SBX_SERVE_CUBE;
+	if (cube && timeout == -1)
+		timeout = 0;                         /* Cube: -1 is never */
+	if (timeout <= 0 && !(cube && timeout == 0 && sbx_json_int(in, "timeout", 1) == -1))
 		sbx_fail(&err, SBX_INVALID_REQUEST, "create", "Timeout must be greater than 0");
 	else if (strlen(tpl) > 256 || strchr(tpl, '\n'))
 		sbx_fail(&err, SBX_INVALID_REQUEST, "create", "Invalid template ID");
@@ -259,7 +289,7 @@ static int create(const struct serve_req *r, struct serve_out *o, int v2)
 					.auto_resume = req.timeout.auto_resume,
 					.allow_public = req.net.allow_public};
 		snprintf(rec.team, sizeof(rec.team), "%s", r->team);
-		rec.end_at_ms = rec.started_at_ms + timeout * 1000;
+		rec.end_at_ms = timeout ? rec.started_at_ms + timeout * 1000 : 0;
 		rec.alias = sbx_xstrdup(tpl);
 		json_object *out;
 		if (serve_rec_save(r->serve_dir, sb.id, &rec, &err) < 0 ||
@@ -439,10 +469,11 @@ static int list(const struct serve_req *r, struct serve_out *o, int v2)
 		states |= 1u << SBX_STATE_PAUSED;
 	if (v2 && st && *st && !strstr(st, "running"))
 		states &= ~(1u << SBX_STATE_RUNNING);
-	long limit = v2 ? strtol(serve_query(r, "limit") ? serve_query(r, "limit") : "100", NULL, 10) : 0;
 	int cube = r->cfg->flavor == SBX_SERVE_CUBE;
-	if (v2 && (limit < 1 || limit > (cube ? 200 : 100)))
-		limit = limit < 1 ? (cube ? 200 : 100) : (cube ? 200 : 100);
+	long limit = v2 ? strtol(serve_query(r, "limit") ? serve_query(r, "limit") : "100", NULL, 10)
+			: cube ? 200 : 0;      /* Cube caps v1 at 200 */
+	if (v2 && (limit < 1 || limit > 100))
+		limit = 100;
 	int64_t tc = 0;
 	char tid[80] = "";
 	const char *next = v2 && !cube ? serve_query(r, "nextToken") : NULL;
@@ -497,7 +528,7 @@ static int list(const struct serve_req *r, struct serve_out *o, int v2)
 		sent++;
 		last = sb;
 	}
-	if (more && last) {
+	if (more && last && !cube) {
 		char *t = page_token(last);
 		serve_out_header(o, "X-Next-Token", "%s", t);
 		free(t);
@@ -577,7 +608,7 @@ static int one(const struct serve_req *r, struct serve_out *o, const char *id, c
 				rc = set_end(r, b, &sb, &rec, t, &err);
 			if (rc == 0)
 				rc = sandbox_json(r, &sb, &rec, &out, &err);
-			status = was_paused ? 201 : 200;
+			status = was_paused && r->cfg->flavor != SBX_SERVE_CUBE ? 201 : 200;
 		}
 	} else if (post && !strcmp(op, "timeout")) {
 		rc = set_end(r, b, &sb, &rec, sbx_json_int(in, "timeout", 0), &err);
@@ -600,8 +631,8 @@ static int one(const struct serve_req *r, struct serve_out *o, const char *id, c
 			out = json_object_new_object();
 			sbx_json_set_str(out, "snapshotID", ref.id);
 			json_object *names = json_object_new_array();
-			if (name)
-				json_object_array_add(names, json_object_new_string(name));
+			if (name || r->cfg->flavor == SBX_SERVE_CUBE)   /* Cube echoes the id */
+				json_object_array_add(names, json_object_new_string(name ? name : ref.id));
 			json_object_object_add(out, "names", names);
 			status = 201;
 		}
@@ -638,6 +669,8 @@ int serve_api(const struct serve_req *r, struct serve_out *o)
 		p += 3;
 	}
 	if (!strcmp(p, "/sandboxes")) {
+		if (v2 && !strcmp(m, "POST") && r->cfg->flavor == SBX_SERVE_CUBE)
+			return serve_reply_error(o, 405, "method not allowed");   /* Cube has no v2 create */
 		if (!strcmp(m, "POST"))
 			return create(r, o, v2);
 		if (!strcmp(m, "GET"))

@@ -140,9 +140,20 @@ int serve_api_snapshots(const struct serve_req *r, struct serve_out *o)
 	struct sbx_backend *b = NULL;
 	const char *want = serve_query(r, "sandboxID");
 	const char *next = serve_query(r, "nextToken");
-	long limit = strtol(serve_query(r, "limit") ? serve_query(r, "limit") : "100", NULL, 10);
+	int cube = r->cfg->flavor == SBX_SERVE_CUBE;
+	const char *lq = serve_query(r, "limit");
+	long limit = lq ? strtol(lq, NULL, 10) : cube ? 20 : 100;
 	if (limit < 1 || limit > 100)
 		limit = 100;
+	/* Cube: the token is a stringified offset into the listing. */
+	long skip = 0;
+	if (cube && next && *next) {
+		char *end;
+		skip = strtol(next, &end, 10);
+		if (*end || skip < 0)
+			return serve_reply_error(o, 500, "invalid next token");
+		next = NULL;
+	}
 	if (serve_open_backend(r, &b, &err) < 0)
 		return serve_reply_err(o, &err);
 	struct sbx_snapshot_ref *all = NULL;
@@ -171,7 +182,7 @@ int serve_api_snapshots(const struct serve_req *r, struct serve_out *o)
 	free(tok);
 	qsort(all, na, sizeof(*all), ref_cmp);
 	json_object *arr = json_object_new_array();
-	size_t sent = 0;
+	size_t sent = 0, skipped = 0;
 	const char *last = NULL;
 	int more = 0;
 	for (size_t i = 0; i < na; i++) {
@@ -180,6 +191,11 @@ int serve_api_snapshots(const struct serve_req *r, struct serve_out *o)
 			continue;
 		if ((want && strcmp(want, sb)) || (next && *next && strcmp(all[i].id, next) <= 0))
 			continue;
+		if (skip > 0) {
+			skip--;
+			skipped++;
+			continue;
+		}
 		if (sent == (size_t)limit) {
 			more = 1;
 			break;
@@ -187,14 +203,16 @@ int serve_api_snapshots(const struct serve_req *r, struct serve_out *o)
 		json_object *j = json_object_new_object();
 		sbx_json_set_str(j, "snapshotID", all[i].id);
 		json_object *names = json_object_new_array();
-		if (all[i].name)
-			json_object_array_add(names, json_object_new_string(all[i].name));
+		if (all[i].name || cube)
+			json_object_array_add(names, json_object_new_string(all[i].name ? all[i].name : all[i].id));
 		json_object_object_add(j, "names", names);
 		json_object_array_add(arr, j);
 		sent++;
 		last = all[i].id;
 	}
-	if (more && last)
+	if (more && last && cube)
+		serve_out_header(o, "x-next-token", "%zu", skipped + sent);
+	else if (more && last)
 		serve_out_header(o, "X-Next-Token", "%s", last);
 	serve_reply_json(o, 200, arr);
 	sbx_snapshot_refs_free(all, na);

@@ -268,3 +268,46 @@ teardown_file() {
 	run grep -F -e "$SERVE_KEY" -e "$TOK" "$SBX_TEST_DIR/serve-main.log"
 	assert_failure
 }
+
+@test "--flavor cube: Cube's create fields, no v2 create, names echoed, offset tokens, v2 list unpaged" {
+	serve_start cube --flavor cube
+	local url=$SERVE_URL_cube hdr
+	hdr=$(mktemp)
+	cube() { local m=$1 p=$2; shift 2; curl -sS -X "$m" "$url$p" -H "X-API-Key: $SERVE_KEY" -w '\nHTTP %{http_code}\n' "$@"; }
+	run cube POST /v2/sandboxes -d '{}'
+	assert_equal "$(status)" 405
+	run cube POST /sandboxes -d '{"templateID":"base","timeout":-1,"allow_internet_access":false,"lifecycle":{"on_timeout":"pause","auto_resume":true},"envs":{"CUBE":"1"},"metadata":{"c":"1"}}'
+	assert_equal "$(status)" 201
+	local id
+	id=$(body | jq -r .sandboxID)
+	run cube GET "/sandboxes/$id"
+	assert_equal "$(body | jq -c .lifecycle)" '{"autoResume":true,"onTimeout":"pause"}'
+	run sbx-exec --id "$id" -- sh -c 'echo $CUBE'
+	assert_equal "$(jqo .exec.stdout)" 1
+	run cube POST "/sandboxes/$id/snapshots" -d '{}'
+	assert_equal "$(status)" 201
+	local s1
+	s1=$(body | jq -r .snapshotID)
+	assert_equal "$(body | jq -r '.names[0]')" "$s1"
+	run cube POST "/sandboxes/$id/snapshots" -d '{"name":"second"}'
+	assert_equal "$(body | jq -r '.names[0]')" second
+	local s2
+	s2=$(body | jq -r .snapshotID)
+	run curl -sS -D "$hdr" -H "X-API-Key: $SERVE_KEY" "$url/snapshots?sandboxID=$id&limit=1"
+	assert_equal "$(printf '%s' "$output" | jq length)" 1
+	grep -qi '^x-next-token: 1' "$hdr"
+	run curl -sS -D "$hdr" -H "X-API-Key: $SERVE_KEY" "$url/snapshots?sandboxID=$id&limit=1&nextToken=1"
+	assert_equal "$(printf '%s' "$output" | jq length)" 1
+	run ! grep -qi '^x-next-token' "$hdr"
+	run cube DELETE "/templates/$s1"
+	assert_equal "$(status)" 204
+	run cube DELETE "/templates/$s1"
+	assert_equal "$(status)" 404
+	cube DELETE "/templates/$s2" >/dev/null
+	# /v2/sandboxes: no paging header, whatever the limit
+	cube POST /sandboxes -d '{"templateID":"base","metadata":{"c":"1"}}' >/dev/null
+	run curl -sS -D "$hdr" -H "X-API-Key: $SERVE_KEY" "$url/v2/sandboxes?limit=1"
+	run ! grep -qi '^x-next-token' "$hdr"
+	rm -f "$hdr"
+	serve_stop cube
+}
