@@ -12,7 +12,7 @@ bats_require_minimum_version 1.5.0
 
 setup_file() {
 	sbx_setup_file
-	serve_start main --client-timeout 2s --max-body 64K
+	serve_start main --client-timeout 2s --max-body 64K --domain sbx.test
 	serve_start small --max-sandboxes 1
 	local out
 	out=$(api POST /v2/sandboxes -d '{"metadata":{"suite":"serve"}}')
@@ -310,4 +310,46 @@ teardown_file() {
 	run ! grep -qi '^x-next-token' "$hdr"
 	rm -f "$hdr"
 	serve_stop cube
+}
+
+@test "inbound: a web server in a sandbox is reached through PORT-ID.DOMAIN; a closed port is 502" {
+	sbx-exec --id "$SB" -- sh -c 'mkdir -p /workspace/www && echo hello-web >/workspace/www/index.txt' >/dev/null
+	sbx-proc --id "$SB" start -- python3 -m http.server 8000 --bind 127.0.0.1 --directory /workspace/www >/dev/null
+	local i
+	for i in $(seq 1 100); do
+		sbx-exec --id "$SB" -- python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8000))' |
+			jq -e '.exec.exit_code == 0' >/dev/null && break
+		sleep 0.1
+	done
+	run curl -sS -w '\nHTTP %{http_code}\n' -H "Host: 8000-$SB.sbx.test" "$SERVE_URL/index.txt?x=a%20b"
+	assert_equal "$(status)" 200
+	assert_equal "$(body)" hello-web
+	run curl -sS -w '\nHTTP %{http_code}\n' -H "Host: 8001-$SB.sbx.test" "$SERVE_URL/"
+	assert_equal "$(status)" 502
+	assert_equal "$(body | jq -c '[.sandboxId, .port, .code]')" "[\"$SB\",8001,502]"
+	# the host never got a listener: the relay ran inside the sandbox
+	run ss -ltn 'sport = :8000'
+	refute_output --partial 127.0.0.1:8000
+}
+
+@test "inbound: a sandbox without public traffic needs its traffic token" {
+	run api POST /v2/sandboxes -d '{"network":{"allowPublicTraffic":false}}'
+	local id tt
+	id=$(body | jq -r .sandboxID)
+	tt=$(body | jq -r .trafficAccessToken)
+	assert_equal "${#tt}" 64
+	sbx-proc --id "$id" start -- python3 -m http.server 8000 --bind 127.0.0.1 --directory /etc >/dev/null
+	local i
+	for i in $(seq 1 100); do
+		sbx-exec --id "$id" -- python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8000))' |
+			jq -e '.exec.exit_code == 0' >/dev/null && break
+		sleep 0.1
+	done
+	run curl -sS -w '\nHTTP %{http_code}\n' -H "Host: 8000-$id.sbx.test" "$SERVE_URL/hostname"
+	assert_equal "$(status)" 403
+	run curl -sS -w '\nHTTP %{http_code}\n' -H "Host: 8000-$id.sbx.test" -H "e2b-traffic-access-token: $TOK" "$SERVE_URL/hostname"
+	assert_equal "$(status)" 403
+	run curl -sS -w '\nHTTP %{http_code}\n' -H "Host: 8000-$id.sbx.test" -H "e2b-traffic-access-token: $tt" "$SERVE_URL/hostname"
+	assert_equal "$(status)" 200
+	api DELETE "/sandboxes/$id" >/dev/null
 }
