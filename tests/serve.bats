@@ -129,7 +129,7 @@ teardown_file() {
 	run curl -sS -w '\nHTTP %{http_code}\n' -H 'E2b-Sandbox-Id: ../../x' -H "X-Access-Token: $TOK" \
 		"$SERVE_URL/files?path=/etc/hostname"
 	assert_equal "$(status)" 502
-	run curl -sS -w '\nHTTP %{http_code}\n' -H 'Host: 49983-..x.sbx.test' "$SERVE_URL/health"
+	run curl -sS -w '\nHTTP %{http_code}\n' -H 'Host: 49983-Bad_Id.sbx.test' "$SERVE_URL/health"
 	assert_equal "$(status)" 502      # a sandbox host, but no such sandbox
 	[ ! -e "$SBX_TEST_DIR/serve-main/sandboxes/..json" ]
 }
