@@ -39,6 +39,7 @@ LIB_SRC  := $(filter-out $(SERVE_SRC),$(wildcard common/*.c) $(wildcard backends
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CMD_SRC  := $(wildcard cmd/*.c)
 PROGS    := $(CMD_SRC:cmd/%.c=$(BUILD)/bin/%)
+CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_SRC := $(wildcard tests/unit/test-*.c)
 UNITS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 # The sandbox init (local backend): a libexec program, not for users.
@@ -53,13 +54,18 @@ LIB      := $(BUILD)/libsbx.a
 LINKLIB  := -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
 
 .PHONY: deps all check check-vm bench demo fuzz install clean man unit completions
-all: $(PROGS) $(INIT) $(PROCD) $(UNITS) man
+all: $(PROGS) $(CMD_OBJ) $(INIT) $(PROCD) $(UNITS) man
 
 # The backend boundary, enforced by the compiler: only backends (and the
 # unit tests of their internals) see backends/ on the include path, so a
 # common/ or cmd/ file that includes a backend header does not build.
-# tests/surface.bats checks the objects' symbols as well.
+# tests/arch.bats (tools/arch-check) checks the compiler's dependency lists
+# and the objects' symbols as well.
 $(BUILD)/obj/backends/%.o $(BUILD)/obj/tests/unit/%.o: XCFLAGS += -Ibackends
+
+# Objects are kept (not removed as intermediates): tests/arch.bats reads
+# every object's symbols, the programs' too.
+.SECONDARY:
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

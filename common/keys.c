@@ -59,13 +59,10 @@ char *sbx_key_escape(const char *id, size_t len)
 	return out;
 }
 
+/* Upper case only: lower case is never produced, so never accepted. */
 static int hexval(char c)
 {
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;    /* lower case is never produced, so never accepted */
+	return c >= 'a' && c <= 'f' ? -1 : sbx_hexval(c);
 }
 
 char *sbx_key_unescape(const char *s, size_t n, size_t *len)

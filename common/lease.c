@@ -57,14 +57,7 @@ static struct sbx_script state_script = {.src =
 
 int64_t sbx_turn_ttl_ms(void)
 {
-	const char *e = getenv("SBX_TURN_TTL_MS");
-	if (e && *e) {
-		char *end;
-		long long v = strtoll(e, &end, 10);
-		if (!*end && v > 0)
-			return v;
-	}
-	return 30LL * 60 * 1000;
+	return sbx_env_ms("SBX_TURN_TTL_MS", 1, 1, 30LL * 60 * 1000);
 }
 
 static int run(struct sbx_redis *r, struct sbx_script *s, const char *tenant,

@@ -21,6 +21,7 @@
 #include "image.h"
 #include "keys.h"
 #include "ledger.h"
+#include "ledger-recover.h"
 #include "keyspace.h"
 #include "fault.h"
 #include "util.h"
