@@ -1,7 +1,8 @@
 # sbx - build, test, benchmark, install.  Plain GNU make.
 #
 #   make                 build everything into $(BUILD)
-#   make check           unit tests (TAP) + bats suite; ends "N passed, N failed"
+#   make check           unit tests (TAP) + bats suite; ends "N passed, N failed, N skipped"
+#                        (SBX_TEST_BACKEND=docker|podman: against that backend)
 #   make check SANITIZE=1  the same under ASan+UBSan (separate build dir)
 #   make check-vm        the limits, lifecycle and isolation suites inside a
 #                        stock Debian 12 guest (cgroup v2 only; qemu, cached

@@ -31,7 +31,7 @@ enum sbx_state docker_map_state(const char *s)
 int docker_internal_label(const char *k)
 {
 	return !strcmp(k, DOCKER_LABEL_TTL) || !strcmp(k, DOCKER_LABEL_NO_RESUME) ||
-	       sbx_str_starts(k, DOCKER_LABEL_SNAPSHOT);
+	       !strcmp(k, DOCKER_LABEL_TEMPLATE) || sbx_str_starts(k, DOCKER_LABEL_SNAPSHOT);
 }
 
 /* See docker-container.h.  (`out` parameters may be uninitialised.) */
@@ -43,6 +43,11 @@ void docker_fill_sandbox(struct sbx_backend *b, struct sbx_sandbox *sb, const ch
 	sb->id = sbx_xstrdup(id);
 	sb->backend = sbx_xstrdup("docker");
 	sb->profile = sbx_xstrdup(b->profile && b->profile->name ? b->profile->name : "default");
+	/* The template as create named it (the label), not the engine's
+	 * idea of the image: podman reports a name where an id was given. */
+	const char *tpl = sbx_json_str(labels, DOCKER_LABEL_TEMPLATE);
+	if (tpl && *tpl)
+		image = tpl;
 	sb->template_id = image ? sbx_xstrdup(image) : NULL;
 	sb->state = docker_map_state(state);
 	sb->created_at = created;

@@ -21,6 +21,9 @@
 #define DOCKER_LABEL_SNAPSHOT "sbx.snapshot"
 #define DOCKER_LABEL_SNAPSHOT_NAME "sbx.snapshot.name"
 #define DOCKER_LABEL_SNAPSHOT_PARENT "sbx.snapshot.parent"
+/* The template id create was given: inspect's Config.Image is that on
+ * dockerd but the image's full name on podman, so it is kept here. */
+#define DOCKER_LABEL_TEMPLATE "sbx.template"
 
 /* Docker's state word ("running", "paused", ...) as an sbx state. */
 enum sbx_state docker_map_state(const char *s);

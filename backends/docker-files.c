@@ -105,13 +105,17 @@ int docker_file_write(struct sbx_backend *b, struct sbx_sandbox *sb, const char 
 		return -1;
 	char m[16];
 	snprintf(m, sizeof(m), "%o", (mode ? mode : 0644) & 07777);
-	/* Temp file + rename: a symlink at $1 is replaced, never followed. */
+	/* Temp file + rename: a symlink at $1 is replaced, never followed.
+	 * Every failure reads stdin to its end first: podman resets the
+	 * attach of an exec that exits with stdin unread, and its own
+	 * "connection reset" error then replaces the command's stderr. */
 	static const char script[] =
-		"[ -d \"$1\" ] && [ ! -L \"$1\" ] && { echo \"$1: Is a directory\" >&2; exit 1; }\n"
-		"d=$(dirname -- \"$1\") && mkdir -p -- \"$d\" || exit 1\n"
+		"fail() { cat >/dev/null; exit 1; }\n"
+		"[ -d \"$1\" ] && [ ! -L \"$1\" ] && { echo \"$1: Is a directory\" >&2; fail; }\n"
+		"d=$(dirname -- \"$1\") && mkdir -p -- \"$d\" || fail\n"
 		"t=\"$d/.sbx-write.$$\"\n"
 		"if cat > \"$t\" && chmod \"$2\" \"$t\" && mv -f -T -- \"$t\" \"$1\"; then exit 0; fi\n"
-		"rm -f -- \"$t\"; exit 1\n";
+		"rm -f -- \"$t\"; fail\n";
 	const char *args[] = {path, m, NULL};
 	struct sbx_exec_result r;
 	if (docker_sh(b, sb, as_root, script, args, data ? data : "", len, -1, 4096, &r,
@@ -312,8 +316,11 @@ int docker_tar_put(struct sbx_backend *b, struct sbx_sandbox *sb, const char *di
 	if (docker_check_path(dir, "tar_put", err) < 0)
 		return -1;
 	if (!as_root) {
+		/* A failure drains stdin first (see docker_file_write). */
 		static const char script[] =
-			"mkdir -p -- \"$1\" && cd -- \"$1\" && exec tar -x -o -f -\n";
+			"mkdir -p -- \"$1\" && cd -- \"$1\" || { cat >/dev/null; exit 1; }\n"
+			"tar -x -o -f - && exit 0\n"
+			"cat >/dev/null; exit 1\n";
 		const char *args[] = {dir, NULL};
 		struct sbx_exec_result r;
 		SBX_AUTOCLOSE int in = fd == 0 ? dup(0) : -1;

@@ -40,6 +40,52 @@ static char *tag_of(const char *name)
 	return t;
 }
 
+/* The commit's labels as `changes` query parameters, one `LABEL "k"="v"`
+ * Dockerfile instruction each: podman ignores the body's Labels, both
+ * engines honour these.  One parameter per label, because podman misreads
+ * several pairs in one instruction when a value is empty.  Keys and values
+ * are quoted, `"` and `\` escaped; a newline would end the instruction, so
+ * it is refused (invalid_request).  Returns "&changes=...&changes=..." or
+ * NULL with err. */
+static char *commit_changes(json_object *labels, struct sbx_err *err)
+{
+	size_t len = 0, cap = 256;
+	char *q = sbx_xmalloc(cap);
+	q[0] = 0;
+	json_object_object_foreach(labels, k, v) {
+		const char *parts[2] = {k, json_object_get_string(v)};
+		char ins[2 * 4096 + 32];
+		size_t n = 0;
+		memcpy(ins, "LABEL ", 6);
+		n = 6;
+		for (int i = 0; i < 2; i++) {
+			const char *s = parts[i];
+			if (strlen(s) > 2000 || strpbrk(s, "\r\n")) {
+				free(q);
+				sbx_fail(err, SBX_INVALID_REQUEST, "snapshot",
+					 "label '%.64s' cannot be committed (a newline, or longer than 2000 bytes)", k);
+				return NULL;
+			}
+			ins[n++] = '"';
+			for (; *s; s++) {
+				if (*s == '"' || *s == '\\')
+					ins[n++] = '\\';
+				ins[n++] = *s;
+			}
+			ins[n++] = '"';
+			if (i == 0)
+				ins[n++] = '=';
+		}
+		ins[n] = 0;
+		SBX_AUTOFREE char *e = sbx_http_escape(ins);
+		size_t el = strlen(e);
+		while (len + el + 10 >= cap)
+			q = sbx_xrealloc(q, cap *= 2);
+		len += (size_t)sprintf(q + len, "&changes=%s", e);
+	}
+	return q;
+}
+
 int docker_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const char *name,
 			   struct sbx_snapshot_ref *out, struct sbx_err *err)
 {
@@ -52,7 +98,10 @@ int docker_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const 
 	if (docker_inspect(b, sb->id, "snapshot", &j, err) < 0)
 		return -1;
 	SBX_AUTOFREE char *id = sbx_xstrdup(sbx_json_str(j, "Id"));
-	SBX_AUTOFREE char *parent = sbx_xstrdup(sbx_json_str(sbx_json_obj(j, "Config"), "Image") ?: "");
+	/* The parent as create named it (podman's Config.Image is a name). */
+	const char *tl = sbx_json_str(sbx_json_obj(sbx_json_obj(j, "Config"), "Labels"), DOCKER_LABEL_TEMPLATE);
+	SBX_AUTOFREE char *parent = sbx_xstrdup(tl && *tl ? tl
+					: sbx_json_str(sbx_json_obj(j, "Config"), "Image") ?: "");
 	/* Commit merges the container's labels into the image, and an image's
 	 * labels pass down to every container made from it; a label cannot
 	 * be removed, only overridden.  So each of the source's labels is
@@ -78,13 +127,17 @@ int docker_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const 
 	}
 	SBX_AUTOFREE char *tag = tag_of(name);
 	SBX_AUTOFREE char *qtag = sbx_http_escape(tag);
-	json_object *body = json_object_new_object();
 	json_object_object_add(labels, DOCKER_LABEL_SNAPSHOT, json_object_new_string("1"));
 	json_object_object_add(labels, DOCKER_LABEL_SNAPSHOT_NAME, json_object_new_string(name));
 	json_object_object_add(labels, DOCKER_LABEL_SNAPSHOT_PARENT, json_object_new_string(parent));
-	json_object_object_add(body, "Labels", labels);
-	SBX_AUTOFREE char *path = sbx_xasprintf("/commit?container=%s&repo=sbx-snap&tag=%s&pause=true",
-						id, qtag);
+	SBX_AUTOFREE char *changes = commit_changes(labels, err);
+	json_object_put(labels);
+	if (!changes)
+		return -1;
+	/* An empty JSON body: podman refuses a commit without one. */
+	json_object *body = json_object_new_object();
+	SBX_AUTOFREE char *path = sbx_xasprintf("/commit?container=%s&repo=sbx-snap&tag=%s&pause=true%s",
+						id, qtag, changes);
 	json_object *resp;
 	int rc = docker_api(b, "snapshot", "POST", path, body, &resp, err);
 	json_object_put(body);
@@ -95,13 +148,27 @@ int docker_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const 
 		json_object_put(resp);
 		return sbx_fail(err, SBX_INTERNAL, "snapshot", "docker commit returned no image id");
 	}
-	out->id = sbx_xstrdup(iid);
+	/* podman answers the bare hex; the listings say sha256: on both. */
+	out->id = strchr(iid, ':') ? sbx_xstrdup(iid) : sbx_xasprintf("sha256:%s", iid);
 	out->name = sbx_xstrdup(name);
 	out->parent = *parent ? sbx_xstrdup(parent) : NULL;
 	out->created_at = sbx_now_ms() / 1000;
 	out->size_bytes = -1;
 	out->layers = -1;
 	json_object_put(resp);
+	/* Size and layer count as the engine has them (best effort: the
+	 * snapshot exists whatever this says). */
+	SBX_AUTOFREE char *ipath = sbx_xasprintf("/images/%s/json", out->id);
+	json_object *im;
+	struct sbx_err quiet = {0};
+	if (docker_api(b, "snapshot", "GET", ipath, NULL, &im, &quiet) == 0) {
+		json_object *rootfs = sbx_json_obj(im, "RootFS"), *ls = NULL;
+		out->size_bytes = sbx_json_int(im, "Size", -1);
+		if (rootfs && json_object_object_get_ex(rootfs, "Layers", &ls) &&
+		    json_object_is_type(ls, json_type_array))
+			out->layers = (int)json_object_array_length(ls);
+		json_object_put(im);
+	}
 	return 0;
 }
 
@@ -178,6 +245,17 @@ int docker_snapshot_delete(struct sbx_backend *b, const char *id, int *gone, str
 
 /* ---- templates ----------------------------------------------------------- */
 
+/* An image name as the user gave it: podman stores `sbx/base:latest` as
+ * `docker.io/sbx/base:latest` and `x:1` as `docker.io/library/x:1`. */
+static const char *short_name(const char *tag)
+{
+	if (sbx_str_starts(tag, "docker.io/library/"))
+		return tag + strlen("docker.io/library/");
+	if (sbx_str_starts(tag, "docker.io/"))
+		return tag + strlen("docker.io/");
+	return tag;
+}
+
 int docker_template_list(struct sbx_backend *b, struct sbx_template **out, size_t *n,
 			 struct sbx_err *err)
 {
@@ -197,7 +275,10 @@ int docker_template_list(struct sbx_backend *b, struct sbx_template **out, size_
 			continue;
 		for (size_t t = 0; t < json_object_array_length(tags); t++) {
 			const char *tag = json_object_get_string(json_object_array_get_idx(tags, t));
-			if (!tag || !strcmp(tag, "<none>:<none>") || sbx_str_starts(tag, "sbx-snap:"))
+			if (!tag || !strcmp(tag, "<none>:<none>"))
+				continue;
+			tag = short_name(tag);
+			if (sbx_str_starts(tag, "sbx-snap:"))
 				continue;
 			if (*n == cap) {
 				cap = cap ? 2 * cap : 8;
@@ -234,6 +315,8 @@ int docker_template_get(struct sbx_backend *b, const char *id, struct sbx_templa
 	if (!nm && json_object_object_get_ex(j, "RepoTags", &tags) &&
 	    json_object_is_type(tags, json_type_array) && json_object_array_length(tags))
 		nm = json_object_get_string(json_object_array_get_idx(tags, 0));
+	if (nm)
+		nm = short_name(nm);
 	out->name = sbx_xstrdup(nm ? nm : id);
 	out->kind = sbx_xstrdup(snap ? "snapshot" : "image");
 	const char *created = sbx_json_str(j, "Created");
@@ -288,9 +371,11 @@ int docker_template_import(struct sbx_backend *b, const char *name, int fd, cons
 		return sbx_fail(err, SBX_INVALID_REQUEST, "template_import", "no tar stream and no folder");
 	/* body_fd 0 means "none" to http.c: stdin is passed as a dup. */
 	SBX_AUTOCLOSE int body = fd == 0 ? dup(fd) : -1;
-	SBX_AUTOFREE char *qr = sbx_http_escape(repo);
-	SBX_AUTOFREE char *qt = sbx_http_escape(tag);
-	SBX_AUTOFREE char *path = sbx_xasprintf("/images/create?fromSrc=-&repo=%s&tag=%s", qr, qt);
+	/* repo=R:T and no tag parameter: podman ignores `tag` (and stores
+	 * R:latest); both engines take the tag inside repo. */
+	SBX_AUTOFREE char *ref = sbx_xasprintf("%s:%s", repo, tag);
+	SBX_AUTOFREE char *qr = sbx_http_escape(ref);
+	SBX_AUTOFREE char *path = sbx_xasprintf("/images/create?fromSrc=-&repo=%s", qr);
 	const char *hdr[] = {"Content-Type: application/x-tar", NULL};
 	struct sbx_http_req req = {
 		.method = "POST", .path = path, .headers = hdr, .body_fd = fd == 0 ? body : fd,
@@ -330,7 +415,6 @@ int docker_template_import(struct sbx_backend *b, const char *name, int fd, cons
 	sbx_http_resp_clear(&resp);
 	if (failed)
 		return -1;
-	SBX_AUTOFREE char *ref = sbx_xasprintf("%s:%s", repo, tag);
 	return docker_template_get(b, ref, out, err);
 }
 

@@ -128,8 +128,9 @@ static int create_network(struct sbx_backend *b, const struct sbx_create_req *re
 }
 
 /* The container's labels: the caller's metadata (our own names left
- * out), sbx.managed, the idle TTL, and the no-resume mark. */
-static json_object *create_labels(const struct sbx_create_req *req)
+ * out), sbx.managed, the idle TTL, the no-resume mark and the template
+ * id as given (DOCKER_LABEL_TEMPLATE). */
+static json_object *create_labels(const struct sbx_create_req *req, const char *image)
 {
 	json_object *labels = json_object_new_object();
 	if (req->metadata) {
@@ -146,6 +147,7 @@ static json_object *create_labels(const struct sbx_create_req *req)
 	json_object_object_add(labels, DOCKER_LABEL_TTL, json_object_new_string(ttl));
 	if (!req->timeout.auto_resume)
 		json_object_object_add(labels, DOCKER_LABEL_NO_RESUME, json_object_new_string("1"));
+	json_object_object_add(labels, DOCKER_LABEL_TEMPLATE, json_object_new_string(image));
 	return labels;
 }
 
@@ -198,13 +200,32 @@ static json_object *create_body(const struct sbx_create_req *req, const char *im
 	json_object_object_add(body, "User", json_object_new_string("0"));
 	json_object_object_add(body, "WorkingDir", json_object_new_string("/workspace"));
 	json_object_object_add(body, "Env", env);
-	json_object_object_add(body, "Labels", create_labels(req));
+	json_object_object_add(body, "Labels", create_labels(req, image));
 	json_object_object_add(body, "HostConfig", create_host_config(req, netmode));
 	return body;
 }
 
+/* A start the engine refuses because of how the engine is set up, not
+ * for a passing reason: no init binary for Init: true (dockerd's
+ * docker-init, podman's catatonit), or rlimits the engine's defaults ask
+ * for and the host cannot grant (podman: "error setting rlimit", "OCI
+ * permission denied").  Retrying cannot help, so these are configuration
+ * errors (exit 78), not `unavailable`. */
+static int start_error_is_config(const char *msg)
+{
+	static const char *const marks[] = {
+		"rlimit", "OCI permission denied", "docker-init", "catatonit", "init binary",
+		"container-init", NULL,
+	};
+	for (size_t i = 0; marks[i]; i++)
+		if (strstr(msg, marks[i]))
+			return 1;
+	return 0;
+}
+
 /* Create and start the container; a container that does not start is
- * removed again, so a failed create leaves nothing behind. */
+ * removed again, so a failed create leaves nothing behind.  A start
+ * refused for the engine's configuration is exit 78 (see above). */
 static int docker_create(struct sbx_backend *b, const struct sbx_create_req *req,
 			 struct sbx_sandbox *out, struct sbx_err *err)
 {
@@ -235,7 +256,13 @@ static int docker_create(struct sbx_backend *b, const struct sbx_create_req *req
 		struct sbx_err quiet = {0};
 		SBX_AUTOFREE char *path = sbx_xasprintf("/containers/%s?force=1&v=1", id);
 		docker_api(b, "create", "DELETE", path, NULL, NULL, &quiet);
-		sbx_err_prefix(err, "starting the container");
+		if (start_error_is_config(err->msg)) {
+			err->kind = SBX_INVALID_REQUEST;
+			err->exit_status = SBX_EXIT_CONFIG;
+			sbx_err_prefix(err, "the engine cannot start containers as configured");
+		} else {
+			sbx_err_prefix(err, "starting the container");
+		}
 		return -1;
 	}
 	json_object *j;

@@ -684,6 +684,9 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 	    (req->net.deny_out && json_object_array_length(req->net.deny_out) > 0))
 		return sbx_fail(err, SBX_UNSUPPORTED, "create",
 				"the local backend has no allow_out/deny_out rules");
+	if (req->net.allow_public)   /* never a silent no-op (tests/caps.bats) */
+		return sbx_fail(err, SBX_UNSUPPORTED, "create",
+				"the local backend has no inbound access by URL (allow_public)");
 	if (!local_cg_v2_mount())
 		return sbx_fail(err, SBX_UNSUPPORTED, "create", "no cgroup2 hierarchy is mounted");
 	if (strpbrk(L(b)->dir, ":,"))
@@ -1386,7 +1389,7 @@ static unsigned local_caps(struct sbx_backend *b)
 	(void)b;
 	return SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_PAUSE | SBX_CAP_SNAPSHOTS |
 	       SBX_CAP_METADATA | SBX_CAP_LIST | SBX_CAP_TEMPLATES | SBX_CAP_TIMEOUT |
-	       SBX_CAP_INSTALL | SBX_CAP_PROCESS;
+	       SBX_CAP_INSTALL | SBX_CAP_PROCESS | SBX_CAP_FLATTEN;
 }
 
 static int local_health(struct sbx_backend *b, struct sbx_err *err)

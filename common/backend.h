@@ -168,6 +168,7 @@ enum sbx_cap {
 	SBX_CAP_IDLE_KILL   = 1 << 10,   /* idle sandboxes are killed, not paused */
 	SBX_CAP_INSTALL     = 1 << 11,   /* exec as root */
 	SBX_CAP_PROCESS     = 1 << 12,   /* detached processes: proc_* below */
+	SBX_CAP_FLATTEN     = 1 << 13,   /* snapshot_flatten: one layer instead of a chain */
 };
 /* Names for documents and `sbx-ctl caps`: {"exec": true, ...}. */
 json_object *sbx_caps_to_json(unsigned caps);

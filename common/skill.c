@@ -438,6 +438,10 @@ int sbx_skill_snapshot(struct sbx_backend *b, struct sbx_redis *r, struct sbx_sa
 		return -1;
 	if (!sb || !sb->id)
 		return sbx_fail(err, SBX_INVALID_REQUEST, "skill", "no installer sandbox");
+	/* Before anything happens: a flatten the backend cannot do must not
+	 * surface after the image moved. */
+	if (req->flatten_above > 0 && sbx_backend_require(b, SBX_CAP_FLATTEN, "flatten", err) < 0)
+		return -1;
 	char fp[65];
 	if (profile_fingerprint(b, fp, err) < 0)
 		return -1;

@@ -1155,6 +1155,21 @@ static int pwrite_all(int fd, const char *p, size_t n, int64_t off)
 	return 0;
 }
 
+/* sbx_tar_read_data until `len` bytes or the entry's end. */
+static ssize_t read_data_full(struct sbx_tar_reader *r, char *buf, size_t len, struct sbx_err *err)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t n = sbx_tar_read_data(r, buf + got, len - got, err);
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
 static int x_file(struct xctx *x, struct sbx_tar_reader *r, const struct sbx_tar_entry *e,
 		  int parent, const char *base, struct sbx_err *err)
 {
@@ -1173,7 +1188,9 @@ static int x_file(struct xctx *x, struct sbx_tar_reader *r, const struct sbx_tar
 	char buf[65536];
 	ssize_t n;
 	int64_t off = 0;
-	while ((n = sbx_tar_read_data(r, buf, sizeof(buf), err)) > 0) {
+	/* A full buffer at a time: a stream (an exec's output) hands data
+	 * over in small pieces, and a zero block must be seen whole. */
+	while ((n = read_data_full(r, buf, sizeof(buf), err)) > 0) {
 		/* Whole zero blocks become holes. */
 		for (ssize_t i = 0; i < n;) {
 			size_t k = (size_t)(n - i) < sizeof(zeros) ? (size_t)(n - i) : sizeof(zeros);

@@ -7,14 +7,18 @@
 # next turn moves onto the new image; reap; clean up.
 #
 # Everything is private to this run: a redis-server on a unix socket in a
-# temp folder, the local backend with its state in that folder (on a tmpfs:
-# snapshots over the builtin `host` template need their layers on another
-# filesystem than /), and every sandbox it makes.  All of it is removed on
-# exit, also on failure or Ctrl-C.  Prints every document, then a summary
-# with timings; exits non-zero when any check fails.
+# temp folder, the backend's state in that folder, and every sandbox it
+# makes.  SBX_BACKEND picks the backend: `local` (the default; its state on
+# a tmpfs: snapshots over the builtin `host` template need their layers on
+# another filesystem than /) or `docker` (the engine DOCKER_HOST names when
+# it answers, else a private dockerd started for the run, as the tests do;
+# the busybox base image sbx/base:latest).  All of it is removed on exit,
+# also on failure or Ctrl-C: sandboxes, snapshots, a dockerd it started.
+# Prints every document, then a summary with timings; exits non-zero when
+# any check fails.
 #
-# Needs root (namespaces, overlayfs, cgroups), the programs built by
-# `make` ($BUILD/bin, default ./build/bin), redis-server, jq, python3.
+# Needs root (namespaces, overlayfs, cgroups; or dockerd), the programs
+# built by `make` ($BUILD/bin, default ./build/bin), redis-server, jq.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,9 +26,11 @@ BUILD=${BUILD:-$top/build}
 export PATH="$BUILD/bin:$PATH"
 skills="$top/examples/skills"
 TENANT=demo
+# On an engine others may use, a tenant of this run's own.
+[ "${SBX_BACKEND:-local}" = local ] || TENANT=demo-$$
 
 die() { echo "demo: $*" >&2; exit 1; }
-[ "$(id -u)" -eq 0 ] || die "run me as root (the local backend needs namespaces and cgroups)"
+[ "$(id -u)" -eq 0 ] || die "run me as root (the local backend needs namespaces and cgroups; a private dockerd, root)"
 for p in sbx-create sbx-exec sbx-fs sbx-snap sbx-ctl sbx-lease sbx-ls; do
 	command -v "$p" >/dev/null || die "$p is not built (run make)"
 done
@@ -34,18 +40,33 @@ done
 
 work=$(mktemp -d /tmp/sbx-demo.XXXXXX) || die "mktemp failed"
 chmod 755 "$work"
-export SBX_STATE_DIR="$work/state" SBX_CONFIG="$work/config.json" SBX_BACKEND=local
+backend=${SBX_BACKEND:-local}
+export SBX_STATE_DIR="$work/state" SBX_CONFIG="$work/config.json" SBX_BACKEND=$backend
 unset SBX_PROFILE SBX_FAULT
-echo '{}' >"$SBX_CONFIG"
 mkdir -p "$SBX_STATE_DIR" "$work/docs"
+dockerd_dir=
+case $backend in
+local) echo '{}' >"$SBX_CONFIG" ;;
+docker) ;;   # below, once cleanup is in place
+*) die "SBX_BACKEND must be local or docker (got '$backend')" ;;
+esac
 
 # ---- cleanup: always, in this order: sandboxes, redis, state, folder ----
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
 	if [ -n "${SBX_REDIS_URL:-}" ]; then
-		sbx-ls --all 2>/dev/null | sbx-ctl kill >/dev/null 2>&1 || true
+		# local: the state is this run's; docker: only this run's tenant
+		sbx-ls --all $([ "$backend" = docker ] && echo --label "sbx.tenant=$TENANT") 2>/dev/null |
+			sbx-ctl kill >/dev/null 2>&1 || true
 	fi
+	if [ "$backend" = docker ] && [ -s "$SBX_CONFIG" ]; then
+		# the snapshots this run made (an engine outlives the run)
+		for sid in $(jq -r '.snapshot.id // empty' "$work"/docs/install-*.ndjson 2>/dev/null | sort -u); do
+			sbx-snap rm --force "$sid" >/dev/null 2>&1 || true
+		done
+	fi
+	[ -z "$dockerd_dir" ] || "$top/tests/lib/dockerd.sh" stop "$dockerd_dir" >/dev/null 2>&1 || true
 	if [ -f "$work/redis/redis.pid" ]; then
 		redis-cli -s "$work/redis/redis.sock" shutdown nosave >/dev/null 2>&1 ||
 			kill "$(cat "$work/redis/redis.pid")" 2>/dev/null || true
@@ -69,8 +90,20 @@ done
 redis-cli -s "$work/redis/redis.sock" ping >/dev/null 2>&1 || die "redis-server does not answer"
 export SBX_REDIS_URL="unix://$work/redis/redis.sock"
 
-mount -t tmpfs -o size=4g,mode=0700 sbx-demo-state "$SBX_STATE_DIR" ||
-	die "cannot mount a tmpfs for the state dir"
+if [ "$backend" = local ]; then
+	mount -t tmpfs -o size=4g,mode=0700 sbx-demo-state "$SBX_STATE_DIR" ||
+		die "cannot mount a tmpfs for the state dir"
+else
+	# The engine: DOCKER_HOST when it answers, else a private dockerd.
+	if ! "$top/tests/lib/dockerd.sh" ping; then
+		dockerd_dir="$work/dockerd"
+		out=$("$top/tests/lib/dockerd.sh" start "$dockerd_dir") || die "no engine at DOCKER_HOST and a private dockerd did not start"
+		eval "$out"
+		export DOCKER_HOST
+	fi
+	"$top/tests/lib/dockerd.sh" image sbx/base:latest || die "building the base image sbx/base:latest failed"
+	printf '{"profiles": {"default": {"backend": "docker", "template": "sbx/base:latest", "on_timeout": "kill"}}}\n' >"$SBX_CONFIG"
+fi
 
 # ---- checks, timings, documents ----
 failures=0
@@ -222,7 +255,7 @@ else
 fi
 
 echo
-echo "== sbx demo: tenant $TENANT, skills $first + $second, backend local =="
+echo "== sbx demo: tenant $TENANT, skills $first + $second, backend $backend =="
 printf '%s\n' "${summary[@]}"
 if [ "$failures" -gt 0 ]; then
 	echo "== $failures check(s) FAILED =="

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# suite: conformance
 # auto_resume (sbx(7), sbx-ctl(1)): on by default, a paused sandbox resumes
 # on the next command; off, a command on it is a conflict naming
 # sbx-ctl resume, and only sbx-ctl resume or a session resolve thaws it.
@@ -59,7 +60,7 @@ state_of() { sbx-ls --id "$1" | jq -r .sandbox.state; }
 }
 
 @test "sbx-ctl timeout keeps the sandbox's auto_resume unless told" {
-	local_only "set_timeout"
+	need_cap set_timeout
 	local id
 	id=$(sbx_new_id --no-auto-resume)
 	run sbx-ctl timeout --id "$id" --seconds 600

@@ -16,7 +16,6 @@ bats_require_minimum_version 1.5.0
 
 setup_file() {
 	sbx_setup_file
-	is_docker && return 0
 	gcc -static -O2 -o "$SBX_TEST_DIR/sysprobe" "$SBX_TOP/tests/lib/sysprobe.c"
 	gcc -O2 -o "$SBX_TEST_DIR/bpf-detach" "$SBX_TOP/tests/lib/bpf-detach.c"
 	SB=$(sbx_new_id)
@@ -24,8 +23,6 @@ setup_file() {
 	sbx-fs --id "$SB" put --root --mode 0755 "$SBX_TEST_DIR/sysprobe" /usr/local/bin/sysprobe >/dev/null
 }
 teardown_file() { sbx_teardown_file; }
-
-setup() { local_only "device cgroups and a host-side mknod"; }
 
 # sysprobe inside as root / as uid 1000: prints "FAMILY RESULT" lines.
 probe_root() { sbx-exec --id "$SB" --root -- sysprobe "$@" | jq -r .exec.stdout; }

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# suite: conformance
 # sbx-ctl kill of a session sandbox removes its binding in the same step,
 # and keeps the tenant's bound set exact, whether the handle comes from a
 # document or from a bare --id.

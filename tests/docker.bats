@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# suite: docker
 # The docker backend through the programs, against a real dockerd.
 #
 # Uses the daemon DOCKER_HOST names when it answers; otherwise, as root with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# suite: conformance
 # Strings in documents are NUL-free UTF-8 (sbx(7)): an id that JSON and C
 # would read differently is refused before it reaches Redis or a sandbox,
 # and nothing sbx writes is unreadable to a strict JSON reader.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# suite: conformance
 # sbx-fs reads with the sandbox user's rights, and copies to the host keep
 # no way out: links the sandbox planted do not read its root-only files
 # for uid 1000, a host copy is never more permissive than its source,

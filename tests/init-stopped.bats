@@ -26,7 +26,6 @@ stop_init() {
 }
 
 @test "a stopped init is listed as stopped; the next exec continues it" {
-	local_only "the local backend's init"
 	local id init
 	id=$(sbx_new_id)
 	init=$(init_of "$id")
@@ -47,7 +46,6 @@ stop_init() {
 }
 
 @test "pause and file operations continue a stopped init too" {
-	local_only "the local backend's init"
 	local id init
 	id=$(sbx_new_id)
 	init=$(init_of "$id")
@@ -69,7 +67,6 @@ stop_init() {
 }
 
 @test "orphans of a stopped init are reaped once it is continued" {
-	local_only "the local backend's init"
 	local id init
 	id=$(sbx_new_id)
 	init=$(init_of "$id")

@@ -39,7 +39,6 @@ two_profiles() {
 }
 
 @test "a stream mixing two profiles: each document acts in its own profile's backend" {
-	local_only "two local state folders"
 	two_profiles
 	sbx-create -p p1 >"$BATS_TEST_TMPDIR/a.json"
 	sbx-create -p p2 >"$BATS_TEST_TMPDIR/b.json"
@@ -52,7 +51,6 @@ two_profiles() {
 }
 
 @test "a stream mixing two profiles: each session's lease goes to its own keyspace" {
-	local_only "two local state folders"
 	two_profiles
 	sbx-create -p p1 --tenant t --session s1 >"$BATS_TEST_TMPDIR/a.json"
 	sbx-create -p p2 --tenant t --session s2 >"$BATS_TEST_TMPDIR/b.json"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# sbx-fs on the local backend: copies both ways (files and folders with
+# suite: conformance
+# sbx-fs on any backend: copies both ways (files and folders with
 # awkward names, modes kept), identity (uid 1000 unless --root), escapes
 # refused with the host checked afterwards, /proc and devices off limits,
 # restore/collect, cat, the document protocol, and auto-resume.  Real
@@ -180,10 +181,11 @@ UNI_NAME='ünï cødé ✓'
 	run fs put --root "$BATS_TEST_TMPDIR/evil" "/workspace/esc-root$victim/new3"
 	run fs mkdir --root /workspace/esc-abs/newdir
 	[ ! -e "$victim/new" ] && [ ! -e "$victim/new2" ] && [ ! -e "$victim/new3" ] && [ ! -e "$victim/newdir" ]
-	# as the last component: never followed.  local refuses it; docker
-	# replaces the link with the file (mv -T, docs/docker.md).
+	# as the last component: never followed.  The backend either refuses
+	# it (local) or replaces the link with the file (docker: mv -T); the
+	# fixture says which (FIXTURE_PUT_OVER_LINK).
 	run --separate-stderr fs put --root "$BATS_TEST_TMPDIR/evil" /workspace/vf
-	if is_docker; then
+	if [ "$FIXTURE_PUT_OVER_LINK" = replace ]; then
 		assert_success
 		[ "$(in_sb 'test -L /workspace/vf || cat /workspace/vf')" = pwned ]
 	else
@@ -192,7 +194,7 @@ UNI_NAME='ünï cødé ✓'
 	fi
 	[ "$(cat "$victim/file")" = original ]
 	run fs put --root "$BATS_TEST_TMPDIR/evil" /workspace/pw
-	if is_docker; then assert_success; else [ "$status" -eq 65 ]; fi
+	if [ "$FIXTURE_PUT_OVER_LINK" = replace ]; then assert_success; else [ "$status" -eq 65 ]; fi
 	[ "$(in_sb 'head -c 5 /etc/passwd')" != pwned ]
 	# rm and mv act on the link, never on its target
 	run fs rm --root /workspace/vf
@@ -204,10 +206,9 @@ UNI_NAME='ünï cødé ✓'
 }
 
 @test "writing a file the template provides changes the sandbox's copy, not the host's" {
-	# docker bind-mounts /etc/hostname into the container (cannot be
-	# replaced); its template's own files are /etc/passwd and /etc/group.
-	local f=/etc/hostname before
-	! is_docker || f=/etc/group
+	# A file of the template's own (docker bind-mounts /etc/hostname, so
+	# the fixture names one that is the template's).
+	local f=$FIXTURE_TEMPLATE_FILE before
 	before=$(md5sum <"$f")
 	fs get "$f" "$BATS_TEST_TMPDIR/orig" >/dev/null
 	{ cat "$BATS_TEST_TMPDIR/orig"; printf 'sandboxed\n'; } >"$BATS_TEST_TMPDIR/hn"
@@ -230,7 +231,8 @@ UNI_NAME='ünï cødé ✓'
 }
 
 @test "a sandbox flipping a directory and a symlink to the host during puts cannot redirect them" {
-	local_only "races the host-side resolver (openat2 on the sandbox root); docker resolves paths inside the container, which cannot see the host"
+	# (local: races the host-side resolver, openat2 on the sandbox root;
+	# docker resolves paths inside the container, which cannot see the host)
 	local victim="$BATS_TEST_TMPDIR/race-victim"
 	mkdir -p "$victim"
 	# inside the sandbox, as root: /workspace/flip is a directory, then a
@@ -262,9 +264,9 @@ UNI_NAME='ünï cødé ✓'
 	[[ "$(jqo .error.message)" == *"off limits"* ]]
 	in_sb --root 'ln -s /proc/sys/kernel /workspace/k; ln -s /proc/1/root /workspace/r1' >/dev/null
 	run fs put --root "$BATS_TEST_TMPDIR/cp" /workspace/k/core_pattern
-	# docker resolves links inside the container, where the kernel refuses
-	# the write (read-only /proc/sys); that reaches us as `internal` (70).
-	if is_docker; then [ "$status" -ne 0 ]; else [ "$status" -eq 65 ]; fi
+	# refused: by sbx (local: 65), or inside the container, where the
+	# kernel refuses the write (docker: read-only /proc/sys)
+	[ "$status" -ne 0 ]
 	[ "$(cat /proc/sys/kernel/core_pattern)" = "$before" ]
 	[ "$(in_sb 'cat /proc/sys/kernel/core_pattern')" = "$before" ]
 	run --separate-stderr fs cat /proc/1/environ
@@ -287,11 +289,10 @@ UNI_NAME='ünï cødé ✓'
 	# root inside has no CAP_MKNOD on either backend: no device node can
 	# be made there
 	[ "$(in_sb --root 'mknod /workspace/mem c 1 1 2>/dev/null || echo refused')" = refused ]
-	is_docker && return 0
-	# ... so the local test plants one from the host, in the sandbox's
-	# mount namespace, to check that sbx-fs never opens it.
-	nsenter -t "$(jq -r .init_pid "$SBX_STATE_DIR/local/sandboxes/$SB/sandbox.json")" -m -- \
-		mknod /workspace/mem c 1 1
+	# ... so where the fixture can, it plants one from the host, to check
+	# that sbx-fs never opens it.
+	declare -F fixture_plant_node >/dev/null || return 0
+	fixture_plant_node "$SB" /workspace/mem
 	run --separate-stderr fs cat /workspace/mem
 	[ "$status" -eq 65 ]
 	[[ "$(jqo .error.message)" == *"not a regular file"* ]]

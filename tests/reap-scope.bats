@@ -85,7 +85,6 @@ reason_of() { jqo --arg id "$2" ".reap.$1[] | select(.id == \$id) | .reason"; }
 }
 
 @test "a sandbox from before keyspace ids is kept unless --adopt-legacy" {
-	local_only "edits the local record"
 	profiles
 	local a rec
 	a=$(sbx-create -p pa --tenant t4 --session s1 | jq -er .sandbox.id)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# suite: conformance
 # sbx-reap: reconcile the backend against Redis and delete only what nobody
 # owns.  Real redis-server, real local backend, real sessions; races with
 # real concurrent processes.  Each test uses its own tenant(s), so that the
@@ -406,9 +407,11 @@ crashed_resolve() {
 }
 
 # Snapshots need a rootfs template (the local backend cannot stack images on
-# the host's root), so this test runs in a backend state of its own: an
-# --all-tenants run then sees only what this test made.
+# the host's root), so this test runs in a backend state of its own, and
+# with the earlier tests' sandboxes gone (an engine's state is the file's,
+# not the test's): an --all-tenants run then sees only what this test made.
 @test "snapshots: unreferenced skill snapshots past the grace period are deleted; referenced, foreign and young ones are kept" {
+	sbx-ls --all | sbx-ctl kill >/dev/null
 	export SBX_STATE_DIR="$BATS_TEST_TMPDIR/state"
 	mkdir -p "$SBX_STATE_DIR"
 	"$SBX_TOP/tests/lib/rootfs.sh" --dir "$BATS_TEST_TMPDIR/rootfs"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# suite: conformance
 # Session resolve (sbx-create --tenant T --session S) against a real
 # redis-server and the real local backend: one session = one sandbox under
 # concurrency, crashes (kill -9 at each step), a stopped lock holder, Redis
@@ -293,7 +294,7 @@ crash_at() {
 	rcli hset 'sbx:{inst}:image' snapshot_id snap-foreign fingerprint 00ff generation 1 >/dev/null
 	run sbx-create --tenant inst --session s
 	assert_success
-	[ "$(jqo .sandbox.template)" = host ]
+	[ "$(jqo .sandbox.template)" = "$SBX_TEST_TEMPLATE" ]
 	run sbx-create --tenant inst --skill-image
 	[ "$status" -eq 65 ]
 	assert_output --partial "fingerprint mismatch"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# suite: conformance
 # Skills as admins install them: files put anywhere as root, packages
 # without a tree of their own, the first install of a tenant named by --id,
 # and a profile's environment (CA bundles, proxies) for every command.
@@ -52,7 +53,6 @@ with_profile() {
 }
 
 @test "a tenant's first install named by --id records its base template and parent" {
-	local_only "skills over the host template"
 	skills_setup
 	local id
 	id=$(sbx-create --tenant first1 --skill-image | jq -er .sandbox.id)
@@ -65,7 +65,6 @@ with_profile() {
 }
 
 @test "a skill with no tree of its own (packages only) snapshots; an explicit --seal must exist" {
-	local_only "skills over the host template"
 	skills_setup
 	local id
 	id=$(sbx-create --tenant first2 --skill-image | jq -er .sandbox.id)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# suite: conformance
 # sbx-snap --clean-scratch: portable (busybox images as well as Debian's),
 # clears what the install left in the package managers' lists and caches,
 # never leaves the installer without /workspace/input and output (a full

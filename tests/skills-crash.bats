@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# suite: conformance
 # Crash safety of the skill ledger (DESIGN §7): sbx-snap is killed with a
 # real SIGKILL (SBX_FAULT) after the ledger write, after the snapshot, after
 # the record and after the pointer move.  After each, `sbx-snap --recover`

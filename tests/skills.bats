@@ -1,8 +1,10 @@
 #!/usr/bin/env bats
+# suite: conformance
 # Skills: install -> verify -> snapshot in one pipeline (DESIGN §2, §7), on
-# the real local backend over the builtin `host` template (python3 comes
-# from the host), with a private redis-server.  The state dir is a tmpfs:
-# snapshots over `host` need their layers on another filesystem than /.
+# every backend over its base template (local: the builtin `host`, python3
+# from the host; docker: busybox, csvstat's awk version), with a private
+# redis-server.  The local state dir is a tmpfs: snapshots over `host`
+# need their layers on another filesystem than /.
 
 load lib/helpers
 load lib/skills
@@ -43,7 +45,7 @@ in_sb() {
 @test "the pipeline, stage by stage: each stage adds its own key and keeps the rest" {
 	sbx-create --tenant $T --skill-image --label purpose=skill-install >"$DOCS/1"
 	run jq -r '[.resolved, .sandbox.template, .sandbox.metadata["sbx.tenant"], .sandbox.metadata.purpose] | join(" ")' "$DOCS/1"
-	assert_output "created host $T skill-install"
+	assert_output "created $SBX_TEST_TEMPLATE $T skill-install"
 
 	sbx-fs put --root "$SKILLS/csvstat" /opt/sbx/skills/csvstat <"$DOCS/1" >"$DOCS/2"
 	run jq -r '[.files.op, .files.path, .resolved] | join(" ")' "$DOCS/2"
@@ -60,10 +62,10 @@ in_sb() {
 	sbx-snap --tenant $T --skill csvstat --clean-scratch <"$DOCS/4" >"$DOCS/5"
 	cp "$DOCS/5" "$DOCS/csvstat.$T.out"
 	run jq -r '.snapshot | [.skill, .op, .generation, .image_generation, .parent, .base_template,
-		(.fingerprint | test("^[0-9a-f]{64}$")), (.id | startswith("snap-")),
+		(.fingerprint | test("^[0-9a-f]{64}$")), (.id | test(env.FIXTURE_SNAP_ID_RE)),
 		(.name | test("^sbx-sk-acme-g1-[0-9a-f]{8}-k[0-9a-f]{16}$")), (.layers >= 2), (.size_bytes > 0),
 		.stale.marked] | join(" ")' "$DOCS/5"
-	assert_output "csvstat install 1 1 host host true true true true true 0"
+	assert_output "csvstat install 1 1 $SBX_TEST_TEMPLATE $SBX_TEST_TEMPLATE true true true true true 0"
 	run jq -r '.exec.stdout' "$DOCS/5"
 	assert_output "csvstat ok"
 	sbx-ctl kill <"$DOCS/5" >"$DOCS/6"
@@ -121,7 +123,7 @@ writable"
 	a=$(new_session w1)
 	# pip install --user style files, and a root-installed tool in /usr/local
 	in_sb "$a" sh -c 'mkdir -p ~/.local/lib/python3/site-packages && echo "X=1" >~/.local/lib/python3/site-packages/mine.py'
-	in_sb "$a" --root sh -c 'echo "#!/bin/sh" >/usr/local/bin/session-tool && chmod 755 /usr/local/bin/session-tool'
+	in_sb "$a" --root sh -c 'mkdir -p /usr/local/bin && echo "#!/bin/sh" >/usr/local/bin/session-tool && chmod 755 /usr/local/bin/session-tool'
 	run in_sb "$a" sh -c 'test -f ~/.local/lib/python3/site-packages/mine.py && test -x /usr/local/bin/session-tool'
 	assert_success
 	# another session from the same image does not see them
@@ -208,16 +210,16 @@ writable"
 }
 
 @test "another fingerprint: the image is ignored, sessions start from the base template" {
-	# The local fingerprint is taken over the state dir's path: the same
-	# folder under another spelling is another profile identity.
-	SBX_STATE_DIR="$SBX_STATE_DIR/." run sbx-snap show --tenant $T
+	# The same backend under another profile identity (the fixture knows
+	# how: local, the state dir spelt otherwise; docker, the endpoint).
+	run fixture_other_identity sbx-snap show --tenant $T
 	assert_success
 	assert_output --partial "credentials rotated"
 	[ "$(jqd .skills.image.usable)" = false ]
 	[ "$(jqd .skills.warning)" != null ]
-	SBX_STATE_DIR="$SBX_STATE_DIR/." sbx-create --tenant $T --session fp1 >"$DOCS/fp1"
+	fixture_other_identity sbx-create --tenant $T --session fp1 >"$DOCS/fp1"
 	run jq -r .sandbox.template "$DOCS/fp1"
-	assert_output host
+	assert_output "$SBX_TEST_TEMPLATE"
 	run in_sb "$DOCS/fp1" test -e /opt/sbx/skills/csvstat
 	assert_failure
 	# the original spelling still gets the image
@@ -237,6 +239,7 @@ writable"
 }
 
 @test "--flatten-above: a deep image is flattened through the ledger and becomes the image" {
+	need_cap flatten
 	sbx-create --tenant $T --skill-image \
 		| sbx-fs put --root "$SKILLS/wordfreq" /opt/sbx/skills/wordfreq \
 		| sbx-exec --root --check -- /opt/sbx/skills/wordfreq/install.sh \

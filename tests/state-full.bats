@@ -17,7 +17,6 @@ teardown_file() {
 }
 
 @test "a full state dir is capacity (75) for put, snapshot and create" {
-	local_only "the state dir holds the local backend's layers"
 	id=$(sbx_new_id)
 	head -c 6000000 /dev/zero | tr '\0' x >"$SBX_TEST_DIR/big"
 	run sbx-fs --id "$id" put "$SBX_TEST_DIR/big" /workspace/big

@@ -8,7 +8,6 @@ setup_file() { sbx_setup_file; }
 teardown_file() { sbx_teardown_file; }
 
 @test "a sandbox with a 1,100-level tree is removed under a 1024-descriptor limit" {
-	local_only "the local backend removes the sandbox's layer itself"
 	id=$(sbx_new_id)
 	run --separate-stderr sbx-exec --id "$id" --check -- sh -c \
 		'cd /workspace && mkdir -p "$(printf "d/%.0s" $(seq 1100))" && find d | wc -l'
@@ -54,7 +53,6 @@ wait_stopped() {
 }
 
 @test "sbx-snap --recover reclaims killed snapshots' copies and unnamed layers, never a live one" {
-	local_only "the local image store"
 	id=$(big_sandbox)
 	sbx-snap --id "$id" >/dev/null          # the store exists, one layer
 	before=$(img_bytes)
@@ -86,7 +84,6 @@ wait_stopped() {
 }
 
 @test "sbx-reap reclaims killed snapshots' copies and unnamed layers" {
-	local_only "the local image store"
 	id=$(big_sandbox)
 	sbx-snap --id "$id" >/dev/null
 	before=$(img_bytes)

@@ -75,7 +75,8 @@ cmd_start() {
 			--tlscacert "$dir/tls/ca.pem" --tlscert "$dir/tls/server-cert.pem"
 			--tlskey "$dir/tls/server-key.pem")
 	fi
-	dockerd --host "unix://$sock" "${tls[@]}" --data-root "$dir/dkr/data" --exec-root "$dir/dkr/exec" \
+	# shellcheck disable=SC2086 # SBX_DOCKERD_ARGS: extra flags, word-split on purpose
+	dockerd --host "unix://$sock" "${tls[@]}" ${SBX_DOCKERD_ARGS:-} --data-root "$dir/dkr/data" --exec-root "$dir/dkr/exec" \
 		--pidfile "$dir/dkr/dockerd.pid" --iptables=false --ip6tables=false --bridge=none \
 		--storage-driver overlay2 --containerd-namespace "sbx-$(basename "$dir")" \
 		--containerd-plugins-namespace "sbx-$(basename "$dir")-plugins" \
@@ -151,7 +152,7 @@ cmd_image() {
 	local name=${tag%:*} ver=${tag##*:}
 	[ "$name" != "$tag" ] || ver=latest
 	tar -C "$r" --numeric-owner -c . |
-		api POST "/images/create?fromSrc=-&repo=$name&tag=$ver" \
+		api POST "/images/create?fromSrc=-&repo=$name:$ver" \
 			-H 'Content-Type: application/x-tar' --data-binary @- >/dev/null
 	rm -rf "$w"
 	api GET "/images/$tag/json" >/dev/null || die "import of $tag failed"

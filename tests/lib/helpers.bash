@@ -2,10 +2,19 @@
 #
 # Gives each test file its own redis-server on a unix socket in a temp
 # folder (started in setup_file, always stopped in teardown_file), its own
-# SBX_STATE_DIR, and the build's programs first on PATH.
+# SBX_STATE_DIR, the build's programs first on PATH, and the backend under
+# test (SBX_TEST_BACKEND: local, the default, docker or podman) through its
+# fixture file tests/lib/fixture-<backend>.bash: the profile, the base
+# template ($SBX_TEST_TEMPLATE) and the facts a test may compare against.
 #
 #   setup_file()    { sbx_setup_file; }
 #   teardown_file() { sbx_teardown_file; }
+#
+# Suites.  A file's first lines say which runs take it:
+#   # suite: conformance     every backend: what a user does through the
+#                            programs; gated by capabilities (need_cap)
+#   # suite: local           (or docker, ...) that backend's own mechanics
+# A file without the line is a local suite.  tests/run picks the files.
 
 load '/usr/lib/bats/bats-support/load'
 load '/usr/lib/bats/bats-assert/load'
@@ -46,56 +55,81 @@ redis_stop() {
 
 rcli() { redis-cli -s "$REDIS_SOCK" "$@"; }
 
+# ---- the backend under test: its one fixture file ----------------------
+export SBX_TEST_BACKEND=${SBX_TEST_BACKEND:-local}
+if [ -f "$SBX_TOP/tests/lib/fixture-$SBX_TEST_BACKEND.bash" ]; then
+	# shellcheck source=tests/lib/fixture-local.bash
+	. "$SBX_TOP/tests/lib/fixture-$SBX_TEST_BACKEND.bash"
+else
+	echo "SBX_TEST_BACKEND=$SBX_TEST_BACKEND: no tests/lib/fixture-$SBX_TEST_BACKEND.bash" >&2
+	FIXTURE_BACKEND=
+fi
+
 sbx_setup_file() {
 	export SBX_TEST_DIR
 	SBX_TEST_DIR=$(mktemp -d /tmp/sbx-test.XXXXXX)
 	export SBX_STATE_DIR="$SBX_TEST_DIR/state"
 	export SBX_CONFIG="$SBX_TEST_DIR/config.json"
-	export SBX_BACKEND=${SBX_TEST_BACKEND:-local}
-	case "$SBX_BACKEND" in
-	local) echo '{}' >"$SBX_CONFIG" ;;
-	docker)
-		# The busybox base image as the profile's template, and kill as the
-		# idle action: docker refuses pause (docs/docker.md).  tests/run
-		# starts the daemon (DOCKER_HOST) and builds the image.
-		"$SBX_TOP/tests/lib/dockerd.sh" ping ||
-			{ echo "SBX_TEST_BACKEND=docker: no dockerd at DOCKER_HOST='${DOCKER_HOST:-}' (run through tests/run)" >&2; return 1; }
-		printf '{"profiles": {"default": {"backend": "docker", "template": "%s", "on_timeout": "kill"}}}\n' \
-			"$SBX_TEST_DOCKER_IMAGE" >"$SBX_CONFIG"
-		;;
-	*) echo "SBX_TEST_BACKEND must be local or docker (got '$SBX_BACKEND')" >&2; return 1 ;;
-	esac
+	[ -n "$FIXTURE_BACKEND" ] || return 1
+	export SBX_BACKEND=$FIXTURE_BACKEND
+	fixture_profile "$SBX_CONFIG" || return 1
 	mkdir -p "$SBX_STATE_DIR"
 	redis_start "$SBX_TEST_DIR/redis"
 }
 
-# The backend-neutral tests run on both backends (SBX_TEST_BACKEND=local,
-# the default, or docker).  Per-backend knobs live here, not in the tests.
-SBX_TEST_DOCKER_IMAGE=${SBX_TEST_DOCKER_IMAGE:-sbx/base:latest}
-# Extra sbx-create flags for every test sandbox, per backend.  None so far:
-# the docker profile written by sbx_setup_file carries the template and the
-# kill idle action, so a bare `sbx-create` (the man pages' examples) works too.
+# Extra sbx-create flags for every test sandbox.  None so far: the profile
+# the fixture writes carries the template and the idle action, so a bare
+# `sbx-create` (the man pages' examples) works too.
 SBX_TEST_CREATE_ARGS=()
+
+# ---- capabilities --------------------------------------------------------
+# has_cap NAME: `sbx-ctl caps` of the profile under test says NAME.
+has_cap() {
+	local f=${SBX_TEST_DIR:-/tmp}/caps.json
+	[ -s "$f" ] || sbx-ctl caps >"$f" 2>/dev/null || { rm -f "$f"; return 1; }
+	[ "$(jq -r --arg c "$1" '.caps[$c] // false' "$f")" = true ]
+}
+# need_cap NAME...: skip the test unless the backend has every one.  The
+# reason names the capability; tests/run checks that each one is listed
+# as missing in the backend's docs (FIXTURE_DOC).
+need_cap() {
+	local c
+	for c; do has_cap "$c" || skip "missing capability: $c"; done
+	return 0
+}
 
 # sbx-create with the backend's knobs; prints the sandbox document.
 sbx_new() { sbx-create "${SBX_TEST_CREATE_ARGS[@]}" "$@"; }
 # ... and only its id.
 sbx_new_id() { sbx_new "$@" | jq -r .sandbox.id; }
 
-is_docker() { [ "${SBX_BACKEND:-${SBX_TEST_BACKEND:-local}}" = docker ]; }
-# Skip a test that checks the local backend's own mechanics.
-local_only() { is_docker && skip "local only: $*"; return 0; }
 # A sandbox id that names nothing, in the backend's id format.
-missing_id() { if is_docker; then printf '%064d\n' 0; else echo sb-000000000000; fi; }
+missing_id() { fixture_missing_id; }
 
 sbx_teardown_file() {
 	[ -n "${SBX_TEST_DIR:-}" ] || return 0
-	# Kill every sandbox this file created, then the redis-server.
+	# Kill every sandbox this file created, delete its snapshots and
+	# templates (an engine outlives the file: the next file must find it
+	# as clean as this one did), then stop the redis-server.
 	if command -v sbx-ls >/dev/null 2>&1; then
 		sbx-ls --all 2>/dev/null | sbx-ctl kill >/dev/null 2>&1 || true
+		sbx_clean_images
 	fi
 	redis_stop "$SBX_TEST_DIR/redis"
 	rm -rf --one-file-system "$SBX_TEST_DIR" 2>/dev/null || true
+}
+
+# Delete every snapshot, and every template but the base ones.
+sbx_clean_images() {
+	local id
+	sbx-snap ls 2>/dev/null | jq -r '.snapshot.id // empty' 2>/dev/null |
+		while read -r id; do sbx-snap rm --force "$id" >/dev/null 2>&1 || true; done
+	sbx-tpl ls 2>/dev/null | jq -r '.template.id // empty' 2>/dev/null |
+		while read -r id; do
+			case "$id" in host | "$SBX_TEST_TEMPLATE") continue ;; esac
+			sbx-tpl rm "$id" >/dev/null 2>&1 || true
+		done
+	return 0
 }
 
 # jq on the last `run` output.

@@ -51,6 +51,24 @@ static int daemon_ready(void)
 	return ok;
 }
 
+/* GET /networks/bridge answers: the engine can give egress (podman
+ * answers with its default network even with no plugin to set it up). */
+static int engine_has_bridge(void)
+{
+	const char *h = getenv("DOCKER_HOST");
+	struct sbx_http_opts o = {.base_url = "http://docker", .unix_socket = h + 7, .timeout_ms = 3000};
+	struct sbx_http *http;
+	struct sbx_err e = {0};
+	if (sbx_http_open(&o, &http, &e) < 0)
+		return 0;
+	struct sbx_http_req rq = {.method = "GET", .path = "/v1.41/networks/bridge"};
+	struct sbx_http_resp rs = {0};
+	int yes = sbx_http_do(http, &rq, &rs, &e) == 0 && rs.status == 200;
+	sbx_http_resp_clear(&rs);
+	sbx_http_close(http);
+	return yes;
+}
+
 static int sh(struct sbx_sandbox *sb, int as_root, const char *cmd, struct sbx_exec_result *r)
 {
 	char *argv[] = {"/bin/sh", "-c", (char *)cmd, NULL};
@@ -339,6 +357,14 @@ static void test_snapshots(struct sbx_sandbox *sb)
 	is_str(out_of(&s2, 0, "cat /opt/sbx/skills/marker"), "skill", "the new sandbox sees the file");
 	ok(!sbx_json_str(s2.metadata, "unit.case") && !sbx_json_str(s2.metadata, "sbx.snapshot"),
 	   "no labels leak from the source sandbox or the snapshot image");
+	/* podman's Config.Image is the image's name, not the id create got;
+	 * the skill install's "stands on the current image" check needs it. */
+	is_str(s2.template_id, ref.id, "a sandbox from a snapshot names the snapshot id as its template");
+	struct sbx_sandbox g2 = {0};
+	ok(B->ops->get(B, s2.id, &g2, &e) == 0 && g2.template_id && !strcmp(g2.template_id, ref.id),
+	   "... and so does get");
+	sbx_sandbox_clear(&g2);
+	ok(ref.layers >= 2 && ref.size_bytes > 0, "the snapshot reports its layers and size");
 	int gone = 0;
 	ok(B->ops->snapshot_delete(B, ref.id, &gone, &e) < 0 && e.kind == SBX_CONFLICT,
 	   "deleting a snapshot in use: conflict");
@@ -478,8 +504,11 @@ int main(void)
 	ok(B->ops->create(B, &bad, &x, &e) < 0 && e.kind == SBX_INVALID_REQUEST,
 	   "a missing template is invalid_request (%s)", e.msg);
 	struct sbx_create_req net = {.net.allow_internet = 1};
-	ok(B->ops->create(B, &net, &x, &e) < 0 && e.kind == SBX_UNSUPPORTED,
-	   "egress without a bridge network: unsupported");
+	if (engine_has_bridge())   /* podman answers for its own network */
+		ok(1, "# SKIP the engine has a bridge network: egress is not refused");
+	else
+		ok(B->ops->create(B, &net, &x, &e) < 0 && e.kind == SBX_UNSUPPORTED,
+		   "egress without a bridge network: unsupported");
 	struct sbx_create_req pz = {.timeout = {.seconds = 60, .on_timeout_pause = 1}};
 	ok(B->ops->create(B, &pz, &x, &e) < 0 && e.kind == SBX_UNSUPPORTED,
 	   "pause-on-idle: unsupported (idle policy is kill)");
