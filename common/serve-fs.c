@@ -51,7 +51,9 @@ static json_object *entry_json(const struct sbx_dirent *e, int aliased)
 	serve_set_int64(j, "size", e->size);
 	sbx_json_set_int(j, "mode", e->mode & 07777);
 	char perm[11] = "----------";
-	perm[0] = e->type == SBX_FT_DIR ? 'd' : e->type == SBX_FT_SYMLINK ? 'L' : '-';
+	/* Go's FileMode letters: '?' for what is neither (a FIFO, a socket) */
+	perm[0] = e->type == SBX_FT_DIR ? 'd' : e->type == SBX_FT_SYMLINK ? 'L'
+		: e->type == SBX_FT_OTHER ? '?' : '-';
 	for (int i = 0; i < 9; i++)
 		if (e->mode & (1u << (8 - i)))
 			perm[1 + i] = "rwxrwxrwx"[i];
