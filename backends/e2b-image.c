@@ -137,8 +137,21 @@ int e2b_snapshot_delete(struct sbx_backend *b, const char *id, int *gone, struct
 	return delete_template(b, id, gone, "snapshot_delete", err);
 }
 
+static int snapshot_ids(struct sbx_backend *b, json_object *set, struct sbx_err *err);
+
+/* The same route deletes both; a snapshot named here is refused, as the
+ * other backends refuse it (sbx-snap rm is the program for it). */
 int e2b_template_delete(struct sbx_backend *b, const char *id, int *gone, struct sbx_err *err)
 {
+	json_object *snaps = json_object_new_object();
+	int rc = snapshot_ids(b, snaps, err);
+	int is_snap = rc == 0 && (sbx_str_starts(id, "snap-") || json_object_object_get_ex(snaps, id, NULL));
+	json_object_put(snaps);
+	if (rc < 0)
+		return -1;
+	if (is_snap)
+		return sbx_fail(err, SBX_INVALID_REQUEST, "template_delete",
+				"%s is a snapshot, not a template: use sbx-snap rm", id);
 	return delete_template(b, id, gone, "template_delete", err);
 }
 

@@ -169,6 +169,10 @@ enum sbx_cap {
 	SBX_CAP_INSTALL     = 1 << 11,   /* exec as root */
 	SBX_CAP_PROCESS     = 1 << 12,   /* detached processes: proc_* below */
 	SBX_CAP_FLATTEN     = 1 << 13,   /* snapshot_flatten: one layer instead of a chain */
+	SBX_CAP_TEMPLATE_IMPORT = 1 << 14, /* template_import from a rootfs */
+	SBX_CAP_TIMEOUT_POLICY = 1 << 15, /* set_timeout also changes the idle
+					   * action and auto-resume (E2B fixes
+					   * them at create) */
 };
 /* Names for documents and `sbx-ctl caps`: {"exec": true, ...}. */
 json_object *sbx_caps_to_json(unsigned caps);

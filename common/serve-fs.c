@@ -130,7 +130,8 @@ static int listdir(struct serve_out *o, struct sbx_backend *b, struct sbx_sandbo
 	struct sbx_dirent e = {0};
 	if (sbx_call(b, file_stat, &err, sb, path, as_root, &e) < 0)
 		return serve_connect_from_err(o, 0, &err);
-	int dir = e.type == SBX_FT_DIR;
+	/* envd follows a symlink to a directory (the backend confines it) */
+	int dir = e.type == SBX_FT_DIR || e.type == SBX_FT_SYMLINK;
 	dirent_clear(&e);
 	if (!dir)
 		return serve_connect_unary_err(o, "invalid_argument", "path is not a directory");
