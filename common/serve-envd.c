@@ -24,6 +24,7 @@
 
 #include <openssl/evp.h>
 #include <openssl/sha.h>
+#include <zlib.h>
 
 #include "doc.h"
 #include "util.h"
@@ -222,13 +223,65 @@ static int files_multipart(const struct serve_req *r, struct serve_out *o, struc
 	return 0;
 }
 
+/* Inflate a gzip body into *out, at most `max` bytes (a larger result is
+ * refused: a small bomb must not fill the worker's memory).  0 or -1. */
+static int gunzip(const char *in, size_t len, size_t max, char **out, size_t *olen)
+{
+	z_stream z = {0};
+	if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
+		return -1;
+	size_t cap = len * 4 + 4096 < max ? len * 4 + 4096 : max;
+	char *buf = sbx_xmalloc(cap + 1);
+	z.next_in = (Bytef *)in;
+	z.avail_in = (uInt)len;
+	int rc;
+	do {
+		if (z.total_out == cap) {
+			if (cap >= max) {
+				rc = Z_BUF_ERROR;
+				break;
+			}
+			cap = cap * 2 < max ? cap * 2 : max;
+			buf = sbx_xrealloc(buf, cap + 1);
+		}
+		z.next_out = (Bytef *)buf + z.total_out;
+		z.avail_out = (uInt)(cap - z.total_out);
+		rc = inflate(&z, Z_NO_FLUSH);
+	} while (rc == Z_OK);
+	*olen = z.total_out;
+	inflateEnd(&z);
+	if (rc != Z_STREAM_END) {
+		free(buf);
+		return -1;
+	}
+	*out = buf;
+	return 0;
+}
+
 static int files_post(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
 		      struct sbx_sandbox *sb, int as_root)
 {
 	const char *ct = serve_hdr(r, "content-type");
 	const char *enc = serve_hdr(r, "content-encoding");
-	if (enc && *enc && strcasecmp(enc, "identity") != 0)
-		return serve_reply_error(o, 400, "unsupported content encoding '%.32s'", enc);
+	if (enc && *enc && strcasecmp(enc, "identity") != 0) {
+		if (strcasecmp(enc, "gzip") != 0)
+			return serve_reply_error(o, 400, "unsupported content encoding '%.32s'", enc);
+		char *plain;
+		size_t plen;
+		if (gunzip(r->body ? r->body : "", r->body_len, r->cfg->max_body, &plain, &plen) < 0)
+			return serve_reply_error(o, 400, "the gzip body is malformed or larger than %zu bytes",
+						 r->cfg->max_body);
+		struct serve_req dec = *r;
+		dec.body = plain;
+		dec.body_len = plen;
+		dec.nhdr = 0;                    /* no content-encoding on the decoded copy */
+		for (size_t i = 0; i < r->nhdr; i++)
+			if (strcmp(r->hdr[i].k, "content-encoding") != 0)
+				dec.hdr[dec.nhdr++] = r->hdr[i];
+		int rc = files_post(&dec, o, b, sb, as_root);
+		free(plain);
+		return rc;
+	}
 	json_object *arr = json_object_new_array();
 	int rc;
 	if (ct && !strncmp(ct, "multipart/", 10)) {
