@@ -60,13 +60,23 @@ char *serve_unmap_path(const char *p, int aliased)
 	return sbx_xstrdup(p);
 }
 
-/* ".." anywhere, or a NUL: refused before the backend. */
-static int path_ok(const char *p)
+int serve_path_ok(const char *p)
 {
 	for (const char *c = p; *c; c++)
 		if (c[0] == '.' && c[1] == '.' && (c == p || c[-1] == '/') && (c[2] == '/' || !c[2]))
 			return 0;
 	return p[0] == '/';
+}
+
+int serve_ct_eq(const char *a, const char *b)
+{
+	size_t n = strlen(a);
+	if (n != strlen(b))
+		return 0;
+	unsigned char d = 0;
+	for (size_t i = 0; i < n; i++)
+		d |= (unsigned char)(a[i] ^ b[i]);
+	return d == 0;
 }
 
 int serve_envd_user(const struct serve_req *r, struct serve_out *o, const char *name)
@@ -131,7 +141,7 @@ static int put_one(struct serve_out *o, struct sbx_backend *b, struct sbx_sandbo
 {
 	int aliased;
 	SBX_AUTOFREE char *path = serve_map_path(dest, as_root, &aliased);
-	if (!path_ok(path))
+	if (!serve_path_ok(path))
 		return serve_reply_error(o, 400, "invalid path '%s'", dest), -1;
 	struct sbx_err err = {0};
 	SBX_AUTOFREE char *dir = sbx_xstrdup(path);
@@ -326,13 +336,7 @@ static int signature_ok(const struct serve_req *r, const char *token)
 	size_t bl = strlen(b);
 	while (bl && b[bl - 1] == '=')
 		b[--bl] = '\0';
-	const char *s = sig + 3;
-	if (strlen(s) != bl)
-		return 0;
-	unsigned char d = 0;
-	for (size_t i = 0; i < bl; i++)
-		d |= (unsigned char)(s[i] ^ b[i]);
-	return d == 0;
+	return serve_ct_eq(sig + 3, b);
 }
 
 int serve_envd_files(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
@@ -348,7 +352,7 @@ int serve_envd_files(const struct serve_req *r, struct serve_out *o, struct sbx_
 	int aliased;
 	const char *q = serve_query(r, "path");
 	SBX_AUTOFREE char *path = serve_map_path(q, as_root, &aliased);
-	if (!path_ok(path))
+	if (!serve_path_ok(path))
 		return serve_reply_error(o, 400, "invalid path '%s'", q ? q : "");
 	SBX_AUTOFREE char *shown = serve_unmap_path(path, aliased);
 	return files_get(r, o, b, sb, as_root, path, shown);
@@ -364,12 +368,7 @@ static int token_ok(const struct serve_req *r, const char *id, int files, char t
 	const char *t = serve_hdr(r, "x-access-token");
 	if (!t)
 		return files && signature_ok(r, tok);
-	if (strlen(t) != 64)
-		return 0;
-	unsigned char d = 0;
-	for (int i = 0; i < 64; i++)
-		d |= (unsigned char)(t[i] ^ tok[i]);
-	return d == 0;
+	return serve_ct_eq(t, tok);
 }
 
 static int proxy_gone(struct serve_out *o, const char *id, unsigned port)
