@@ -86,7 +86,7 @@ $(SERVE_LIB): $(SERVE_OBJ)
 
 $(BUILD)/bin/sbx-serve: $(BUILD)/obj/cmd/sbx-serve.o $(SERVE_LIB) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $< $(SERVE_LIB) $(LINKLIB) $(LDLIBS) -lmicrohttpd
+	$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $< $(SERVE_LIB) $(LINKLIB) $(LDLIBS) -lmicrohttpd -lz
 
 # libc only, and no sanitizer: it is a sandbox's PID 1, which pivots away
 # from the host's files and lives in the sandbox's memory cgroup.  Linked

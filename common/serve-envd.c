@@ -24,6 +24,7 @@
 
 #include <openssl/evp.h>
 #include <openssl/sha.h>
+#include <zlib.h>
 
 #include "doc.h"
 #include "util.h"
@@ -59,13 +60,23 @@ char *serve_unmap_path(const char *p, int aliased)
 	return sbx_xstrdup(p);
 }
 
-/* ".." anywhere, or a NUL: refused before the backend. */
-static int path_ok(const char *p)
+int serve_path_ok(const char *p)
 {
 	for (const char *c = p; *c; c++)
 		if (c[0] == '.' && c[1] == '.' && (c == p || c[-1] == '/') && (c[2] == '/' || !c[2]))
 			return 0;
 	return p[0] == '/';
+}
+
+int serve_ct_eq(const char *a, const char *b)
+{
+	size_t n = strlen(a);
+	if (n != strlen(b))
+		return 0;
+	unsigned char d = 0;
+	for (size_t i = 0; i < n; i++)
+		d |= (unsigned char)(a[i] ^ b[i]);
+	return d == 0;
 }
 
 int serve_envd_user(const struct serve_req *r, struct serve_out *o, const char *name)
@@ -130,7 +141,7 @@ static int put_one(struct serve_out *o, struct sbx_backend *b, struct sbx_sandbo
 {
 	int aliased;
 	SBX_AUTOFREE char *path = serve_map_path(dest, as_root, &aliased);
-	if (!path_ok(path))
+	if (!serve_path_ok(path))
 		return serve_reply_error(o, 400, "invalid path '%s'", dest), -1;
 	struct sbx_err err = {0};
 	SBX_AUTOFREE char *dir = sbx_xstrdup(path);
@@ -222,13 +233,65 @@ static int files_multipart(const struct serve_req *r, struct serve_out *o, struc
 	return 0;
 }
 
+/* Inflate a gzip body into *out, at most `max` bytes (a larger result is
+ * refused: a small bomb must not fill the worker's memory).  0 or -1. */
+static int gunzip(const char *in, size_t len, size_t max, char **out, size_t *olen)
+{
+	z_stream z = {0};
+	if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
+		return -1;
+	size_t cap = len * 4 + 4096 < max ? len * 4 + 4096 : max;
+	char *buf = sbx_xmalloc(cap + 1);
+	z.next_in = (Bytef *)in;
+	z.avail_in = (uInt)len;
+	int rc;
+	do {
+		if (z.total_out == cap) {
+			if (cap >= max) {
+				rc = Z_BUF_ERROR;
+				break;
+			}
+			cap = cap * 2 < max ? cap * 2 : max;
+			buf = sbx_xrealloc(buf, cap + 1);
+		}
+		z.next_out = (Bytef *)buf + z.total_out;
+		z.avail_out = (uInt)(cap - z.total_out);
+		rc = inflate(&z, Z_NO_FLUSH);
+	} while (rc == Z_OK);
+	*olen = z.total_out;
+	inflateEnd(&z);
+	if (rc != Z_STREAM_END) {
+		free(buf);
+		return -1;
+	}
+	*out = buf;
+	return 0;
+}
+
 static int files_post(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
 		      struct sbx_sandbox *sb, int as_root)
 {
 	const char *ct = serve_hdr(r, "content-type");
 	const char *enc = serve_hdr(r, "content-encoding");
-	if (enc && *enc && strcasecmp(enc, "identity") != 0)
-		return serve_reply_error(o, 400, "unsupported content encoding '%.32s'", enc);
+	if (enc && *enc && strcasecmp(enc, "identity") != 0) {
+		if (strcasecmp(enc, "gzip") != 0)
+			return serve_reply_error(o, 400, "unsupported content encoding '%.32s'", enc);
+		char *plain;
+		size_t plen;
+		if (gunzip(r->body ? r->body : "", r->body_len, r->cfg->max_body, &plain, &plen) < 0)
+			return serve_reply_error(o, 400, "the gzip body is malformed or larger than %zu bytes",
+						 r->cfg->max_body);
+		struct serve_req dec = *r;
+		dec.body = plain;
+		dec.body_len = plen;
+		dec.nhdr = 0;                    /* no content-encoding on the decoded copy */
+		for (size_t i = 0; i < r->nhdr; i++)
+			if (strcmp(r->hdr[i].k, "content-encoding") != 0)
+				dec.hdr[dec.nhdr++] = r->hdr[i];
+		int rc = files_post(&dec, o, b, sb, as_root);
+		free(plain);
+		return rc;
+	}
 	json_object *arr = json_object_new_array();
 	int rc;
 	if (ct && !strncmp(ct, "multipart/", 10)) {
@@ -273,13 +336,7 @@ static int signature_ok(const struct serve_req *r, const char *token)
 	size_t bl = strlen(b);
 	while (bl && b[bl - 1] == '=')
 		b[--bl] = '\0';
-	const char *s = sig + 3;
-	if (strlen(s) != bl)
-		return 0;
-	unsigned char d = 0;
-	for (size_t i = 0; i < bl; i++)
-		d |= (unsigned char)(s[i] ^ b[i]);
-	return d == 0;
+	return serve_ct_eq(sig + 3, b);
 }
 
 int serve_envd_files(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
@@ -295,7 +352,7 @@ int serve_envd_files(const struct serve_req *r, struct serve_out *o, struct sbx_
 	int aliased;
 	const char *q = serve_query(r, "path");
 	SBX_AUTOFREE char *path = serve_map_path(q, as_root, &aliased);
-	if (!path_ok(path))
+	if (!serve_path_ok(path))
 		return serve_reply_error(o, 400, "invalid path '%s'", q ? q : "");
 	SBX_AUTOFREE char *shown = serve_unmap_path(path, aliased);
 	return files_get(r, o, b, sb, as_root, path, shown);
@@ -311,12 +368,7 @@ static int token_ok(const struct serve_req *r, const char *id, int files, char t
 	const char *t = serve_hdr(r, "x-access-token");
 	if (!t)
 		return files && signature_ok(r, tok);
-	if (strlen(t) != 64)
-		return 0;
-	unsigned char d = 0;
-	for (int i = 0; i < 64; i++)
-		d |= (unsigned char)(t[i] ^ tok[i]);
-	return d == 0;
+	return serve_ct_eq(t, tok);
 }
 
 static int proxy_gone(struct serve_out *o, const char *id, unsigned port)

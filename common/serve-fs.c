@@ -19,14 +19,6 @@
 
 #define LIST_MAX 10000
 
-static int path_ok(const char *p)
-{
-	for (const char *c = p; *c; c++)
-		if (c[0] == '.' && c[1] == '.' && (c == p || c[-1] == '/') && (c[2] == '/' || !c[2]))
-			return 0;
-	return p[0] == '/';
-}
-
 static void dirent_clear(struct sbx_dirent *e)
 {
 	free(e->name);
@@ -82,7 +74,7 @@ static char *req_path(struct serve_out *o, json_object *in, const char *field, i
 		return NULL;
 	}
 	char *m = serve_map_path(p, as_root, aliased);
-	if (!path_ok(m)) {
+	if (!serve_path_ok(m)) {
 		free(m);
 		serve_connect_unary_err(o, "invalid_argument", "invalid path '%s'", p);
 		return NULL;

@@ -153,5 +153,9 @@ int serve_envd_user(const struct serve_req *r, struct serve_out *o, const char *
  * /workspace, so that answers can say /home/user again. */
 char *serve_map_path(const char *p, int as_root, int *aliased);
 char *serve_unmap_path(const char *p, int aliased);
+/* Absolute and without ".." components: what may reach the backend. */
+int serve_path_ok(const char *p);
+/* Equal strings, in time that depends on the length only. */
+int serve_ct_eq(const char *a, const char *b);
 
 #endif

@@ -130,13 +130,7 @@ int serve_proxy(const struct serve_req *r, struct serve_out *o, struct sbx_backe
 	if (!rec->allow_public) {
 		char tok[65];
 		const char *t = serve_hdr(r, "e2b-traffic-access-token");
-		unsigned char d = 1;
-		if (serve_token(r->serve_dir, "traffic", sb->id, tok, &err) == 0 && t && strlen(t) == 64) {
-			d = 0;
-			for (int i = 0; i < 64; i++)
-				d |= (unsigned char)(t[i] ^ tok[i]);
-		}
-		if (d)
+		if (serve_token(r->serve_dir, "traffic", sb->id, tok, &err) < 0 || !t || !serve_ct_eq(t, tok))
 			return answer(o, sb->id, r->port, 403, t ? "Sandbox is secured with traffic access token. Token header 'e2b-traffic-access-token' is invalid"
 							 : "Sandbox is secured with traffic access token. Token header 'e2b-traffic-access-token' is missing");
 	}

@@ -20,6 +20,17 @@ setup_file() {
 	TOK=$(printf '%s' "$out" | head -1 | jq -r .envdAccessToken)
 	export SB TOK
 }
+# Wait until something listens on port $2 inside sandbox $1.
+wait_port() {
+	local i
+	for i in $(seq 1 100); do
+		sbx-exec --id "$1" -- python3 -c "import socket; socket.create_connection(('127.0.0.1', $2))" |
+			jq -e '.exec.exit_code == 0' >/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 teardown_file() {
 	serve_stop main
 	serve_stop small
@@ -315,12 +326,7 @@ teardown_file() {
 @test "inbound: a web server in a sandbox is reached through PORT-ID.DOMAIN; a closed port is 502" {
 	sbx-exec --id "$SB" -- sh -c 'mkdir -p /workspace/www && echo hello-web >/workspace/www/index.txt' >/dev/null
 	sbx-proc --id "$SB" start -- python3 -m http.server 8000 --bind 127.0.0.1 --directory /workspace/www >/dev/null
-	local i
-	for i in $(seq 1 100); do
-		sbx-exec --id "$SB" -- python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8000))' |
-			jq -e '.exec.exit_code == 0' >/dev/null && break
-		sleep 0.1
-	done
+	wait_port "$SB" 8000
 	run curl -sS -w '\nHTTP %{http_code}\n' -H "Host: 8000-$SB.sbx.test" "$SERVE_URL/index.txt?x=a%20b"
 	assert_equal "$(status)" 200
 	assert_equal "$(body)" hello-web
@@ -339,12 +345,7 @@ teardown_file() {
 	tt=$(body | jq -r .trafficAccessToken)
 	assert_equal "${#tt}" 64
 	sbx-proc --id "$id" start -- python3 -m http.server 8000 --bind 127.0.0.1 --directory /etc >/dev/null
-	local i
-	for i in $(seq 1 100); do
-		sbx-exec --id "$id" -- python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8000))' |
-			jq -e '.exec.exit_code == 0' >/dev/null && break
-		sleep 0.1
-	done
+	wait_port "$id" 8000
 	run curl -sS -w '\nHTTP %{http_code}\n' -H "Host: 8000-$id.sbx.test" "$SERVE_URL/hostname"
 	assert_equal "$(status)" 403
 	run curl -sS -w '\nHTTP %{http_code}\n' -H "Host: 8000-$id.sbx.test" -H "e2b-traffic-access-token: $TOK" "$SERVE_URL/hostname"

@@ -128,6 +128,26 @@ const groups = {
     try { await sb.files.read('/root/s') } catch { denied = true }
     ok(denied, "the default user cannot read root's file")
     eq(await sb.files.read('/root/s', { user: 'root' }), 'secret\n', "user: 'root' can")
+    await sb.files.write('/home/user/z.txt', 'zipped '.repeat(100), { gzip: true })
+    eq(await sb.files.read('/home/user/z.txt', { gzip: true }), 'zipped '.repeat(100),
+      'files.write with gzip: true, read with gzip: true')
+    await sb.files.write('/home/user/o.txt', 'octets', { useOctetStream: true })
+    eq(await sb.files.read('/home/user/o.txt'), 'octets', 'files.write with useOctetStream')
+    // Signed URLs: with E2B_SANDBOX_URL shared by every sandbox, the
+    // sandbox is named by header; the signature stands for the token.
+    const hdr = { 'E2b-Sandbox-Id': sb.sandboxId }
+    const down = await sb.downloadUrl('/home/user/o.txt')
+    ok(/signature=v1_/.test(down), 'downloadUrl is signed', down)
+    const got = await fetch(down, { headers: hdr })
+    eq([got.status, await got.text()], [200, 'octets'], 'a signed download URL reads without the token')
+    const bad = await fetch(down.replace(/signature=v1_[^&]*/, 'signature=v1_AAAA'), { headers: hdr })
+    eq(bad.status, 401, 'a forged signature is 401')
+    const up = await sb.uploadUrl('/home/user/up.txt')
+    const form = new FormData()
+    form.append('file', new Blob(['uploaded']), 'up.txt')
+    const put = await fetch(up, { method: 'POST', body: form, headers: hdr })
+    eq(put.status, 200, 'a signed upload URL writes without the token')
+    eq(await sb.files.read('/home/user/up.txt'), 'uploaded', 'and the file is there')
   },
 
   async timeout() {
