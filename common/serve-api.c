@@ -281,7 +281,14 @@ static int create(const struct serve_req *r, struct serve_out *o, int v2)
 		sbx_json_set_str(meta, TEAM_KEY, r->team);
 		req.metadata = meta;
 		req.env = env;
+		/* Inbound traffic is this server's own (serve-proxy.c relays it,
+		 * the record keeps the switch): the backend is asked for none, so
+		 * a backend without inbound access (local) serves E2B's default
+		 * allowPublicTraffic: true. */
+		int public_in = req.net.allow_public;
+		req.net.allow_public = 0;
 		rc = sbx_call(b, create, &err, &req, &sb);
+		req.net.allow_public = public_in;
 		json_object_put(meta);
 	}
 	if (rc == 0) {
