@@ -14,7 +14,8 @@
  *   - a read over `max` bytes is invalid_request, as the local backend
  *     says it; a write sets `mode` when it is not envd's 0644;
  *   - tar_put/tar_get run tar in the sandbox (the template must have it:
- *     docs/remote.md); the archive crosses as exec's stdin/stdout. */
+ *     docs/remote.md); the archive crosses as a temporary file in the
+ *     sandbox's /tmp, streamed through /files, removed afterwards. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -284,13 +285,15 @@ int e2b_file_read(struct sbx_backend *b, struct sbx_sandbox *sb, const char *pat
 	return 0;
 }
 
-/* ---- trees ------------------------------------------------------------- */
+/* ---- trees ------------------------------------------------------------ */
 
-static int tar_exec(struct sbx_backend *b, struct sbx_sandbox *sb, char *const *argv, int in_fd,
-		    int out_fd, int as_root, const char *op, struct sbx_err *err)
+/* Run argv in the sandbox; a non-zero exit is an error in `op`'s words
+ * (tar's message, its kind guessed from it). */
+static int run_helper(struct sbx_backend *b, struct sbx_sandbox *sb, char *const *argv, int as_root,
+		      const char *op, char **out, struct sbx_err *err)
 {
 	struct sbx_exec_req x = {.argv = argv, .as_root = as_root, .cwd = "/",
-				 .raw_in_fd = in_fd, .raw_out_fd = out_fd, .raw_err_fd = -1,
+				 .raw_in_fd = -1, .raw_out_fd = -1, .raw_err_fd = -1,
 				 .output_cap = 64 << 10};
 	struct sbx_exec_result r;
 	int rc = e2b_exec(b, sb, &x, &r, err);
@@ -302,20 +305,54 @@ static int tar_exec(struct sbx_backend *b, struct sbx_sandbox *sb, char *const *
 			k = SBX_UNSUPPORTED;
 		rc = sbx_fail(err, k, op, "tar in the sandbox: %s", why);
 	}
+	if (rc == 0 && out)
+		*out = sbx_trim(r.out ? sbx_xstrdup(r.out) : sbx_xstrdup(""));
 	sbx_exec_result_clear(&r);
 	return rc;
 }
 
+static void remove_quietly(struct sbx_backend *b, const char *path, int as_root)
+{
+	json_object *in = path_arg(path), *out = NULL;
+	struct sbx_err e = {0};
+	e2b_rpc(b, "tar", "filesystem.Filesystem/Remove", in, user_of(as_root), &out, &e);
+	json_object_put(in);
+	json_object_put(out);
+}
+
+/* The archive crosses as a file: /files up (streamed from fd) to a
+ * private temporary file, then tar -x inside, then the file removed.
+ * (Through exec's stdin it would cross as base64 in JSON messages.) */
 int e2b_tar_put(struct sbx_backend *b, struct sbx_sandbox *sb, const char *dir, int fd,
 		int as_root, struct sbx_err *err)
 {
-	if (check_path(dir, "tar_put", err) < 0)
+	char rnd[17];
+	if (check_path(dir, "tar_put", err) < 0 || sbx_random_hex(rnd, 8, err) < 0 ||
+	    e2b_file_mkdir(b, sb, dir, 0755, as_root, err) < 0)
 		return -1;
-	if (e2b_file_mkdir(b, sb, dir, 0755, as_root, err) < 0)
+	SBX_AUTOFREE char *tmp = sbx_xasprintf("/tmp/.sbx-put-%s.tar", rnd);
+	SBX_AUTOFREE char *p = files_path(tmp, as_root);
+	const char *hdrs[] = {"Content-Type: application/octet-stream", NULL};
+	struct sbx_http_req req = {.method = "POST", .path = p, .headers = hdrs, .body_fd = fd,
+				   .timeout_ms = -1};
+	struct sbx_http_resp resp = {0};
+	if (e2b_envd_do(b, "tar_put", &req, &resp, err) < 0)
 		return -1;
-	char *const argv[] = {"tar", "-x", "--no-same-owner", "-f", "-", "-C", (char *)dir, NULL};
-	return tar_exec(b, sb, argv, fd, -1, as_root, "tar_put", err);
+	int rc = resp.status >= 200 && resp.status < 300 ? 0 : e2b_status_err("tar_put", &resp, err);
+	sbx_http_resp_clear(&resp);
+	if (rc < 0) {
+		remove_quietly(b, tmp, as_root);
+		return -1;
+	}
+	char *const argv[] = {"tar", "-x", "--no-same-owner", "-f", tmp, "-C", (char *)dir, NULL};
+	rc = run_helper(b, sb, argv, as_root, "tar_put", NULL, err);
+	remove_quietly(b, tmp, as_root);
+	return rc;
 }
+
+static const char TAR_GET_SH[] =
+	"set -e; t=$(mktemp /tmp/.sbx-get.XXXXXXXX); "
+	"tar -c -f \"$t\" -C \"$1\" \"$2\" || { rm -f \"$t\"; exit 1; }; echo \"$t\"";
 
 int e2b_tar_get(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path, int fd,
 		int as_root, struct sbx_err *err)
@@ -326,8 +363,24 @@ int e2b_tar_get(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
 	char *slash = strrchr(copy, '/');
 	const char *base = slash[1] ? slash + 1 : ".";
 	const char *parent = slash == copy ? "/" : (*slash = '\0', copy);
-	if (!strcmp(path, "/"))
-		parent = "/", base = ".";
-	char *const argv[] = {"tar", "-c", "-f", "-", "-C", (char *)parent, (char *)base, NULL};
-	return tar_exec(b, sb, argv, -1, fd, as_root, "tar_get", err);
+	char *const argv[] = {"sh", "-c", (char *)TAR_GET_SH, "sh", (char *)parent, (char *)base, NULL};
+	SBX_AUTOFREE char *tmp = NULL;
+	if (run_helper(b, sb, argv, as_root, "tar_get", &tmp, err) < 0)
+		return -1;
+	SBX_AUTOFREE char *p = files_path(tmp, as_root);
+	struct sbx_http_req req = {.method = "GET", .path = p, .out_fd = fd, .timeout_ms = -1};
+	struct sbx_http_resp resp = {0};
+	int rc = e2b_envd_do(b, "tar_get", &req, &resp, err);
+	if (rc == 0 && resp.status != 200) {
+		rc = e2b_status_err("tar_get", &resp, err);
+		if (resp.status == 400 || resp.status == 413) {
+			/* envd refuses files over its download limit (sbx-serve: 1 GiB) */
+			err->kind = SBX_CAPACITY;
+			sbx_err_prefix(err, "the archive of %s is over what the server's /files sends "
+				       "(sbx-fs get --max cannot raise that)", path);
+		}
+	}
+	sbx_http_resp_clear(&resp);
+	remove_quietly(b, tmp, as_root);
+	return rc;
 }
