@@ -11,6 +11,7 @@
  * worker; every request gets one log line. */
 #include "serve.h"
 #include "serve-int.h"
+#include "fault.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -323,6 +324,12 @@ static int worker_spawn(struct sbx_serve *s, int (*fn)(const struct serve_req *,
 	return p[0];
 }
 
+static int is_stream_rpc(const struct serve_req *r)
+{
+	return strcmp(r->path, "/process.Process/Start") == 0 ||
+	       strcmp(r->path, "/process.Process/Connect") == 0;
+}
+
 struct body {
 	struct sbx_serve *s;
 	int fd;
@@ -330,6 +337,7 @@ struct body {
 	char *pending;
 	size_t plen, poff;
 	struct conn *q;
+	int drop;                /* test fault serve:stream-drop */
 };
 
 static ssize_t body_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -343,6 +351,10 @@ static ssize_t body_read(void *cls, uint64_t pos, char *buf, size_t max)
 		b->q->bytes += n;
 		return (ssize_t)n;
 	}
+	/* serve:stream-drop: the connection breaks after the first piece
+	 * of a process stream, as a proxy reset would break it. */
+	if (b->drop && b->q->bytes > 0)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
 	for (;;) {
 		ssize_t n = read(b->fd, buf, max);
 		if (n > 0) {
@@ -393,6 +405,7 @@ static enum MHD_Result relay(struct MHD_Connection *c, struct conn *q, int fd, p
 	b->fd = fd;
 	b->pid = pid;
 	b->q = q;
+	b->drop = is_stream_rpc(&q->r) && sbx_fault_on("serve:stream-drop");
 	b->plen = n - (size_t)(end + 2 - head);
 	b->pending = sbx_xmalloc(b->plen + 1);
 	memcpy(b->pending, end + 2, b->plen);
@@ -441,10 +454,39 @@ static int serve_worker(const struct serve_req *r, struct serve_out *o)
 	return serve_envd(r, o);
 }
 
-static int is_stream_rpc(const struct serve_req *r)
+/* The test faults of the control plane (fault.h), answered before any
+ * worker runs, so the server does nothing else for the request:
+ *   serve:api-503-once      the first API request: 503, Retry-After: 0
+ *   serve:snapshot-500      every POST /sandboxes/{id}/snapshots: 500
+ *   serve:list-repeat-token every GET /v2/sandboxes: an empty page whose
+ *                           X-Next-Token is always the same
+ * Returns 1 when it answered. */
+static int injected_fault(struct MHD_Connection *c, struct conn *q, enum MHD_Result *rc)
 {
-	return strcmp(r->path, "/process.Process/Start") == 0 ||
-	       strcmp(r->path, "/process.Process/Connect") == 0;
+	static int once;
+	const struct serve_req *r = &q->r;
+	if (sbx_fault_on("serve:api-503-once") && !__atomic_exchange_n(&once, 1, __ATOMIC_SEQ_CST)) {
+		*rc = reply_error(c, q, 503, "Service is unavailable (test fault)", "0");
+		return 1;
+	}
+	if (sbx_fault_on("serve:snapshot-500") && !strcmp(r->method, "POST") &&
+	    sbx_str_starts(r->path, "/sandboxes/") && strstr(r->path, "/snapshots")) {
+		*rc = reply_error(c, q, 500, "snapshot failed (test fault)", NULL);
+		return 1;
+	}
+	if (sbx_fault_on("serve:list-repeat-token") && !strcmp(r->method, "GET") &&
+	    !strcmp(r->path, "/v2/sandboxes")) {
+		struct MHD_Response *resp = MHD_create_response_from_buffer(2, (void *)"[]", MHD_RESPMEM_PERSISTENT);
+		if (!resp)
+			return *rc = MHD_NO, 1;
+		MHD_add_response_header(resp, "Content-Type", "application/json");
+		MHD_add_response_header(resp, "X-Next-Token", "c2FtZQ==");
+		*rc = MHD_queue_response(c, 200, resp);
+		MHD_destroy_response(resp);
+		q->status = 200;
+		return 1;
+	}
+	return 0;
 }
 
 /* Classify the request, check the key, take the limits' slots and hand it
@@ -477,6 +519,9 @@ static enum MHD_Result dispatch(struct MHD_Connection *c, struct conn *q)
 		if (!team)
 			return reply_error(c, q, 401, "Invalid API key, it must start with 'e2b_'", NULL);
 		snprintf(r->team, sizeof(r->team), "%s", team);
+		enum MHD_Result frc;
+		if (injected_fault(c, q, &frc))
+			return frc;
 	}
 	pthread_mutex_lock(&s->mu);
 	int busy = s->inflight >= s->cfg.max_workers;

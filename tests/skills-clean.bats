@@ -10,6 +10,7 @@ load lib/skills
 
 setup_file() {
 	skills_setup_file sbx-skills-clean
+	need_cap template_import
 	"$SBX_TOP/tests/lib/rootfs.sh" --dir "$SBX_TEST_DIR/bbroot"
 	sbx-tpl import bb --dir "$SBX_TEST_DIR/bbroot" >/dev/null
 	printf '{"profiles": {"default": {}, "bb": {"template": "bb"}}}\n' >"$SBX_CONFIG"
