@@ -9,6 +9,9 @@
 #include "backend.h"
 #include "e2b-api.h"
 
+/* E2B has no "never": a day, its plan maximum (Cube: -1). */
+#define E2B_NEVER_SECONDS 86400
+
 /* sbx's own metadata keys are "sbx.*"; on the wire they are "sbx_*"
  * (an E2B-compatible server may reserve "sbx." for itself, as sbx-serve
  * does, and a server that runs on sbx must not take its clients'
@@ -23,6 +26,14 @@ json_object *e2b_json_arr(json_object *o, const char *key);
 void e2b_fill(struct sbx_backend *b, struct sbx_sandbox *sb, json_object *j);
 /* Ids reach a URL only when they are [A-Za-z0-9-]{1,128}. */
 int e2b_check_id(const char *id, const char *what, const char *op, struct sbx_err *err);
+
+/* GET /sandboxes/{id} (the detail, with the access token) / POST
+ * /sandboxes/{id}/connect (resumes, extends the end to now + the
+ * sandbox's idle seconds, binds the data plane with the answer's token). */
+int e2b_detail(struct sbx_backend *b, const char *id, const char *op, json_object **out,
+	       struct sbx_err *err);
+int e2b_connect_raw(struct sbx_backend *b, struct sbx_sandbox *sb, const char *op,
+		    struct sbx_err *err);
 
 /* Make the sandbox usable for envd calls: look it up (one GET), resume it
  * if it is paused and allows auto-resume (conflict if it does not), and
