@@ -88,4 +88,19 @@ int e2b_template_get(struct sbx_backend *b, const char *id, struct sbx_template 
 		     struct sbx_err *err);
 int e2b_template_delete(struct sbx_backend *b, const char *id, int *gone, struct sbx_err *err);
 
+/* The operations both vtables share (e2b.c, cube.c): all but name, open
+ * and caps. */
+#define E2B_OPS_COMMON                                                         \
+	.close = e2b_close, .health = e2b_health, .fingerprint = e2b_fingerprint,   \
+	.create = e2b_create, .connect = e2b_connect, .get = e2b_get,               \
+	.list = e2b_list, .remove = e2b_remove, .pause = e2b_pause,                 \
+	.set_timeout = e2b_set_timeout, .exec = e2b_exec,                           \
+	.file_write = e2b_file_write, .file_read = e2b_file_read,                   \
+	.file_list = e2b_file_list, .file_stat = e2b_file_stat,                     \
+	.file_mkdir = e2b_file_mkdir, .file_remove = e2b_file_remove,               \
+	.file_move = e2b_file_move, .tar_put = e2b_tar_put, .tar_get = e2b_tar_get, \
+	.snapshot_create = e2b_snapshot_create, .snapshot_list = e2b_snapshot_list, \
+	.snapshot_delete = e2b_snapshot_delete, .template_list = e2b_template_list, \
+	.template_get = e2b_template_get, .template_delete = e2b_template_delete
+
 #endif

@@ -16,6 +16,7 @@ LIST=${LIST:-200}
 OUT=${OUT:-$top/docs/remote-bench.md}
 export PATH="$BUILD/bin:$PATH"
 [ -d "$top/tests/sdk/node_modules" ] || (cd "$top/tests/sdk" && npm ci --no-audit --no-fund >/dev/null)
+FIXTURE_SERVE_FLAGS="--max-sandboxes $((LIST + 50))"
 # shellcheck source=tests/lib/fixture-e2b.bash
 . "$top/tests/lib/fixture-e2b.bash"
 W=$(mktemp -d /tmp/sbx-bench-remote.XXXXXX)

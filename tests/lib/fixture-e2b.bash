@@ -9,16 +9,13 @@
 # What a test sees inside a sandbox is the local backend's (the server
 # runs sandboxes there), so the facts below are local's.
 
-FIXTURE_BACKEND=${FIXTURE_BACKEND:-e2b}
-FIXTURE_DOC=${FIXTURE_DOC:-docs/e2b.md}
+_e2b_backend=${FIXTURE_BACKEND:-e2b} _e2b_doc=${FIXTURE_DOC:-docs/e2b.md}
+# shellcheck source=tests/lib/fixture-local.bash
+. "$(dirname "${BASH_SOURCE[0]}")/fixture-local.bash"
+unset -f fixture_plant_node          # the server's state is not ours to enter
+FIXTURE_BACKEND=$_e2b_backend
+FIXTURE_DOC=$_e2b_doc
 SBX_TEST_TEMPLATE=base
-FIXTURE_ROOT_CAPS=00000000a00405fb
-FIXTURE_INIT_COMM=sbx-init
-FIXTURE_ID_RE='^sb-[0-9a-f]+$'
-export FIXTURE_SNAP_ID_RE='^snap-[0-9a-f]+$'
-FIXTURE_SIGNAL_SEEN=1
-FIXTURE_PUT_OVER_LINK=refuse
-FIXTURE_TEMPLATE_FILE=/etc/hostname
 FIXTURE_SERVE_FLAGS=${FIXTURE_SERVE_FLAGS:-}
 FIXTURE_KEY=e2b_0123456789abcdef0123456789abcdef
 

@@ -17,7 +17,7 @@ async function time(n, fn) {
     const t = now()
     const after = await fn()
     console.log((now() - t).toFixed(2))
-    if (after) await after()
+    if (typeof after === 'function') await after()
   }
 }
 
