@@ -41,14 +41,13 @@ int e2b_open_as(struct sbx_backend *b, int cube, struct sbx_err *err)
 static int e2b_open(struct sbx_backend *b, struct sbx_err *err) { return e2b_open_as(b, 0, err); }
 void e2b_close(struct sbx_backend *b) { e2b_conn_close(b); }
 
-/* What E2B's wire gives every backend on it; network policy and the
- * inbound token are Cube's (cube.c) and docs/remote.md says why. */
+/* What E2B's wire gives every backend on it (docs/remote.md). */
 static unsigned e2b_caps(struct sbx_backend *b)
 {
 	(void)b;
 	return SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_PAUSE | SBX_CAP_SNAPSHOTS |
 	       SBX_CAP_METADATA | SBX_CAP_LIST | SBX_CAP_TEMPLATES | SBX_CAP_TIMEOUT |
-	       SBX_CAP_INSTALL;
+	       SBX_CAP_INSTALL | SBX_CAP_NETPOLICY | SBX_CAP_INBOUND_TOKEN;
 }
 
 int e2b_health(struct sbx_backend *b, struct sbx_err *err)
@@ -139,8 +138,6 @@ int e2b_create(struct sbx_backend *b, const struct sbx_create_req *req, struct s
 	if (req->disk_required)
 		return sbx_fail(err, SBX_UNSUPPORTED, "create", "the %s backend cannot set a disk size",
 				c->cube ? "cube" : "e2b");
-	if (!c->cube && req->net.allow_out && json_object_array_length(req->net.allow_out))
-		return sbx_fail(err, SBX_UNSUPPORTED, "create", "the e2b backend sends no allow_out rules (docs/remote.md)");
 	int64_t secs = req->timeout.seconds > 0 ? req->timeout.seconds : c->cube ? -1 : E2B_NEVER_SECONDS;
 	json_object *body = create_body(b, req, tpl, secs);
 	json_object *resp = NULL;
