@@ -142,6 +142,12 @@ log_count() { grep -c "$2" "$SBX_TEST_DIR/serve-$1.log" || true; }
 	[ "$status" -ne 0 ]
 	[[ "$stderr" == *"169.254"* ]]
 	[ -n "${SERVE_URL_ok:-}" ] || remote ok ""
+	# a proxy node is checked too: CONNECT_TO never reaches a metadata address
+	jq '.profiles.default += {backend: "cube", domain: "cube.test", proxy: "http://169.254.169.254:80"}' \
+		"$SBX_TEST_DIR/ok.json" >"$SBX_TEST_DIR/badproxy.json"
+	run --separate-stderr env -u SBX_BACKEND SBX_CONFIG="$SBX_TEST_DIR/badproxy.json" sbx-ls --all
+	[ "$status" -eq 78 ]
+	[[ "$stderr" == *"169.254"* ]]
 	jq '.profiles.default.allow_private = false' "$SBX_TEST_DIR/ok.json" >"$SBX_TEST_DIR/noprivate.json"
 	run --separate-stderr env -u SBX_BACKEND SBX_CONFIG="$SBX_TEST_DIR/noprivate.json" sbx-ls --all
 	[ "$status" -ne 0 ]
