@@ -38,7 +38,12 @@ XCFLAGS  := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=6
 LDLIBS   := -lhiredis -ljson-c -lcrypto -lseccomp -lpthread
 XLDFLAGS := $(SANFLAGS)
 
-LIB_SRC  := $(wildcard common/*.c) $(wildcard backends/*.c)
+# sbx-serve's part of the library (common/serve-*.c) is an archive of its
+# own, linked into sbx-serve only: no other program loads libmicrohttpd.
+SERVE_SRC := $(wildcard common/serve-*.c)
+SERVE_OBJ := $(SERVE_SRC:%.c=$(BUILD)/obj/%.o)
+SERVE_LIB := $(BUILD)/libsbx-serve.a
+LIB_SRC  := $(filter-out $(SERVE_SRC),$(wildcard common/*.c) $(wildcard backends/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CMD_SRC  := $(wildcard cmd/*.c)
 PROGS    := $(CMD_SRC:cmd/%.c=$(BUILD)/bin/%)
@@ -83,6 +88,14 @@ $(LIB): $(LIB_OBJ)
 $(BUILD)/bin/%: $(BUILD)/obj/cmd/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $< $(LINKLIB) $(LDLIBS)
+
+$(SERVE_LIB): $(SERVE_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/bin/sbx-serve: $(BUILD)/obj/cmd/sbx-serve.o $(SERVE_LIB) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $< $(SERVE_LIB) $(LINKLIB) $(LDLIBS) -lmicrohttpd -lz
 
 # libc only, and no sanitizer: it is a sandbox's PID 1, which pivots away
 # from the host's files and lives in the sandbox's memory cgroup.  Linked

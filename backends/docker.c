@@ -67,7 +67,8 @@ static unsigned docker_caps(struct sbx_backend *b)
 	(void)b;
 	return SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_PAUSE | SBX_CAP_SNAPSHOTS |
 	       SBX_CAP_METADATA | SBX_CAP_LIST | SBX_CAP_TEMPLATES | SBX_CAP_IDLE_KILL |
-	       SBX_CAP_INSTALL | SBX_CAP_PROCESS | SBX_CAP_FLATTEN;
+	       SBX_CAP_INSTALL | SBX_CAP_PROCESS | SBX_CAP_FLATTEN |
+	       SBX_CAP_TEMPLATE_IMPORT;
 }
 
 static int docker_health(struct sbx_backend *b, struct sbx_err *err)

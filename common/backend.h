@@ -171,6 +171,10 @@ enum sbx_cap {
 	SBX_CAP_INSTALL     = 1 << 11,   /* exec as root */
 	SBX_CAP_PROCESS     = 1 << 12,   /* detached processes: proc_* below */
 	SBX_CAP_FLATTEN     = 1 << 13,   /* snapshot_flatten: one layer instead of a chain */
+	SBX_CAP_TEMPLATE_IMPORT = 1 << 14, /* template_import from a rootfs */
+	SBX_CAP_TIMEOUT_POLICY = 1 << 15, /* set_timeout also changes the idle
+					   * action and auto-resume (E2B fixes
+					   * them at create) */
 	SBX_CAP_HOST_LOCAL  = 1 << 16,   /* sandboxes live on the host that made them (host.h) */
 };
 /* Names for documents and `sbx-ctl caps`: {"exec": true, ...}. */

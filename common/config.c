@@ -76,7 +76,7 @@ static const char *const profile_keys[] = {
 	"allow_internet", "allow_public", "allow_userns", "memory", "pids", "cpus",
 	"disk", "shm", "cgroup_parent",
 	"idle_timeout", "on_timeout", "auto_resume", "description", "options", "env",
-	"egress_allow",
+	"egress_allow", "domain", "proxy", "data_plane",
 };
 
 /* "env": {"NAME": "value", ...}: names as a shell takes them, string

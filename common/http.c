@@ -44,6 +44,7 @@ struct sbx_http {
 	int allow_private;
 	int64_t timeout_ms;
 	struct curl_slist *resolve;
+	struct curl_slist *connect_to;
 	/* Per-request state shared with the callbacks. */
 	int guard_refused;         /* the dial hook refused an address */
 	struct sbx_err guard_err;
@@ -202,6 +203,25 @@ static size_t on_read(char *buf, size_t size, size_t n, void *userp)
 	return want;
 }
 
+/* connect_to entries: "HOST:PORT:TARGET:TPORT" (TARGET a name, an IPv4
+ * address or a bracketed IPv6 one); each TARGET passes the URL check as
+ * http://TARGET:TPORT/ would. */
+static int check_connect_to(const struct sbx_http_opts *o, struct sbx_err *err)
+{
+	if (!sbx_str_starts(o->base_url, "http://") && !sbx_str_starts(o->base_url, "https://"))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "http", "base URL must be http:// or https://");
+	for (const char *const *r = o->connect_to; *r; r++) {
+		const char *c = strchr(*r, ':');
+		c = c ? strchr(c + 1, ':') : NULL;
+		if (!c || !c[1])
+			return sbx_fail(err, SBX_INVALID_REQUEST, "http", "connect-to entry '%s' is not HOST:PORT:TARGET:TPORT", *r);
+		SBX_AUTOFREE char *url = sbx_xasprintf("http://%s/", c + 1);
+		if (sbx_ssrf_check_url(url, o->allow_private, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int sbx_http_open(const struct sbx_http_opts *o, struct sbx_http **out, struct sbx_err *err)
 {
 	*out = NULL;
@@ -211,7 +231,10 @@ int sbx_http_open(const struct sbx_http_opts *o, struct sbx_http **out, struct s
 				curl_easy_strerror(global_rc));
 	if (!o->base_url || !*o->base_url)
 		return sbx_fail(err, SBX_INVALID_REQUEST, "http", "no base URL");
-	if (!o->unix_socket) {
+	if (!o->unix_socket && o->connect_to && o->connect_to[0]) {
+		if (check_connect_to(o, err) < 0)
+			return -1;
+	} else if (!o->unix_socket) {
 		/* Checked now and again at every dial (the name may change). */
 		if (sbx_ssrf_check_url(o->base_url, o->allow_private, err) < 0)
 			return -1;
@@ -248,6 +271,14 @@ int sbx_http_open(const struct sbx_http_opts *o, struct sbx_http **out, struct s
 		}
 		h->resolve = l;
 	}
+	for (const char *const *r = o->connect_to; r && *r; r++) {
+		struct curl_slist *l = curl_slist_append(h->connect_to, *r);
+		if (!l) {
+			sbx_http_close(h);
+			return sbx_fail(err, SBX_INTERNAL, "http", "out of memory");
+		}
+		h->connect_to = l;
+	}
 	*out = h;
 	return 0;
 }
@@ -259,6 +290,7 @@ void sbx_http_close(struct sbx_http *h)
 	if (h->curl)
 		curl_easy_cleanup(h->curl);
 	curl_slist_free_all(h->resolve);
+	curl_slist_free_all(h->connect_to);
 	free(h->base_url);
 	free(h->shown_url);
 	free(h->unix_socket);
@@ -309,6 +341,8 @@ static int set_common(struct sbx_http *h, CURL *c, const char *url, int64_t time
 		SET(CURLOPT_SSLKEY, h->key_file);
 	if (h->resolve)
 		SET(CURLOPT_RESOLVE, h->resolve);
+	if (h->connect_to)
+		SET(CURLOPT_CONNECT_TO, h->connect_to);
 #undef SET
 	if (rc != CURLE_OK)
 		return sbx_fail(err, SBX_INTERNAL, "http", "curl_easy_setopt: %s", curl_easy_strerror(rc));

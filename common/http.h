@@ -23,6 +23,12 @@ struct sbx_http_opts {
 	const char *ca_file, *cert_file, *key_file;   /* TLS client auth (docker tcp://) */
 	int64_t timeout_ms;        /* per request default; 0 = 30 s */
 	const char *const *resolve; /* test hook: CURLOPT_RESOLVE entries "host:port:addr" */
+	/* CURLOPT_CONNECT_TO entries "HOST:PORT:TARGET:TPORT": the URL, Host
+	 * header and TLS name stay HOST while TCP goes to TARGET (Cube's proxy
+	 * node).  With entries, sbx_http_open checks each TARGET instead of
+	 * resolving the URL's host (a virtual name may not resolve at all);
+	 * the dial hook still checks every address the socket gets. */
+	const char *const *connect_to;
 };
 /* sbx_http_open checks base_url with sbx_ssrf_check_url (TCP only) and
  * fails with that error; redirects are never followed, only http/https are

@@ -174,6 +174,7 @@ static const struct { unsigned bit; const char *name; } cap_names[] = {
 	{SBX_CAP_INBOUND_TOKEN, "inbound_token"}, {SBX_CAP_IDLE_KILL, "idle_kill"},
 	{SBX_CAP_INSTALL, "install"}, {SBX_CAP_PROCESS, "process"},
 	{SBX_CAP_HOST_LOCAL, "host_local"}, {SBX_CAP_FLATTEN, "flatten"},
+	{SBX_CAP_TEMPLATE_IMPORT, "template_import"}, {SBX_CAP_TIMEOUT_POLICY, "timeout_policy"},
 };
 
 json_object *sbx_caps_to_json(unsigned caps)

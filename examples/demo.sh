@@ -45,10 +45,11 @@ export SBX_STATE_DIR="$work/state" SBX_CONFIG="$work/config.json" SBX_BACKEND=$b
 unset SBX_PROFILE SBX_FAULT
 mkdir -p "$SBX_STATE_DIR" "$work/docs"
 dockerd_dir=
+serve_dir=
 case $backend in
 local) echo '{}' >"$SBX_CONFIG" ;;
-docker) ;;   # below, once cleanup is in place
-*) die "SBX_BACKEND must be local or docker (got '$backend')" ;;
+docker|e2b|cube) ;;   # below, once cleanup is in place
+*) die "SBX_BACKEND must be local, docker, e2b or cube (got '$backend')" ;;
 esac
 
 # ---- cleanup: always, in this order: sandboxes, redis, state, folder ----
@@ -67,6 +68,7 @@ cleanup() {
 		done
 	fi
 	[ -z "$dockerd_dir" ] || "$top/tests/lib/dockerd.sh" stop "$dockerd_dir" >/dev/null 2>&1 || true
+	[ -z "$serve_dir" ] || fixture_engine_stop "$serve_dir" >/dev/null 2>&1 || true
 	if [ -f "$work/redis/redis.pid" ]; then
 		redis-cli -s "$work/redis/redis.sock" shutdown nosave >/dev/null 2>&1 ||
 			kill "$(cat "$work/redis/redis.pid")" 2>/dev/null || true
@@ -90,7 +92,18 @@ done
 redis-cli -s "$work/redis/redis.sock" ping >/dev/null 2>&1 || die "redis-server does not answer"
 export SBX_REDIS_URL="unix://$work/redis/redis.sock"
 
-if [ "$backend" = local ]; then
+if [ "$backend" = e2b ] || [ "$backend" = cube ]; then
+	# A private sbx-serve over the local backend (as the tests start it):
+	# the e2b backend speaks E2B's wire to it, cube Cube's, through a
+	# proxy node for the data plane.
+	# shellcheck source=tests/lib/fixture-e2b.bash
+	. "$top/tests/lib/fixture-$backend.bash"
+	serve_dir="$work/serve"
+	mkdir -p "$serve_dir"
+	out=$(fixture_engine_start "$serve_dir") || die "sbx-serve did not start"
+	eval "$out"
+	fixture_profile "$SBX_CONFIG" || die "no profile for $backend"
+elif [ "$backend" = local ]; then
 	mount -t tmpfs -o size=4g,mode=0700 sbx-demo-state "$SBX_STATE_DIR" ||
 		die "cannot mount a tmpfs for the state dir"
 else

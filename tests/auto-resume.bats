@@ -61,6 +61,7 @@ state_of() { sbx-ls --id "$1" | jq -r .sandbox.state; }
 
 @test "sbx-ctl timeout keeps the sandbox's auto_resume unless told" {
 	need_cap set_timeout
+	need_cap timeout_policy
 	local id
 	id=$(sbx_new_id --no-auto-resume)
 	run sbx-ctl timeout --id "$id" --seconds 600

@@ -39,7 +39,7 @@ probe() {
 		# a profile that asks for public inbound traffic
 		jq '.profiles.np = ((.profiles.default // {}) + {"allow_public": true})' "$SBX_CONFIG" \
 			>"$SBX_TEST_DIR/np.json"
-		SBX_CONFIG=$SBX_TEST_DIR/np.json sbx-create -p np | sbx-ctl kill
+		SBX_CONFIG=$SBX_TEST_DIR/np.json sbx-create -p np | SBX_CONFIG=$SBX_TEST_DIR/np.json sbx-ctl kill
 		;;
 	*) return 200 ;;   # a policy or property (idle_kill, host_local) or nothing a program can reach
 	esac

@@ -28,6 +28,7 @@ new_sb() {
 
 @test "a rootfs tarball becomes a template: listed, shown, used, removed" {
 	need_cap templates
+	need_cap template_import
 	run sbx-tpl import sbx-conf-bb --file "$ROOTFS_TAR"
 	assert_success
 	local id

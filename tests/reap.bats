@@ -414,6 +414,7 @@ crashed_resolve() {
 # with the earlier tests' sandboxes gone (an engine's state is the file's,
 # not the test's): an --all-tenants run then sees only what this test made.
 @test "snapshots: unreferenced skill snapshots past the grace period are deleted; referenced, foreign and young ones are kept" {
+	need_cap template_import
 	sbx-ls --all | sbx-ctl kill >/dev/null
 	export SBX_STATE_DIR="$BATS_TEST_TMPDIR/state"
 	mkdir -p "$SBX_STATE_DIR"

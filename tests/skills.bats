@@ -63,7 +63,7 @@ in_sb() {
 	cp "$DOCS/5" "$DOCS/csvstat.$T.out"
 	run jq -r '.snapshot | [.skill, .op, .generation, .image_generation, .parent, .base_template,
 		(.fingerprint | test("^[0-9a-f]{64}$")), (.id | test(env.FIXTURE_SNAP_ID_RE)),
-		(.name | test("^sbx-sk-acme-g1-[0-9a-f]{8}-k[0-9a-f]{16}$")), (.layers >= 2), (.size_bytes > 0),
+		(.name | test("^sbx-sk-acme-g1-[0-9a-f]{8}-k[0-9a-f]{16}$")), ((.layers // 2) >= 2), ((.size_bytes // 1) > 0),
 		.stale.marked] | join(" ")' "$DOCS/5"
 	assert_output "csvstat install 1 1 $SBX_TEST_TEMPLATE $SBX_TEST_TEMPLATE true true true true true 0"
 	run jq -r '.exec.stdout' "$DOCS/5"

@@ -1,0 +1,106 @@
+/* e2b-sandbox.h - what the e2b backend's files share beyond the
+ * transport: the handle made from E2B's JSON, the metadata spelling on
+ * the wire, and the data-plane attach that exec and files start with.
+ * cube.c reuses the e2b operations through this header and changes only
+ * where Cube's wire differs (e2b_conn.cube). */
+#ifndef SBX_E2B_SANDBOX_H
+#define SBX_E2B_SANDBOX_H
+
+#include "backend.h"
+#include "e2b-api.h"
+
+/* E2B has no "never": a day, its plan maximum (Cube: -1). */
+#define E2B_NEVER_SECONDS 86400
+
+/* sbx's own metadata keys are "sbx.*"; on the wire they are "sbx_*"
+ * (an E2B-compatible server may reserve "sbx." for itself, as sbx-serve
+ * does, and a server that runs on sbx must not take its clients'
+ * sandboxes for its own).  Both return a new object. */
+json_object *e2b_md_to_wire(json_object *md);
+json_object *e2b_md_from_wire(json_object *md);
+
+/* `key` of `o` when it is an array, else NULL. */
+json_object *e2b_json_arr(json_object *o, const char *key);
+
+/* Fill *sb from Sandbox, SandboxDetail or ListedSandbox JSON. */
+void e2b_fill(struct sbx_backend *b, struct sbx_sandbox *sb, json_object *j);
+/* Ids reach a URL only when they are [A-Za-z0-9-]{1,128}. */
+int e2b_check_id(const char *id, const char *what, const char *op, struct sbx_err *err);
+
+/* GET /sandboxes/{id} (the detail, with the access token) / POST
+ * /sandboxes/{id}/connect (resumes, extends the end to now + the
+ * sandbox's idle seconds, binds the data plane with the answer's token). */
+int e2b_detail(struct sbx_backend *b, const char *id, const char *op, json_object **out,
+	       struct sbx_err *err);
+int e2b_connect_raw(struct sbx_backend *b, struct sbx_sandbox *sb, const char *op,
+		    struct sbx_err *err);
+
+/* Make the sandbox usable for envd calls: look it up (one GET), resume it
+ * if it is paused and allows auto-resume (conflict if it does not), and
+ * bind the data plane with its access token.  sb->state is refreshed. */
+int e2b_attach(struct sbx_backend *b, struct sbx_sandbox *sb, const char *op, struct sbx_err *err);
+
+int e2b_exec(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_exec_req *req,
+	     struct sbx_exec_result *res, struct sbx_err *err);
+
+int e2b_file_write(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
+		   const void *data, size_t len, unsigned mode, int as_root, struct sbx_err *err);
+int e2b_file_read(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path, size_t max,
+		  int as_root, char **data, size_t *len, struct sbx_err *err);
+int e2b_file_list(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path, int as_root,
+		  struct sbx_dirent **out, size_t *n, struct sbx_err *err);
+int e2b_file_stat(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path, int as_root,
+		  struct sbx_dirent *out, struct sbx_err *err);
+int e2b_file_mkdir(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
+		   unsigned mode, int as_root, struct sbx_err *err);
+int e2b_file_remove(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
+		    int recursive, int as_root, struct sbx_err *err);
+int e2b_file_move(struct sbx_backend *b, struct sbx_sandbox *sb, const char *from,
+		  const char *to, int as_root, struct sbx_err *err);
+int e2b_tar_put(struct sbx_backend *b, struct sbx_sandbox *sb, const char *dir, int fd,
+		int as_root, struct sbx_err *err);
+int e2b_tar_get(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path, int fd,
+		int as_root, struct sbx_err *err);
+
+/* The shared lifecycle (e2b.c), for cube.c's table. */
+int e2b_open_as(struct sbx_backend *b, int cube, struct sbx_err *err);
+void e2b_close(struct sbx_backend *b);
+int e2b_health(struct sbx_backend *b, struct sbx_err *err);
+int e2b_fingerprint(struct sbx_backend *b, char out[65], struct sbx_err *err);
+int e2b_create(struct sbx_backend *b, const struct sbx_create_req *req, struct sbx_sandbox *out,
+	       struct sbx_err *err);
+int e2b_connect(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err);
+int e2b_get(struct sbx_backend *b, const char *id, struct sbx_sandbox *out, struct sbx_err *err);
+int e2b_list(struct sbx_backend *b, const struct sbx_list_filter *f, const char *page_token,
+	     struct sbx_page *out, struct sbx_err *err);
+int e2b_remove(struct sbx_backend *b, const char *id, int *gone, struct sbx_err *err);
+int e2b_pause(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err);
+int e2b_set_timeout(struct sbx_backend *b, struct sbx_sandbox *sb,
+		    const struct sbx_timeout_policy *t, struct sbx_err *err);
+int e2b_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const char *name,
+			struct sbx_snapshot_ref *out, struct sbx_err *err);
+int e2b_snapshot_list(struct sbx_backend *b, const char *page_token, struct sbx_snapshot_ref **out,
+		      size_t *n, char **next, struct sbx_err *err);
+int e2b_snapshot_delete(struct sbx_backend *b, const char *id, int *gone, struct sbx_err *err);
+int e2b_template_list(struct sbx_backend *b, struct sbx_template **out, size_t *n,
+		      struct sbx_err *err);
+int e2b_template_get(struct sbx_backend *b, const char *id, struct sbx_template *out,
+		     struct sbx_err *err);
+int e2b_template_delete(struct sbx_backend *b, const char *id, int *gone, struct sbx_err *err);
+
+/* The operations both vtables share (e2b.c, cube.c): all but name, open
+ * and caps. */
+#define E2B_OPS_COMMON                                                         \
+	.close = e2b_close, .health = e2b_health, .fingerprint = e2b_fingerprint,   \
+	.create = e2b_create, .connect = e2b_connect, .get = e2b_get,               \
+	.list = e2b_list, .remove = e2b_remove, .pause = e2b_pause,                 \
+	.set_timeout = e2b_set_timeout, .exec = e2b_exec,                           \
+	.file_write = e2b_file_write, .file_read = e2b_file_read,                   \
+	.file_list = e2b_file_list, .file_stat = e2b_file_stat,                     \
+	.file_mkdir = e2b_file_mkdir, .file_remove = e2b_file_remove,               \
+	.file_move = e2b_file_move, .tar_put = e2b_tar_put, .tar_get = e2b_tar_get, \
+	.snapshot_create = e2b_snapshot_create, .snapshot_list = e2b_snapshot_list, \
+	.snapshot_delete = e2b_snapshot_delete, .template_list = e2b_template_list, \
+	.template_get = e2b_template_get, .template_delete = e2b_template_delete
+
+#endif

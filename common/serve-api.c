@@ -1,0 +1,710 @@
+/* serve-api.c - E2B's control plane over the backend vtable: sandboxes
+ * (create v1/v2, list v1/v2, get, kill, pause, resume, connect, timeout,
+ * refreshes, metrics), snapshots and templates.  Runs in a worker process
+ * (serve.h); each handler opens the backend, makes the same vtable calls
+ * the programs make, and answers in E2B's JSON.
+ *
+ * Promises: a sandbox is visible to the key that created it only (its
+ * record names the key's id, and the listing filters on the metadata
+ * `sbx.serve.team`); an id from a URL is checked before it reaches the
+ * backend or a file name; template `base` is the profile's template;
+ * listings page with X-Next-Token on (created_at, id) and never repeat or
+ * skip a sandbox that exists throughout; a key at its sandbox limit gets
+ * 429 with Retry-After. */
+#include "serve-int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "doc.h"
+#include "util.h"
+
+#define TEAM_KEY "sbx.serve.team"
+
+int serve_open_backend(const struct serve_req *r, struct sbx_backend **b, struct sbx_err *err)
+{
+	return sbx_backend_open(r->cfg->profile, b, err);
+}
+
+static int not_found(struct sbx_err *err, const char *id)
+{
+	return sbx_fail(err, SBX_NOT_FOUND, "sandbox",
+			"Sandbox \"%.80s\" doesn't exist or you don't have access to it", id);
+}
+
+int serve_load_sandbox(const struct serve_req *r, struct sbx_backend *b, const char *id,
+		       struct sbx_sandbox *sb, struct serve_rec *rec, struct sbx_err *err)
+{
+	if (!serve_id_ok(id))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "sandbox", "Invalid sandbox ID");
+	if (serve_rec_load(r->serve_dir, id, rec, err) < 0)
+		return -1;
+	if (r->team[0] && strcmp(rec->team, r->team) != 0) {
+		serve_rec_clear(rec);
+		return not_found(err, id);
+	}
+	if (sbx_call(b, get, err, id, sb) < 0) {
+		if (err->kind == SBX_TERMINAL || err->kind == SBX_NOT_FOUND) {
+			serve_rec_remove(r->serve_dir, id);
+			not_found(err, id);
+		}
+		serve_rec_clear(rec);
+		return -1;
+	}
+	if (sb->state == SBX_STATE_TERMINAL || sb->state == SBX_STATE_DEAD) {
+		sbx_sandbox_clear(sb);
+		serve_rec_clear(rec);
+		return not_found(err, id);
+	}
+	return 0;
+}
+
+/* The request body as a JSON object ({} when empty); NULL with a 400. */
+static json_object *body_obj(const struct serve_req *r, struct serve_out *o)
+{
+	if (!r->body_len)
+		return json_object_new_object();
+	json_tokener *tok = json_tokener_new_ex(32);
+	json_object *j = json_tokener_parse_ex(tok, r->body, (int)r->body_len);
+	int bad = !j || json_tokener_get_error(tok) != json_tokener_success ||
+		  !json_object_is_type(j, json_type_object);
+	json_tokener_free(tok);
+	if (bad) {
+		json_object_put(j);
+		serve_reply_error(o, 400, "Error when parsing request: the body is not a JSON object");
+		return NULL;
+	}
+	return j;
+}
+
+static void iso_ms(int64_t ms, char *buf, size_t len)
+{
+	char s[32];
+	sbx_time_iso(ms / 1000, s, sizeof(s));
+	s[strlen(s) - 1] = '\0';                 /* drop the Z */
+	snprintf(buf, len, "%s.%03lldZ", s, (long long)(ms % 1000));
+}
+
+static const char *state_name(enum sbx_state s)
+{
+	return s == SBX_STATE_PAUSED ? "paused" : "running";
+}
+
+/* User metadata: everything but sbx's own keys. */
+static json_object *user_metadata(const struct sbx_sandbox *sb)
+{
+	json_object *m = json_object_new_object();
+	if (sb->metadata) {
+		json_object_object_foreach(sb->metadata, k, v)
+			if (strncmp(k, "sbx.", 4) != 0)
+				json_object_object_add(m, k, json_object_get(v));
+	}
+	return m;
+}
+
+static void add_resources(const struct serve_req *r, json_object *j)
+{
+	const struct sbx_limits *l = &r->cfg->profile->limits;
+	sbx_json_set_int(j, "cpuCount", l->cpus > 0 ? (int64_t)(l->cpus + 0.999) : 1);
+	sbx_json_set_int(j, "memoryMB", l->memory_bytes > 0 ? l->memory_bytes >> 20 : 0);
+	sbx_json_set_int(j, "diskSizeMB", l->disk_bytes > 0 ? l->disk_bytes >> 20 : 0);
+}
+
+/* Sandbox (create, connect, resume): ids, tokens, domain. */
+static int sandbox_json(const struct serve_req *r, const struct sbx_sandbox *sb,
+			const struct serve_rec *rec, json_object **out, struct sbx_err *err)
+{
+	char tok[65];
+	if (serve_token(r->serve_dir, "envd", sb->id, tok, err) < 0)
+		return -1;
+	json_object *j = json_object_new_object();
+	sbx_json_set_str(j, "templateID", sb->template_id);
+	if (rec->alias && sb->template_id && strcmp(rec->alias, sb->template_id) != 0)
+		sbx_json_set_str(j, "alias", rec->alias);
+	sbx_json_set_str(j, "sandboxID", sb->id);
+	sbx_json_set_str(j, "clientID", SERVE_CLIENT_ID);
+	sbx_json_set_str(j, "envdVersion", SERVE_ENVD_VERSION);
+	sbx_json_set_str(j, "envdAccessToken", tok);
+	if (!rec->allow_public) {
+		if (serve_token(r->serve_dir, "traffic", sb->id, tok, err) < 0) {
+			json_object_put(j);
+			return -1;
+		}
+		sbx_json_set_str(j, "trafficAccessToken", tok);
+	} else {
+		json_object_object_add(j, "trafficAccessToken", NULL);
+	}
+	if (r->cfg->domain)
+		sbx_json_set_str(j, "domain", r->cfg->domain);
+	else
+		json_object_object_add(j, "domain", NULL);
+	*out = j;
+	return 0;
+}
+
+/* ListedSandbox, and with `detail` SandboxDetail. */
+static json_object *listed_json(const struct serve_req *r, const struct sbx_sandbox *sb,
+				const struct serve_rec *rec, int detail)
+{
+	json_object *j = json_object_new_object();
+	char t[48];
+	sbx_json_set_str(j, "templateID", sb->template_id);
+	if (rec->alias && sb->template_id && strcmp(rec->alias, sb->template_id) != 0)
+		sbx_json_set_str(j, "alias", rec->alias);
+	sbx_json_set_str(j, "sandboxID", sb->id);
+	sbx_json_set_str(j, "clientID", SERVE_CLIENT_ID);
+	int64_t started = rec->started_at_ms ? rec->started_at_ms : sb->created_at * 1000;
+	iso_ms(started, t, sizeof(t));
+	sbx_json_set_str(j, "startedAt", t);
+	iso_ms(rec->end_at_ms ? rec->end_at_ms : sbx_now_ms(), t, sizeof(t));
+	sbx_json_set_str(j, "endAt", t);
+	add_resources(r, j);
+	json_object_object_add(j, "metadata", user_metadata(sb));
+	sbx_json_set_str(j, "state", state_name(sb->state));
+	sbx_json_set_str(j, "envdVersion", SERVE_ENVD_VERSION);
+	if (detail) {
+		char tok[65];
+		struct sbx_err err = {0};
+		if (serve_token(r->serve_dir, "envd", sb->id, tok, &err) == 0)
+			sbx_json_set_str(j, "envdAccessToken", tok);
+		if (r->cfg->domain && sb->state != SBX_STATE_PAUSED)
+			sbx_json_set_str(j, "domain", r->cfg->domain);
+		else
+			json_object_object_add(j, "domain", NULL);
+		json_object *lc = json_object_new_object();
+		sbx_json_set_bool(lc, "autoResume", rec->auto_resume);
+		sbx_json_set_str(lc, "onTimeout", rec->auto_pause ? "pause" : "kill");
+		json_object_object_add(j, "lifecycle", lc);
+	}
+	return j;
+}
+
+/* Check a {string: string} object; NULL is fine. */
+static int string_map(json_object *m, const char *what, int no_sbx, struct sbx_err *err)
+{
+	if (!m)
+		return 0;
+	if (!json_object_is_type(m, json_type_object))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "create", "%s must be an object", what);
+	json_object_object_foreach(m, k, v) {
+		if (!json_object_is_type(v, json_type_string))
+			return sbx_fail(err, SBX_INVALID_REQUEST, "create", "%s values must be strings", what);
+		if (no_sbx && strncmp(k, "sbx.", 4) == 0)
+			return sbx_fail(err, SBX_INVALID_REQUEST, "create",
+					"%s keys starting with 'sbx.' are reserved", what);
+	}
+	return 0;
+}
+
+/* Cube's spellings (cube-wire.md §2.3): lifecycle {onTimeout, autoResume}
+ * (or on_timeout / auto_resume) wins over the flat autoPause; auto_pause,
+ * a bare autoResume/auto_resume bool, and "envs" for envVars. */
+static void cube_create_fields(json_object *in, json_object **env, int *pause, int *resume)
+{
+	json_object *v;
+	if (!*env)
+		*env = sbx_json_obj(in, "envs");
+	if (json_object_object_get_ex(in, "auto_pause", &v))
+		*pause = json_object_get_boolean(v);
+	if ((json_object_object_get_ex(in, "autoResume", &v) || json_object_object_get_ex(in, "auto_resume", &v)) &&
+	    json_object_is_type(v, json_type_boolean))
+		*resume = json_object_get_boolean(v);
+	json_object *lc = sbx_json_obj(in, "lifecycle");
+	if (lc) {
+		const char *on = sbx_json_str(lc, "onTimeout") ? sbx_json_str(lc, "onTimeout")
+							     : sbx_json_str(lc, "on_timeout");
+		if (on)
+			*pause = !strcmp(on, "pause");
+		if (json_object_object_get_ex(lc, "autoResume", &v) || json_object_object_get_ex(lc, "auto_resume", &v))
+			*resume = json_object_get_boolean(v);
+	}
+}
+
+/* Live sandboxes of the team (for the per-key limit). */
+static int team_count(const struct serve_req *r, struct sbx_backend *b, size_t *n,
+		      struct sbx_err *err);
+
+static int create(const struct serve_req *r, struct serve_out *o, int v2)
+{
+	json_object *in = body_obj(r, o);
+	if (!in)
+		return 0;
+	struct sbx_err err = {0};
+	struct sbx_backend *b = NULL;
+	const char *tpl = sbx_json_str(in, "templateID");
+	json_object *md = sbx_json_obj(in, "metadata"), *env = sbx_json_obj(in, "envVars");
+	json_object *net = sbx_json_obj(in, "network");
+	int64_t timeout = sbx_json_int(in, "timeout", v2 ? 300 : 15);
+	json_object *ar = sbx_json_obj(in, "autoResume");
+	int auto_pause = sbx_json_bool(in, "autoPause", 0);
+	int auto_resume = ar ? sbx_json_bool(ar, "enabled", 0) : 0;
+	if (r->cfg->flavor == SBX_SERVE_CUBE)
+		cube_create_fields(in, &env, &auto_pause, &auto_resume);
+	struct sbx_create_req req = {
+		.timeout = {.seconds = timeout, .on_timeout_pause = auto_pause, .auto_resume = auto_resume},
+		.net = {.allow_internet = sbx_json_bool(in, "allow_internet_access",
+							r->cfg->profile->allow_internet),
+			.allow_public = net ? sbx_json_bool(net, "allowPublicTraffic", 1) : 1,
+			.allow_out = net ? serve_json_arr(net, "allowOut") : NULL,
+			.deny_out = net ? serve_json_arr(net, "denyOut") : NULL},
+		.limits = r->cfg->profile->limits,
+	};
+	if (!tpl || !*tpl)
+		tpl = "base";
+	if (strcmp(tpl, "base") != 0)
+		req.template_id = tpl;
+	int rc = -1;
+	size_t have = 0;
+	int cube = r->cfg->flavor == SBX_SERVE_CUBE;
+	if (cube && timeout == -1)
+		timeout = 0;                         /* Cube: -1 is never */
+	if (timeout <= 0 && !(cube && timeout == 0 && sbx_json_int(in, "timeout", 1) == -1))
+		sbx_fail(&err, SBX_INVALID_REQUEST, "create", "Timeout must be greater than 0");
+	else if (strlen(tpl) > 256 || strchr(tpl, '\n'))
+		sbx_fail(&err, SBX_INVALID_REQUEST, "create", "Invalid template ID");
+	else if (string_map(md, "metadata", 1, &err) == 0 && string_map(env, "envVars", 0, &err) == 0 &&
+		 serve_open_backend(r, &b, &err) == 0 && team_count(r, b, &have, &err) == 0) {
+		if (have >= r->cfg->max_sandboxes_per_key) {
+			serve_out_header(o, "Retry-After", "5");
+			serve_reply_error(o, 429, "the key has %zu sandboxes, its limit", have);
+			rc = 1;
+		} else {
+			rc = 0;
+		}
+	}
+	struct sbx_sandbox sb = {0};
+	if (rc == 0) {
+		json_object *meta = NULL;
+		if (!md || json_object_deep_copy(md, &meta, NULL) < 0)
+			meta = json_object_new_object();
+		sbx_json_set_str(meta, TEAM_KEY, r->team);
+		req.metadata = meta;
+		req.env = env;
+		/* Inbound traffic is this server's own (serve-proxy.c relays it,
+		 * the record keeps the switch): the backend is asked for none, so
+		 * a backend without inbound access (local) serves E2B's default
+		 * allowPublicTraffic: true. */
+		int public_in = req.net.allow_public;
+		req.net.allow_public = 0;
+		rc = sbx_call(b, create, &err, &req, &sb);
+		req.net.allow_public = public_in;
+		json_object_put(meta);
+	}
+	if (rc == 0) {
+		struct serve_rec rec = {.started_at_ms = sbx_now_ms(), .auto_pause = req.timeout.on_timeout_pause,
+					.auto_resume = req.timeout.auto_resume,
+					.allow_public = req.net.allow_public};
+		snprintf(rec.team, sizeof(rec.team), "%s", r->team);
+		rec.end_at_ms = timeout ? rec.started_at_ms + timeout * 1000 : 0;
+		rec.alias = sbx_xstrdup(tpl);
+		json_object *out;
+		if (serve_rec_save(r->serve_dir, sb.id, &rec, &err) < 0 ||
+		    sandbox_json(r, &sb, &rec, &out, &err) < 0) {
+			int gone;
+			struct sbx_err e2 = {0};
+			sbx_call(b, remove, &e2, sb.id, &gone);
+			rc = -1;
+		} else {
+			serve_reply_json(o, 201, out);
+		}
+		serve_rec_clear(&rec);
+	}
+	if (rc < 0) {
+		if (err.kind == SBX_NOT_FOUND)
+			err.kind = SBX_INVALID_REQUEST;     /* a missing template */
+		serve_reply_err(o, &err);
+	}
+	sbx_sandbox_clear(&sb);
+	sbx_backend_close(b);
+	json_object_put(in);
+	return 0;
+}
+
+/* Every sandbox of the team matching `md` and the states, newest first
+ * (created_at desc, id asc). */
+static int team_list(const struct serve_req *r, struct sbx_backend *b, json_object *md,
+		     unsigned states, struct sbx_sandbox **out, size_t *n, struct sbx_err *err)
+{
+	json_object *f = json_object_new_object();
+	if (md) {
+		json_object_object_foreach(md, k, v)
+			json_object_object_add(f, k, json_object_get(v));
+	}
+	sbx_json_set_str(f, TEAM_KEY, r->team);
+	struct sbx_list_filter flt = {.metadata = f, .states = states};
+	struct sbx_sandbox *all = NULL;
+	size_t na = 0;
+	char *tok = NULL;
+	int rc = 0;
+	for (int pages = 0; pages < 1000; pages++) {
+		struct sbx_page pg = {0};
+		if (sbx_call(b, list, err, &flt, tok, &pg) < 0) {
+			rc = -1;
+			break;
+		}
+		all = sbx_xrealloc(all, (na + pg.n + 1) * sizeof(*all));
+		memcpy(all + na, pg.items, pg.n * sizeof(*all));
+		na += pg.n;
+		free(pg.items);
+		pg.items = NULL;
+		pg.n = 0;
+		int again = pg.next && (!tok || strcmp(pg.next, tok) != 0);
+		free(tok);
+		tok = pg.next;
+		pg.next = NULL;
+		if (!again)
+			break;
+	}
+	free(tok);
+	json_object_put(f);
+	if (rc < 0) {
+		for (size_t i = 0; i < na; i++)
+			sbx_sandbox_clear(&all[i]);
+		free(all);
+		return -1;
+	}
+	/* newest first; ties by id */
+	for (size_t i = 1; i < na; i++)
+		for (size_t j = i; j > 0; j--) {
+			struct sbx_sandbox *x = &all[j - 1], *y = &all[j];
+			if (x->created_at > y->created_at ||
+			    (x->created_at == y->created_at && strcmp(x->id, y->id) < 0))
+				break;
+			struct sbx_sandbox t = *x;
+			*x = *y;
+			*y = t;
+		}
+	*out = all;
+	*n = na;
+	return 0;
+}
+
+static int team_count(const struct serve_req *r, struct sbx_backend *b, size_t *n,
+		      struct sbx_err *err)
+{
+	struct sbx_sandbox *v;
+	if (team_list(r, b, NULL, 0, &v, n, err) < 0)
+		return -1;
+	size_t live = 0;
+	for (size_t i = 0; i < *n; i++) {
+		if (v[i].state != SBX_STATE_TERMINAL && v[i].state != SBX_STATE_DEAD)
+			live++;
+		sbx_sandbox_clear(&v[i]);
+	}
+	free(v);
+	*n = live;
+	return 0;
+}
+
+/* Go's url.QueryUnescape: %XX and '+' as space; -1 when malformed. */
+static int query_unescape(const char *s, char *out)
+{
+	for (; *s; s++) {
+		if (*s == '+') {
+			*out++ = ' ';
+		} else if (*s == '%') {
+			unsigned v;
+			if (!s[1] || !s[2] || sscanf(s + 1, "%2x", &v) != 1)
+				return -1;
+			*out++ = (char)v;
+			s += 2;
+		} else {
+			*out++ = *s;
+		}
+	}
+	*out = '\0';
+	return 0;
+}
+
+/* E2B's metadata filter (the query value once decoded by HTTP): unescape
+ * the whole, split on & and =, unescape each side. */
+static json_object *metadata_filter(const char *q, struct sbx_err *err)
+{
+	json_object *m = json_object_new_object();
+	if (!q || !*q)
+		return m;
+	SBX_AUTOFREE char *all = sbx_xmalloc(strlen(q) + 1);
+	if (query_unescape(q, all) < 0) {
+		json_object_put(m);
+		sbx_fail(err, SBX_INVALID_REQUEST, "list", "Error parsing metadata: bad escape");
+		return NULL;
+	}
+	char *save = NULL;
+	for (char *pair = strtok_r(all, "&", &save); pair; pair = strtok_r(NULL, "&", &save)) {
+		char *eq = strchr(pair, '=');
+		if (!eq || strchr(eq + 1, '=')) {
+			json_object_put(m);
+			sbx_fail(err, SBX_INVALID_REQUEST, "list",
+				 "Error parsing metadata: invalid key value pair in query");
+			return NULL;
+		}
+		*eq = '\0';
+		SBX_AUTOFREE char *k = sbx_xmalloc(strlen(pair) + 1);
+		SBX_AUTOFREE char *v = sbx_xmalloc(strlen(eq + 1) + 1);
+		if (query_unescape(pair, k) < 0 || query_unescape(eq + 1, v) < 0) {
+			json_object_put(m);
+			sbx_fail(err, SBX_INVALID_REQUEST, "list", "Error parsing metadata: bad escape");
+			return NULL;
+		}
+		sbx_json_set_str(m, k, v);
+	}
+	return m;
+}
+
+/* Page token: base64 of "<created_at>__<id>", the last item sent. */
+static char *page_token(const struct sbx_sandbox *sb)
+{
+	SBX_AUTOFREE char *raw = sbx_xasprintf("%lld__%s", (long long)sb->created_at, sb->id);
+	char *t = serve_b64(raw, strlen(raw));
+	for (char *p = t; *p; p++)
+		*p = *p == '+' ? '-' : *p == '/' ? '_' : *p;
+	return t;
+}
+
+static int after_token(const struct sbx_sandbox *sb, int64_t tc, const char *tid)
+{
+	return sb->created_at < tc || (sb->created_at == tc && strcmp(sb->id, tid) > 0);
+}
+
+static int list(const struct serve_req *r, struct serve_out *o, int v2)
+{
+	struct sbx_err err = {0};
+	unsigned states = 1u << SBX_STATE_RUNNING;
+	const char *st = serve_query(r, "state");
+	if (v2 && (!st || !*st || strstr(st, "paused")))
+		states |= 1u << SBX_STATE_PAUSED;
+	if (v2 && st && *st && !strstr(st, "running"))
+		states &= ~(1u << SBX_STATE_RUNNING);
+	int cube = r->cfg->flavor == SBX_SERVE_CUBE;
+	long limit = v2 ? strtol(serve_query(r, "limit") ? serve_query(r, "limit") : "100", NULL, 10)
+			: cube ? 200 : 0;      /* Cube caps v1 at 200 */
+	if (v2 && (limit < 1 || limit > 100))
+		limit = 100;
+	int64_t tc = 0;
+	char tid[80] = "";
+	const char *next = v2 && !cube ? serve_query(r, "nextToken") : NULL;
+	if (next && *next) {
+		char *raw;
+		size_t n;
+		char *sep;
+		if (serve_unb64(next, &raw, &n) < 0 || !(sep = strstr(raw, "__")) ||
+		    snprintf(tid, sizeof(tid), "%s", sep + 2) >= (int)sizeof(tid) ||
+		    !serve_id_ok(tid)) {
+			if (raw)
+				free(raw);
+			return serve_reply_error(o, 400, "Invalid next token");
+		}
+		tc = strtoll(raw, NULL, 10);
+		free(raw);
+	}
+	json_object *md = metadata_filter(serve_query(r, "metadata"), &err);
+	if (!md)
+		return serve_reply_err(o, &err);
+	struct sbx_backend *b = NULL;
+	struct sbx_sandbox *v = NULL;
+	size_t n = 0;
+	if (serve_open_backend(r, &b, &err) < 0 || team_list(r, b, md, states, &v, &n, &err) < 0) {
+		json_object_put(md);
+		sbx_backend_close(b);
+		return serve_reply_err(o, &err);
+	}
+	json_object_put(md);
+	json_object *arr = json_object_new_array();
+	size_t sent = 0, running = 0;
+	const struct sbx_sandbox *last = NULL;
+	int more = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct sbx_sandbox *sb = &v[i];
+		if (sb->state == SBX_STATE_TERMINAL || sb->state == SBX_STATE_DEAD)
+			continue;
+		if (sb->state != SBX_STATE_PAUSED)
+			running++;
+		if (tid[0] && !after_token(sb, tc, tid))
+			continue;
+		if (limit && sent == (size_t)limit) {
+			more = 1;
+			continue;
+		}
+		struct serve_rec rec;
+		struct sbx_err e2 = {0};
+		if (serve_rec_load(r->serve_dir, sb->id, &rec, &e2) < 0)
+			continue;
+		json_object_array_add(arr, listed_json(r, sb, &rec, 0));
+		serve_rec_clear(&rec);
+		sent++;
+		last = sb;
+	}
+	if (more && last && !cube) {
+		char *t = page_token(last);
+		serve_out_header(o, "X-Next-Token", "%s", t);
+		free(t);
+	}
+	if (v2 && (states & (1u << SBX_STATE_RUNNING)))
+		serve_out_header(o, "X-Total-Running", "%zu", running);
+	for (size_t i = 0; i < n; i++)
+		sbx_sandbox_clear(&v[i]);
+	free(v);
+	sbx_backend_close(b);
+	return serve_reply_json(o, 200, arr);
+}
+
+/* The E2B timeout moved: the record and the backend's backstop timer. */
+static int set_end(const struct serve_req *r, struct sbx_backend *b, struct sbx_sandbox *sb,
+		   struct serve_rec *rec, int64_t seconds, struct sbx_err *err)
+{
+	if (seconds < 0)
+		seconds = 0;
+	rec->end_at_ms = sbx_now_ms() + seconds * 1000;
+	if (serve_rec_save(r->serve_dir, sb->id, rec, err) < 0)
+		return -1;
+	struct sbx_timeout_policy t = {.seconds = seconds ? seconds : 1,
+				       .on_timeout_pause = rec->auto_pause, .auto_resume = -1};
+	struct sbx_err e2 = {0};
+	if (b->ops->set_timeout)
+		b->ops->set_timeout(b, sb, &t, &e2);   /* a backstop: best effort */
+	return 0;
+}
+
+/* One sandbox, by id: get, delete, pause, resume, connect, timeout,
+ * refreshes, metrics, snapshots. */
+static int one(const struct serve_req *r, struct serve_out *o, const char *id, const char *op)
+{
+	struct sbx_err err = {0};
+	struct sbx_backend *b = NULL;
+	struct sbx_sandbox sb = {0};
+	struct serve_rec rec = {0};
+	int post = strcmp(r->method, "POST") == 0;
+	json_object *in = post ? body_obj(r, o) : json_object_new_object();
+	if (!in)
+		return 0;
+	if (serve_open_backend(r, &b, &err) < 0 || serve_load_sandbox(r, b, id, &sb, &rec, &err) < 0) {
+		json_object_put(in);
+		sbx_backend_close(b);
+		return serve_reply_err(o, &err);
+	}
+	int rc = 0;
+	json_object *out = NULL;
+	int status = 204;
+	if (!*op && !strcmp(r->method, "GET")) {
+		out = listed_json(r, &sb, &rec, 1);
+		status = 200;
+	} else if (!*op && !strcmp(r->method, "DELETE")) {
+		int gone;
+		rc = sbx_call(b, remove, &err, id, &gone);
+		if (rc == 0)
+			serve_rec_remove(r->serve_dir, id);
+	} else if (post && !strcmp(op, "pause")) {
+		if (sb.state == SBX_STATE_PAUSED) {
+			sbx_fail(&err, SBX_CONFLICT, "pause",
+				 "Error pausing sandbox - sandbox '%s' is already paused", id);
+			rc = -1;
+		} else if ((rc = sbx_call(b, pause, &err, &sb)) == 0) {
+			rec.end_at_ms = 0;             /* paused: no end time */
+			rc = serve_rec_save(r->serve_dir, id, &rec, &err);
+		}
+	} else if (post && (!strcmp(op, "connect") || !strcmp(op, "resume"))) {
+		int was_paused = sb.state == SBX_STATE_PAUSED;
+		int64_t t = sbx_json_int(in, "timeout", strcmp(op, "resume") ? 300 : 15);
+		if (!strcmp(op, "resume") && !was_paused) {
+			sbx_fail(&err, SBX_CONFLICT, "resume", "Sandbox %s is already running", id);
+			rc = -1;
+		} else if ((rc = sbx_call(b, connect, &err, &sb)) == 0) {
+			int64_t end = sbx_now_ms() + t * 1000;
+			if (was_paused || end > rec.end_at_ms)
+				rc = set_end(r, b, &sb, &rec, t, &err);
+			if (rc == 0)
+				rc = sandbox_json(r, &sb, &rec, &out, &err);
+			status = was_paused && r->cfg->flavor != SBX_SERVE_CUBE ? 201 : 200;
+		}
+	} else if (post && !strcmp(op, "timeout")) {
+		rc = set_end(r, b, &sb, &rec, sbx_json_int(in, "timeout", 0), &err);
+	} else if (post && !strcmp(op, "refreshes")) {
+		int64_t d = sbx_json_int(in, "duration", 0);
+		if (d < 0 || d > 3600) {
+			sbx_fail(&err, SBX_INVALID_REQUEST, "refresh", "duration must be 0 to 3600");
+			rc = -1;
+		} else if (sbx_now_ms() + d * 1000 > rec.end_at_ms) {
+			rc = set_end(r, b, &sb, &rec, d, &err);
+		}
+	} else if (!strcmp(r->method, "GET") && !strcmp(op, "metrics")) {
+		out = json_object_new_array();
+		status = 200;
+	} else if (post && !strcmp(op, "snapshots")) {
+		struct sbx_snapshot_ref ref = {0};
+		const char *name = sbx_json_str(in, "name");
+		rc = sbx_call(b, snapshot_create, &err, &sb, name, &ref);
+		if (rc == 0 && (rc = serve_snap_note(r->serve_dir, ref.id, id, r->team, &err)) == 0) {
+			out = json_object_new_object();
+			sbx_json_set_str(out, "snapshotID", ref.id);
+			json_object *names = json_object_new_array();
+			if (name || r->cfg->flavor == SBX_SERVE_CUBE)   /* Cube echoes the id */
+				json_object_array_add(names, json_object_new_string(name ? name : ref.id));
+			json_object_object_add(out, "names", names);
+			status = 201;
+		}
+		free(ref.id);
+		free(ref.name);
+		free(ref.parent);
+	} else {
+		rc = 1;
+	}
+	if (rc == 1)
+		serve_reply_error(o, 404, "no such route");
+	else if (rc < 0)
+		serve_reply_err(o, &err);
+	else if (out)
+		serve_reply_json(o, status, out);
+	else
+		serve_reply(o, 204, NULL, NULL, 0);
+	json_object_put(in);
+	sbx_sandbox_clear(&sb);
+	serve_rec_clear(&rec);
+	sbx_backend_close(b);
+	return 0;
+}
+
+int serve_api_templates(const struct serve_req *r, struct serve_out *o, const char *rest);
+int serve_api_snapshots(const struct serve_req *r, struct serve_out *o);
+
+int serve_api(const struct serve_req *r, struct serve_out *o)
+{
+	const char *p = r->path, *m = r->method;
+	int v2 = 0;
+	if (sbx_str_starts(p, "/v2/sandboxes")) {
+		v2 = 1;
+		p += 3;
+	}
+	if (!strcmp(p, "/sandboxes")) {
+		if (v2 && !strcmp(m, "POST") && r->cfg->flavor == SBX_SERVE_CUBE)
+			return serve_reply_error(o, 405, "method not allowed");   /* Cube has no v2 create */
+		if (!strcmp(m, "POST"))
+			return create(r, o, v2);
+		if (!strcmp(m, "GET"))
+			return list(r, o, v2);
+		return serve_reply_error(o, 405, "method not allowed");
+	}
+	if (sbx_str_starts(p, "/sandboxes/")) {
+		char id[80];
+		const char *s = p + 11, *slash = strchr(s, '/');
+		size_t n = slash ? (size_t)(slash - s) : strlen(s);
+		if (n == 0 || n >= sizeof(id))
+			return serve_reply_error(o, 400, "Invalid sandbox ID");
+		memcpy(id, s, n);
+		id[n] = '\0';
+		char *dash = strchr(id, '-');         /* legacy "<id>-<clientID>" */
+		if (dash && !strcmp(dash + 1, SERVE_CLIENT_ID))
+			*dash = '\0';
+		if (!serve_id_ok(id))
+			return serve_reply_error(o, 400, "Invalid sandbox ID");
+		const char *op = slash ? slash + 1 : "";
+		if (v2 && strcmp(op, "connect") != 0 && strcmp(op, "logs") != 0)
+			return serve_reply_error(o, 404, "no such route");
+		return one(r, o, id, op);
+	}
+	if (!strcmp(p, "/snapshots") && !strcmp(m, "GET"))
+		return serve_api_snapshots(r, o);
+	if (!strcmp(p, "/templates") || !strcmp(p, "/v2/templates") || sbx_str_starts(p, "/templates/"))
+		return serve_api_templates(r, o, sbx_str_starts(p, "/templates/") ? p + 11 : NULL);
+	return serve_reply_error(o, 404, "no such route");
+}

@@ -1,0 +1,161 @@
+/* serve-int.h - what the parts of sbx-serve share: the request as a worker
+ * process sees it, the response writer, the per-sandbox E2B record, and
+ * the handlers of each plane.  Not for programs (they use serve.h).
+ *
+ * A worker writes its response to the connection's pipe in this form:
+ *
+ *     <status>\n
+ *     <Name>: <value>\n ...        real response headers
+ *     X-Sbx-Length: <n>\n          internal: the body's length, or absent
+ *                                  for a streamed (chunked) body
+ *     \n
+ *     <body>
+ *
+ * The connection thread turns it into the HTTP response (serve-http.c). */
+#ifndef SBX_SERVE_INT_H
+#define SBX_SERVE_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+#include "backend.h"
+#include "serve.h"
+
+#define SERVE_ENVD_PORT 49983
+#define SERVE_ENVD_VERSION "0.6.13"
+#define SERVE_CLIENT_ID "6532622b"
+#define SERVE_MAX_HEADERS 96
+#define SERVE_HOME "/home/user"      /* E2B's home of `user` ... */
+#define SERVE_WORKSPACE "/workspace" /* ... is sbx's /workspace */
+
+struct serve_kv { char *k, *v; };
+
+enum serve_plane { PLANE_API, PLANE_ENVD, PLANE_PROXY };
+
+/* One request, built by the connection thread, read by the worker. */
+struct serve_req {
+	char method[16];
+	char *path;                  /* decoded path, no query */
+	struct serve_kv hdr[SERVE_MAX_HEADERS];   /* names lower-cased */
+	size_t nhdr;
+	struct serve_kv *query;      /* decoded; in order */
+	size_t nquery;
+	char *body;
+	size_t body_len;
+	enum serve_plane plane;
+	char sandbox_id[72];         /* envd/proxy: from the header or host */
+	unsigned port;               /* envd/proxy: the sandbox port */
+	char team[17];               /* the API key's id (hex), "" on envd */
+	const struct sbx_serve_cfg *cfg;
+	const char *serve_dir;       /* the E2B records' folder */
+};
+
+const char *serve_hdr(const struct serve_req *r, const char *lname);
+const char *serve_query(const struct serve_req *r, const char *name);
+
+/* The worker's side of the pipe. */
+struct serve_out {
+	int fd;
+	int head_done;
+	char extra[1024];            /* headers added before the reply */
+	size_t extra_len;
+	int status;                  /* for the log line */
+};
+
+void serve_out_header(struct serve_out *o, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* A whole response with a known body. */
+int serve_reply(struct serve_out *o, int status, const char *ctype, const void *body,
+		size_t len);
+int serve_reply_json(struct serve_out *o, int status, json_object *j);  /* takes j */
+/* E2B's error body: {"code": status, "message": ...}. */
+int serve_reply_error(struct serve_out *o, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* A library error as E2B's error body, its status from the kind. */
+int serve_reply_err(struct serve_out *o, const struct sbx_err *err);
+int serve_status_of(const struct sbx_err *err);
+/* A streamed body: the head now, then chunks. */
+int serve_stream_begin(struct serve_out *o, int status, const char *ctype);
+int serve_stream_write(struct serve_out *o, const void *data, size_t len);
+
+/* ---- Connect protocol (serve-connect.c) ---- */
+const char *serve_connect_code(const struct sbx_err *err);
+/* The request message: the body of a unary call, or the first envelope
+ * of a streaming one (Content-Type application/connect+json).  NULL with
+ * a reply already written when it is malformed. */
+json_object *serve_connect_request(const struct serve_req *r, struct serve_out *o,
+				   int *streaming);
+int serve_connect_unary_ok(struct serve_out *o, json_object *msg);   /* takes msg */
+int serve_connect_unary_err(struct serve_out *o, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int serve_connect_from_err(struct serve_out *o, int streaming, const struct sbx_err *err);
+int serve_connect_stream_begin(struct serve_out *o);
+int serve_connect_frame(struct serve_out *o, json_object *msg);      /* takes msg */
+/* The end-of-stream envelope: {} or {"error": {code, message}}. */
+int serve_connect_end(struct serve_out *o, const char *code, const char *msg);
+/* Proto3 JSON helpers. */
+json_object *serve_json_arr(json_object *o, const char *key);   /* an array member, or NULL */
+char *serve_b64(const void *data, size_t len);
+int serve_unb64(const char *s, char **out, size_t *len);
+void serve_set_int64(json_object *o, const char *key, int64_t v);  /* as string, 0 omitted */
+
+/* ---- The E2B record of a sandbox (serve-state.c) ----
+ * Kept as <serve_dir>/sandboxes/<id>.json, written atomically. */
+struct serve_rec {
+	char team[17];
+	int64_t end_at_ms;           /* the E2B timeout: absolute */
+	int64_t started_at_ms;
+	int auto_pause;
+	int auto_resume;
+	int allow_public;
+	char *alias;                 /* the template name asked for */
+};
+void serve_rec_clear(struct serve_rec *rec);
+int serve_rec_load(const char *dir, const char *id, struct serve_rec *rec, struct sbx_err *err);
+int serve_rec_save(const char *dir, const char *id, const struct serve_rec *rec,
+		   struct sbx_err *err);
+void serve_rec_remove(const char *dir, const char *id);
+/* The envd access token and traffic token of `id` (64 hex + NUL): HMAC of
+ * the id under the server's secret, so that nothing is stored per sandbox
+ * and a restart keeps them valid. */
+int serve_token(const char *dir, const char *kind, const char *id, char out[65],
+		struct sbx_err *err);
+/* Sandbox ids from URLs and headers: [a-z0-9][a-z0-9-]{0,63}, which every
+ * backend's ids fit; anything else never reaches the backend. */
+int serve_id_ok(const char *id);
+
+/* The snapshot records: which sandbox a snapshot was taken from. */
+int serve_snap_note(const char *dir, const char *snap_id, const char *sandbox_id,
+		    const char *team, struct sbx_err *err);
+int serve_snap_owner(const char *dir, const char *snap_id, char sandbox[72], char team[17]);
+
+/* ---- Handlers, run in the worker (serve-api.c, serve-envd.c, serve-proc.c) ---- */
+int serve_open_backend(const struct serve_req *r, struct sbx_backend **b, struct sbx_err *err);
+/* Load sandbox `id` if it belongs to the request's team (else not_found). */
+int serve_load_sandbox(const struct serve_req *r, struct sbx_backend *b, const char *id,
+		       struct sbx_sandbox *sb, struct serve_rec *rec, struct sbx_err *err);
+int serve_api(const struct serve_req *r, struct serve_out *o);
+int serve_envd(const struct serve_req *r, struct serve_out *o);
+int serve_envd_files(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
+		     struct sbx_sandbox *sb);
+int serve_envd_fs(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
+		  struct sbx_sandbox *sb, const char *method);
+int serve_envd_proc(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
+		    struct sbx_sandbox *sb, const char *method);
+int serve_sweep_once(const char *dir, struct sbx_profile *p, struct sbx_err *err);
+
+/* The envd user of a request (Basic "<user>:" or ?username=): 1 root, 0
+ * user, -1 unknown (a 401 was written). */
+int serve_envd_user(const struct serve_req *r, struct serve_out *o, const char *name);
+/* Map an E2B path (relative, "~", or under /home/user) onto the sandbox:
+ * returns a malloc'd absolute path; *aliased says /home/user was mapped to
+ * /workspace, so that answers can say /home/user again. */
+char *serve_map_path(const char *p, int as_root, int *aliased);
+char *serve_unmap_path(const char *p, int aliased);
+/* Absolute and without ".." components: what may reach the backend. */
+int serve_path_ok(const char *p);
+/* Equal strings, in time that depends on the length only. */
+int serve_ct_eq(const char *a, const char *b);
+
+#endif

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# tests/bench/serve.sh - sbx-serve against the programs, side by side in one
+# run on the local backend:
+#   1. create + commands.run('true') + kill through the official SDK against
+#      sbx-serve, and the same through the programs
+#      (sbx-create | sbx-exec -- true | sbx-ctl kill);
+#   2. commands.run('true') latency (SDK -> sbx-serve) against sbx-exec
+#      running what the SDK sends (/bin/bash -l -c true);
+#   3. GET /sandboxes/{id} requests per second with 64 concurrent clients,
+#      against GET /health (answered by the server's thread alone: the HTTP
+#      floor) and against 64 parallel `sbx-ls --id` runs.
+# Medians of RUNS rounds, ratios serve/programs, written to docs/serve-bench.md
+# (OUT).  Needs root, node and tests/sdk's node_modules (npm ci).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+BUILD=${BUILD:-$top/build}
+RUNS=${RUNS:-20}
+REQS=${REQS:-3000}
+OUT=${OUT:-$top/docs/serve-bench.md}
+export PATH="$BUILD/bin:$PATH"
+. "$here/lib.sh"
+[ -d "$top/tests/sdk/node_modules" ] || (cd "$top/tests/sdk" && npm ci --no-audit --no-fund >/dev/null)
+
+W=$(mktemp -d /tmp/sbx-bench-serve.XXXXXX)
+bench_local_redis "$W"
+key=e2b_$(openssl rand -hex 16)
+printf '%s\n' "$key" >"$W/keys"
+sbx-serve --listen 127.0.0.1:0 --api-key-file "$W/keys" --quiet --state-dir "$W/serve" 2>"$W/serve.log" &
+spid=$!
+cleanup() {
+	kill "$spid" 2>/dev/null || true
+	wait "$spid" 2>/dev/null || true
+	sbx-ls --all 2>/dev/null | sbx-ctl kill >/dev/null 2>&1 || true
+	rcli shutdown nosave >/dev/null 2>&1 || true
+	rm -rf --one-file-system "$W"
+}
+trap cleanup EXIT
+for _ in $(seq 200); do port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$W/serve.log"); [ -n "$port" ] && break; sleep 0.05; done
+export E2B_API_URL=http://127.0.0.1:$port E2B_SANDBOX_URL=http://127.0.0.1:$port E2B_API_KEY=$key
+sdk() { node "$top/tests/sdk/bench.mjs" "$@"; }
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+ms() { local t0=$EPOCHREALTIME; "$@" >/dev/null; awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.2f\n", (b-a)*1000}'; }
+# The programs run what the SDK sends: /bin/bash -l -c CMD.
+prog_life() { sbx-create | sbx-exec -- /bin/bash -l -c true | sbx-ctl kill; }
+
+sdk lifecycle 2 >/dev/null; prog_life >/dev/null      # warm caches
+: >"$W/life.sdk"; : >"$W/life.prog"
+for _ in $(seq "$RUNS"); do
+	sdk lifecycle 1 >>"$W/life.sdk"
+	ms prog_life >>"$W/life.prog"
+done
+id=$(curl -sf -X POST "$E2B_API_URL/v2/sandboxes" -H "X-API-Key: $key" -d '{"timeout":3600}' | jq -r .sandboxID)
+sdk run "$id" "$RUNS" >"$W/run.sdk"
+: >"$W/run.prog"
+for _ in $(seq "$RUNS"); do ms sbx-exec --id "$id" -- /bin/bash -l -c true >>"$W/run.prog"; done
+rps_get=$(sdk rps "/sandboxes/$id" 64 "$REQS")
+rps_health=$(sdk rps /health 64 "$REQS")
+t0=$EPOCHREALTIME
+seq 640 | xargs -P 64 -I{} sbx-ls --id "$id" >/dev/null
+rps_ls=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.0f", 640/(b-a)}')
+
+L1=$(median <"$W/life.sdk"); L2=$(median <"$W/life.prog")
+R1=$(median <"$W/run.sdk"); R2=$(median <"$W/run.prog")
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
+{
+	echo "# sbx-serve benchmarks"
+	echo
+	echo "tests/bench/serve.sh, $(date -u +%Y-%m-%d), $(nproc) CPUs, local backend (host template),"
+	echo "medians of $RUNS rounds; the two sides alternate within a round."
+	echo
+	echo "| measure | through sbx-serve | through the programs | ratio |"
+	echo "|---|---|---|---|"
+	echo "| create + run \`true\` + kill (SDK / sbx-create \\| sbx-exec -- bash -l -c true \\| sbx-ctl kill) | $L1 ms | $L2 ms | $(ratio "$L1" "$L2") |"
+	echo "| \`commands.run('true')\` / \`sbx-exec -- /bin/bash -l -c true\` | $R1 ms | $R2 ms | $(ratio "$R1" "$R2") |"
+	echo "| GET /sandboxes/{id}, 64 clients, $REQS requests / 64 parallel \`sbx-ls --id\` | $rps_get req/s | $rps_ls runs/s | $(ratio "$rps_get" "$rps_ls") |"
+	echo "| GET /sandboxes/{id} / GET /health (no worker: the HTTP floor) | $rps_get req/s | $rps_health req/s | $(ratio "$rps_get" "$rps_health") |"
+} >"$OUT"
+cat "$OUT"

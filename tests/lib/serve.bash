@@ -1,0 +1,79 @@
+# tests/lib/serve.bash - start and stop sbx-serve for a test file.
+# Load after lib/helpers:  load lib/helpers; load lib/serve
+#
+#   serve_start NAME [FLAGS...]   starts sbx-serve on 127.0.0.1 (a free
+#                                 port) with the key file $SERVE_KEYS;
+#                                 exports SERVE_URL_<NAME>, SERVE_PID_<NAME>
+#                                 and, for the first one, SERVE_URL
+#   serve_stop NAME               SIGTERM, then wait for it to exit
+
+SERVE_KEY=e2b_00112233445566778899aabbccddeeff
+SERVE_KEY2=e2b_ffeeddccbbaa99887766554433221100
+
+serve_keys() {
+	export SERVE_KEYS="$SBX_TEST_DIR/keys"
+	printf '# test keys\n%s\n%s\n' "$SERVE_KEY" "$SERVE_KEY2" >"$SERVE_KEYS"
+	chmod 600 "$SERVE_KEYS"
+}
+
+serve_start() {
+	local name=$1
+	shift
+	[ -f "${SERVE_KEYS:-}" ] || serve_keys
+	local log="$SBX_TEST_DIR/serve-$name.log"
+	sbx-serve --listen 127.0.0.1:0 --api-key-file "$SERVE_KEYS" \
+		--state-dir "$SBX_TEST_DIR/serve-$name" "$@" 2>"$log" &
+	local pid=$! i port=
+	for i in $(seq 1 200); do
+		port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$log" | head -1)
+		[ -n "$port" ] && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	[ -n "$port" ] || { cat "$log" >&2; return 1; }
+	export "SERVE_URL_$name=http://127.0.0.1:$port" "SERVE_PID_$name=$pid"
+	[ -n "${SERVE_URL:-}" ] || export SERVE_URL="http://127.0.0.1:$port"
+}
+
+serve_stop() {
+	local v="SERVE_PID_$1" i
+	local pid=${!v:-}
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null || return 0
+	for i in $(seq 1 400); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.05
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+}
+
+# api METHOD PATH [CURL ARGS...]: the control plane with the first key;
+# prints the body, then a last line "HTTP <status>".
+api() {
+	local m=$1 p=$2
+	shift 2
+	curl -sS -X "$m" "$SERVE_URL$p" -H "X-API-Key: $SERVE_KEY" -H 'Content-Type: application/json' \
+		-w '\nHTTP %{http_code}\n' "$@"
+}
+# envd ID TOKEN PATH [CURL ARGS...]: the data plane, routed by header.
+envd() {
+	local id=$1 tok=$2 p=$3
+	shift 3
+	curl -sS "$SERVE_URL$p" -H "E2b-Sandbox-Id: $id" -H "X-Access-Token: $tok" \
+		-w '\nHTTP %{http_code}\n' "$@"
+}
+# The body of the last `run api/envd` (without the status line), and the status.
+body() { printf '%s\n' "$output" | sed '$d'; }
+status() { printf '%s\n' "$output" | tail -1 | cut -d' ' -f2; }
+# A Connect envelope (flag 0, big-endian length) around JSON $1, to stdout.
+envelope() { python3 -c 'import struct,sys; b=sys.argv[1].encode(); sys.stdout.buffer.write(b"\0"+struct.pack(">I",len(b))+b)' "$1"; }
+# The JSON messages of a Connect stream on stdin, one a line (the last is
+# the end-of-stream message, prefixed "END ").
+frames() {
+	python3 -c '
+import struct,sys
+d=sys.stdin.buffer.read(); i=0
+while i+5<=len(d):
+    f=d[i]; n=struct.unpack(">I",d[i+1:i+5])[0]; m=d[i+5:i+5+n].decode(); i+=5+n
+    print(("END " if f&2 else "")+m)'
+}

@@ -1,0 +1,47 @@
+// bench.mjs - the SDK side of tests/bench/serve.sh.  Prints one number a
+// line (milliseconds, or requests per second) for the mode given:
+//   lifecycle N    create + commands.run('true') + kill, N times: each ms
+//   run ID N       commands.run('true') in sandbox ID, N times: each ms
+//   rps PATH C N   GET PATH with C concurrent clients, N requests in all:
+//                  requests per second (one line)
+import { Sandbox } from 'e2b'
+
+const [mode, a, b, c] = process.argv.slice(2)
+const now = () => Number(process.hrtime.bigint()) / 1e6
+
+if (mode === 'lifecycle') {
+  for (let i = 0; i < Number(a); i++) {
+    const t = now()
+    const sb = await Sandbox.create()
+    await sb.commands.run('true')
+    await sb.kill()
+    console.log((now() - t).toFixed(2))
+  }
+} else if (mode === 'run') {
+  const sb = await Sandbox.connect(a)
+  await sb.commands.run('true')
+  for (let i = 0; i < Number(b); i++) {
+    const t = now()
+    await sb.commands.run('true')
+    console.log((now() - t).toFixed(2))
+  }
+} else if (mode === 'rps') {
+  const url = process.env.E2B_API_URL + a
+  const headers = { 'X-API-Key': process.env.E2B_API_KEY }
+  const total = Number(c)
+  let next = 0
+  let bad = 0
+  const client = async () => {
+    while (next < total) {
+      next++
+      const r = await fetch(url, { headers })
+      await r.arrayBuffer()
+      if (r.status !== 200) bad++
+    }
+  }
+  const t = now()
+  await Promise.all(Array.from({ length: Number(b) }, client))
+  const secs = (now() - t) / 1000
+  if (bad) console.error(`${bad} requests failed`)
+  console.log((total / secs).toFixed(0))
+}

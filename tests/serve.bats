@@ -1,0 +1,356 @@
+#!/usr/bin/env bats
+# sbx-serve with curl: the control plane (keys, E2B's error bodies and
+# status codes, create/get/list/paging/delete, per-key isolation and
+# limits), the envd plane (tokens, /files, filesystem and process calls),
+# and hostile input: oversized bodies, bad ids in URLs and headers, path
+# escapes through /files, a slow client, and a graceful SIGTERM.  A real
+# server on the real local backend; the official SDK is serve-sdk.bats's.
+
+load lib/helpers
+load lib/serve
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	sbx_setup_file
+	serve_start main --client-timeout 2s --max-body 64K --domain sbx.test
+	serve_start small --max-sandboxes 1
+	local out
+	out=$(api POST /v2/sandboxes -d '{"metadata":{"suite":"serve"}}')
+	SB=$(printf '%s' "$out" | head -1 | jq -r .sandboxID)
+	TOK=$(printf '%s' "$out" | head -1 | jq -r .envdAccessToken)
+	export SB TOK
+}
+# Wait until something listens on port $2 inside sandbox $1.
+wait_port() {
+	local i
+	for i in $(seq 1 100); do
+		sbx-exec --id "$1" -- python3 -c "import socket; socket.create_connection(('127.0.0.1', $2))" |
+			jq -e '.exec.exit_code == 0' >/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+teardown_file() {
+	serve_stop main
+	serve_stop small
+	sbx_teardown_file
+}
+
+@test "health needs no key; a missing or wrong key is 401 with E2B's body" {
+	run curl -sS "$SERVE_URL/health"
+	assert_output "Health check successful"
+	run curl -sS -w '\nHTTP %{http_code}\n' "$SERVE_URL/v2/sandboxes"
+	assert_equal "$(status)" 401
+	assert_equal "$(body | jq -r .code)" 401
+	run curl -sS -w '\nHTTP %{http_code}\n' -H 'X-API-Key: e2b_wrong' "$SERVE_URL/v2/sandboxes"
+	assert_equal "$(status)" 401
+	run curl -sS -w '\nHTTP %{http_code}\n' -H "Authorization: Bearer $SERVE_KEY" "$SERVE_URL/v2/sandboxes"
+	assert_equal "$(status)" 200
+}
+
+@test "create, get, list and delete a sandbox; delete again is 404" {
+	run api POST /sandboxes -d '{"templateID":"base","metadata":{"k":"v"},"timeout":60}'
+	assert_equal "$(status)" 201
+	local id
+	id=$(body | jq -r .sandboxID)
+	assert_equal "$(body | jq -r .envdAccessToken | wc -c)" 65
+	run api GET "/sandboxes/$id"
+	assert_equal "$(status)" 200
+	assert_equal "$(body | jq -c '[.sandboxID, .state, .metadata]')" "[\"$id\",\"running\",{\"k\":\"v\"}]"
+	run api GET /sandboxes
+	assert_equal "$(body | jq --arg i "$id" '[.[] | select(.sandboxID == $i)] | length')" 1
+	run api DELETE "/sandboxes/$id"
+	assert_equal "$(status)" 204
+	run api DELETE "/sandboxes/$id"
+	assert_equal "$(status)" 404
+	assert_equal "$(body | jq -r .message)" "Sandbox \"$id\" doesn't exist or you don't have access to it"
+}
+
+@test "another key neither sees nor deletes the sandbox" {
+	run curl -sS -w '\nHTTP %{http_code}\n' -H "X-API-Key: $SERVE_KEY2" "$SERVE_URL/sandboxes/$SB"
+	assert_equal "$(status)" 404
+	run curl -sS -w '\nHTTP %{http_code}\n' -X DELETE -H "X-API-Key: $SERVE_KEY2" "$SERVE_URL/sandboxes/$SB"
+	assert_equal "$(status)" 404
+	run curl -sS -H "X-API-Key: $SERVE_KEY2" "$SERVE_URL/v2/sandboxes"
+	assert_output "[]"
+	run api GET "/sandboxes/$SB"
+	assert_equal "$(status)" 200
+}
+
+@test "pause twice is 409; connect resumes with 201, then 200 when running" {
+	run api POST "/v2/sandboxes" -d '{}'
+	local id
+	id=$(body | jq -r .sandboxID)
+	run api POST "/sandboxes/$id/pause" -d '{}'
+	assert_equal "$(status)" 204
+	run api POST "/sandboxes/$id/pause" -d '{}'
+	assert_equal "$(status)" 409
+	run api GET "/sandboxes/$id"
+	assert_equal "$(body | jq -r .state)" paused
+	run api POST "/v2/sandboxes/$id/connect" -d '{"timeout":60}'
+	assert_equal "$(status)" 201
+	run api POST "/v2/sandboxes/$id/connect" -d '{"timeout":60}'
+	assert_equal "$(status)" 200
+	api DELETE "/sandboxes/$id" >/dev/null
+}
+
+@test "the list filters on E2B's triple-encoded metadata and pages without repeats" {
+	local ids=() i
+	for i in 1 2 3; do
+		ids+=("$(api POST /v2/sandboxes -d '{"metadata":{"grp":"a b&c=d"}}' | head -1 | jq -r .sandboxID)")
+	done
+	# {grp: "a b&c=d"} as the SDK sends it (e2b-wire.md §1.5)
+	local q='metadata=grp%3Da%252520b%252526c%25253Dd&state=running,paused&limit=1'
+	local seen=() next= pages=0 hdr
+	while :; do
+		hdr=$(mktemp)
+		run curl -sS -D "$hdr" -H "X-API-Key: $SERVE_KEY" "$SERVE_URL/v2/sandboxes?$q${next:+&nextToken=$next}"
+		seen+=($(printf '%s' "$output" | jq -r '.[].sandboxID'))
+		pages=$((pages + 1))
+		next=$(sed -n 's/^[Xx]-[Nn]ext-[Tt]oken: *\([^\r]*\).*/\1/p' "$hdr")
+		rm -f "$hdr"
+		[ -n "$next" ] && [ $pages -lt 10 ] || break
+	done
+	assert_equal "$(printf '%s\n' "${seen[@]}" | sort | tr '\n' ' ')" "$(printf '%s\n' "${ids[@]}" | sort | tr '\n' ' ')"
+	assert_equal "$pages" 3
+	for i in "${ids[@]}"; do api DELETE "/sandboxes/$i" >/dev/null; done
+}
+
+@test "a key at its sandbox limit gets 429 with Retry-After" {
+	local url=$SERVE_URL_small hdr
+	hdr=$(mktemp)
+	run curl -sS -H "X-API-Key: $SERVE_KEY" -X POST "$url/v2/sandboxes" -d '{}'
+	local id
+	id=$(printf '%s' "$output" | jq -r .sandboxID)
+	run curl -sS -D "$hdr" -w '\nHTTP %{http_code}\n' -H "X-API-Key: $SERVE_KEY" -X POST "$url/v2/sandboxes" -d '{}'
+	assert_equal "$(status)" 429
+	grep -qi '^retry-after: [0-9]' "$hdr"
+	rm -f "$hdr"
+	curl -sS -H "X-API-Key: $SERVE_KEY" -X DELETE "$url/sandboxes/$id"
+}
+
+@test "bad ids in URLs and headers never reach the backend" {
+	local bad
+	for bad in '..%2F..%2Fetc' 'SB-UPPER' 'sb-x%00y' "$(printf 'a%.0s' $(seq 1 100))" '-lead'; do
+		run api GET "/sandboxes/$bad"
+		assert_equal "$(status)" 400
+		assert_equal "$(body | jq -r .message)" "Invalid sandbox ID"
+	done
+	run curl -sS -w '\nHTTP %{http_code}\n' -H 'E2b-Sandbox-Id: ../../x' -H "X-Access-Token: $TOK" \
+		"$SERVE_URL/files?path=/etc/hostname"
+	assert_equal "$(status)" 502
+	run curl -sS -w '\nHTTP %{http_code}\n' -H 'Host: 49983-Bad_Id.sbx.test' "$SERVE_URL/health"
+	assert_equal "$(status)" 502      # a sandbox host, but no such sandbox
+	[ ! -e "$SBX_TEST_DIR/serve-main/sandboxes/..json" ]
+}
+
+@test "oversized bodies are 413, declared or streamed, and the server goes on" {
+	head -c 2000000 /dev/zero | tr '\0' ' ' >"$BATS_TEST_TMPDIR/big.json"
+	run api POST /v2/sandboxes --data-binary "@$BATS_TEST_TMPDIR/big.json"
+	assert_equal "$(status)" 413
+	head -c 100000 /dev/urandom >"$BATS_TEST_TMPDIR/big.bin"
+	run envd "$SB" "$TOK" "/files?path=/home/user/big.bin" -H 'Content-Type: application/octet-stream' \
+		--data-binary "@$BATS_TEST_TMPDIR/big.bin"
+	assert_equal "$(status)" 413
+	# chunked: no Content-Length to refuse early
+	# chunked: no Content-Length to refuse early; the server answers 413
+	# when the limit is crossed and closes (curl may see only the close)
+	run envd "$SB" "$TOK" "/files?path=/home/user/big.bin" -H 'Content-Type: application/octet-stream' \
+		-H 'Transfer-Encoding: chunked' --data-binary "@$BATS_TEST_TMPDIR/big.bin"
+	[[ "$(status)" =~ ^(413|000)$ ]]
+	grep -q 'POST /files 413' "$SBX_TEST_DIR/serve-main.log"
+	run sbx-exec --id "$SB" -- test -e /workspace/big.bin
+	assert_equal "$(jqo .exec.exit_code)" 1
+	run api GET "/sandboxes/$SB"
+	assert_equal "$(status)" 200
+}
+
+@test "/files: write and read through the home mapping, as user and root" {
+	run envd "$SB" "$TOK" "/files?path=/home/user/hello.txt" -H 'Content-Type: application/octet-stream' --data-binary 'hi there'
+	assert_equal "$(status)" 200
+	assert_equal "$(body | jq -c .)" '[{"name":"hello.txt","path":"/home/user/hello.txt","type":"file"}]'
+	run sbx-exec --id "$SB" -- stat -c '%u %s' /workspace/hello.txt
+	assert_equal "$(jqo .exec.stdout)" "1000 8"
+	run envd "$SB" "$TOK" "/files?path=hello.txt"
+	assert_equal "$(body)" "hi there"
+	run envd "$SB" "$TOK" "/files?path=/home/user/nope"
+	assert_equal "$(status)" 404
+	run envd "$SB" "$TOK" "/files?path=/etc/shadow"
+	refute [ "$(status)" = 200 ]
+	run envd "$SB" "$TOK" "/files?path=/home/user/hello.txt&username=nobody"
+	assert_equal "$(status)" 401
+	run envd "$SB" wrongtoken "/files?path=/home/user/hello.txt"
+	assert_equal "$(status)" 401
+}
+
+@test "path escapes through /files are refused and the host is untouched" {
+	local p
+	for p in '/home/user/../../../tmp/sbx-serve-escape' '../../tmp/sbx-serve-escape' '/tmp/../tmp/sbx-serve-escape'; do
+		run envd "$SB" "$TOK" "/files?path=$(printf %s "$p" | jq -sRr @uri)" -H 'Content-Type: application/octet-stream' --data-binary x
+		assert_equal "$(status)" 400
+	done
+	# a multipart filename with .. is refused the same way
+	printf 'x' >"$BATS_TEST_TMPDIR/f"
+	run envd "$SB" "$TOK" /files -F "file=@$BATS_TEST_TMPDIR/f;filename=../../../tmp/sbx-serve-escape"
+	assert_equal "$(status)" 400
+	[ ! -e /tmp/sbx-serve-escape ]
+	# a symlink planted inside to the host's root is resolved inside the sandbox
+	sbx-exec --id "$SB" -- ln -sfn / /workspace/up >/dev/null
+	run envd "$SB" "$TOK" "/files?path=/home/user/up/tmp/sbx-serve-link" -H 'Content-Type: application/octet-stream' --data-binary inside
+	[ ! -e /tmp/sbx-serve-link ]
+	run envd "$SB" "$TOK" "/files?path=/home/user/up/proc/self/environ&username=root"
+	refute [ "$(status)" = 200 ]
+}
+
+@test "filesystem calls answer in Connect's JSON, with envd's codes" {
+	run envd "$SB" "$TOK" /filesystem.Filesystem/Stat -H 'Content-Type: application/json' -d '{"path":"/home/user/missing"}'
+	assert_equal "$(status)" 404
+	assert_equal "$(body | jq -r .code)" not_found
+	run envd "$SB" "$TOK" /filesystem.Filesystem/MakeDir -H 'Content-Type: application/json' -d '{"path":"/home/user/dd"}'
+	assert_equal "$(status)" 200
+	assert_equal "$(body | jq -r .entry.type)" FILE_TYPE_DIRECTORY
+	run envd "$SB" "$TOK" /filesystem.Filesystem/MakeDir -H 'Content-Type: application/json' -d '{"path":"/home/user/dd"}'
+	assert_equal "$(status)" 409
+	assert_equal "$(body | jq -r .code)" already_exists
+	run envd "$SB" "$TOK" /filesystem.Filesystem/Stat -H 'Content-Type: application/json' -d 'not json'
+	assert_equal "$(status)" 400
+	assert_equal "$(body | jq -r .code)" invalid_argument
+	run envd "$SB" "$TOK" /filesystem.Filesystem/ListDir -H 'Content-Type: application/json' -d '{"path":"/home/user/../.."}'
+	assert_equal "$(body | jq -r .code)" invalid_argument
+}
+
+@test "process Start streams start, data and end events, then end of stream" {
+	envelope '{"process":{"cmd":"/bin/bash","args":["-l","-c","echo out; echo err >&2; exit 3"]},"stdin":false}' >"$BATS_TEST_TMPDIR/req"
+	curl -sS "$SERVE_URL/process.Process/Start" -H "E2b-Sandbox-Id: $SB" -H "X-Access-Token: $TOK" \
+		-H 'Content-Type: application/connect+json' --data-binary "@$BATS_TEST_TMPDIR/req" | frames >"$BATS_TEST_TMPDIR/ev"
+	run sh -c "grep -v '^END' '$BATS_TEST_TMPDIR/ev' | jq -r '.event.start.pid // empty'"
+	[ "${lines[0]}" -gt 0 ]
+	run sh -c "grep -v '^END' '$BATS_TEST_TMPDIR/ev' | jq -r '.event.data.stdout // empty' | base64 -d"
+	assert_output out
+	run sh -c "grep -v '^END' '$BATS_TEST_TMPDIR/ev' | jq -r '.event.data.stderr // empty' | base64 -d"
+	assert_output err
+	run sh -c "grep -v '^END' '$BATS_TEST_TMPDIR/ev' | jq -c '.event.end // empty'"
+	assert_equal "$(printf '%s' "$output" | jq -c '[.exitCode, .exited]')" '[3,true]'
+	run tail -1 "$BATS_TEST_TMPDIR/ev"
+	assert_output 'END {}'
+}
+
+@test "a slow client is cut off while others are served" {
+	exec 7<>/dev/tcp/127.0.0.1/"${SERVE_URL##*:}"
+	printf 'GET /health HTTP/1.1\r\nHost: x\r\n' >&7       # and never the blank line
+	run api GET "/sandboxes/$SB"
+	assert_equal "$(status)" 200
+	# the stalled connection is closed by the server (--client-timeout 2s)
+	run timeout 60 cat <&7
+	assert_success
+	exec 7<&-
+}
+
+@test "SIGTERM lets a stream in flight finish, then the server exits 0" {
+	serve_start term
+	local url=$SERVE_URL_term pid=$SERVE_PID_term
+	local out id tok
+	out=$(curl -sS -X POST "$url/v2/sandboxes" -H "X-API-Key: $SERVE_KEY" -d '{}')
+	id=$(printf '%s' "$out" | jq -r .sandboxID)
+	tok=$(printf '%s' "$out" | jq -r .envdAccessToken)
+	envelope '{"process":{"cmd":"/bin/sh","args":["-c","sleep 1; echo finished"]},"stdin":false}' >"$BATS_TEST_TMPDIR/req"
+	curl -sS "$url/process.Process/Start" -H "E2b-Sandbox-Id: $id" -H "X-Access-Token: $tok" \
+		-H 'Content-Type: application/connect+json' --data-binary "@$BATS_TEST_TMPDIR/req" >"$BATS_TEST_TMPDIR/out" &
+	local cpid=$!
+	for _ in $(seq 1 100); do
+		grep -q 'POST /v2/sandboxes' "$SBX_TEST_DIR/serve-term.log" && [ -s "$BATS_TEST_TMPDIR/out" ] && break
+		sleep 0.05
+	done
+	kill -TERM "$pid"
+	wait "$cpid"
+	run bash -c "source '$BATS_TEST_DIRNAME/lib/serve.bash'; frames <'$BATS_TEST_TMPDIR/out' | grep -v '^END' | jq -r '.event.data.stdout // empty' | base64 -d"
+	assert_output finished
+	run wait "$pid"
+	assert_success
+	grep -q 'stopped' "$SBX_TEST_DIR/serve-term.log"
+	sbx-ctl kill --id "$id" >/dev/null
+}
+
+@test "the request log has one line per request and no secrets" {
+	api GET "/sandboxes/$SB" >/dev/null
+	run grep -c "GET /sandboxes/$SB 200" "$SBX_TEST_DIR/serve-main.log"
+	[ "$output" -ge 1 ]
+	run grep -F -e "$SERVE_KEY" -e "$TOK" "$SBX_TEST_DIR/serve-main.log"
+	assert_failure
+}
+
+@test "--flavor cube: Cube's create fields, no v2 create, names echoed, offset tokens, v2 list unpaged" {
+	serve_start cube --flavor cube
+	local url=$SERVE_URL_cube hdr
+	hdr=$(mktemp)
+	cube() { local m=$1 p=$2; shift 2; curl -sS -X "$m" "$url$p" -H "X-API-Key: $SERVE_KEY" -w '\nHTTP %{http_code}\n' "$@"; }
+	run cube POST /v2/sandboxes -d '{}'
+	assert_equal "$(status)" 405
+	run cube POST /sandboxes -d '{"templateID":"base","timeout":-1,"allow_internet_access":false,"lifecycle":{"on_timeout":"pause","auto_resume":true},"envs":{"CUBE":"1"},"metadata":{"c":"1"}}'
+	assert_equal "$(status)" 201
+	local id
+	id=$(body | jq -r .sandboxID)
+	run cube GET "/sandboxes/$id"
+	assert_equal "$(body | jq -c .lifecycle)" '{"autoResume":true,"onTimeout":"pause"}'
+	run sbx-exec --id "$id" -- sh -c 'echo $CUBE'
+	assert_equal "$(jqo .exec.stdout)" 1
+	run cube POST "/sandboxes/$id/snapshots" -d '{}'
+	assert_equal "$(status)" 201
+	local s1
+	s1=$(body | jq -r .snapshotID)
+	assert_equal "$(body | jq -r '.names[0]')" "$s1"
+	run cube POST "/sandboxes/$id/snapshots" -d '{"name":"second"}'
+	assert_equal "$(body | jq -r '.names[0]')" second
+	local s2
+	s2=$(body | jq -r .snapshotID)
+	run curl -sS -D "$hdr" -H "X-API-Key: $SERVE_KEY" "$url/snapshots?sandboxID=$id&limit=1"
+	assert_equal "$(printf '%s' "$output" | jq length)" 1
+	grep -qi '^x-next-token: 1' "$hdr"
+	run curl -sS -D "$hdr" -H "X-API-Key: $SERVE_KEY" "$url/snapshots?sandboxID=$id&limit=1&nextToken=1"
+	assert_equal "$(printf '%s' "$output" | jq length)" 1
+	run ! grep -qi '^x-next-token' "$hdr"
+	run cube DELETE "/templates/$s1"
+	assert_equal "$(status)" 204
+	run cube DELETE "/templates/$s1"
+	assert_equal "$(status)" 404
+	cube DELETE "/templates/$s2" >/dev/null
+	# /v2/sandboxes: no paging header, whatever the limit
+	cube POST /sandboxes -d '{"templateID":"base","metadata":{"c":"1"}}' >/dev/null
+	run curl -sS -D "$hdr" -H "X-API-Key: $SERVE_KEY" "$url/v2/sandboxes?limit=1"
+	run ! grep -qi '^x-next-token' "$hdr"
+	rm -f "$hdr"
+	serve_stop cube
+}
+
+@test "inbound: a web server in a sandbox is reached through PORT-ID.DOMAIN; a closed port is 502" {
+	sbx-exec --id "$SB" -- sh -c 'mkdir -p /workspace/www && echo hello-web >/workspace/www/index.txt' >/dev/null
+	sbx-proc --id "$SB" start -- python3 -m http.server 8000 --bind 127.0.0.1 --directory /workspace/www >/dev/null
+	wait_port "$SB" 8000
+	run curl -sS -w '\nHTTP %{http_code}\n' -H "Host: 8000-$SB.sbx.test" "$SERVE_URL/index.txt?x=a%20b"
+	assert_equal "$(status)" 200
+	assert_equal "$(body)" hello-web
+	run curl -sS -w '\nHTTP %{http_code}\n' -H "Host: 8001-$SB.sbx.test" "$SERVE_URL/"
+	assert_equal "$(status)" 502
+	assert_equal "$(body | jq -c '[.sandboxId, .port, .code]')" "[\"$SB\",8001,502]"
+	# the host never got a listener: the relay ran inside the sandbox
+	run ss -ltn 'sport = :8000'
+	refute_output --partial 127.0.0.1:8000
+}
+
+@test "inbound: a sandbox without public traffic needs its traffic token" {
+	run api POST /v2/sandboxes -d '{"network":{"allowPublicTraffic":false}}'
+	local id tt
+	id=$(body | jq -r .sandboxID)
+	tt=$(body | jq -r .trafficAccessToken)
+	assert_equal "${#tt}" 64
+	sbx-proc --id "$id" start -- python3 -m http.server 8000 --bind 127.0.0.1 --directory /etc >/dev/null
+	wait_port "$id" 8000
+	run curl -sS -w '\nHTTP %{http_code}\n' -H "Host: 8000-$id.sbx.test" "$SERVE_URL/hostname"
+	assert_equal "$(status)" 403
+	run curl -sS -w '\nHTTP %{http_code}\n' -H "Host: 8000-$id.sbx.test" -H "e2b-traffic-access-token: $TOK" "$SERVE_URL/hostname"
+	assert_equal "$(status)" 403
+	run curl -sS -w '\nHTTP %{http_code}\n' -H "Host: 8000-$id.sbx.test" -H "e2b-traffic-access-token: $tt" "$SERVE_URL/hostname"
+	assert_equal "$(status)" 200
+	api DELETE "/sandboxes/$id" >/dev/null
+}
