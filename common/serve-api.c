@@ -337,7 +337,8 @@ static int team_list(const struct serve_req *r, struct sbx_backend *b, json_obje
 			break;
 		}
 		all = sbx_xrealloc(all, (na + pg.n + 1) * sizeof(*all));
-		memcpy(all + na, pg.items, pg.n * sizeof(*all));
+		if (pg.n)
+			memcpy(all + na, pg.items, pg.n * sizeof(*all));
 		na += pg.n;
 		free(pg.items);
 		pg.items = NULL;

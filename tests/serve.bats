@@ -34,6 +34,8 @@ wait_port() {
 teardown_file() {
 	serve_stop main
 	serve_stop small
+	serve_stop cube
+	serve_stop term
 	sbx_teardown_file
 }
 
