@@ -161,6 +161,11 @@ const groups = {
     ok(await until(async () => !(await Sandbox.list({ query: { metadata: { suite: tag } } }).nextItems())
       .some((s) => s.sandboxId === short.sandboxId), 100),
       'a sandbox past its end time is killed')
+    const napper = await create({ timeoutMs: 1_000, lifecycle: { onTimeout: 'pause' } })
+    ok(await until(async () => (await napper.getInfo()).state === 'paused', 100),
+      "lifecycle onTimeout 'pause': past its end time it is paused, not killed")
+    const lc = (await napper.getInfo()).lifecycle
+    eq([lc.onTimeout, lc.autoResume], ['pause', false], 'getInfo reports the lifecycle')
   },
 
   async pause() {
