@@ -256,6 +256,7 @@ static int create(const struct serve_req *r, struct serve_out *o, int v2)
 		req.template_id = tpl;
 	int rc = -1;
 	size_t have = 0;
+	SBX_AUTOCLOSE int lock = -1;
 	int cube = r->cfg->flavor == SBX_SERVE_CUBE;
 	if (cube && timeout == -1)
 		timeout = 0;                         /* Cube: -1 is never */
@@ -264,7 +265,9 @@ static int create(const struct serve_req *r, struct serve_out *o, int v2)
 	else if (strlen(tpl) > 256 || strchr(tpl, '\n'))
 		sbx_fail(&err, SBX_INVALID_REQUEST, "create", "Invalid template ID");
 	else if (string_map(md, "metadata", 1, &err) == 0 && string_map(env, "envVars", 0, &err) == 0 &&
-		 serve_open_backend(r, &b, &err) == 0 && team_count(r, b, &have, &err) == 0) {
+		 serve_open_backend(r, &b, &err) == 0 &&
+		 (lock = serve_team_lock(r->serve_dir, r->team, &err)) >= 0 &&
+		 team_count(r, b, &have, &err) == 0) {
 		if (have >= r->cfg->max_sandboxes_per_key) {
 			serve_out_header(o, "Retry-After", "5");
 			serve_reply_error(o, 429, "the key has %zu sandboxes, its limit", have);

@@ -125,6 +125,12 @@ int serve_token(const char *dir, const char *kind, const char *id, char out[65],
  * backend's ids fit; anything else never reaches the backend. */
 int serve_id_ok(const char *id);
 
+/* Creates of one key run one at a time, so that its sandbox limit holds
+ * against concurrent requests: an exclusive flock on
+ * <dir>/teams/<team>.lock, released when the fd is closed (or the worker
+ * dies).  Returns the fd or -1. */
+int serve_team_lock(const char *dir, const char *team, struct sbx_err *err);
+
 /* The snapshot records: which sandbox a snapshot was taken from. */
 int serve_snap_note(const char *dir, const char *snap_id, const char *sandbox_id,
 		    const char *team, struct sbx_err *err);

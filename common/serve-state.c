@@ -26,6 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/file.h>
+
 #include <openssl/hmac.h>
 
 #include "doc.h"
@@ -188,6 +190,23 @@ int serve_snap_owner(const char *dir, const char *snap_id, char sandbox[72], cha
 	snprintf(team, 17, "%s", sbx_json_str(j, "team") ? sbx_json_str(j, "team") : "");
 	json_object_put(j);
 	return 0;
+}
+
+int serve_team_lock(const char *dir, const char *team, struct sbx_err *err)
+{
+	SBX_AUTOFREE char *d = sbx_xasprintf("%s/teams", dir);
+	if (sbx_mkdir_p(d, 0700, err) < 0)
+		return -1;
+	SBX_AUTOFREE char *p = sbx_xasprintf("%s/%s.lock", d, team[0] ? team : "none");
+	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "create", "cannot open %s", p);
+	while (flock(fd, LOCK_EX) < 0)
+		if (errno != EINTR) {
+			close(fd);
+			return sbx_fail_errno(err, SBX_INTERNAL, "create", "cannot lock %s", p);
+		}
+	return fd;
 }
 
 /* One record past its end: pause it (autoPause) or kill it. */

@@ -14,6 +14,7 @@ setup_file() {
 	sbx_setup_file
 	serve_start main --client-timeout 2s --upload-deadline 3s --max-body 64K --domain sbx.test
 	serve_start small --max-sandboxes 1
+	serve_start race --max-sandboxes 3
 	local out
 	out=$(api POST /v2/sandboxes -d '{"metadata":{"suite":"serve"}}')
 	SB=$(printf '%s' "$out" | head -1 | jq -r .sandboxID)
@@ -34,6 +35,7 @@ wait_port() {
 teardown_file() {
 	serve_stop main
 	serve_stop small
+	serve_stop race
 	serve_stop cube
 	serve_stop term
 	serve_stop crash
@@ -131,6 +133,19 @@ teardown_file() {
 	grep -qi '^retry-after: [0-9]' "$hdr"
 	rm -f "$hdr"
 	curl -sS -H "X-API-Key: $SERVE_KEY" -X DELETE "$url/sandboxes/$id"
+}
+
+@test "eight concurrent creates against a limit of three: exactly three sandboxes" {
+	local i
+	for i in $(seq 1 8); do
+		curl -sS -o /dev/null -w '%{http_code}\n' -X POST "$SERVE_URL_race/v2/sandboxes" \
+			-H "X-API-Key: $SERVE_KEY2" -d '{"metadata":{"race":"1"}}' >"$BATS_TEST_TMPDIR/c$i" &
+	done
+	wait
+	run sh -c "cat '$BATS_TEST_TMPDIR'/c* | sort | uniq -c | awk '{print \$2\":\"\$1}' | tr '\n' ' '"
+	assert_output "201:3 429:5 "
+	run sh -c "sbx-ls --label race=1 | wc -l"
+	assert_output 3
 }
 
 @test "bad ids in URLs and headers never reach the backend" {
