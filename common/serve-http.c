@@ -326,6 +326,7 @@ static int worker_spawn(struct sbx_serve *s, int (*fn)(const struct serve_req *,
 struct body {
 	struct sbx_serve *s;
 	int fd;
+	int sock;                    /* the client's socket, watched for a hang-up */
 	pid_t pid;
 	char *pending;
 	size_t plen, poff;
@@ -344,6 +345,19 @@ static ssize_t body_read(void *cls, uint64_t pos, char *buf, size_t max)
 		return (ssize_t)n;
 	}
 	for (;;) {
+		/* Wait for the worker, but not for a client that hung up: its
+		 * stream's slot (and worker) must not outlive it until the next
+		 * keepalive finds the socket closed. */
+		struct pollfd pf[2] = {{.fd = b->fd, .events = POLLIN},
+				       {.fd = b->sock, .events = POLLRDHUP}};
+		if (poll(pf, b->sock >= 0 ? 2 : 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		}
+		if (b->sock >= 0 && (pf[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) &&
+		    !(pf[0].revents & POLLIN))
+			return MHD_CONTENT_READER_END_WITH_ERROR;
 		ssize_t n = read(b->fd, buf, max);
 		if (n > 0) {
 			b->q->bytes += (uint64_t)n;
@@ -393,6 +407,8 @@ static enum MHD_Result relay(struct MHD_Connection *c, struct conn *q, int fd, p
 	b->fd = fd;
 	b->pid = pid;
 	b->q = q;
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	b->sock = ci ? ci->connect_fd : -1;
 	b->plen = n - (size_t)(end + 2 - head);
 	b->pending = sbx_xmalloc(b->plen + 1);
 	memcpy(b->pending, end + 2, b->plen);

@@ -14,7 +14,7 @@ setup_file() {
 	sbx_setup_file
 	serve_start main --client-timeout 2s --upload-deadline 3s --max-body 64K --domain sbx.test
 	serve_start small --max-sandboxes 1
-	serve_start race --max-sandboxes 3
+	serve_start race --max-sandboxes 3 --max-streams 2
 	local out
 	out=$(api POST /v2/sandboxes -d '{"metadata":{"suite":"serve"}}')
 	SB=$(printf '%s' "$out" | head -1 | jq -r .sandboxID)
@@ -146,6 +146,36 @@ teardown_file() {
 	assert_output "201:3 429:5 "
 	run sh -c "sbx-ls --label race=1 | wc -l"
 	assert_output 3
+}
+
+@test "open process streams beyond --max-streams are 429; closing one frees its slot" {
+	local url=$SERVE_URL_race out id tok i
+	out=$(curl -sS -X POST "$url/v2/sandboxes" -H "X-API-Key: $SERVE_KEY2" -d '{}')
+	id=$(printf '%s' "$out" | jq -r .sandboxID)
+	tok=$(printf '%s' "$out" | jq -r .envdAccessToken)
+	envelope '{"process":{"cmd":"/bin/sh","args":["-c","sleep 300"]},"stdin":false}' >"$BATS_TEST_TMPDIR/req"
+	start() { curl -sS -w '\nHTTP %{http_code}\n' "$url/process.Process/Start" -H "E2b-Sandbox-Id: $id" \
+		-H "X-Access-Token: $tok" -H 'Content-Type: application/connect+json' --data-binary "@$BATS_TEST_TMPDIR/req" "$@"; }
+	local pids=()
+	for i in 1 2; do
+		curl -sS "$url/process.Process/Start" -H "E2b-Sandbox-Id: $id" -H "X-Access-Token: $tok" \
+			-H 'Content-Type: application/connect+json' --data-binary "@$BATS_TEST_TMPDIR/req" \
+			-o "$BATS_TEST_TMPDIR/s$i" &
+		pids+=($!)
+	done
+	for _ in $(seq 1 100); do [ -s "$BATS_TEST_TMPDIR/s1" ] && [ -s "$BATS_TEST_TMPDIR/s2" ] && break; sleep 0.05; done
+	run start
+	assert_equal "$(status)" 429
+	kill "${pids[0]}"
+	wait "${pids[0]}" || true
+	for _ in $(seq 1 100); do
+		run start --max-time 2
+		[[ "$output" == *"HTTP 429"* ]] || break
+		sleep 0.1
+	done
+	refute_output --partial "HTTP 429"
+	kill "${pids[1]}" 2>/dev/null || true
+	curl -sS -X DELETE "$url/sandboxes/$id" -H "X-API-Key: $SERVE_KEY2"
 }
 
 @test "bad ids in URLs and headers never reach the backend" {
