@@ -245,7 +245,11 @@ static int create(const struct serve_req *r, struct serve_out *o, int v2)
 		.timeout = {.seconds = timeout, .on_timeout_pause = auto_pause, .auto_resume = auto_resume},
 		.net = {.allow_internet = sbx_json_bool(in, "allow_internet_access",
 							r->cfg->profile->allow_internet),
-			.allow_public = net ? sbx_json_bool(net, "allowPublicTraffic", 1) : 1,
+			/* the backend's inbound switch: as asked, else the
+			 * profile's (inbound through sbx-serve is its own
+			 * relay, with E2B's default, below) */
+			.allow_public = net ? sbx_json_bool(net, "allowPublicTraffic", r->cfg->profile->allow_public)
+					    : r->cfg->profile->allow_public,
 			.allow_out = net ? serve_json_arr(net, "allowOut") : NULL,
 			.deny_out = net ? serve_json_arr(net, "denyOut") : NULL},
 		.limits = r->cfg->profile->limits,
@@ -290,7 +294,7 @@ static int create(const struct serve_req *r, struct serve_out *o, int v2)
 	if (rc == 0) {
 		struct serve_rec rec = {.started_at_ms = sbx_now_ms(), .auto_pause = req.timeout.on_timeout_pause,
 					.auto_resume = req.timeout.auto_resume,
-					.allow_public = req.net.allow_public};
+					.allow_public = net ? sbx_json_bool(net, "allowPublicTraffic", 1) : 1};
 		snprintf(rec.team, sizeof(rec.team), "%s", r->team);
 		rec.end_at_ms = timeout ? rec.started_at_ms + timeout * 1000 : 0;
 		rec.alias = sbx_xstrdup(tpl);

@@ -14,7 +14,7 @@ setup_file() {
 	sbx_setup_file
 	serve_start main --client-timeout 2s --upload-deadline 3s --max-body 64K --domain sbx.test
 	serve_start small --max-sandboxes 1
-	serve_start race --max-sandboxes 3 --max-streams 2
+	serve_start race --max-sandboxes 3
 	local out
 	out=$(api POST /v2/sandboxes -d '{"metadata":{"suite":"serve"}}')
 	SB=$(printf '%s' "$out" | head -1 | jq -r .sandboxID)
@@ -36,6 +36,7 @@ teardown_file() {
 	serve_stop main
 	serve_stop small
 	serve_stop race
+	serve_stop streams
 	serve_stop cube
 	serve_stop term
 	serve_stop crash
@@ -149,8 +150,9 @@ teardown_file() {
 }
 
 @test "open process streams beyond --max-streams are 429; closing one frees its slot" {
-	local url=$SERVE_URL_race out id tok i
-	out=$(curl -sS -X POST "$url/v2/sandboxes" -H "X-API-Key: $SERVE_KEY2" -d '{}')
+	serve_start streams --max-streams 2
+	local url=$SERVE_URL_streams out id tok i
+	out=$(curl -sS -X POST "$url/v2/sandboxes" -H "X-API-Key: $SERVE_KEY" -d '{}')
 	id=$(printf '%s' "$out" | jq -r .sandboxID)
 	tok=$(printf '%s' "$out" | jq -r .envdAccessToken)
 	envelope '{"process":{"cmd":"/bin/sh","args":["-c","sleep 300"]},"stdin":false}' >"$BATS_TEST_TMPDIR/req"
@@ -175,7 +177,8 @@ teardown_file() {
 	done
 	refute_output --partial "HTTP 429"
 	kill "${pids[1]}" 2>/dev/null || true
-	curl -sS -X DELETE "$url/sandboxes/$id" -H "X-API-Key: $SERVE_KEY2"
+	curl -sS -X DELETE "$url/sandboxes/$id" -H "X-API-Key: $SERVE_KEY"
+	serve_stop streams
 }
 
 @test "bad ids in URLs and headers never reach the backend" {
