@@ -281,6 +281,11 @@ static int create(const struct serve_req *r, struct serve_out *o, int v2)
 		}
 	}
 	struct sbx_sandbox sb = {0};
+	/* A backend that kills idle sandboxes cannot pause them at an idle
+	 * timeout: then the sweeper alone pauses at the end time, and the
+	 * backend gets no backstop timer (it would kill). */
+	if (rc == 0 && req.timeout.on_timeout_pause && (b->ops->caps(b) & SBX_CAP_IDLE_KILL))
+		req.timeout.seconds = 0;
 	if (rc == 0) {
 		json_object *meta = NULL;
 		if (!md || json_object_deep_copy(md, &meta, NULL) < 0)
@@ -562,6 +567,8 @@ static int set_end(const struct serve_req *r, struct sbx_backend *b, struct sbx_
 	struct sbx_timeout_policy t = {.seconds = seconds ? seconds : 1,
 				       .on_timeout_pause = rec->auto_pause, .auto_resume = -1};
 	struct sbx_err e2 = {0};
+	if (rec->auto_pause && (b->ops->caps(b) & SBX_CAP_IDLE_KILL))
+		return 0;                              /* it would kill: see create */
 	if (b->ops->set_timeout)
 		b->ops->set_timeout(b, sb, &t, &e2);   /* a backstop: best effort */
 	return 0;
