@@ -9,6 +9,11 @@
 #   make bench           benchmarks, side by side with baselines, as ratios
 #   make demo            the main job: skill install -> snapshot -> sessions -> reap
 #   make fuzz            libFuzzer on the document reader (clang, bounded time)
+#   make deb             build/deb/sbx_<version>_amd64.deb (dpkg-buildpackage,
+#                        debian/; lintian clean); DEB_VERSION=V rebuilds it
+#                        under another version
+#   make check-deb       install, use, upgrade and purge that package on a
+#                        clean Debian 12 guest (docs/deb-notes.md)
 #   make install PREFIX=/usr/local DESTDIR=
 
 CC       ?= cc
@@ -39,6 +44,7 @@ LIB_SRC  := $(filter-out $(SERVE_SRC),$(wildcard common/*.c) $(wildcard backends
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CMD_SRC  := $(wildcard cmd/*.c)
 PROGS    := $(CMD_SRC:cmd/%.c=$(BUILD)/bin/%)
+CMD_OBJ  := $(CMD_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_SRC := $(wildcard tests/unit/test-*.c)
 UNITS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 # The sandbox init (local backend): a libexec program, not for users.
@@ -52,14 +58,21 @@ LIB      := $(BUILD)/libsbx.a
 # linked whole: nothing in it is dropped for lack of a strong reference.
 LINKLIB  := -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
 
-.PHONY: deps all check check-vm bench demo fuzz install clean man unit completions
-all: $(PROGS) $(INIT) $(PROCD) $(UNITS) man
+.PHONY: deps all progs check check-vm bench demo fuzz install clean man unit completions deb check-deb
+all: $(PROGS) $(CMD_OBJ) $(INIT) $(PROCD) $(UNITS) man
+# What is installed (make install, the package): no unit tests.
+progs: $(PROGS) $(INIT) $(PROCD) man
 
 # The backend boundary, enforced by the compiler: only backends (and the
 # unit tests of their internals) see backends/ on the include path, so a
 # common/ or cmd/ file that includes a backend header does not build.
-# tests/surface.bats checks the objects' symbols as well.
+# tests/arch.bats (tools/arch-check) checks the compiler's dependency lists
+# and the objects' symbols as well.
 $(BUILD)/obj/backends/%.o $(BUILD)/obj/tests/unit/%.o: XCFLAGS += -Ibackends
+
+# Objects are kept (not removed as intermediates): tests/arch.bats reads
+# every object's symbols, the programs' too.
+.SECONDARY:
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -90,7 +103,7 @@ $(INIT): libexec/sbx-init.c backends/local-init.h
 	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends -MF $(BUILD)/obj/libexec/sbx-init.d \
 	  -static -o $@ libexec/sbx-init.c
 
-$(PROCD): libexec/sbx-procd.c backends/local-proc.h
+$(PROCD): libexec/sbx-procd.c backends/local-procd.h
 	@mkdir -p $(dir $@) $(BUILD)/obj/libexec
 	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends -MF $(BUILD)/obj/libexec/sbx-procd.d \
 	  -static -o $@ libexec/sbx-procd.c
@@ -136,7 +149,7 @@ fuzz:
 	@mkdir -p $(BUILD)/fuzz/corpus
 	$(BUILD)/fuzz/fuzz-doc -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(BUILD)/fuzz/corpus tests/fuzz/corpus
 
-install: all
+install: progs
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/libexec/sbx \
 	  $(DESTDIR)$(PREFIX)/share/man/man1 \
 	  $(DESTDIR)$(PREFIX)/share/man/man7 \
@@ -153,5 +166,15 @@ install: all
 
 clean:
 	rm -rf build build-san
+
+# The Debian package (docs/deb-notes.md).  Built from the tree by
+# debian/rules in a folder of its own (debian/build), never from $(BUILD).
+DEB_VERSION ?= $(VERSION)
+DEB_OUT     ?= $(BUILD)/deb
+deb: deps
+	tools/deb/build $(DEB_VERSION) $(DEB_OUT)
+
+check-deb: deps
+	tools/deb/check
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

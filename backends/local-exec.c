@@ -15,7 +15,10 @@
  *    the caller's fds.
  *  - While an exec runs, the idle timer does not fire (a shared flock on
  *    the sandbox's `busy` file that dies with us). */
+#include "local-exec.h"
 #include "local-spawn.h"
+
+#include "local-state.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -32,6 +35,7 @@
 #include <unistd.h>
 
 #include "doc.h"
+#include "fault.h"
 #include "util.h"
 
 #define DEFAULT_CAP (1u << 20)
@@ -123,13 +127,10 @@ static void run_init(struct run *x, const struct sbx_exec_req *req)
 		x->sp.cg_fds[i] = -1;
 }
 
-static void closep(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
+/* Remove the empty x-* cgroups that execs and process starts left behind
+ * (their background processes are gone, or their maker crashed).  Never
+ * one whose maker still lives (x-<pid>-...): between its mkdir and its
+ * command joining, a fresh cgroup is empty too. */
 static void rm_empty_exec_cgroups(const char *work)
 {
 	DIR *d = opendir(work);
@@ -137,7 +138,8 @@ static void rm_empty_exec_cgroups(const char *work)
 		return;
 	struct dirent *e;
 	while ((e = readdir(d)))
-		if (e->d_type == DT_DIR && strncmp(e->d_name, "x-", 2) == 0) {
+		if (e->d_type == DT_DIR && strncmp(e->d_name, "x-", 2) == 0 &&
+		    !local_pid_alive((pid_t)strtol(e->d_name + 2, NULL, 10), 0)) {
 			char p[4200];
 			snprintf(p, sizeof(p), "%s/%s", work, e->d_name);
 			rmdir(p);   /* EBUSY while background processes live */
@@ -154,7 +156,7 @@ static void run_free(struct run *x)
 	int *fds[] = {&x->p_in[0], &x->p_in[1], &x->p_out[0], &x->p_out[1], &x->p_err[0],
 		      &x->p_err[1], &x->nul, &x->killfd};
 	for (size_t i = 0; i < SBX_ARRAY_LEN(fds); i++)
-		closep(fds[i]);
+		local_closep(fds[i]);
 	sink_close(&x->so);
 	sink_close(&x->se);
 	if (x->xcg) {
@@ -178,9 +180,10 @@ static int run_cgroup(struct run *x, const struct local_rec *r, struct sbx_err *
 	char hex[17];
 	if (sbx_random_hex(hex, 8, err) < 0)
 		return -1;
-	x->xcg = sbx_xasprintf("%s/x-%s", x->work, hex);
+	x->xcg = sbx_xasprintf("%s/x-%d-%s", x->work, (int)getpid(), hex);
 	if (mkdir(x->xcg, 0755) < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "exec", "mkdir %s", x->xcg);
+	sbx_fault("local:exec-cgroup");
 	x->killfd = local_open_wr(x->xcg, "cgroup.kill");
 	return 0;
 }
@@ -211,10 +214,10 @@ static int run_start(struct run *x, const char *id, int *exec_errno, struct sbx_
 	if (x->child < 0)
 		return local_spawn_fail(x->sp.pidfd, x->sp.init, id, "exec", err,
 					"fork into the pid namespace of %s", id);
-	closep(&x->sp.report[1]);
-	closep(&x->p_in[0]);
-	closep(&x->p_out[1]);
-	closep(&x->p_err[1]);
+	local_closep(&x->sp.report[1]);
+	local_closep(&x->p_in[0]);
+	local_closep(&x->p_out[1]);
+	local_closep(&x->p_err[1]);
 	int e = 0, stage = local_spawn_report(&x->sp, &e);
 	*exec_errno = 0;
 	if (stage == 0)
@@ -241,7 +244,7 @@ static void pump_stdin(struct run *x, size_t *off, short revents)
 	if (w > 0)
 		*off += (size_t)w;
 	if ((w < 0 && errno != EAGAIN) || *off >= req->stdin_len)
-		closep(&x->p_in[1]);
+		local_closep(&x->p_in[1]);
 }
 
 /* Feed stdin, capture output, enforce the timeout, until the command's
@@ -282,9 +285,9 @@ static int run_pump(struct run *x, struct sbx_exec_result *res)
 			continue;
 		}
 		if (i_out >= 0 && pf[i_out].revents && !sink_read(&x->so))
-			closep(&x->so.fd);
+			local_closep(&x->so.fd);
 		if (i_err >= 0 && pf[i_err].revents && !sink_read(&x->se))
-			closep(&x->se.fd);
+			local_closep(&x->se.fd);
 		if (i_in >= 0 && pf[i_in].revents)
 			pump_stdin(x, &in_off, pf[i_in].revents);
 		if (i_c >= 0 && pf[i_c].revents && waitpid(x->child, &status, WNOHANG) == x->child)

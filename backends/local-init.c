@@ -18,7 +18,6 @@
  * Promise: when local_init_start returns 0 the sandbox is ready for exec
  * and *pid is its init (host pid).  On failure the init is gone or going;
  * remove cleans what is left. */
-#include "local-sb.h"
 #include "local-init.h"
 
 #include <errno.h>
@@ -34,8 +33,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "err.h"
 #include "util.h"
 
+/* See local-init.h. */
 int local_libexec_open(const char *name, const char *op, struct sbx_err *err)
 {
 	char self[PATH_MAX];
@@ -88,9 +89,9 @@ static int write_config(const struct local_init_cfg *c, struct sbx_err *err)
 		cfg_add(&buf, &len, &cap, SBX_INIT_K_SHM_SIZE, v);
 	}
 	/* The cgroup2 dir first: the init's freeze, events and kill files. */
-	if (!c->cg[CG_V2])
+	if (!c->cg[0])
 		return sbx_fail(err, SBX_UNSUPPORTED, "create", "no cgroup2 hierarchy is mounted");
-	for (int i = 0; i < LOCAL_NCG; i++)
+	for (int i = 0; i < c->ncg; i++)
 		if (c->cg[i])
 			cfg_add(&buf, &len, &cap, SBX_INIT_K_CG, c->cg[i]);
 	if (len >= SBX_INIT_CONFIG_MAX)

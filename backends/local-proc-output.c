@@ -1,7 +1,7 @@
 /* local-proc-output.c - follow the output of a local sandbox's detached
  * process: the vtable's proc_output.
  *
- * The output is read from the record's files (local-proc.h), not from the
+ * The output is read from the record's files (local-procd.h), not from the
  * process: any number of readers, at any offsets, none of which can slow
  * the process down or lose it anything.  A follower sleeps on inotify
  * (the supervisor's appends and its state renames wake it), so it costs
@@ -15,7 +15,8 @@
  *    output is delivered to the end (or when the sink says stop).
  *  - It does not resume a paused sandbox, nor count as activity: a
  *    follower does not keep a sandbox from its idle timer. */
-#include "local-procs.h"
+#include "local-proc-output.h"
+#include "local-proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +27,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include "proc.h"
 #include "util.h"
 
 #define CHUNK (32 * 1024)        /* E2B's data events are at most 32 KiB */

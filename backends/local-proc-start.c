@@ -4,7 +4,7 @@
  * The caller forks twice; the grandchild joins the sandbox's top cgroup,
  * forks the process into the sandbox (local-spawn.c) and execs sbx-procd,
  * which thereby becomes the process's parent and supervisor (the files
- * and fds are local-proc.h's contract).  Nothing of the caller's memory
+ * and fds are local-procd.h's contract).  Nothing of the caller's memory
  * outlives the call: the supervisor is a fresh exec of a libc-only
  * program, and between the forks and that exec nothing allocates (the
  * caller may be a threaded server).
@@ -19,10 +19,15 @@
  *    what is left of a start that died before its fork is a .new-* dir
  *    that a later start removes.
  *  - Starts in one sandbox are serialised (procs/.lock), so a tag is
- *    never taken twice by running processes. */
-#include "local-procs.h"
+ *    never taken twice by running processes.
+ *  - A sandbox keeps the records of its 64 latest exited processes (and
+ *    of every running one): older ones go at the next start. */
+#include "local-proc-start.h"
 #include "local-proc.h"
+#include "local-procd.h"
+#include "local-init.h"
 #include "local-spawn.h"
+#include "local-state.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -40,10 +45,14 @@
 #include <unistd.h>
 
 #include "doc.h"
+#include "fault.h"
+#include "proc.h"
 #include "util.h"
 
 #define STALE_NEW_SECONDS 60
 #define TAG_MAX 256
+/* Exited processes whose record (output, status) a sandbox keeps. */
+#define KEEP_EXITED 64
 
 struct pstart {
 	struct local_spawn sp;
@@ -53,13 +62,6 @@ struct pstart {
 	char *dir, *xcg;
 	char argv_buf[5][32];        /* the supervisor's argv, but HOSTPID */
 };
-
-static void closep(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
 
 static void ps_init(struct pstart *s)
 {
@@ -77,16 +79,15 @@ static void ps_free(struct pstart *s)
 		      &s->status[1], &s->fifo_r, &s->keeper, &s->nul, &s->topcg, &s->exe,
 		      &s->procs, &s->killfd};
 	for (size_t i = 0; i < SBX_ARRAY_LEN(fds); i++)
-		closep(fds[i]);
+		local_closep(fds[i]);
 	local_spawn_free(&s->sp);
 	free(s->dir);
 	free(s->xcg);
 }
 
-/* Under procs/.lock: .new-* dirs of starts that died before their fork
- * (older than a minute: a live start holds the lock while its dir is
- * young), and the tag check. */
-static int under_lock(const char *procs, const char *tag, struct sbx_err *err)
+/* .new-* dirs of starts that died before their fork (older than a
+ * minute: a live start holds the lock while its dir is young). */
+static void remove_stale_new(const char *procs)
 {
 	DIR *d = opendir(procs);
 	struct dirent *e;
@@ -102,18 +103,34 @@ static int under_lock(const char *procs, const char *tag, struct sbx_err *err)
 	}
 	if (d)
 		closedir(d);
-	if (!tag)
-		return 0;
-	struct sbx_proc_sel sel = {.tag = tag};
-	struct local_prec p;
-	struct sbx_err e2 = {0};
-	if (local_prec_find(procs, &sel, &p, &e2) < 0)
-		return 0;
-	int running = p.i.running, pid = p.i.pid;
-	local_prec_free(&p);
-	if (running)
-		return sbx_fail(err, SBX_CONFLICT, "proc", "tag %s is taken by process %d", tag, pid);
-	return 0;
+}
+
+/* Under procs/.lock: the leftovers of dead starts go, the records of
+ * exited processes beyond the newest KEEP_EXITED go (oldest first), and a
+ * tag held by a running process is refused. */
+static int under_lock(const char *procs, const char *tag, struct sbx_err *err)
+{
+	remove_stale_new(procs);
+	struct local_prec *all;
+	size_t n, exited = 0;
+	if (local_prec_list(procs, &all, &n, err) < 0)
+		return -1;
+	for (size_t k = 0; k < n; k++)
+		exited += !all[k].i.running;
+	int rc = 0;
+	for (size_t k = 0; k < n; k++) {
+		struct sbx_err e2 = {0};
+		if (!all[k].i.running && exited > KEEP_EXITED) {
+			sbx_rm_rf(all[k].dir, &e2);
+			exited--;
+		} else if (rc == 0 && tag && all[k].i.running && all[k].i.tag &&
+			   strcmp(all[k].i.tag, tag) == 0) {
+			rc = sbx_fail(err, SBX_CONFLICT, "proc", "tag %s is taken by process %d", tag,
+				      all[k].i.pid);
+		}
+	}
+	local_precs_free(all, n);
+	return rc;
 }
 
 /* procs/.new-<hex>/ with proc.json: what was asked (env names only). */
@@ -127,25 +144,7 @@ static int write_request(struct pstart *s, const char *procs, const struct sbx_p
 	s->dir = sbx_xasprintf("%s/%s", procs, s->name);
 	if (mkdir(s->dir, 0700) < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "proc", "mkdir %s", s->dir);
-	json_object *j = json_object_new_object();
-	json_object *a = json_object_new_array();
-	for (char *const *p = req->argv; *p; p++)
-		json_object_array_add(a, json_object_new_string(*p));
-	json_object_object_add(j, "argv", a);
-	json_object *env = json_object_new_array();
-	for (char *const *p = req->env; p && *p; p++) {
-		const char *eq = strchr(*p, '=');
-		json_object_array_add(env, eq ? json_object_new_string_len(*p, (int)(eq - *p))
-					      : json_object_new_string(*p));
-	}
-	json_object_object_add(j, "env", env);
-	sbx_json_set_str(j, "cwd", req->cwd && *req->cwd ? req->cwd : "/workspace");
-	if (req->tag)
-		sbx_json_set_str(j, "tag", req->tag);
-	sbx_json_set_bool(j, "as_root", req->as_root);
-	sbx_json_set_bool(j, "keep_stdin", req->keep_stdin);
-	sbx_json_set_int(j, "timeout_ms", req->timeout_ms);
-	sbx_json_set_int(j, "started_at", sbx_now_ms());
+	json_object *j = sbx_proc_record(req);
 	const char *txt = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN);
 	SBX_AUTOFREE char *path = sbx_xasprintf("%s/proc.json", s->dir);
 	int rc = sbx_write_file_atomic(path, txt, strlen(txt), 0600, err);
@@ -178,8 +177,9 @@ static int open_stdio(struct pstart *s, const struct local_rec *r, const struct 
 		char hex[17];
 		if (sbx_random_hex(hex, 8, err) < 0)
 			return -1;
-		/* x-*: exec's cleanup removes it once empty. */
-		s->xcg = sbx_xasprintf("%s/work/x-p%s", r->cg[CG_V2], hex);
+		/* x-<our pid>-*: exec's cleanup removes it once it is empty
+		 * and we are gone (local-exec.c). */
+		s->xcg = sbx_xasprintf("%s/work/x-%d-p%s", r->cg[CG_V2], (int)getpid(), hex);
 		if (mkdir(s->xcg, 0755) < 0)
 			return sbx_fail_errno(err, SBX_INTERNAL, "proc", "mkdir %s", s->xcg);
 		s->killfd = local_open_wr(s->xcg, "cgroup.kill");
@@ -278,13 +278,14 @@ static int launch(struct pstart *s, const char *procs, const char *id, const cha
 	}
 	int st = 0;
 	waitpid(mid, &st, 0);
-	closep(&s->sp.report[1]);
-	closep(&s->status[1]);
-	closep(&s->out[0]);
-	closep(&s->out[1]);
-	closep(&s->err[0]);
-	closep(&s->fifo_r);
-	closep(&s->keeper);
+	sbx_fault("local:proc-forked");
+	local_closep(&s->sp.report[1]);
+	local_closep(&s->status[1]);
+	local_closep(&s->out[0]);
+	local_closep(&s->out[1]);
+	local_closep(&s->err[0]);
+	local_closep(&s->fifo_r);
+	local_closep(&s->keeper);
 	int e = 0, stage = local_spawn_report(&s->sp, &e);
 	if (stage == LOCAL_STAGE_EXEC) {
 		/* It "ran": exits 127 or 126 with the reason on its stderr,
@@ -293,7 +294,7 @@ static int launch(struct pstart *s, const char *procs, const char *id, const cha
 		int n = snprintf(line, sizeof(line), "sbx: %s: %s\n", argv0, strerror(e));
 		(void)!write(s->err[1], line, (size_t)n);
 	}
-	closep(&s->err[1]);
+	local_closep(&s->err[1]);
 	if (read_started(s, pid, err) < 0) {
 		struct sbx_err e2 = {0};
 		sbx_rm_rf(s->dir, &e2);
@@ -339,6 +340,7 @@ static int start_locked(struct pstart *s, struct sbx_sandbox *sb, const struct l
 	SBX_AUTOFREE char *work = sbx_xasprintf("%s/work", r->cg[CG_V2]);
 	if (under_lock(procs, req->tag, err) < 0 || write_request(s, procs, req, err) < 0)
 		return -1;
+	sbx_fault("local:proc-recorded");
 	if (open_stdio(s, r, req, err) < 0 ||
 	    local_spawn_prepare(sb->id, r, s->sp.pidfd, s->sp.init, s->xcg ? s->xcg : work, &cmd,
 				&s->sp, err) < 0 ||

@@ -1,7 +1,7 @@
 /* local-proc.c - the detached processes of a local sandbox, as records:
  * load, list, find; and the vtable's proc_list, proc_signal and
  * proc_input.  Starting one is local-proc-start.c's, following its output
- * local-proc-output.c's; the files are described in local-proc.h.
+ * local-proc-output.c's; the files are described in local-procd.h.
  *
  * Promises:
  *  - A signal reaches the process it names or nobody: it goes through a
@@ -12,8 +12,10 @@
  *    its own processes only.
  *  - A write to stdin never blocks past 10 s, and a stdin whose reader is
  *    gone is a conflict, never a SIGPIPE to the caller. */
-#include "local-procs.h"
 #include "local-proc.h"
+#include "local-procd.h"
+#include "local-pid.h"
+#include "local-state.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -30,6 +32,7 @@
 #include <unistd.h>
 
 #include "doc.h"
+#include "proc.h"
 #include "util.h"
 
 #define INPUT_TIMEOUT_MS 10000
@@ -51,18 +54,6 @@ void local_precs_free(struct local_prec *p, size_t n)
 	for (size_t i = 0; p && i < n; i++)
 		local_prec_free(&p[i]);
 	free(p);
-}
-
-/* A JSON array of strings as a NULL-terminated vector. */
-static char **strv_from_json(json_object *o, const char *key)
-{
-	json_object *a = NULL;
-	size_t n = json_object_object_get_ex(o, key, &a) && json_object_is_type(a, json_type_array)
-		   ? json_object_array_length(a) : 0;
-	char **v = sbx_xcalloc(n + 1, sizeof(char *));
-	for (size_t i = 0; i < n; i++)
-		v[i] = sbx_xstrdup(json_object_get_string(json_object_array_get_idx(a, i)));
-	return v;
 }
 
 static long long state_val(const char *buf, const char *key)
@@ -137,17 +128,8 @@ int local_prec_load(const char *procs, const char *name, struct local_prec *p,
 		local_prec_free(p);
 		return sbx_fail(err, SBX_NOT_FOUND, "proc", "no process %s", name);
 	}
-	struct sbx_proc_info *i = &p->i;
-	i->pid = (int)pid;
-	i->argv = strv_from_json(j, "argv");
-	i->env = strv_from_json(j, "env");
-	const char *s = sbx_json_str(j, "cwd");
-	i->cwd = sbx_xstrdup(s ? s : "/workspace");
-	s = sbx_json_str(j, "tag");
-	i->tag = s ? sbx_xstrdup(s) : NULL;
-	i->as_root = sbx_json_bool(j, "as_root", 0);
-	i->started_at = sbx_json_int(j, "started_at", 0);
-	p->keep_stdin = sbx_json_bool(j, "keep_stdin", 0);
+	p->i.pid = (int)pid;
+	sbx_proc_from_record(j, &p->i, &p->keep_stdin);
 	json_object_put(j);
 	if (local_prec_refresh(p, err) < 0) {
 		local_prec_free(p);
@@ -252,16 +234,6 @@ int local_proc_list(struct sbx_backend *b, struct sbx_sandbox *sb,
 	return 0;
 }
 
-/* uid 1000 acts on its own processes only. */
-static int may_act(const struct local_prec *p, int as_root, const char *what,
-		   struct sbx_err *err)
-{
-	if (as_root || !p->i.as_root)
-		return 0;
-	return sbx_fail(err, SBX_INVALID_REQUEST, "proc",
-			"%s process %d: operation not permitted (it is root's)", what, p->i.pid);
-}
-
 /* Send sig to the process of `p` (host pid proven by its start time), or
  * to its supervisor (sup = 1).  0 whether or not it was still there; -1
  * only when the signal could not be sent to a live target. */
@@ -287,7 +259,7 @@ int local_proc_signal(struct sbx_backend *b, struct sbx_sandbox *sb,
 	struct local_prec p;
 	if (open_proc(b, sb, sel, &p, err) < 0)
 		return -1;
-	int rc = may_act(&p, as_root, "signal", err);
+	int rc = sbx_proc_may_act(&p.i, as_root, "signal", err);
 	pid_t init;
 	if (rc == 0 && p.i.running && local_sb_ensure_running(b, sb->id, &init, err) < 0)
 		rc = -1;
@@ -348,7 +320,7 @@ int local_proc_input(struct sbx_backend *b, struct sbx_sandbox *sb,
 	struct local_prec p;
 	if (open_proc(b, sb, sel, &p, err) < 0)
 		return -1;
-	int rc = may_act(&p, as_root, "write to", err);
+	int rc = sbx_proc_may_act(&p.i, as_root, "write to", err);
 	pid_t init;
 	if (rc == 0 && !p.keep_stdin)
 		rc = sbx_fail(err, SBX_CONFLICT, "proc", "process %d was started without stdin",

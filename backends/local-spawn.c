@@ -188,6 +188,13 @@ static __attribute__((noreturn)) void child_main(const struct local_spawn *c)
 
 /* ---- the caller's side ---- */
 
+void local_closep(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
 int local_open_wr(const char *dir, const char *file)
 {
 	char p[4200];

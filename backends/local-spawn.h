@@ -20,9 +20,8 @@
 #include <sys/types.h>
 
 #include "local-sb.h"
+#include "local-pid.h"
 #include "local-seccomp.h"
-
-#define SANDBOX_UID 1000
 
 /* What to run. */
 struct local_cmd {
@@ -76,6 +75,9 @@ void local_spawn_free(struct local_spawn *s);
 int local_spawn_fail(int pidfd, pid_t init, const char *id, const char *op,
 		     struct sbx_err *err, const char *fmt, ...)
 	__attribute__((format(printf, 6, 7)));
+
+/* Close *fd if open and mark it closed (-1). */
+void local_closep(int *fd);
 
 /* open(<dir>/<file>, O_WRONLY | O_CLOEXEC): a cgroup control file. */
 int local_open_wr(const char *dir, const char *file);

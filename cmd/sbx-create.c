@@ -16,6 +16,7 @@
 #include "cliopt.h"
 #include "cliutil.h"
 #include "doc.h"
+#include "metadata.h"
 #include "session.h"
 #include "util.h"
 
@@ -76,7 +77,7 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	case O_PROFILE: o->app.profile_flag = arg; return 0;
 	case O_TEMPLATE: o->template_id = arg; return 0;
 	case O_LABEL:
-		if (strncmp(arg, "sbx.", 4) == 0)
+		if (sbx_str_starts(arg, SBX_MD_PREFIX))
 			return sbx_usage_err(err, "labels starting with sbx. are reserved");
 		return sbx_cli_pair_add(o->labels, arg, "--label", err);
 	case O_ENV: return sbx_cli_env_add(o->env, arg, err);

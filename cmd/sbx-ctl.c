@@ -12,11 +12,11 @@
 #include <unistd.h>
 
 #include "app.h"
-#include "binding.h"
 #include "cli.h"
 #include "cliopt.h"
 #include "cliutil.h"
 #include "doc.h"
+#include "session.h"
 #include "util.h"
 
 enum { O_PROFILE, O_ID, O_SECONDS, O_ON_TIMEOUT, O_AUTO_RESUME, O_NO_AUTO_RESUME };
@@ -88,33 +88,16 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	return 0;
 }
 
-/* Kill the sandbox of `sb`: the one place that ends a sandbox's life, so
- * that whatever must go with it (a session binding) is added here. */
+/* Kill the sandbox of `sb`; a session sandbox's binding goes with it
+ * (session.h, sbx_session_end: Redis is opened only for a session's). */
 static int ctl_kill(struct sbx_app *app, struct sbx_backend *b, struct sbx_sandbox *sb,
 		    int *gone, struct sbx_err *err)
 {
-	/* A bare handle (--id) does not say whose it is: look it up first,
-	 * so that a session sandbox's binding goes with it. */
-	const char *md_tenant = sbx_json_str(sb->metadata, "sbx.tenant");
-	if (!sb->tenant && !md_tenant && b->ops->get) {
-		struct sbx_sandbox full = {0};
-		struct sbx_err gerr = {0};
-		if (b->ops->get(b, sb->id, &full, &gerr) == 0) {
-			json_object_put(sb->metadata);
-			sb->metadata = json_object_get(full.metadata);
-		}
-		sbx_sandbox_clear(&full);
-		md_tenant = sbx_json_str(sb->metadata, "sbx.tenant");
-	}
-	if (sbx_call(b, remove, err, sb->id, gone) < 0)
+	const char *tenant, *session, *why;
+	struct sbx_redis *r = NULL;
+	if (sbx_session_of(b, sb, &tenant, &session) && sbx_app_redis(app, &r, err) < 0)
 		return -1;
-	const char *md_session = sbx_json_str(sb->metadata, "sbx.session");
-	if (!(sb->tenant && sb->session) && !(md_tenant && md_session))
-		return 0;
-	struct sbx_redis *r;
-	if (sbx_app_redis(app, &r, err) < 0 || sbx_binding_drop_for_sandbox(r, sb, err) < 0)
-		return -1;
-	return 0;
+	return sbx_session_end(b, r, sb, SBX_END_KILL, gone, &why, err) < 0 ? -1 : 0;
 }
 
 static int ctl_one(json_object *doc, void *ctx, struct sbx_err *err)

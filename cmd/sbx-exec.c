@@ -15,7 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
 
 #include "app.h"
 #include "cli.h"
@@ -78,26 +77,9 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	case O_ROOT: o->root = 1; return 0;
 	case O_CHECK: o->check = 1; return 0;
 	case O_RAW: o->raw = 1; return 0;
-	case O_TIMEOUT:
-		if (sbx_parse_duration_ms(arg, &o->timeout_ms, err) < 0)
-			return -1;
-		if (o->timeout_ms <= 0)
-			return sbx_usage_err(err, "--timeout must be positive");
-		return 0;
-	case O_ENV: {
-		char *kv;
-		if (sbx_cli_env_arg(arg, &kv, err) < 0)
-			return -1;
-		o->env = sbx_xrealloc(o->env, (o->nenv + 2) * sizeof(char *));
-		o->env[o->nenv++] = kv;
-		o->env[o->nenv] = NULL;
-		return 0;
-	}
-	case O_CWD:
-		if (arg[0] != '/')
-			return sbx_usage_err(err, "--cwd must be an absolute path");
-		o->cwd = arg;
-		return 0;
+	case O_TIMEOUT: return sbx_cli_timeout_arg(arg, &o->timeout_ms, err);
+	case O_ENV: return sbx_cli_env_push(&o->env, &o->nenv, arg, err);
+	case O_CWD: return sbx_cli_cwd_arg(arg, &o->cwd, err);
 	case O_STDIN_FILE:
 		if (o->have_stdin)
 			return sbx_usage_err(err, "give one of --stdin-file and --stdin-text");
@@ -120,25 +102,6 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	return 0;
 }
 
-/* A captured stream: a JSON string when it is UTF-8 without NUL, else
- * base64 under "<name>_base64" (and no "<name>").  A NUL would make the
- * document one the next stage refuses (doc.h). */
-static void add_stream(json_object *o, const char *name, const char *data, size_t len)
-{
-	if (!data)
-		return;
-	if (!memchr(data, '\0', len) && sbx_utf8_valid(data, len)) {
-		json_object_object_add(o, name, json_object_new_string_len(data, (int)len));
-		return;
-	}
-	char *b64 = sbx_xmalloc(4 * ((len + 2) / 3) + 1);
-	int n = EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)data, (int)len);
-	char key[64];
-	snprintf(key, sizeof(key), "%s_base64", name);
-	json_object_object_add(o, key, json_object_new_string_len(b64, n));
-	free(b64);
-}
-
 static json_object *result_json(const struct exec_opts *o, const struct sbx_exec_result *r)
 {
 	json_object *e = json_object_new_object();
@@ -149,8 +112,8 @@ static json_object *result_json(const struct exec_opts *o, const struct sbx_exec
 	sbx_json_set_int(e, "exit_code", r->exit_code);
 	sbx_json_set_int(e, "signal", r->signal);
 	sbx_json_set_bool(e, "timed_out", r->timed_out);
-	add_stream(e, "stdout", r->out, r->out_len);
-	add_stream(e, "stderr", r->err, r->err_len);
+	sbx_json_set_bytes(e, "stdout", r->out, r->out_len);
+	sbx_json_set_bytes(e, "stderr", r->err, r->err_len);
 	sbx_json_set_bool(e, "stdout_truncated", r->out_truncated);
 	sbx_json_set_bool(e, "stderr_truncated", r->err_truncated);
 	sbx_json_set_int(e, "duration_ms", r->duration_ms);
@@ -229,60 +192,51 @@ static int raw_status(const struct sbx_exec_result *r)
 	return r->exit_code < 0 ? SBX_EXIT_RAW_SELF : r->exit_code;
 }
 
-/* --raw: no documents out; the status is the (last) command's. */
+struct raw_ctx {
+	struct exec_opts *o;
+	int status;            /* the last command's */
+};
+
+/* One document of --raw: its command's output streams through; an error
+ * document in the input stops the loop (there is no document to pass it
+ * on in). */
+static int raw_one(json_object *doc, void *vctx, struct sbx_err *err)
+{
+	struct raw_ctx *c = vctx;
+	if (sbx_doc_error_status(doc)) {
+		sbx_doc_get_error(doc, err);
+		sbx_err_prefix(err, "input document");
+		return -1;
+	}
+	struct sbx_exec_result res;
+	if (run(c->o, doc, -1, &res, err) < 0)
+		return -1;
+	c->status = raw_status(&res);
+	sbx_exec_result_clear(&res);
+	return 0;
+}
+
+/* --raw: no documents out; the status is the (last) command's, or
+ * SBX_EXIT_RAW_SELF for a failure of our own. */
 static int raw_main(struct exec_opts *o, json_object *seed)
 {
 	struct sbx_err err = {0};
-	int status = 0;
+	struct raw_ctx c = {.o = o};
 	if (seed) {
 		struct sbx_exec_result res;
 		if (run(o, seed, o->have_stdin ? -1 : 0, &res, &err) < 0) {
 			sbx_cli_report(cmd.name, &err);
 			return SBX_EXIT_RAW_SELF;
 		}
-		status = raw_status(&res);
+		c.status = raw_status(&res);
 		sbx_exec_result_clear(&res);
-		return status;
+		return c.status;
 	}
-	if (isatty(0)) {
-		sbx_usage_err(&err, "no input: pipe documents in, or name a sandbox (see --help)");
+	if (sbx_cli_stdin_check(&err) < 0 || sbx_cli_each_doc(raw_one, &c, &err) < 0) {
 		sbx_cli_report(cmd.name, &err);
 		return SBX_EXIT_RAW_SELF;
 	}
-	struct sbx_doc_reader r;
-	sbx_doc_reader_init(&r, 0, 0);
-	for (;;) {
-		json_object *doc;
-		int got = sbx_doc_read(&r, &doc, &err);
-		if (got == 0)
-			break;
-		if (got < 0) {
-			sbx_cli_report(cmd.name, &err);
-			status = SBX_EXIT_RAW_SELF;
-			break;
-		}
-		if (sbx_doc_error_status(doc)) {
-			struct sbx_err in = {0};
-			sbx_doc_get_error(doc, &in);
-			sbx_err_prefix(&in, "input document");
-			sbx_cli_report(cmd.name, &in);
-			json_object_put(doc);
-			status = SBX_EXIT_RAW_SELF;
-			break;
-		}
-		struct sbx_exec_result res;
-		int rc = run(o, doc, -1, &res, &err);
-		json_object_put(doc);
-		if (rc < 0) {
-			sbx_cli_report(cmd.name, &err);
-			status = SBX_EXIT_RAW_SELF;
-			break;
-		}
-		status = raw_status(&res);
-		sbx_exec_result_clear(&res);
-	}
-	sbx_doc_reader_free(&r);
-	return status;
+	return c.status;
 }
 
 int main(int argc, char **argv)

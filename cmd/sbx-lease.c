@@ -80,11 +80,7 @@ static int check_ids(const char *tenant, const char *session, struct sbx_err *er
 {
 	if (!tenant || !*tenant)
 		return sbx_fail(err, SBX_INVALID_REQUEST, "lease", "no tenant (--tenant or sandbox.tenant)");
-	if (sbx_id_check("tenant", tenant, strlen(tenant), err) < 0)
-		return -1;
-	if (session && sbx_id_check("session", session, strlen(session), err) < 0)
-		return -1;
-	return 0;
+	return sbx_ids_check(tenant, "session", session, err);
 }
 
 static json_object *binding_json(struct sbx_redis *r, const char *tenant, const char *session,

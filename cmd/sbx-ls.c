@@ -14,6 +14,7 @@
 #include "cliopt.h"
 #include "cliutil.h"
 #include "doc.h"
+#include "pager.h"
 #include "util.h"
 
 enum { O_PROFILE, O_ALL, O_LABEL, O_STATE, O_ID };
@@ -71,6 +72,12 @@ static int emit_sandbox(const struct sbx_sandbox *sb, struct sbx_err *err)
 	return rc;
 }
 
+static int emit_listed(struct sbx_sandbox *sb, void *ctx, struct sbx_err *err)
+{
+	(void)ctx;
+	return emit_sandbox(sb, err);
+}
+
 static int ls_one(json_object *doc, void *ctx, struct sbx_err *err)
 {
 	struct ls_opts *o = ctx;
@@ -93,27 +100,10 @@ static int ls_one(json_object *doc, void *ctx, struct sbx_err *err)
 	if (!f.states && !o->all)
 		f.states = 1u << SBX_STATE_RUNNING | 1u << SBX_STATE_PAUSED |
 			   1u << SBX_STATE_STOPPED | 1u << SBX_STATE_TRANSITIONING;
-	char *token = NULL;
-	/* Every page, stopping if a backend hands back the same token. */
-	for (;;) {
-		struct sbx_page p;
-		if (sbx_call(b, list, err, &f, token, &p) < 0) {
-			free(token);
-			return -1;
-		}
-		for (size_t i = 0; i < p.n; i++)
-			if (emit_sandbox(&p.items[i], err) < 0) {
-				sbx_page_clear(&p);
-				free(token);
-				return -1;
-			}
-		int again = p.next && *p.next && (!token || strcmp(token, p.next) != 0);
-		free(token);
-		token = again ? sbx_xstrdup(p.next) : NULL;
-		sbx_page_clear(&p);
-		if (!again)
-			break;
-	}
+	/* Every page (pager.h): a backend that loops is an error, not a
+	 * listing that looks complete. */
+	if (sbx_list_each(b, &f, emit_listed, NULL, NULL, err) < 0)
+		return -1;
 	return 1;
 }
 

@@ -32,6 +32,7 @@
 #include "cliopt.h"
 #include "cliutil.h"
 #include "doc.h"
+#include "proc.h"
 #include "util.h"
 
 enum { O_PROFILE, O_ID, O_ROOT, O_STDIN, O_TAG, O_CWD, O_ENV, O_TIMEOUT, O_PID, O_SIGNAL,
@@ -165,24 +166,9 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	case O_ROOT: o->root = 1; return 0;
 	case O_STDIN: o->keep_stdin = 1; return 0;
 	case O_TAG: o->tag = arg; return 0;
-	case O_CWD:
-		if (arg[0] != '/')
-			return sbx_usage_err(err, "--cwd must be an absolute path");
-		o->cwd = arg;
-		return 0;
-	case O_ENV: {
-		char *kv;
-		if (sbx_cli_env_arg(arg, &kv, err) < 0)
-			return -1;
-		o->env = sbx_xrealloc(o->env, (o->nenv + 2) * sizeof(char *));
-		o->env[o->nenv++] = kv;
-		o->env[o->nenv] = NULL;
-		return 0;
-	}
-	case O_TIMEOUT:
-		if (sbx_parse_duration_ms(arg, &o->timeout_ms, err) < 0)
-			return -1;
-		return o->timeout_ms > 0 ? 0 : sbx_usage_err(err, "--timeout must be positive");
+	case O_CWD: return sbx_cli_cwd_arg(arg, &o->cwd, err);
+	case O_ENV: return sbx_cli_env_push(&o->env, &o->nenv, arg, err);
+	case O_TIMEOUT: return sbx_cli_timeout_arg(arg, &o->timeout_ms, err);
 	case O_PID:
 		if (parse_count(arg, "--pid", &v, err) < 0 || v == 0 || v > 0x7fffffff)
 			return sbx_usage_err(err, "--pid must be a pid (a number > 0)");
@@ -389,7 +375,10 @@ static int do_act(struct proc_opts *o, struct sbx_backend *b, struct sbx_sandbox
 	if (rc < 0)
 		return -1;
 	json_object *res = json_object_new_object();
-	sbx_json_set_int(res, "pid", o->pid);
+	if (o->pid)
+		sbx_json_set_int(res, "pid", o->pid);
+	else
+		sbx_json_set_str(res, "tag", o->tag);
 	if (o->sub == S_KILL)
 		sbx_json_set_int(res, "signal", o->sig ? o->sig : SIGKILL);
 	else

@@ -17,6 +17,7 @@
 #include "doc.h"
 #include "keys.h"
 #include "reap.h"
+#include "reap-metrics.h"
 #include "util.h"
 
 enum { O_PROFILE, O_TENANT, O_ALL, O_GRACE, O_DRY, O_MAX, O_METRICS, O_FORCE, O_ADOPT };

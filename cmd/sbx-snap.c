@@ -31,6 +31,8 @@
 #include "cliutil.h"
 #include "doc.h"
 #include "ledger.h"
+#include "ledger-recover.h"
+#include "pager.h"
 #include "skill.h"
 #include "util.h"
 
@@ -198,45 +200,11 @@ static int emit_ref(const struct sbx_snapshot_ref *r, struct sbx_err *err)
 	return rc;
 }
 
-/* Every snapshot, following page tokens (a repeated token is an error, so
- * a confused backend cannot loop us forever). */
-static int list_all(struct sbx_backend *b, struct sbx_snapshot_ref **out, size_t *n,
-		    struct sbx_err *err)
-{
-	*out = NULL;
-	*n = 0;
-	char *token = NULL;
-	for (;;) {
-		struct sbx_snapshot_ref *v = NULL;
-		size_t k = 0;
-		char *next = NULL;
-		if (sbx_call(b, snapshot_list, err, token, &v, &k, &next) < 0) {
-			free(token);
-			return -1;
-		}
-		*out = sbx_xrealloc(*out, (*n + k + 1) * sizeof(**out));
-		memcpy(*out + *n, v, k * sizeof(*v));
-		*n += k;
-		free(v);
-		if (!next) {
-			free(token);
-			return 0;
-		}
-		if (token && strcmp(token, next) == 0) {
-			free(token);
-			free(next);
-			return sbx_fail(err, SBX_INTERNAL, "snapshot_list", "repeated page token");
-		}
-		free(token);
-		token = next;
-	}
-}
-
 static int do_ls(struct sbx_backend *b, const char *only, struct sbx_err *err)
 {
 	struct sbx_snapshot_ref *v;
 	size_t n;
-	if (list_all(b, &v, &n, err) < 0)
+	if (sbx_snapshots_all(b, &v, &n, err) < 0)
 		return -1;
 	int rc = 0, found = 0;
 	for (size_t i = 0; i < n && rc == 0; i++) {
@@ -248,18 +216,6 @@ static int do_ls(struct sbx_backend *b, const char *only, struct sbx_err *err)
 	sbx_snapshot_refs_free(v, n);
 	if (rc == 0 && only && !found)
 		return sbx_fail(err, SBX_NOT_FOUND, "snapshot", "no snapshot '%s'", only);
-	return rc;
-}
-
-static int rm_emit(const char *id, int gone, struct sbx_err *err)
-{
-	json_object *doc = json_object_new_object();
-	json_object *s = sbx_json_child(doc, "snapshot");
-	sbx_json_set_str(s, "id", id);
-	sbx_json_set_bool(s, "deleted", !gone);
-	sbx_json_set_bool(s, "gone", gone);
-	int rc = sbx_emit(doc, err);
-	json_object_put(doc);
 	return rc;
 }
 
@@ -277,7 +233,7 @@ static int rm_tree(struct sbx_backend *b, const char *id, int force,
 	int gone = 0;
 	if (sbx_call(b, snapshot_delete, err, id, &gone) < 0)
 		return -1;
-	return rm_emit(id, gone, err);
+	return sbx_cli_emit_deleted("snapshot", id, gone, err);
 }
 
 static int release_for_rm(struct snap_opts *o, const char *id, struct sbx_err *err);
@@ -288,7 +244,7 @@ static int do_rm(struct snap_opts *o, struct sbx_backend *b, const char *id, str
 	size_t n = 0;
 	if (release_for_rm(o, id, err) < 0)
 		return -1;
-	if (o->force && list_all(b, &v, &n, err) < 0)
+	if (o->force && sbx_snapshots_all(b, &v, &n, err) < 0)
 		return -1;
 	int rc = rm_tree(b, id, o->force, v, n, 0, err);
 	sbx_snapshot_refs_free(v, n);
@@ -461,8 +417,9 @@ static int do_tenant_change(struct snap_opts *o, int flatten, struct sbx_err *er
 static int release_for_rm(struct snap_opts *o, const char *id, struct sbx_err *err)
 {
 	struct sbx_redis *r;
-	const char *url = getenv("SBX_REDIS_URL");
-	if (!(url && *url) && !(o->app.profile && o->app.profile->redis_url))
+	/* The profile holds $SBX_REDIS_URL too (config.c folded it in). */
+	const char *url = o->app.profile ? o->app.profile->redis_url : NULL;
+	if (!url || !*url)
 		return 0;
 	if (sbx_app_redis(&o->app, &r, err) < 0)
 		return -1;

@@ -15,6 +15,7 @@
 #include "app.h"
 #include "cli.h"
 #include "cliopt.h"
+#include "cliutil.h"
 #include "doc.h"
 #include "util.h"
 
@@ -150,14 +151,7 @@ static int do_rm(struct sbx_backend *b, const char *id, struct sbx_err *err)
 	int gone = 0;
 	if (sbx_call(b, template_delete, err, id, &gone) < 0)
 		return -1;
-	json_object *doc = json_object_new_object();
-	json_object *t = sbx_json_child(doc, "template");
-	sbx_json_set_str(t, "id", id);
-	sbx_json_set_bool(t, "deleted", !gone);
-	sbx_json_set_bool(t, "gone", gone);
-	int rc = sbx_emit(doc, err);
-	json_object_put(doc);
-	return rc;
+	return sbx_cli_emit_deleted("template", id, gone, err);
 }
 
 int main(int argc, char **argv)

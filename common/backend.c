@@ -1,7 +1,6 @@
 /* backend.c - the registry: profile's backend name -> vtable.  Backends are
  * linked in whole (see the Makefile); a weak symbol left NULL is a backend
- * that was not built, and is simply absent from the registry.  Also the
- * destructors of the values the vtable hands out (process descriptions). */
+ * that was not built, and is simply absent from the registry. */
 #include "backend.h"
 
 #include <stdlib.h>
@@ -75,25 +74,3 @@ void sbx_store_gc_json(const struct sbx_store_gc *st, json_object *o)
 	sbx_json_set_int(o, "bytes", st->bytes);
 }
 
-static void strv_free(char **v)
-{
-	for (char **p = v; p && *p; p++)
-		free(*p);
-	free(v);
-}
-
-void sbx_proc_info_clear(struct sbx_proc_info *p)
-{
-	strv_free(p->argv);
-	strv_free(p->env);
-	free(p->cwd);
-	free(p->tag);
-	memset(p, 0, sizeof(*p));
-}
-
-void sbx_proc_infos_free(struct sbx_proc_info *p, size_t n)
-{
-	for (size_t i = 0; p && i < n; i++)
-		sbx_proc_info_clear(&p[i]);
-	free(p);
-}

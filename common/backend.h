@@ -179,7 +179,8 @@ json_object *sbx_caps_to_json(unsigned caps);
  * output (stdout and stderr apart) is kept by the backend in bounded
  * files that nothing inside the sandbox can write, and read from any
  * offset with proc_output; its exit status is kept after it exits, until
- * a later process takes its pid.  A process started before a pause is
+ * a later process takes its pid or the backend's bound on kept records
+ * drops it (local: the 64 latest exited processes).  A process started before a pause is
  * still there after the resume (E2B semantics): listed, taking stdin,
  * signalled, its output followed.  Every proc_* call resumes a paused
  * sandbox the way exec does (auto-resume, unless the sandbox forbids it:
@@ -233,8 +234,7 @@ struct sbx_proc_info {
 	int64_t out_start, err_start; /* first offset still kept (bounded files
 				       * drop the oldest output first) */
 };
-void sbx_proc_info_clear(struct sbx_proc_info *p);
-void sbx_proc_infos_free(struct sbx_proc_info *p, size_t n);
+/* Their destructors, and the record format backends share: proc.h. */
 
 enum { SBX_PROC_TICK = 0, SBX_PROC_STDOUT = 1, SBX_PROC_STDERR = 2 };
 

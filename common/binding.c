@@ -12,6 +12,7 @@
 
 #include "doc.h"
 #include "keys.h"
+#include "metadata.h"
 #include "util.h"
 
 /* Fence check shared by the locked scripts: KEYS[2] lock, KEYS[3] fence
@@ -219,7 +220,7 @@ static int run_fenced(struct sbx_redis *r, struct sbx_script *s, struct sbx_lock
 	char fence[24];
 	snprintf(fence, sizeof(fence), "%lld", lock ? (long long)lock->fence : 0LL);
 	const char *keys[] = {k->binding, k->lock, k->fence, k->bound};
-	const char *args[6] = {lock ? lock->token : "", fence};
+	const char *args[6] = {lock ? lock->tk.token : "", fence};
 	for (int i = 0; i < nargs_extra; i++)
 		args[2 + i] = extra[i];
 	redisReply *rep;
@@ -234,7 +235,7 @@ static int run_fenced(struct sbx_redis *r, struct sbx_script *s, struct sbx_lock
 	if (v < 0) {
 		freeReplyObject(rep);
 		if (lock)
-			lock->lost = 1;
+			lock->tk.lost = 1;
 		return sbx_fail(err, SBX_CONFLICT, "lock",
 				v == -1 ? "lock ownership lost (the lock expired or was taken over)"
 					: "lock ownership lost (a newer holder has a higher fence)");
@@ -298,20 +299,153 @@ int sbx_binding_mark_stale(struct sbx_redis *r, struct sbx_lock *lock,
 	return rc;
 }
 
+int sbx_binding_owner(const struct sbx_sandbox *sb, const char **tenant, const char **session)
+{
+	const char *t = sb->tenant, *s = sb->session;
+	if ((!t || !*t) && sb->metadata)
+		t = sbx_json_str(sb->metadata, SBX_MD_TENANT);
+	if ((!s || !*s) && sb->metadata)
+		s = sbx_json_str(sb->metadata, SBX_MD_SESSION);
+	if (!t || !*t || !s || !*s)
+		return 0;
+	*tenant = t;
+	*session = s;
+	return 1;
+}
+
 int sbx_binding_drop_for_sandbox(struct sbx_redis *r, const struct sbx_sandbox *sb,
 				 struct sbx_err *err)
 {
-	const char *tenant = sb->tenant, *session = sb->session;
-	if ((!tenant || !*tenant) && sb->metadata)
-		tenant = sbx_json_str(sb->metadata, "sbx.tenant");
-	if ((!session || !*session) && sb->metadata)
-		session = sbx_json_str(sb->metadata, "sbx.session");
-	if (!sb->id || !tenant || !*tenant || !session || !*session)
+	const char *tenant, *session;
+	if (!sb->id || !sbx_binding_owner(sb, &tenant, &session))
 		return 0;
-	if (sbx_id_check("tenant", tenant, strlen(tenant), err) < 0 ||
-	    sbx_id_check("session", session, strlen(session), err) < 0)
+	if (sbx_ids_check(tenant, "session", session, err) < 0)
 		return -1;
 	return sbx_binding_delete_if_match(r, NULL, tenant, session, sb->id, err);
+}
+
+int sbx_binding_holds(struct sbx_redis *r, struct sbx_lock *lock, const char *tenant,
+		      const char *session, const char *id, const char **why, struct sbx_err *err)
+{
+	if (lock->binding_raw) {
+		struct sbx_binding bd = {0};
+		struct sbx_err de = {0};
+		int named = 0;
+		if (sbx_binding_decode(lock->binding_raw, lock->binding_len, tenant, session, &bd,
+				       &de) < 0) {
+			*why = "binding-unreadable";   /* fail closed */
+			named = 1;
+		} else if (bd.sandbox_id && strcmp(bd.sandbox_id, id) == 0) {
+			*why = "bound";
+			named = 1;
+		}
+		sbx_binding_clear(&bd);
+		if (named)
+			return 1;
+	}
+	SBX_AUTOFREE char *key = sbx_key_tenant(r->prefix, tenant, strlen(tenant), SBX_KEY_BOUND);
+	const char *argv[] = {"SISMEMBER", key, id};
+	redisReply *rep;
+	if (sbx_redis_cmd(r, &rep, err, 3, argv, NULL) < 0)
+		return -1;
+	int member = rep->type == REDIS_REPLY_INTEGER && rep->integer;
+	freeReplyObject(rep);
+	if (member)
+		*why = "bound";
+	return member;
+}
+
+/* Read and drop `n` pending pipeline replies, so that the connection stays
+ * usable after a reply we could not use. */
+static void drain(struct sbx_redis *r, size_t n)
+{
+	struct sbx_err ignored = {0};
+	while (n--) {
+		redisReply *x;
+		if (sbx_redis_read(r, &x, &ignored) < 0)
+			return;
+		freeReplyObject(x);
+	}
+}
+
+/* The SCARD replies of the first pipeline, one per tenant. */
+static int census_sizes(struct sbx_redis *r, struct sbx_bound_tenant *ts, size_t nt,
+			size_t pending, struct sbx_err *err)
+{
+	for (size_t ti = 0; ti < nt; ti++) {
+		redisReply *rep;
+		if (sbx_redis_read(r, &rep, err) < 0)
+			return -1;
+		int ok = rep->type == REDIS_REPLY_INTEGER;
+		ts[ti].members = ok ? (long)rep->integer : 0;
+		freeReplyObject(rep);
+		if (!ok) {
+			drain(r, nt - ti - 1 + pending);
+			return sbx_fail(err, SBX_INTERNAL, "redis", "unexpected SCARD reply "
+					"(is the bound set of another type?)");
+		}
+	}
+	return 0;
+}
+
+/* The SISMEMBER + EXISTS replies of probes ps[0..n). */
+static int census_read(struct sbx_redis *r, struct sbx_bound_probe *ps, size_t n,
+		       struct sbx_err *err)
+{
+	for (size_t q = 0; q < n; q++) {
+		redisReply *m, *e;
+		if (sbx_redis_read(r, &m, err) < 0)
+			return -1;
+		if (sbx_redis_read(r, &e, err) < 0) {
+			freeReplyObject(m);
+			return -1;
+		}
+		int ok = m->type == REDIS_REPLY_INTEGER && e->type == REDIS_REPLY_INTEGER;
+		ps[q].bound = ok && m->integer;
+		ps[q].locked = ok && e->integer;
+		freeReplyObject(m);
+		freeReplyObject(e);
+		if (!ok) {
+			drain(r, 2 * (n - q - 1));
+			return sbx_fail(err, SBX_INTERNAL, "redis", "unexpected SISMEMBER/EXISTS reply "
+					"(is the bound set of another type?)");
+		}
+	}
+	return 0;
+}
+
+int sbx_bound_census(struct sbx_redis *r, struct sbx_bound_tenant *ts, size_t nt,
+		     struct sbx_bound_probe *ps, size_t np, struct sbx_err *err)
+{
+	SBX_AUTOFREE char **bound = sbx_xcalloc(nt + 1, sizeof(char *));
+	int rc = 0;
+	for (size_t ti = 0; ti < nt && rc == 0; ti++) {
+		bound[ti] = sbx_key_tenant(r->prefix, ts[ti].name, ts[ti].len, SBX_KEY_BOUND);
+		const char *argv[] = {"SCARD", bound[ti]};
+		rc = sbx_redis_append(r, 2, argv, NULL, err);
+	}
+	for (size_t i = 0, first = 1; rc == 0 && (first || i < np); first = 0) {
+		size_t nb = np - i < SBX_CENSUS_BATCH ? np - i : SBX_CENSUS_BATCH;
+		for (size_t q = i; q < i + nb && rc == 0; q++) {
+			struct sbx_bound_probe *p = &ps[q];
+			struct sbx_bound_tenant *t = &ts[p->t];
+			SBX_AUTOFREE char *lock = sbx_key_session(r->prefix, t->name, t->len,
+								  p->session, p->slen, SBX_KEY_LOCK);
+			const char *m[] = {"SISMEMBER", bound[p->t], p->id};
+			const char *e[] = {"EXISTS", lock};
+			rc = sbx_redis_append(r, 3, m, NULL, err);
+			if (rc == 0)
+				rc = sbx_redis_append(r, 2, e, NULL, err);
+		}
+		if (rc == 0 && first)
+			rc = census_sizes(r, ts, nt, 2 * nb, err);
+		if (rc == 0)
+			rc = census_read(r, ps + i, nb, err);
+		i += nb;
+	}
+	for (size_t ti = 0; ti < nt; ti++)
+		free(bound[ti]);
+	return rc;
 }
 
 int sbx_bindings_each(struct sbx_redis *r, const char *tenant, sbx_binding_fn fn, void *ctx,

@@ -71,13 +71,47 @@ int sbx_binding_delete_if_match(struct sbx_redis *r, struct sbx_lock *lock, cons
 int sbx_binding_mark_stale(struct sbx_redis *r, struct sbx_lock *lock,
 			   const struct sbx_binding *b, int64_t now, struct sbx_err *err);
 
-/* For `sbx-ctl kill`: if the handle is a session sandbox (tenant and session
- * in the handle, or sbx.tenant/sbx.session in its metadata) and the
- * session's binding names this sandbox, delete the binding and drop the id
- * from the bound set (compare-and-delete; no lock needed).  Returns 1 when a
- * binding was removed, 0 when there was none for it, -1 on a Redis error. */
+/* Whose session sandbox `sb` is: tenant and session from the handle, else
+ * from its sbx.tenant / sbx.session metadata (borrowed from sb).  1 when
+ * both are there, 0 when it is no session's. */
+int sbx_binding_owner(const struct sbx_sandbox *sb, const char **tenant, const char **session);
+
+/* After `sb` was deleted (session.h, sbx_session_end): if it is a session
+ * sandbox and the session's binding names it, delete the binding and drop
+ * the id from the bound set (compare-and-delete; no lock needed).  Returns
+ * 1 when a binding was removed, 0 when there was none for it, -1 on a
+ * Redis error. */
 int sbx_binding_drop_for_sandbox(struct sbx_redis *r, const struct sbx_sandbox *sb,
 				 struct sbx_err *err);
+
+/* Under the session's lock: whether its binding (as the lock read it) or
+ * the tenant's bound set names sandbox `id`.  1 with *why ("bound", or
+ * "binding-unreadable": a binding that cannot be decoded keeps every
+ * sandbox, fail closed), 0 when neither does, -1 on a Redis error. */
+int sbx_binding_holds(struct sbx_redis *r, struct sbx_lock *lock, const char *tenant,
+		      const char *session, const char *id, const char **why, struct sbx_err *err);
+
+/* The reaper's view of the bound sets, in O(probes / SBX_CENSUS_BATCH)
+ * round trips whatever the number of bindings: each tenant's bound-set
+ * size (SCARD, into members) and, per probe, whether its sandbox id is in
+ * its tenant's bound set (SISMEMBER) and whether its session's lock is
+ * held (EXISTS).  A reply of the wrong type (a bound set that is not a
+ * set) fails the call with internal; the connection stays usable. */
+#define SBX_CENSUS_BATCH 512
+struct sbx_bound_tenant {
+	const char *name;
+	size_t len;
+	long members;              /* out */
+};
+struct sbx_bound_probe {
+	size_t t;                  /* index into the tenants */
+	const char *session;
+	size_t slen;
+	const char *id;
+	int bound, locked;         /* out */
+};
+int sbx_bound_census(struct sbx_redis *r, struct sbx_bound_tenant *ts, size_t nt,
+		     struct sbx_bound_probe *ps, size_t np, struct sbx_err *err);
 
 /* Every session of the tenant that has a binding (SCAN MATCH with the
  * glob-escaped tenant, COUNT 200).  fn gets the session id (unescaped from

@@ -92,6 +92,61 @@ static int one_doc(const char *program, json_object *doc, sbx_doc_fn fn, void *c
 	return status;
 }
 
+int sbx_cli_stdin_check(struct sbx_err *err)
+{
+	if (isatty(0))
+		return sbx_usage_err(err, "no input: pipe documents in, or name a sandbox (see --help)");
+	return 0;
+}
+
+int sbx_cli_each_doc(sbx_doc_fn fn, void *ctx, struct sbx_err *err)
+{
+	size_t max = 0;
+	const char *m = getenv("SBX_DOC_MAX");
+	if (m)
+		max = (size_t)strtoull(m, NULL, 10);
+	struct sbx_doc_reader r;
+	sbx_doc_reader_init(&r, 0, max);
+	int rc = 0;
+	for (;;) {
+		json_object *doc;
+		int got = sbx_doc_read(&r, &doc, err);
+		if (got <= 0) {
+			rc = got;
+			break;
+		}
+		rc = fn(doc, ctx, err);
+		json_object_put(doc);
+		if (rc < 0)
+			break;
+	}
+	sbx_doc_reader_free(&r);
+	return rc < 0 ? -1 : 0;
+}
+
+struct run_ctx {
+	const char *program;
+	sbx_doc_fn fn;
+	void *ctx;
+	int first;             /* the first failure's status */
+	int stopped;           /* stdout is gone */
+};
+
+static int run_step(json_object *doc, void *vctx, struct sbx_err *err)
+{
+	(void)err;
+	struct run_ctx *c = vctx;
+	int st = one_doc(c->program, doc, c->fn, c->ctx);
+	if (st < 0) {
+		c->first = c->first ? c->first : SBX_EXIT_IOERR;
+		c->stopped = 1;
+		return -1;
+	}
+	if (st && !c->first)
+		c->first = st;
+	return 0;
+}
+
 int sbx_cli_run_docs(const char *program, json_object *seed, sbx_doc_fn fn, void *ctx)
 {
 	ignore_sigpipe();
@@ -99,39 +154,14 @@ int sbx_cli_run_docs(const char *program, json_object *seed, sbx_doc_fn fn, void
 		int st = one_doc(program, seed, fn, ctx);
 		return st < 0 ? SBX_EXIT_IOERR : st;
 	}
-	if (isatty(0)) {
-		struct sbx_err err;
-		sbx_usage_err(&err, "no input: pipe documents in, or name a sandbox (see --help)");
+	struct sbx_err err = {0};
+	if (sbx_cli_stdin_check(&err) < 0)
 		return sbx_cli_report(program, &err);
+	struct run_ctx c = {.program = program, .fn = fn, .ctx = ctx};
+	if (sbx_cli_each_doc(run_step, &c, &err) < 0 && !c.stopped) {
+		int st = sbx_cli_fail(program, NULL, &err);    /* malformed input */
+		if (!c.first)
+			c.first = st;
 	}
-	size_t max = 0;
-	const char *m = getenv("SBX_DOC_MAX");
-	if (m)
-		max = (size_t)strtoull(m, NULL, 10);
-	struct sbx_doc_reader r;
-	sbx_doc_reader_init(&r, 0, max);
-	int first = 0;
-	for (;;) {
-		struct sbx_err err = {0};
-		json_object *doc;
-		int got = sbx_doc_read(&r, &doc, &err);
-		if (got == 0)
-			break;
-		if (got < 0) {
-			int st = sbx_cli_fail(program, NULL, &err);
-			if (!first)
-				first = st;
-			break;
-		}
-		int st = one_doc(program, doc, fn, ctx);
-		json_object_put(doc);
-		if (st < 0) {
-			first = first ? first : SBX_EXIT_IOERR;
-			break;
-		}
-		if (st && !first)
-			first = st;
-	}
-	sbx_doc_reader_free(&r);
-	return first;
+	return c.first;
 }

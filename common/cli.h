@@ -35,6 +35,15 @@ typedef int (*sbx_doc_fn)(json_object *doc, void *ctx, struct sbx_err *err);
  * through unchanged.  Returns the exit status: 0 when every document
  * succeeded, else the status of the first failure (its own or inherited). */
 int sbx_cli_run_docs(const char *program, json_object *seed, sbx_doc_fn fn, void *ctx);
+/* The loop itself, for a program whose output is not documents
+ * (sbx-exec --raw): fn gets each document read from stdin (SBX_DOC_MAX
+ * applies; the loop frees the document) and returns 0 to go on or -1 to
+ * stop.  Returns 0 at the end of the input, -1 with err when fn stopped it
+ * or a document was malformed. */
+int sbx_cli_each_doc(sbx_doc_fn fn, void *ctx, struct sbx_err *err);
+/* -1 with the usage error "no input: ..." when stdin is a terminal (a
+ * document loop with nothing piped in would wait forever). */
+int sbx_cli_stdin_check(struct sbx_err *err);
 /* Write an extra document to stdout from inside a callback. */
 int sbx_emit(json_object *doc, struct sbx_err *err);
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "cliopt.h"
 #include "doc.h"
 #include "util.h"
@@ -77,4 +78,42 @@ int sbx_cli_env_add(json_object *o, const char *arg, struct sbx_err *err)
 	json_object_object_add(o, kv, json_object_new_string(eq + 1));
 	sbx_secret_free(kv);
 	return 0;
+}
+
+int sbx_cli_env_push(char ***env, size_t *n, const char *arg, struct sbx_err *err)
+{
+	char *kv;
+	if (sbx_cli_env_arg(arg, &kv, err) < 0)
+		return -1;
+	*env = sbx_xrealloc(*env, (*n + 2) * sizeof(char *));
+	(*env)[(*n)++] = kv;
+	(*env)[*n] = NULL;
+	return 0;
+}
+
+int sbx_cli_cwd_arg(const char *arg, const char **cwd, struct sbx_err *err)
+{
+	if (arg[0] != '/')
+		return sbx_usage_err(err, "--cwd must be an absolute path");
+	*cwd = arg;
+	return 0;
+}
+
+int sbx_cli_timeout_arg(const char *arg, int64_t *ms, struct sbx_err *err)
+{
+	if (sbx_parse_duration_ms(arg, ms, err) < 0)
+		return -1;
+	return *ms > 0 ? 0 : sbx_usage_err(err, "--timeout must be positive");
+}
+
+int sbx_cli_emit_deleted(const char *what, const char *id, int gone, struct sbx_err *err)
+{
+	json_object *doc = json_object_new_object();
+	json_object *o = sbx_json_child(doc, what);
+	sbx_json_set_str(o, "id", id);
+	sbx_json_set_bool(o, "deleted", !gone);
+	sbx_json_set_bool(o, "gone", gone);
+	int rc = sbx_emit(doc, err);
+	json_object_put(doc);
+	return rc;
 }

@@ -323,6 +323,25 @@ void sbx_json_set_bool(json_object *o, const char *key, int val)
 	json_object_object_add(o, key, json_object_new_boolean(val));
 }
 
+int sbx_json_text_ok(const char *data, size_t len)
+{
+	return !memchr(data, '\0', len) && sbx_utf8_valid(data, len);
+}
+
+void sbx_json_set_bytes(json_object *o, const char *key, const char *data, size_t len)
+{
+	if (!data)
+		return;
+	if (sbx_json_text_ok(data, len)) {
+		json_object_object_add(o, key, json_object_new_string_len(data, (int)len));
+		return;
+	}
+	size_t n;
+	SBX_AUTOFREE char *b64 = sbx_base64(data, len, &n);
+	SBX_AUTOFREE char *k = sbx_xasprintf("%s_base64", key);
+	json_object_object_add(o, k, json_object_new_string_len(b64, (int)n));
+}
+
 json_object *sbx_json_child(json_object *o, const char *key)
 {
 	json_object *v = sbx_json_obj(o, key);

@@ -67,6 +67,13 @@ int sbx_json_bool(json_object *o, const char *key, int dflt);
 void sbx_json_set_str(json_object *o, const char *key, const char *val);
 void sbx_json_set_int(json_object *o, const char *key, int64_t val);
 void sbx_json_set_bool(json_object *o, const char *key, int val);
+/* Whether bytes can travel as a JSON string a strict reader accepts: UTF-8
+ * without NUL (a NUL makes a document the next stage refuses). */
+int sbx_json_text_ok(const char *data, size_t len);
+/* Bytes from a sandbox (a captured stream, a file name): under `key` as a
+ * string when sbx_json_text_ok, else base64 under "<key>_base64" (and
+ * nothing under key), so the document stays one a strict reader takes. */
+void sbx_json_set_bytes(json_object *o, const char *key, const char *data, size_t len);
 /* Get `key` as an object, creating an empty one when absent. */
 json_object *sbx_json_child(json_object *o, const char *key);
 

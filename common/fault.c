@@ -27,3 +27,8 @@ void sbx_fault(const char *point)
 	if (listed("SBX_STOP", point))
 		raise(SIGSTOP);
 }
+
+int sbx_fault_on(const char *point)
+{
+	return listed("SBX_FAULT", point);
+}

@@ -363,25 +363,17 @@ static int has_header(const char *const *hs, const char *name)
 	return 0;
 }
 
-int sbx_http_do(struct sbx_http *h, const struct sbx_http_req *req,
-		struct sbx_http_resp *resp, struct sbx_err *err)
+/* The request's URL: the base, then the path (with a '/' between). */
+static char *url_of(const struct sbx_http *h, const char *path)
 {
-	CURL *c = h->curl;
-	const char *method = req->method ? req->method : "GET";
-	const char *path = req->path ? req->path : "";
-	memset(resp, 0, sizeof(*resp));
-	h->guard_refused = 0;
-	h->keep_fd = CURL_SOCKET_BAD;
+	return sbx_xasprintf("%s%s%s", h->base_url, *path && *path != '/' ? "/" : "", path);
+}
 
-	SBX_AUTOFREE char *url = sbx_xasprintf("%s%s%s", h->base_url,
-					       *path && *path != '/' ? "/" : "", path);
-	curl_easy_reset(c);     /* keeps the connection and DNS caches */
-	if (set_common(h, c, url, req->timeout_ms, err) < 0)
-		return -1;
-
-	struct sink sink = {.resp = resp, .req = req, .out_fd = req->out_fd,
-			    .max = req->max_body ? req->max_body : HTTP_DEFAULT_MAX_BODY};
-	struct source src = {.req = req};
+/* The caller's headers, plus what curl would otherwise get wrong: no
+ * form label on an empty POST, no 100-continue round trip. */
+static int request_headers(const struct sbx_http_req *req, int has_body, int empty_post,
+			   struct curl_slist **out, struct sbx_err *err)
+{
 	struct curl_slist *hdrs = NULL;
 	int ok = 1;
 	for (const char *const *l = req->headers; l && *l && ok; l++) {
@@ -389,8 +381,6 @@ int sbx_http_do(struct sbx_http *h, const struct sbx_http_req *req,
 		ok = t != NULL;
 		hdrs = t ? t : hdrs;
 	}
-	int has_body = fd_set_p(req->body_fd) || req->body;
-	int empty_post = !has_body && method_has_empty_body(method);
 	if (empty_post && !has_header(req->headers, "Content-Type")) {
 		/* curl labels an empty POST as a form; Docker (and any server
 		 * that checks for JSON) refuses that label on an empty body. */
@@ -409,29 +399,43 @@ int sbx_http_do(struct sbx_http *h, const struct sbx_http_req *req,
 		curl_slist_free_all(hdrs);
 		return sbx_fail(err, SBX_INTERNAL, "http", "out of memory");
 	}
+	*out = hdrs;
+	return 0;
+}
 
+/* The length of a body read from fd: what is left of a regular file, -1
+ * (chunked) for a pipe. */
+static curl_off_t body_fd_len(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		off_t pos = lseek(fd, 0, SEEK_CUR);
+		if (pos >= 0 && pos <= st.st_size)
+			return (curl_off_t)(st.st_size - pos);
+	}
+	return -1;
+}
+
+/* Method, body and callbacks on the handle. */
+static CURLcode request_setopts(CURL *c, const struct sbx_http_req *req, const char *method,
+				int has_body, int empty_post, struct curl_slist *hdrs,
+				struct sink *sink, struct source *src)
+{
 	CURLcode rc = CURLE_OK;
 #define SET(opt, val) do { if (rc == CURLE_OK) rc = curl_easy_setopt(c, opt, val); } while (0)
 	SET(CURLOPT_HTTPHEADER, hdrs);
 	SET(CURLOPT_HEADERFUNCTION, on_header);
-	SET(CURLOPT_HEADERDATA, &sink);
+	SET(CURLOPT_HEADERDATA, sink);
 	SET(CURLOPT_WRITEFUNCTION, on_body);
-	SET(CURLOPT_WRITEDATA, &sink);
+	SET(CURLOPT_WRITEDATA, sink);
 	if (has_body) {
 		/* Upload mode with the caller's method: a known length goes out as
 		 * Content-Length, an unknown one (pipe) as chunked encoding. */
-		curl_off_t len = -1;
-		struct stat st;
-		if (!fd_set_p(req->body_fd)) {
-			len = (curl_off_t)req->body_len;
-		} else if (fstat(req->body_fd, &st) == 0 && S_ISREG(st.st_mode)) {
-			off_t pos = lseek(req->body_fd, 0, SEEK_CUR);
-			if (pos >= 0 && pos <= st.st_size)
-				len = (curl_off_t)(st.st_size - pos);
-		}
+		curl_off_t len = fd_set_p(req->body_fd) ? body_fd_len(req->body_fd)
+							: (curl_off_t)req->body_len;
 		SET(CURLOPT_UPLOAD, 1L);
 		SET(CURLOPT_READFUNCTION, on_read);
-		SET(CURLOPT_READDATA, &src);
+		SET(CURLOPT_READDATA, src);
 		SET(CURLOPT_INFILESIZE_LARGE, len);
 		SET(CURLOPT_CUSTOMREQUEST, method);
 	} else if (strcmp(method, "GET") == 0) {
@@ -448,6 +452,61 @@ int sbx_http_do(struct sbx_http *h, const struct sbx_http_req *req,
 		SET(CURLOPT_CUSTOMREQUEST, method);
 	}
 #undef SET
+	return rc;
+}
+
+/* Why a transfer failed: our own callbacks' reasons first, then curl's. */
+static int perform_fail(struct sbx_http *h, CURLcode rc, const char *method, const char *path,
+			const char *ebuf, const struct sink *sink, const struct source *src,
+			struct sbx_err *err)
+{
+	if (sink->aborted) {
+		*err = sink->cb_err;
+		return -1;
+	}
+	if (sink->overflow)
+		return sbx_fail(err, SBX_INTERNAL, "http", "%s %s%s: response body exceeds %zu bytes",
+				method, h->shown_url, path, sink->max);
+	if (sink->write_errno) {
+		errno = sink->write_errno;
+		int ret = sbx_fail_errno(err, SBX_INTERNAL, "http", "%s %s%s: writing the response",
+					 method, h->shown_url, path);
+		if (sink->write_errno == EPIPE)
+			err->exit_status = SBX_EXIT_IOERR;
+		return ret;
+	}
+	if (src->read_errno) {
+		errno = src->read_errno;
+		return sbx_fail_errno(err, SBX_INTERNAL, "http", "%s %s%s: reading the request body",
+				      method, h->shown_url, path);
+	}
+	return transport_fail(h, rc, method, path, ebuf, err);
+}
+
+int sbx_http_do(struct sbx_http *h, const struct sbx_http_req *req,
+		struct sbx_http_resp *resp, struct sbx_err *err)
+{
+	CURL *c = h->curl;
+	const char *method = req->method ? req->method : "GET";
+	const char *path = req->path ? req->path : "";
+	memset(resp, 0, sizeof(*resp));
+	h->guard_refused = 0;
+	h->keep_fd = CURL_SOCKET_BAD;
+
+	SBX_AUTOFREE char *url = url_of(h, path);
+	curl_easy_reset(c);     /* keeps the connection and DNS caches */
+	if (set_common(h, c, url, req->timeout_ms, err) < 0)
+		return -1;
+
+	struct sink sink = {.resp = resp, .req = req, .out_fd = req->out_fd,
+			    .max = req->max_body ? req->max_body : HTTP_DEFAULT_MAX_BODY};
+	struct source src = {.req = req};
+	int has_body = fd_set_p(req->body_fd) || req->body;
+	int empty_post = !has_body && method_has_empty_body(method);
+	struct curl_slist *hdrs = NULL;
+	if (request_headers(req, has_body, empty_post, &hdrs, err) < 0)
+		return -1;
+	CURLcode rc = request_setopts(c, req, method, has_body, empty_post, hdrs, &sink, &src);
 	if (rc != CURLE_OK) {
 		curl_slist_free_all(hdrs);
 		return sbx_fail(err, SBX_INTERNAL, "http", "curl_easy_setopt: %s", curl_easy_strerror(rc));
@@ -461,25 +520,7 @@ int sbx_http_do(struct sbx_http *h, const struct sbx_http_req *req,
 	curl_slist_free_all(hdrs);
 
 	if (rc != CURLE_OK) {
-		int ret;
-		if (sink.aborted) {
-			*err = sink.cb_err;
-			ret = -1;
-		} else if (sink.overflow)
-			ret = sbx_fail(err, SBX_INTERNAL, "http", "%s %s%s: response body exceeds %zu bytes",
-				       method, h->shown_url, path, sink.max);
-		else if (sink.write_errno) {
-			errno = sink.write_errno;
-			ret = sbx_fail_errno(err, SBX_INTERNAL, "http", "%s %s%s: writing the response",
-					     method, h->shown_url, path);
-			if (sink.write_errno == EPIPE)
-				err->exit_status = SBX_EXIT_IOERR;
-		} else if (src.read_errno) {
-			errno = src.read_errno;
-			ret = sbx_fail_errno(err, SBX_INTERNAL, "http", "%s %s%s: reading the request body",
-					     method, h->shown_url, path);
-		} else
-			ret = transport_fail(h, rc, method, path, ebuf, err);
+		int ret = perform_fail(h, rc, method, path, ebuf, &sink, &src, err);
 		sbx_http_resp_clear(resp);
 		return ret;
 	}
@@ -613,39 +654,24 @@ static char *host_header(const char *base)
 	return out;
 }
 
-int sbx_http_upgrade(struct sbx_http *h, const struct sbx_http_req *req, int *fd,
-		     struct sbx_http_resp *resp, struct sbx_err *err)
+/* Connect only (a separate easy handle, through the same dial hook) and
+ * take the socket over, blocking; the shared handle's connection stays. */
+static int upgrade_connect(struct sbx_http *h, const char *method, const char *path,
+			   int64_t timeout_ms, int *out, struct sbx_err *err)
 {
-	const char *method = req->method ? req->method : "POST";
-	const char *path = req->path ? req->path : "";
-	*fd = -1;
-	memset(resp, 0, sizeof(*resp));
-	if (sbx_str_starts(h->base_url, "https://"))
-		return sbx_fail(err, SBX_UNSUPPORTED, "http",
-				"%s %s%s: connection upgrade over TLS is not supported",
-				method, h->shown_url, path);
-	if (fd_set_p(req->body_fd))
-		return sbx_fail(err, SBX_INVALID_REQUEST, "http",
-				"upgrade requests take an in-memory body only");
-
-	/* A separate easy handle: connect only (through the same dial hook),
-	 * then take the socket over; the shared handle's connection stays. */
 	CURL *c = curl_easy_init();
 	if (!c)
 		return sbx_fail(err, SBX_INTERNAL, "http", "curl_easy_init failed");
 	h->guard_refused = 0;
 	h->keep_fd = CURL_SOCKET_BAD;
-	SBX_AUTOFREE char *url = sbx_xasprintf("%s%s%s", h->base_url,
-					       *path && *path != '/' ? "/" : "", path);
-	int64_t t = req->timeout_ms ? req->timeout_ms : h->timeout_ms;
-	if (set_common(h, c, url, t, err) < 0) {
+	SBX_AUTOFREE char *url = url_of(h, path);
+	if (set_common(h, c, url, timeout_ms, err) < 0) {
 		curl_easy_cleanup(c);
 		return -1;
 	}
 	char ebuf[CURL_ERROR_SIZE] = "";
 	curl_easy_setopt(c, CURLOPT_CONNECT_ONLY, 1L);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
-	int64_t deadline = t > 0 ? sbx_mono_ms() + t : 0;
 	CURLcode rc = curl_easy_perform(c);
 	curl_socket_t sock = CURL_SOCKET_BAD;
 	if (rc == CURLE_OK)
@@ -659,13 +685,18 @@ int sbx_http_upgrade(struct sbx_http *h, const struct sbx_http_req *req, int *fd
 	h->keep_fd = sock;          /* close_socket() leaves it to us */
 	curl_easy_cleanup(c);
 	h->keep_fd = CURL_SOCKET_BAD;
-	SBX_AUTOCLOSE int s = sock;
-	int fl = fcntl(s, F_GETFL);
+	int fl = fcntl(sock, F_GETFL);
 	if (fl >= 0)
-		fcntl(s, F_SETFL, fl & ~O_NONBLOCK);
-	fcntl(s, F_SETFD, FD_CLOEXEC);
+		fcntl(sock, F_SETFL, fl & ~O_NONBLOCK);
+	fcntl(sock, F_SETFD, FD_CLOEXEC);
+	*out = sock;
+	return 0;
+}
 
-	/* Request head, then the body (if any). */
+/* The request head, then the body (if any). */
+static int upgrade_send(struct sbx_http *h, int s, const struct sbx_http_req *req,
+			const char *method, const char *path, struct sbx_err *err)
+{
 	SBX_AUTOFREE char *host = host_header(h->base_url);
 	size_t cap = 1024 + strlen(path), len = 0;
 	for (const char *const *l = req->headers; l && *l; l++)
@@ -679,23 +710,28 @@ int sbx_http_upgrade(struct sbx_http *h, const struct sbx_http_req *req, int *fd
 		len += (size_t)snprintf(head + len, cap - len, "%s\r\n", *l);
 	len += (size_t)snprintf(head + len, cap - len, "Content-Length: %zu\r\n\r\n",
 				req->body ? req->body_len : 0);
-	const char *where = "sending the request";
 	if (send_all(s, head, len, err) < 0 ||
 	    (req->body && req->body_len && send_all(s, req->body, req->body_len, err) < 0)) {
-		sbx_err_prefix(err, "%s %s%s: %s", method, h->shown_url, path, where);
+		sbx_err_prefix(err, "%s %s%s: sending the request", method, h->shown_url, path);
 		return -1;
 	}
+	return 0;
+}
 
-	/* Read until the end of the header block; keep whatever follows. */
+/* Read until the end of the header block into resp (status, headers);
+ * whatever followed it is resp's body so far. */
+static int upgrade_head(struct sbx_http *h, int s, const char *method, const char *path,
+			int64_t deadline, struct sbx_http_resp *resp, struct sbx_err *err)
+{
 	size_t bcap = 4096, blen = 0;
 	SBX_AUTOFREE char *buf = sbx_xmalloc(bcap + 1);
 	char *end = NULL;
 	while (!end) {
 		if (blen == bcap) {
-			if (bcap >= HTTP_MAX_HEADERS) {
-				return sbx_fail(err, SBX_UNAVAILABLE, "http", "%s %s%s: response headers too large",
+			if (bcap >= HTTP_MAX_HEADERS)
+				return sbx_fail(err, SBX_UNAVAILABLE, "http",
+						"%s %s%s: response headers too large",
 						method, h->shown_url, path);
-			}
 			bcap *= 2;
 			buf = sbx_xrealloc(buf, bcap + 1);
 		}
@@ -723,14 +759,15 @@ int sbx_http_upgrade(struct sbx_http *h, const struct sbx_http_req *req, int *fd
 	resp->body = sbx_xmalloc(resp->len + 1);
 	memcpy(resp->body, buf + hlen, resp->len);
 	resp->body[resp->len] = 0;
+	return 0;
+}
 
-	if (status == 101 || (status >= 200 && status < 300)) {
-		*fd = s;
-		s = -1;             /* the caller owns the raw stream now */
-		return 0;
-	}
-	/* Not upgraded: collect the (error) body by Content-Length, or to EOF,
-	 * capped, and close. */
+/* Not upgraded: collect the (error) body by Content-Length, or to EOF,
+ * capped.  What arrived is kept: the status is what matters. */
+static void upgrade_error_body(int s, const struct sbx_http_req *req, int64_t deadline,
+			       struct sbx_http_resp *resp)
+{
+	struct sbx_err ignored = {0};
 	SBX_AUTOFREE char *cl = sbx_http_header(resp, "Content-Length");
 	size_t want = cl ? strtoull(cl, NULL, 10) : HTTP_DEFAULT_MAX_BODY;
 	size_t max = req->max_body ? req->max_body : HTTP_DEFAULT_MAX_BODY;
@@ -739,13 +776,41 @@ int sbx_http_upgrade(struct sbx_http *h, const struct sbx_http_req *req, int *fd
 	while (resp->len < want) {
 		char tmp[8192];
 		size_t got, n = want - resp->len < sizeof(tmp) ? want - resp->len : sizeof(tmp);
-		if (recv_some(s, tmp, n, deadline, &got, err) < 0 || got == 0)
-			break;      /* keep what arrived: the status is what matters */
+		if (recv_some(s, tmp, n, deadline, &got, &ignored) < 0 || got == 0)
+			break;
 		resp->body = sbx_xrealloc(resp->body, resp->len + got + 1);
 		memcpy(resp->body + resp->len, tmp, got);
 		resp->len += got;
 		resp->body[resp->len] = 0;
 	}
-	sbx_err_clear(err);
+}
+
+int sbx_http_upgrade(struct sbx_http *h, const struct sbx_http_req *req, int *fd,
+		     struct sbx_http_resp *resp, struct sbx_err *err)
+{
+	const char *method = req->method ? req->method : "POST";
+	const char *path = req->path ? req->path : "";
+	*fd = -1;
+	memset(resp, 0, sizeof(*resp));
+	if (sbx_str_starts(h->base_url, "https://"))
+		return sbx_fail(err, SBX_UNSUPPORTED, "http",
+				"%s %s%s: connection upgrade over TLS is not supported",
+				method, h->shown_url, path);
+	if (fd_set_p(req->body_fd))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "http",
+				"upgrade requests take an in-memory body only");
+	int64_t t = req->timeout_ms ? req->timeout_ms : h->timeout_ms;
+	int64_t deadline = t > 0 ? sbx_mono_ms() + t : 0;
+	SBX_AUTOCLOSE int s = -1;
+	if (upgrade_connect(h, method, path, t, &s, err) < 0 ||
+	    upgrade_send(h, s, req, method, path, err) < 0 ||
+	    upgrade_head(h, s, method, path, deadline, resp, err) < 0)
+		return -1;
+	if (resp->status == 101 || (resp->status >= 200 && resp->status < 300)) {
+		*fd = s;
+		s = -1;             /* the caller owns the raw stream now */
+		return 0;
+	}
+	upgrade_error_body(s, req, deadline, resp);
 	return 0;
 }

@@ -35,6 +35,13 @@ int sbx_id_check(const char *what, const char *id, size_t len, struct sbx_err *e
 	return 0;
 }
 
+int sbx_ids_check(const char *tenant, const char *what, const char *id, struct sbx_err *err)
+{
+	if (sbx_id_check("tenant", tenant, tenant ? strlen(tenant) : 0, err) < 0)
+		return -1;
+	return id ? sbx_id_check(what, id, strlen(id), err) : 0;
+}
+
 static int plain(unsigned char c)
 {
 	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
@@ -59,13 +66,10 @@ char *sbx_key_escape(const char *id, size_t len)
 	return out;
 }
 
+/* Upper case only: lower case is never produced, so never accepted. */
 static int hexval(char c)
 {
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;    /* lower case is never produced, so never accepted */
+	return c >= 'a' && c <= 'f' ? -1 : sbx_hexval(c);
 }
 
 char *sbx_key_unescape(const char *s, size_t n, size_t *len)

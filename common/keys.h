@@ -45,6 +45,9 @@ enum sbx_tenant_key {
 /* 0, or -1 with invalid_request naming `what` ("tenant", "session"): empty,
  * longer than SBX_ID_MAX, a NUL inside, or not UTF-8. */
 int sbx_id_check(const char *what, const char *id, size_t len, struct sbx_err *err);
+/* A tenant id (NULL: empty) and, when `id` is not NULL, a second id named
+ * `what` ("session", "skill"), both by sbx_id_check. */
+int sbx_ids_check(const char *tenant, const char *what, const char *id, struct sbx_err *err);
 
 /* Escape / unescape one id.  sbx_key_unescape returns NULL for text that
  * sbx_key_escape could not have produced; *len receives the byte count. */

@@ -14,10 +14,10 @@
 #define SBX_KEYSPACE_H
 
 #include "err.h"
+#include "metadata.h"
 #include "redis.h"
 
 #define SBX_KEYSPACE_LEN 16
-#define SBX_MD_KEYSPACE "sbx.keyspace"
 
 /* The keyspace id of `r` into out (SBX_KEYSPACE_LEN + 1), made when absent.
  * One round trip (two the very first time); -1 on a Redis error, or

@@ -57,21 +57,13 @@ static struct sbx_script state_script = {.src =
 
 int64_t sbx_turn_ttl_ms(void)
 {
-	const char *e = getenv("SBX_TURN_TTL_MS");
-	if (e && *e) {
-		char *end;
-		long long v = strtoll(e, &end, 10);
-		if (!*end && v > 0)
-			return v;
-	}
-	return 30LL * 60 * 1000;
+	return sbx_env_ms("SBX_TURN_TTL_MS", 1, 1, 30LL * 60 * 1000);
 }
 
 static int run(struct sbx_redis *r, struct sbx_script *s, const char *tenant,
 	       const char *session, redisReply **rep, struct sbx_err *err)
 {
-	if (sbx_id_check("tenant", tenant, strlen(tenant), err) < 0 ||
-	    sbx_id_check("session", session, strlen(session), err) < 0)
+	if (sbx_ids_check(tenant, "session", session, err) < 0)
 		return -1;
 	SBX_AUTOFREE char *key = sbx_key_session(r->prefix, tenant, strlen(tenant), session,
 						 strlen(session), SBX_KEY_TURN);

@@ -22,6 +22,7 @@
 #include "image.h"
 #include "keys.h"
 #include "fault.h"
+#include "pager.h"
 #include "util.h"
 
 /* ---- rows <-> hashes ---------------------------------------------------- */
@@ -96,15 +97,6 @@ static char *index_key(struct sbx_redis *r, const char *tenant)
 	return sbx_key_tenant(r->prefix, tenant, strlen(tenant), SBX_KEY_LEDGER);
 }
 
-static int check_ids(const char *tenant, const char *skill, struct sbx_err *err)
-{
-	if (sbx_id_check("tenant", tenant, tenant ? strlen(tenant) : 0, err) < 0)
-		return -1;
-	if (skill && sbx_id_check("skill", skill, strlen(skill), err) < 0)
-		return -1;
-	return 0;
-}
-
 static int64_t to_i64(const char *s)
 {
 	return s ? strtoll(s, NULL, 10) : 0;
@@ -153,7 +145,7 @@ static int row_from_reply(redisReply *rep, const char *skill, struct sbx_ledger_
 int sbx_ledger_get(struct sbx_redis *r, const char *tenant, const char *skill,
 		   struct sbx_ledger_row *out, struct sbx_err *err)
 {
-	if (check_ids(tenant, skill, err) < 0)
+	if (sbx_ids_check(tenant, "skill", skill, err) < 0)
 		return -1;
 	SBX_AUTOFREE char *key = row_key(r, tenant, skill);
 	const char *argv[] = {"HGETALL", key};
@@ -208,7 +200,7 @@ int sbx_ledger_list(struct sbx_redis *r, const char *tenant, struct sbx_ledger_r
 {
 	*out = NULL;
 	*n = 0;
-	if (check_ids(tenant, NULL, err) < 0)
+	if (sbx_ids_check(tenant, NULL, NULL, err) < 0)
 		return -1;
 	SBX_AUTOFREE char *ikey = index_key(r, tenant);
 	char **names;
@@ -302,7 +294,7 @@ static void pair(const char **args, int *na, const char *k, const char *v)
 int sbx_ledger_begin(struct sbx_redis *r, const char *tenant, const struct sbx_ledger_row *row,
 		     struct sbx_err *err)
 {
-	if (check_ids(tenant, row->skill, err) < 0)
+	if (sbx_ids_check(tenant, "skill", row->skill, err) < 0)
 		return -1;
 	/* The tenants set first: a crash after the row write must never leave
 	 * a row that "--recover" (all tenants) cannot reach.  It lives in
@@ -362,7 +354,7 @@ static int row_update(struct sbx_redis *r, const char *tenant, const char *skill
 		      const char *planned_name, const char *need_state, const char *const *del,
 		      int ndel, const char *const *set, int nset, struct sbx_err *err)
 {
-	if (check_ids(tenant, skill, err) < 0)
+	if (sbx_ids_check(tenant, "skill", skill, err) < 0)
 		return -1;
 	SBX_AUTOFREE char *key = row_key(r, tenant, skill);
 	const char *args[40];
@@ -426,7 +418,7 @@ int sbx_ledger_mark_published(struct sbx_redis *r, const char *tenant, const cha
 int sbx_ledger_delete(struct sbx_redis *r, const char *tenant, const char *skill,
 		      struct sbx_err *err)
 {
-	if (check_ids(tenant, skill, err) < 0)
+	if (sbx_ids_check(tenant, "skill", skill, err) < 0)
 		return -1;
 	SBX_AUTOFREE char *key = row_key(r, tenant, skill);
 	SBX_AUTOFREE char *ikey = index_key(r, tenant);
@@ -469,61 +461,8 @@ static int ref_matches(const struct sbx_snapshot_ref *s, const char *x)
 	return 0;
 }
 
-/* Every snapshot, every page; a page token seen twice is an error (a
- * backend that loops would otherwise spin forever or, worse, make an
- * incomplete listing look complete). */
-static int list_all(struct sbx_backend *b, struct sbx_snapshot_ref **out, size_t *n,
-		    struct sbx_err *err)
-{
-	struct sbx_snapshot_ref *all = NULL;
-	size_t nall = 0;
-	char *token = NULL;
-	char **seen = NULL;
-	size_t nseen = 0;
-	int rc = 0;
-	for (int page = 0;; page++) {
-		struct sbx_snapshot_ref *items = NULL;
-		size_t ni = 0;
-		char *next = NULL;
-		if (sbx_call(b, snapshot_list, err, token, &items, &ni, &next) < 0) {
-			rc = -1;
-			break;
-		}
-		all = sbx_xrealloc(all, (nall + ni + 1) * sizeof(*all));
-		if (ni)     /* memcpy from NULL is undefined even for 0 bytes */
-			memcpy(all + nall, items, ni * sizeof(*items));
-		nall += ni;
-		free(items);        /* the fields moved into `all` */
-		if (!next || !*next) {
-			free(next);
-			break;
-		}
-		for (size_t i = 0; i < nseen; i++)
-			if (!strcmp(seen[i], next)) {
-				rc = sbx_fail(err, SBX_INTERNAL, "snapshot_list",
-					      "the backend repeated page token '%s'", next);
-				break;
-			}
-		if (rc < 0) {
-			free(next);
-			break;
-		}
-		seen = sbx_xrealloc(seen, (nseen + 1) * sizeof(*seen));
-		seen[nseen++] = next;
-		token = next;
-	}
-	sbx_ledger_ids_free(seen, nseen);
-	if (rc < 0) {
-		sbx_snapshot_refs_free(all, nall);
-		return -1;
-	}
-	*out = all;
-	*n = nall;
-	return 0;
-}
-
-static const struct sbx_snapshot_ref *find_in(const struct sbx_snapshot_ref *all, size_t n,
-					      const char *x)
+const struct sbx_snapshot_ref *sbx_ledger_snapshot_in(const struct sbx_snapshot_ref *all, size_t n,
+						      const char *x)
 {
 	for (size_t i = 0; i < n; i++)
 		if (ref_matches(&all[i], x))
@@ -536,9 +475,9 @@ int sbx_ledger_find_snapshot(struct sbx_backend *b, const char *id_or_name,
 {
 	struct sbx_snapshot_ref *all;
 	size_t n;
-	if (list_all(b, &all, &n, err) < 0)
+	if (sbx_snapshots_all(b, &all, &n, err) < 0)
 		return -1;
-	const struct sbx_snapshot_ref *s = find_in(all, n, id_or_name);
+	const struct sbx_snapshot_ref *s = sbx_ledger_snapshot_in(all, n, id_or_name);
 	if (s && out)
 		ref_copy(s, out);
 	sbx_snapshot_refs_free(all, n);
@@ -551,7 +490,7 @@ int sbx_ledger_image_bytes(struct sbx_backend *b, const char *id, int64_t *bytes
 	struct sbx_snapshot_ref *all;
 	size_t n;
 	*bytes = 0;
-	if (list_all(b, &all, &n, err) < 0)
+	if (sbx_snapshots_all(b, &all, &n, err) < 0)
 		return -1;
 	const char *cur = id;
 	for (size_t depth = 0; cur && depth <= n; depth++) {
@@ -573,109 +512,12 @@ int sbx_ledger_image_bytes(struct sbx_backend *b, const char *id, int64_t *bytes
 
 /* ---- publish: pointer + stale ------------------------------------------- */
 
-/* Is the run that wrote `owner` ("host:pid:start") certainly dead?  Only
- * answerable on the same host; elsewhere the grace period decides. */
-static unsigned long long proc_start(long pid)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	SBX_AUTOFREE char *buf = NULL;
-	size_t len;
-	struct sbx_err ignored = {0};
-	if (sbx_read_file(path, 4096, &buf, &len, &ignored) < 0)
-		return 0;
-	char *p = strrchr(buf, ')');     /* comm may contain spaces and ')' */
-	if (!p)
-		return 0;
-	unsigned long long start = 0;
-	/* after ") ": field 3 (state) ... field 22 (starttime) = 20th token */
-	char *save = NULL, *tok = strtok_r(p + 1, " ", &save);
-	for (int f = 3; tok && f < 22; f++)
-		tok = strtok_r(NULL, " ", &save);
-	if (tok)
-		start = strtoull(tok, NULL, 10);
-	return start;
-}
-
-char *sbx_ledger_owner_self(void)
-{
-	char host[256] = "";
-	gethostname(host, sizeof(host) - 1);
-	return sbx_xasprintf("%s:%ld:%llu", host, (long)getpid(), proc_start(getpid()));
-}
-
-/* 1 when the run that wrote `owner` is certainly alive (same host, same
- * process), -1 when it is certainly dead (same host, process gone or pid
- * reused), 0 when this host cannot tell (another host, or no owner). */
-static int owner_status(const char *owner)
-{
-	if (!owner)
-		return 0;
-	const char *c2 = strrchr(owner, ':');
-	if (!c2 || c2 == owner)
-		return 0;
-	const char *c1 = c2 - 1;
-	while (c1 > owner && *c1 != ':')
-		c1--;
-	if (*c1 != ':')
-		return 0;
-	char host[256] = "";
-	gethostname(host, sizeof(host) - 1);
-	if ((size_t)(c1 - owner) != strlen(host) || strncmp(owner, host, (size_t)(c1 - owner)))
-		return 0;
-	long pid = strtol(c1 + 1, NULL, 10);
-	unsigned long long start = strtoull(c2 + 1, NULL, 10);
-	if (pid <= 0)
-		return 0;
-	unsigned long long now = proc_start(pid);
-	if (now == 0 || (start && now != start))
-		return -1;
-	return 1;
-}
-
 /* Delete a snapshot one of our rows names.  0 deleted or already gone,
  * -1 could not (kept on the row for a later try). */
 static int drop_snapshot(struct sbx_backend *b, const char *id, struct sbx_err *err)
 {
 	int gone = 0;
 	return sbx_call(b, snapshot_delete, err, id, &gone);
-}
-
-/* The value under key, of any type (sbx_json_obj only returns objects). */
-static json_object *get_any(json_object *o, const char *key)
-{
-	json_object *v = NULL;
-	return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
-
-static void report_add(json_object *report, const char *tenant, const struct sbx_ledger_row *row,
-		       const char *action, const char *detail, int would)
-{
-	if (!report)
-		return;
-	json_object *acts = get_any(report, "actions");
-	if (!acts || !json_object_is_type(acts, json_type_array)) {
-		acts = json_object_new_array();
-		json_object_object_add(report, "actions", acts);
-	}
-	json_object *a = json_object_new_object();
-	sbx_json_set_str(a, "tenant", tenant);
-	sbx_json_set_str(a, "skill", row->skill);
-	sbx_json_set_str(a, "planned_name", row->planned_name);
-	sbx_json_set_str(a, "action", action);
-	if (row->snapshot_id)
-		sbx_json_set_str(a, "snapshot_id", row->snapshot_id);
-	if (detail)
-		sbx_json_set_str(a, "detail", detail);
-	if (would)
-		sbx_json_set_bool(a, "would", 1);
-	json_object_array_add(acts, a);
-}
-
-static void report_count(json_object *report, const char *what)
-{
-	if (report)
-		sbx_json_set_int(report, what, sbx_json_int(report, what, 0) + 1);
 }
 
 /* The row lost the pointer race (the image moved on without it): delete
@@ -844,155 +686,11 @@ int sbx_ledger_publish(struct sbx_backend *b, struct sbx_redis *r, const char *t
 	return 1;
 }
 
-/* ---- recovery ----------------------------------------------------------- */
-
-struct recov {
-	struct sbx_backend *b;
-	struct sbx_redis *r;
-	int64_t grace_ms;
-	int dry_run;
-	json_object *report;
-	struct sbx_snapshot_ref *snaps;   /* listed once per run, lazily */
-	size_t nsnaps;
-	int listed;
-	struct sbx_err first;
-	int nerr;
-};
-
-static int recov_list(struct recov *c, struct sbx_err *err)
-{
-	if (c->listed)
-		return 0;
-	if (list_all(c->b, &c->snaps, &c->nsnaps, err) < 0)
-		return -1;
-	c->listed = 1;
-	return 0;
-}
-
-static void recov_fail(struct recov *c, const char *tenant, const struct sbx_ledger_row *row,
-		       struct sbx_err *e)
-{
-	if (!c->nerr++)
-		c->first = *e;
-	report_add(c->report, tenant, row, "error", e->msg, 0);
-	report_count(c->report, "errors");
-}
-
-static void recover_row(struct recov *c, const char *tenant, const struct sbx_ledger_row *row,
-			const char *image_snapshot)
-{
-	struct sbx_err e = {0};
-	/* A row whose run is alive (or, on another host, younger than the
-	 * grace period) is that run's business: settling it here would race
-	 * the run itself. */
-	int owner = owner_status(row->owner);
-	int old = sbx_now_ms() - row->updated_at >= c->grace_ms;
-	int busy = owner > 0 || (owner == 0 && !old);
-	if (busy && (!strcmp(row->state, "snapshotting") ||
-		     (!strcmp(row->state, "ready") && !row->published && row->snapshot_id))) {
-		report_count(c->report, "in_progress");
-		return;
-	}
-	if (!strcmp(row->state, "snapshotting")) {
-		if (recov_list(c, &e) < 0)
-			return recov_fail(c, tenant, row, &e);
-		const struct sbx_snapshot_ref *s = find_in(c->snaps, c->nsnaps, row->planned_name);
-		if (s) {
-			if (c->dry_run) {
-				report_add(c->report, tenant, row, "complete", s->id, 1);
-				report_count(c->report, "recovered");
-				return;
-			}
-			if (sbx_ledger_mark_ready(c->r, tenant, row->skill, row->planned_name, s->id,
-						  &e) < 0)
-				return recov_fail(c, tenant, row, &e);
-			struct sbx_ledger_row now = {0};
-			int rc = sbx_ledger_get(c->r, tenant, row->skill, &now, &e);
-			if (rc <= 0 || strcmp(now.planned_name, row->planned_name)) {
-				sbx_ledger_row_clear(&now);
-				return rc < 0 ? recov_fail(c, tenant, row, &e) : (void)0;
-			}
-			json_object *o = json_object_new_object();
-			rc = sbx_ledger_publish(c->b, c->r, tenant, &now, 0, o, &e);
-			const char *outcome = sbx_json_str(o, "outcome");
-			if (rc > 0) {
-				report_add(c->report, tenant, &now, "complete", NULL, 0);
-				report_count(c->report, "recovered");
-			} else if (outcome && !strcmp(outcome, "lost_race")) {
-				report_add(c->report, tenant, &now, "failed", e.msg, 0);
-				report_count(c->report, "failed");
-			} else {
-				recov_fail(c, tenant, &now, &e);
-			}
-			json_object_put(o);
-			sbx_ledger_row_clear(&now);
-			return;
-		}
-		const char *why = owner < 0 ? "the run died before its snapshot existed"
-					    : "no snapshot appeared within the grace period";
-		if (!c->dry_run &&
-		    sbx_ledger_mark_failed(c->r, tenant, row->skill, row->planned_name, why, &e) < 0)
-			return recov_fail(c, tenant, row, &e);
-		report_add(c->report, tenant, row, "failed", why, c->dry_run);
-		report_count(c->report, "failed");
-		return;
-	}
-	if (!strcmp(row->state, "ready")) {
-		if (row->published || !row->snapshot_id)
-			return;
-		if (c->dry_run) {
-			report_add(c->report, tenant, row, "publish", NULL, 1);
-			report_count(c->report, "published");
-			return;
-		}
-		json_object *o = json_object_new_object();
-		int rc = sbx_ledger_publish(c->b, c->r, tenant, row, 1, o, &e);
-		const char *outcome = sbx_json_str(o, "outcome");
-		if (rc > 0) {
-			report_add(c->report, tenant, row, "publish", NULL, 0);
-			report_count(c->report, "published");
-		} else if (outcome && !strcmp(outcome, "lost_race")) {
-			report_add(c->report, tenant, row, "failed", e.msg, 0);
-			report_count(c->report, "failed");
-		} else {
-			recov_fail(c, tenant, row, &e);
-		}
-		json_object_put(o);
-		return;
-	}
-	if (!strcmp(row->state, "failed")) {
-		/* A snapshot a failed row still names (deletion failed before),
-		 * or one that appeared under its planned name after its client
-		 * died: both are ours and nobody else's, so delete them.  The
-		 * image's own snapshot is never touched. */
-		const char *victim = row->snapshot_id;
-		if (!victim) {
-			if (recov_list(c, &e) < 0)
-				return recov_fail(c, tenant, row, &e);
-			const struct sbx_snapshot_ref *s = find_in(c->snaps, c->nsnaps,
-								   row->planned_name);
-			victim = s ? s->id : NULL;
-		}
-		if (!victim || (image_snapshot && !strcmp(victim, image_snapshot)))
-			return;
-		if (!c->dry_run) {
-			if (drop_snapshot(c->b, victim, &e) < 0)
-				return recov_fail(c, tenant, row, &e);
-			if (row->snapshot_id &&
-			    mark_failed(c->r, tenant, row->skill, row->planned_name,
-					row->error, NULL, &e) < 0)
-				return recov_fail(c, tenant, row, &e);
-		}
-		report_add(c->report, tenant, row, "delete_orphan", victim, c->dry_run);
-		report_count(c->report, "deleted");
-	}
-}
-
 /* fn(ctx, T, err) for `tenant`, or for every tenant with a ledger when it
  * is NULL, in sbx_ledger_tenants order; stops at the first failure. */
-static int each_tenant(struct sbx_redis *r, const char *tenant,
-		       int (*fn)(void *ctx, const char *tenant, struct sbx_err *err), void *ctx,
-		       struct sbx_err *err)
+int sbx_ledger_each_tenant(struct sbx_redis *r, const char *tenant,
+			    int (*fn)(void *ctx, const char *tenant, struct sbx_err *err), void *ctx,
+			    struct sbx_err *err)
 {
 	if (tenant)
 		return fn(ctx, tenant, err);
@@ -1005,49 +703,6 @@ static int each_tenant(struct sbx_redis *r, const char *tenant,
 		rc = fn(ctx, ts[i], err);
 	sbx_ledger_ids_free(ts, nt);
 	return rc;
-}
-
-static int recover_tenant(void *ctx, const char *tenant, struct sbx_err *err)
-{
-	struct recov *c = ctx;
-	struct sbx_ledger_row *rows;
-	size_t n;
-	if (sbx_ledger_list(c->r, tenant, &rows, &n, err) < 0)
-		return -1;
-	struct sbx_image im = {0};
-	if (sbx_image_get(c->r, tenant, &im, err) < 0) {
-		sbx_ledger_rows_free(rows, n);
-		return -1;
-	}
-	/* Oldest first: a crashed older row is settled before a newer one. */
-	for (size_t i = 0; i < n; i++)
-		recover_row(c, tenant, &rows[i], im.snapshot_id);
-	sbx_image_clear(&im);
-	sbx_ledger_rows_free(rows, n);
-	return 0;
-}
-
-int sbx_ledger_recover(struct sbx_backend *b, struct sbx_redis *r, const char *tenant,
-		       int64_t grace_ms, int dry_run, json_object *report, struct sbx_err *err)
-{
-	struct recov c = {.b = b, .r = r, .grace_ms = grace_ms, .dry_run = dry_run,
-			  .report = report};
-	static const char *const counts[] = {"recovered", "failed", "published", "deleted",
-					     "in_progress", "errors"};
-	for (size_t i = 0; report && i < SBX_ARRAY_LEN(counts); i++)
-		if (!get_any(report, counts[i]))
-			sbx_json_set_int(report, counts[i], 0);
-	if (report && !get_any(report, "actions"))
-		json_object_object_add(report, "actions", json_object_new_array());
-	int rc = each_tenant(r, tenant, recover_tenant, &c, err);
-	sbx_snapshot_refs_free(c.snaps, c.nsnaps);
-	if (rc < 0)
-		return -1;
-	if (c.nerr) {
-		*err = c.first;
-		return -1;
-	}
-	return 0;
 }
 
 /* ---- what the reaper must keep ------------------------------------------ */
@@ -1094,7 +749,7 @@ int sbx_ledger_referenced(struct sbx_redis *r, const char *tenant, char ***ids, 
 			  struct sbx_err *err)
 {
 	struct referenced s = {.r = r};
-	int rc = each_tenant(r, tenant, referenced_tenant, &s, err);
+	int rc = sbx_ledger_each_tenant(r, tenant, referenced_tenant, &s, err);
 	char **v = s.v;
 	size_t nv = s.n;
 	if (rc < 0) {

@@ -34,6 +34,7 @@
  *               image_generation to this row's snapshot
  *   5. stale:   mark the tenant's bindings stale, row published = 1
  * A crash between any two steps leaves a row that sbx_ledger_recover
+ * (ledger-recover.h)
  * completes (the snapshot exists: steps 3-5) or fails (it does not, and the
  * run is dead or older than the grace period).  A run that loses the
  * pointer race marks its row failed and deletes its own snapshot: there is
@@ -127,34 +128,12 @@ int sbx_ledger_delete(struct sbx_redis *r, const char *tenant, const char *skill
 int sbx_ledger_publish(struct sbx_backend *b, struct sbx_redis *r, const char *tenant,
 		       const struct sbx_ledger_row *row, int check_exists, json_object *out,
 		       struct sbx_err *err);
-/* "host:pid:process-start-time" of this process: a row's owner, so that
- * recovery on the same host knows at once when the writer is dead. */
-char *sbx_ledger_owner_self(void);
+/* fn(ctx, T, err) for `tenant`, or for every tenant with a ledger when it
+ * is NULL (sbx_ledger_tenants order); stops at the first failure. */
+int sbx_ledger_each_tenant(struct sbx_redis *r, const char *tenant,
+			   int (*fn)(void *ctx, const char *tenant, struct sbx_err *err), void *ctx,
+			   struct sbx_err *err);
 
-/* Complete or fail half-done rows (DESIGN §7).  For the tenant (NULL =
- * every tenant in <prefix>:tenants):
- *   - snapshotting, and the planned name finds a snapshot: ready, then the
- *     pointer moves to it by compare-and-set from the row's
- *     image_generation, and the bindings are marked stale; when the image
- *     moved on without it, the row fails and its snapshot is deleted (a
- *     lost race, as in the live path);
- *   - snapshotting, no snapshot, and the run is dead (same host, pid gone)
- *     or the row is older than grace_ms: failed;
- *   (rows whose run is alive on this host, or that are younger than
- *   grace_ms when written on another host, are left to their run: counted
- *   "in_progress", never touched, so recovery never races a live install;)
- *   - ready but not published (a crash after step 3 or 4): steps 4-5;
- *   - failed, and a snapshot with its planned name exists after all (a
- *     remote snapshot that finished after its client died): deleted.
- * Every action appends {"tenant","skill","planned_name","action",...} to
- * the report's "actions" array (created if absent) and counts go under
- * "recovered", "failed", "published", "deleted", "in_progress".  With
- * dry_run the actions are reported ("would": true) and nothing changes.
- * Idempotent: a second run right after the first reports no action.
- * Returns 0, or -1 with the first error (the loop goes on over the other
- * rows; the report says what was done). */
-int sbx_ledger_recover(struct sbx_backend *b, struct sbx_redis *r, const char *tenant,
-		       int64_t grace_ms, int dry_run, json_object *report, struct sbx_err *err);
 
 /* Every snapshot id a ledger row or an image pointer refers to, for the
  * reaper's unreferenced-snapshot sweep (tenant NULL = all tenants), plus
@@ -169,6 +148,10 @@ void sbx_ledger_ids_free(char **ids, size_t n);
  * repeated page token is an error).  1 and *out (may be NULL) / 0 / -1. */
 int sbx_ledger_find_snapshot(struct sbx_backend *b, const char *id_or_name,
 			     struct sbx_snapshot_ref *out, struct sbx_err *err);
+/* The snapshot of all[0..n) that answers to x: by id, by name, or
+ * (Docker-style repository names) by a name ending in "/x"; NULL if none. */
+const struct sbx_snapshot_ref *sbx_ledger_snapshot_in(const struct sbx_snapshot_ref *all, size_t n,
+						      const char *x);
 
 /* The bytes of an image: the sizes of snapshot `id` and of every snapshot
  * below it in its parent chain (the base template is not counted), from

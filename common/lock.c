@@ -1,8 +1,7 @@
 /* lock.c - lifecycle lock with fencing (see lock.h for the contract).
  *
- * The renewal thread uses its own Redis connection (a hiredis context must
- * not be shared across threads), opened lazily at the first renewal, so a
- * short critical section costs no extra connection. */
+ * The lock is a token key (tokenkey.h: renewal thread, token-checked
+ * release); this file adds the fence and the binding read at acquire. */
 #include "lock.h"
 
 #include <errno.h>
@@ -23,39 +22,14 @@ static struct sbx_script acquire_script = {.src =
 	"end\n"
 	"return 0\n"};
 
-static struct sbx_script renew_script = {.src = SBX_TOKENKEY_RENEW_LUA};
-
-static struct sbx_script release_script = {.src = SBX_TOKENKEY_RELEASE_LUA};
-
-static int64_t env_ms(const char *name, int64_t dflt)
-{
-	const char *e = getenv(name);
-	int64_t ms;
-	struct sbx_err ignored = {0};
-	if (!e || !*e)
-		return dflt;
-	char *end;
-	long long v = strtoll(e, &end, 10);
-	if (!*end && v > 0)
-		return v;
-	if (sbx_parse_duration_ms(e, &ms, &ignored) == 0 && ms >= 0)
-		return ms;
-	return dflt;
-}
-
 int64_t sbx_lock_ttl_ms(void)
 {
-	return env_ms("SBX_LOCK_TTL_MS", 60000);
+	return sbx_env_ms("SBX_LOCK_TTL_MS", 1, 0, 60000);
 }
 
 int64_t sbx_lock_wait_ms(int64_t dflt)
 {
-	const char *e = getenv("SBX_LOCK_WAIT");
-	int64_t ms;
-	struct sbx_err ignored = {0};
-	if (e && *e && sbx_parse_duration_ms(e, &ms, &ignored) == 0 && ms >= 0)
-		return ms;
-	return dflt;
+	return sbx_env_ms("SBX_LOCK_WAIT", 0, 0, dflt);
 }
 
 static void sleep_ms(int64_t ms)
@@ -67,63 +41,10 @@ static void sleep_ms(int64_t ms)
 
 static void lock_free(struct sbx_lock *l)
 {
-	free(l->key);
+	sbx_tokenkey_clear(&l->tk);
 	free(l->fence_key);
 	free(l->binding_raw);
-	pthread_mutex_destroy(&l->mu);
-	pthread_cond_destroy(&l->cv);
 	free(l);
-}
-
-/* Renew every ttl/3 until told to stop or until the lock is found lost.
- * A renewal error counts as a loss (as in the reference): we can no longer
- * prove we hold it, and the fenced writes would be refused anyway. */
-static void *renew_main(void *arg)
-{
-	struct sbx_lock *l = arg;
-	struct sbx_redis *rc = NULL;
-	int64_t interval = l->ttl_ms / 3 > 0 ? l->ttl_ms / 3 : 1;
-	char ttl[24];
-	snprintf(ttl, sizeof(ttl), "%lld", (long long)l->ttl_ms);
-	pthread_mutex_lock(&l->mu);
-	for (;;) {
-		struct timespec until;
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_sec += interval / 1000;
-		until.tv_nsec += (interval % 1000) * 1000000;
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
-		}
-		while (!l->stop) {
-			if (pthread_cond_timedwait(&l->cv, &l->mu, &until) == ETIMEDOUT)
-				break;
-		}
-		if (l->stop)
-			break;
-		pthread_mutex_unlock(&l->mu);
-		struct sbx_err err = {0};
-		int ok = 0;
-		if (rc || sbx_redis_dup(l->r, &rc, &err) == 0) {
-			redisReply *rep = NULL;
-			const char *keys[] = {l->key}, *args[] = {l->token, ttl};
-			if (sbx_redis_eval(rc, &renew_script, &rep, 1, keys, 2, args, &err) == 0) {
-				ok = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
-				if (!ok)
-					sbx_fail(&err, SBX_CONFLICT, "lock", "lock ownership lost");
-				freeReplyObject(rep);
-			}
-		}
-		pthread_mutex_lock(&l->mu);
-		if (!ok) {
-			l->renew_err = err;
-			l->lost = 1;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&l->mu);
-	sbx_redis_close(rc);
-	return NULL;
 }
 
 /* Acquire: one script takes the lock, bumps the fence and reads the
@@ -135,25 +56,18 @@ int sbx_lock_acquire(struct sbx_redis *r, const char *tenant, size_t tlen,
 {
 	*out = NULL;
 	struct sbx_lock *l = sbx_xcalloc(1, sizeof(*l));
-	pthread_mutex_init(&l->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&l->cv, &ca);
-	pthread_condattr_destroy(&ca);
-	l->r = r;
-	l->ttl_ms = sbx_lock_ttl_ms();
-	l->key = sbx_key_session(r->prefix, tenant, tlen, session, slen, SBX_KEY_LOCK);
+	char *key = sbx_key_session(r->prefix, tenant, tlen, session, slen, SBX_KEY_LOCK);
+	int ok = sbx_tokenkey_init(&l->tk, r, key, sbx_lock_ttl_ms(), "lock", err);
 	l->fence_key = sbx_key_session(r->prefix, tenant, tlen, session, slen, SBX_KEY_FENCE);
 	SBX_AUTOFREE char *bkey = sbx_key_session(r->prefix, tenant, tlen, session, slen,
 						  SBX_KEY_BINDING);
-	if (sbx_random_hex(l->token, 16, err) < 0) {
+	if (ok < 0) {
 		lock_free(l);
 		return -1;
 	}
 	char ttl[24];
-	snprintf(ttl, sizeof(ttl), "%lld", (long long)l->ttl_ms);
-	const char *keys[] = {l->key, l->fence_key, bkey}, *args[] = {l->token, ttl};
+	snprintf(ttl, sizeof(ttl), "%lld", (long long)l->tk.ttl_ms);
+	const char *keys[] = {l->tk.key, l->fence_key, bkey}, *args[] = {l->tk.token, ttl};
 	int64_t deadline = sbx_mono_ms() + wait_ms;
 	for (;;) {
 		redisReply *rep = NULL;
@@ -197,51 +111,24 @@ int sbx_lock_acquire(struct sbx_redis *r, const char *tenant, size_t tlen,
 			pause = deadline - now;
 		sleep_ms(pause);
 	}
-	if (pthread_create(&l->thread, NULL, renew_main, l) != 0) {
-		/* Without renewal the lock still protects us until its TTL and
-		 * fenced writes stay safe; but say so rather than run unrenewed. */
-		struct sbx_err ignored = {0};
-		const char *rk[] = {l->key}, *ra[] = {l->token};
-		redisReply *rep = NULL;
-		if (sbx_redis_eval(r, &release_script, &rep, 1, rk, 1, ra, &ignored) == 0)
-			freeReplyObject(rep);
+	if (sbx_tokenkey_hold(&l->tk, err) < 0) {
 		lock_free(l);
-		return sbx_fail(err, SBX_INTERNAL, "lock", "cannot start the lock renewal thread");
+		return -1;
 	}
-	l->thread_started = 1;
 	*out = l;
 	return 0;
 }
 
 int sbx_lock_check(struct sbx_lock *l, struct sbx_err *err)
 {
-	if (l->lost)
-		return sbx_fail(err, SBX_CONFLICT, "lock", "lock ownership lost");
-	return 0;
+	return sbx_tokenkey_check(&l->tk, err);
 }
 
 int sbx_lock_release(struct sbx_lock *l, struct sbx_err *err)
 {
 	if (!l)
 		return 0;
-	if (l->thread_started) {
-		pthread_mutex_lock(&l->mu);
-		l->stop = 1;
-		pthread_cond_signal(&l->cv);
-		pthread_mutex_unlock(&l->mu);
-		pthread_join(l->thread, NULL);
-	}
-	int lost = l->lost;
-	const char *keys[] = {l->key}, *args[] = {l->token};
-	redisReply *rep = NULL;
-	int rc = sbx_redis_eval(l->r, &release_script, &rep, 1, keys, 1, args, err);
-	if (rc == 0) {
-		if (rep->type != REDIS_REPLY_INTEGER || rep->integer != 1)
-			lost = 1;
-		freeReplyObject(rep);
-		if (lost)
-			rc = sbx_fail(err, SBX_CONFLICT, "lock", "lock ownership lost");
-	}
+	int rc = sbx_tokenkey_release(&l->tk, err);
 	lock_free(l);
 	return rc;
 }

@@ -4,7 +4,8 @@
  * rebuild, delete and stale-marking of the session's binding all happen
  * under it.  The lock is a random 32-hex token stored with SET NX PX
  * (SBX_LOCK_TTL_MS, default 60000), renewed by a background thread every
- * TTL/3 (20 s by default) while held, released by a token-checked DEL.
+ * TTL/3 (20 s by default) while held, released by a token-checked DEL: a
+ * token key (tokenkey.h), the mechanism the reaper lease uses too.
  *
  * Fencing: the same script that takes the lock INCRs the session's fence
  * counter; the holder's fence is that number.  Every binding write (see
@@ -19,31 +20,21 @@
 #ifndef SBX_LOCK_H
 #define SBX_LOCK_H
 
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "err.h"
 #include "redis.h"
+#include "tokenkey.h"
 
 struct sbx_lock {
-	struct sbx_redis *r;       /* borrowed: the caller's connection */
-	char *key, *fence_key;
-	char token[33];
+	struct sbx_tokenkey tk;    /* the lock key, its token, its renewal (tokenkey.h) */
+	char *fence_key;
 	int64_t fence;             /* this holder's fencing number */
-	int64_t ttl_ms;
 	/* The session's binding as it was when the lock was taken (read in the
 	 * same script, saving a round trip): NULL when there was none. */
 	char *binding_raw;
 	size_t binding_len;
-	/* renewal thread */
-	pthread_t thread;
-	int thread_started;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int stop;
-	volatile int lost;         /* ownership lost (renewal failed or found another token) */
-	struct sbx_err renew_err;
 };
 
 /* $SBX_LOCK_TTL_MS, else 60000. */

@@ -11,17 +11,17 @@
  *     Resolve binds under the same lock, so "reaper deletes X" and "resolve
  *     binds X" are serialised: either the binding is visible to the
  *     re-check (X is kept) or the delete finishes before the resolve can
- *     list X (it creates or claims another).  The lock is renewed by its
- *     own thread while the delete runs, and sbx_lock_check is consulted
- *     right before the delete call.
+ *     list X (it creates or claims another).  That rule is the session
+ *     policy's (session.h, sbx_session_end with SBX_END_ORPHAN), shared
+ *     with sbx-ctl kill; the bound sets are read through binding.c.
  *   - A tenant whose session sandboxes are mostly deletable is refused
  *     (unless forced): that is what an empty or restored-from-old Redis
  *     looks like, and deleting every sandbox of a tenant is not something
  *     a cron job should decide alone.  The same rule guards snapshots.
- *   - One reaper at a time (a lease, token-checked renew and release); the
+ *   - One reaper at a time (a lease: a token key, tokenkey.h); the
  *     lease is an efficiency and clarity measure: correctness of each
  *     delete rests on the session lock, not on the lease.
- *   - Redis round trips are O(sandboxes / BATCH) for the reconcile,
+ *   - Redis round trips are O(sandboxes / SBX_CENSUS_BATCH) for the reconcile,
  *     whatever the number of bindings, plus a constant number per deleted
  *     session sandbox (lock, re-check, release). */
 #include "reap.h"
@@ -34,101 +34,18 @@
 #include "binding.h"
 #include "doc.h"
 #include "keys.h"
-#include "tokenkey.h"
-#include "ledger.h"
-#include "lock.h"
 #include "keyspace.h"
-#include "fault.h"
+#include "ledger.h"
+#include "ledger-recover.h"
+#include "pager.h"
+#include "session.h"
+#include "sset.h"
+#include "tokenkey.h"
 #include "util.h"
 
-#define BATCH 512                 /* commands per pipeline */
 #define LEASE_TTL_DEFAULT_MS 60000
-#define MAX_PAGES 100000          /* a listing longer than this is not trusted */
 /* Names the skill pipeline gives its snapshots (ledger.h planned_name). */
 #define SKILL_SNAPSHOT_PREFIX "sbx-sk-"
-
-/* ------------------------------------------------------------------ */
-/* A hash set of byte strings with a value (open addressing, FNV-1a): page
- * tokens, tenant names, template ids and snapshot references, each looked
- * up once per listed object, so the run stays O(N). */
-
-struct sslot {
-	char *k;
-	size_t len;
-	long v;
-};
-
-struct sset {
-	struct sslot *s;
-	size_t cap, n;
-};
-
-static uint64_t hash_bytes(const char *p, size_t n)
-{
-	uint64_t h = 1469598103934665603ULL;
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)p[i];
-		h *= 1099511628211ULL;
-	}
-	return h;
-}
-
-static struct sslot *sset_slot(struct sset *s, const char *k, size_t n)
-{
-	size_t i = (size_t)hash_bytes(k, n) & (s->cap - 1);
-	for (;;) {
-		struct sslot *sl = &s->s[i];
-		if (!sl->k || (sl->len == n && memcmp(sl->k, k, n) == 0))
-			return sl;
-		i = (i + 1) & (s->cap - 1);
-	}
-}
-
-static int sset_has(struct sset *s, const char *k, size_t n)
-{
-	return s->cap && sset_slot(s, k, n)->k != NULL;
-}
-
-/* The entry for k, or NULL. */
-static struct sslot *sset_get(struct sset *s, const char *k, size_t n)
-{
-	if (!s->cap)
-		return NULL;
-	struct sslot *sl = sset_slot(s, k, n);
-	return sl->k ? sl : NULL;
-}
-
-/* Returns 1 when added (value 0), 0 when already present. */
-static int sset_add(struct sset *s, const char *k, size_t n)
-{
-	if ((s->n + 1) * 2 > s->cap) {
-		struct sset g = {.cap = s->cap ? s->cap * 2 : 64};
-		g.s = sbx_xcalloc(g.cap, sizeof(*g.s));
-		for (size_t i = 0; i < s->cap; i++)
-			if (s->s[i].k)
-				*sset_slot(&g, s->s[i].k, s->s[i].len) = s->s[i];
-		free(s->s);
-		s->s = g.s;
-		s->cap = g.cap;
-	}
-	struct sslot *sl = sset_slot(s, k, n);
-	if (sl->k)
-		return 0;
-	sl->k = sbx_xmalloc(n + 1);
-	memcpy(sl->k, k, n);
-	sl->k[n] = '\0';
-	sl->len = n;
-	s->n++;
-	return 1;
-}
-
-static void sset_free(struct sset *s)
-{
-	for (size_t i = 0; i < s->cap; i++)
-		free(s->s[i].k);
-	free(s->s);
-	memset(s, 0, sizeof(*s));
-}
 
 /* ------------------------------------------------------------------ */
 /* The run's state. */
@@ -151,7 +68,6 @@ struct item {
 	int installer;
 	int t;                /* index into run.tenants, -1 when none */
 	const char *reason;   /* why it is kept; NULL = orphan (to delete) */
-	char *lock_key;       /* session sandboxes considered for deletion */
 };
 
 struct run {
@@ -166,18 +82,16 @@ struct run {
 	struct sbx_err first;  /* first failure */
 	int nfailed;
 	long long deletions;  /* done (or planned, in a dry run) */
-	/* lease */
-	char *lease_key;
-	char lease_token[33];
-	int64_t lease_ttl_ms, lease_renewed_ms;
-	int lease_lost, lease_noted;
+	/* the lease (a token key, renewed by its thread); taken = held */
+	struct sbx_tokenkey lease;
+	int lease_taken, lease_noted;
 	/* tenants */
 	struct tenant *tenants;
 	size_t ntenants;
-	struct sset tenant_idx;  /* names, for lookups */
+	struct sbx_sset tenant_idx;  /* names, for lookups */
 	struct item *items;
 	size_t nitems;
-	struct sset templates_in_use;  /* template ids of listed sandboxes */
+	struct sbx_sset templates_in_use;  /* template ids of listed sandboxes */
 	char keyspace[SBX_KEYSPACE_LEN + 1];   /* ours (keyspace.h); "" = none */
 	long unknown_keyspace;  /* objects kept because ours has no id */
 };
@@ -210,7 +124,7 @@ static json_object *entry(const struct item *it, const char *reason)
 		json_object_object_add(e, "session",
 				       json_object_new_string_len(it->session, (int)it->slen));
 	if (it->installer)
-		sbx_json_set_str(e, "purpose", "skill-install");
+		sbx_json_set_str(e, "purpose", SBX_PURPOSE_SKILL_INSTALL);
 	sbx_json_set_str(e, "state", sbx_state_name(it->sb.state));
 	if (reason)
 		sbx_json_set_str(e, "reason", reason);
@@ -220,11 +134,11 @@ static json_object *entry(const struct item *it, const char *reason)
 /* Index of the tenant, added when new. */
 static int tenant_get(struct run *run, const char *name, size_t len)
 {
-	struct sslot *sl = sset_get(&run->tenant_idx, name, len);
+	struct sbx_sset_slot *sl = sbx_sset_get(&run->tenant_idx, name, len);
 	if (sl)
 		return (int)sl->v;
-	sset_add(&run->tenant_idx, name, len);
-	sset_get(&run->tenant_idx, name, len)->v = (long)run->ntenants;
+	sbx_sset_add(&run->tenant_idx, name, len);
+	sbx_sset_get(&run->tenant_idx, name, len)->v = (long)run->ntenants;
 	run->tenants = sbx_xrealloc(run->tenants, (run->ntenants + 1) * sizeof(*run->tenants));
 	struct tenant *t = &run->tenants[run->ntenants];
 	memset(t, 0, sizeof(*t));
@@ -236,182 +150,49 @@ static int tenant_get(struct run *run, const char *name, size_t len)
 }
 
 /* ------------------------------------------------------------------ */
-/* The lease: SET NX PX with a random token; renew and release only while
- * the key still holds our token. */
-
-static struct sbx_script lease_renew_script = {.src = SBX_TOKENKEY_RENEW_LUA};
-
-static struct sbx_script lease_release_script = {.src = SBX_TOKENKEY_RELEASE_LUA};
-
-static int64_t env_ms(const char *name, int64_t dflt)
-{
-	const char *e = getenv(name);
-	int64_t ms;
-	struct sbx_err ignored = {0};
-	if (e && *e && sbx_parse_duration_ms(e, &ms, &ignored) == 0 && ms > 0)
-		return ms;
-	return dflt;
-}
+/* The lease: a token key (tokenkey.h), renewed by its own thread while
+ * the run holds it. */
 
 /* 1 taken, 0 held by someone else, -1 error. */
 static int lease_take(struct run *run, struct sbx_err *err)
 {
-	run->lease_key = sbx_key_reap_lease(run->r->prefix);
-	run->lease_ttl_ms = env_ms("SBX_REAP_LEASE_TTL", LEASE_TTL_DEFAULT_MS);
-	if (sbx_random_hex(run->lease_token, 16, err) < 0)
+	int64_t ttl = sbx_env_ms("SBX_REAP_LEASE_TTL", 0, 1, LEASE_TTL_DEFAULT_MS);
+	if (sbx_tokenkey_init(&run->lease, run->r, sbx_key_reap_lease(run->r->prefix), ttl,
+			      "reaper lease", err) < 0)
 		return -1;
-	char ttl[24];
-	snprintf(ttl, sizeof(ttl), "%" PRId64, run->lease_ttl_ms);
-	const char *argv[] = {"SET", run->lease_key, run->lease_token, "NX", "PX", ttl};
-	redisReply *rep;
-	if (sbx_redis_cmd(run->r, &rep, err, 6, argv, NULL) < 0)
-		return -1;
-	int taken = rep->type == REDIS_REPLY_STATUS;
-	freeReplyObject(rep);
-	run->lease_renewed_ms = sbx_mono_ms();
+	int taken = sbx_tokenkey_take(&run->lease, err);
+	if (taken == 1 && sbx_tokenkey_hold(&run->lease, err) < 0)
+		taken = -1;
+	run->lease_taken = taken == 1;
 	return taken;
 }
 
-/* Renew when a third of the TTL has passed.  -1 (conflict) once the lease
- * is no longer ours: the caller stops deleting. */
-static int lease_keep_(struct run *run, struct sbx_err *err)
-{
-	if (!run->lease_key)
-		return 0;       /* dry run: no lease */
-	if (run->lease_lost)
-		return sbx_fail(err, SBX_CONFLICT, "reap", "the reaper lease was lost");
-	if (sbx_mono_ms() - run->lease_renewed_ms < run->lease_ttl_ms / 3)
-		return 0;
-	char ttl[24];
-	snprintf(ttl, sizeof(ttl), "%" PRId64, run->lease_ttl_ms);
-	const char *keys[] = {run->lease_key}, *args[] = {run->lease_token, ttl};
-	redisReply *rep;
-	if (sbx_redis_eval(run->r, &lease_renew_script, &rep, 1, keys, 2, args, err) < 0) {
-		run->lease_lost = 1;
-		return -1;
-	}
-	int ok = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
-	freeReplyObject(rep);
-	if (!ok) {
-		run->lease_lost = 1;
-		return sbx_fail(err, SBX_CONFLICT, "reap",
-				"the reaper lease expired and was taken by another reaper");
-	}
-	run->lease_renewed_ms = sbx_mono_ms();
-	return 0;
-}
-
-/* lease_keep_, recording the loss as one failure of the run (not one per
- * object that could not be deleted after it). */
+/* 0 while the lease is ours (or in a dry run, which takes none); -1 once
+ * it was lost, recorded as one failure of the run (not one per object
+ * that could not be deleted after it): the caller stops deleting. */
 static int lease_keep(struct run *run)
 {
 	struct sbx_err err = {0};
-	if (lease_keep_(run, &err) == 0)
+	if (!run->lease_taken || sbx_tokenkey_check(&run->lease, &err) == 0)
 		return 0;
 	if (!run->lease_noted++)
 		note_failure(run, NULL, "lease", &err);
 	return -1;
 }
 
+/* A failed release leaves the lease to expire by itself. */
 static void lease_release(struct run *run)
 {
-	if (!run->lease_key || run->lease_lost)
-		return;
 	struct sbx_err ignored = {0};
-	const char *keys[] = {run->lease_key}, *args[] = {run->lease_token};
-	redisReply *rep;
-	/* A failed release leaves the lease to expire by itself. */
-	if (sbx_redis_eval(run->r, &lease_release_script, &rep, 1, keys, 1, args, &ignored) == 0)
-		freeReplyObject(rep);
+	if (run->lease_taken)
+		sbx_tokenkey_release(&run->lease, &ignored);
+	else if (run->lease.key)
+		sbx_tokenkey_clear(&run->lease);
+	run->lease_taken = 0;
 }
 
 /* ------------------------------------------------------------------ */
-/* Listing, every page, fail closed. */
-
-enum { PAGING_REAL, PAGING_ONE, PAGING_FAIL_SECOND, PAGING_REPEAT };
-
-struct lister {
-	struct sbx_backend *b;
-	const struct sbx_list_filter *f;
-	int mode;
-	/* test modes: the real listing, re-served one item per page */
-	struct sbx_sandbox *all;
-	size_t nall;
-	int loaded;
-};
-
-static int lister_mode(void)
-{
-	const char *e = getenv("SBX_REAP_TEST_PAGING");
-	if (!e || !*e)
-		return PAGING_REAL;
-	if (strcmp(e, "fail-second") == 0)
-		return PAGING_FAIL_SECOND;
-	if (strcmp(e, "repeat-token") == 0)
-		return PAGING_REPEAT;
-	return PAGING_ONE;   /* "one": pages of one, correct tokens */
-}
-
-/* Test hook (SBX_REAP_TEST_PAGING): the backend's whole listing is read
- * once, then handed out one item per page with tokens "p1", "p2", ...;
- * fail-second fails the request for the second page, repeat-token hands
- * out "p1" again as the second page's next token. */
-static int lister_fake(struct lister *l, const char *token, struct sbx_page *out,
-		       struct sbx_err *err)
-{
-	if (!l->loaded) {
-		char *tok = NULL;
-		do {
-			struct sbx_page p = {0};
-			int rc = sbx_call(l->b, list, err, l->f, tok, &p);
-			free(tok);
-			tok = NULL;
-			if (rc < 0)
-				return -1;
-			l->all = sbx_xrealloc(l->all, (l->nall + p.n + 1) * sizeof(*l->all));
-			memcpy(l->all + l->nall, p.items, p.n * sizeof(*p.items));
-			l->nall += p.n;
-			free(p.items);
-			tok = p.next;
-		} while (tok && *tok);
-		free(tok);
-		l->loaded = 1;
-	}
-	size_t k = 0;
-	if (token) {
-		if (token[0] != 'p' || (k = strtoul(token + 1, NULL, 10)) == 0 || k >= l->nall + 1)
-			return sbx_fail(err, SBX_INVALID_REQUEST, "list", "bad page token '%s'", token);
-		if (l->mode == PAGING_FAIL_SECOND && k == 1)
-			return sbx_fail(err, SBX_UNAVAILABLE, "list",
-					"test fault (SBX_REAP_TEST_PAGING): page 2 failed");
-	}
-	memset(out, 0, sizeof(*out));
-	if (k < l->nall) {
-		out->items = sbx_xcalloc(1, sizeof(*out->items));
-		out->items[0] = l->all[k];
-		memset(&l->all[k], 0, sizeof(l->all[k]));
-		out->n = 1;
-	}
-	if (k + 1 < l->nall)
-		out->next = l->mode == PAGING_REPEAT ? sbx_xstrdup("p1")
-						     : sbx_xasprintf("p%zu", k + 1);
-	return 0;
-}
-
-static void lister_free(struct lister *l)
-{
-	for (size_t i = 0; i < l->nall; i++)
-		sbx_sandbox_clear(&l->all[i]);
-	free(l->all);
-}
-
-static int lister_page(struct lister *l, const char *token, struct sbx_page *out,
-		       struct sbx_err *err)
-{
-	if (l->mode == PAGING_REAL)
-		return sbx_call(l->b, list, err, l->f, token, out);
-	return lister_fake(l, token, out, err);
-}
+/* Listing, every page, fail closed (pager.h). */
 
 static const char *meta(const struct sbx_sandbox *sb, const char *key)
 {
@@ -440,64 +221,39 @@ static const char *keyspace_verdict(struct run *run, const char *ks)
  * backend is looping and the listing cannot be trusted.  Every item is
  * checked against the filter on our side too: a backend that ignored the
  * filter would otherwise hand us sandboxes we must not judge. */
+static int take_item(struct sbx_sandbox *sb, void *ctx, struct sbx_err *err)
+{
+	(void)err;
+	struct run *run = ctx;
+	run->items = sbx_xrealloc(run->items, (run->nitems + 1) * sizeof(*run->items));
+	struct item *it = &run->items[run->nitems++];
+	memset(it, 0, sizeof(*it));
+	it->sb = *sb;
+	it->t = -1;
+	memset(sb, 0, sizeof(*sb));
+	return 0;
+}
+
 static int list_all(struct run *run, struct sbx_err *err)
 {
 	json_object *md = json_object_new_object();
-	sbx_json_set_str(md, "sbx.managed", "1");
+	sbx_json_set_str(md, SBX_MD_MANAGED, "1");
 	if (run->o->tenant)
-		sbx_json_set_str(md, "sbx.tenant", run->o->tenant);
+		sbx_json_set_str(md, SBX_MD_TENANT, run->o->tenant);
 	struct sbx_list_filter f = {.metadata = md, .states = 0};
-	struct lister l = {.b = run->b, .f = &f, .mode = lister_mode()};
-	struct sset tokens = {0};
-	char *token = NULL;
-	int rc = 0;
 	long pages = 0;
-	for (;;) {
-		struct sbx_page p = {0};
-		if (lister_page(&l, token, &p, err) < 0) {
-			sbx_err_prefix(err, "listing page %ld (nothing was deleted)", pages + 1);
-			rc = -1;
-			break;
-		}
-		pages++;
-		run->items = sbx_xrealloc(run->items, (run->nitems + p.n + 1) * sizeof(*run->items));
-		for (size_t i = 0; i < p.n; i++) {
-			struct item *it = &run->items[run->nitems++];
-			memset(it, 0, sizeof(*it));
-			it->sb = p.items[i];
-			it->t = -1;
-		}
-		free(p.items);
-		free(token);
-		token = p.next;
-		if (!token || !*token)
-			break;
-		if (!sset_add(&tokens, token, strlen(token))) {
-			rc = sbx_fail(err, SBX_INTERNAL, "list",
-				      "the backend returned a repeated page token after %ld pages; "
-				      "the listing cannot be trusted (nothing was deleted)", pages);
-			break;
-		}
-		/* Fresh tokens forever are a loop too, just a slower one. */
-		if (pages >= MAX_PAGES) {
-			rc = sbx_fail(err, SBX_INTERNAL, "list",
-				      "the backend listing did not end after %ld pages "
-				      "(nothing was deleted)", pages);
-			break;
-		}
-	}
-	free(token);
-	sset_free(&tokens);
-	lister_free(&l);
+	int rc = sbx_list_each(run->b, &f, take_item, run, &pages, err);
 	json_object_put(md);
-	if (rc < 0)
+	if (rc < 0) {
+		sbx_err_prefix(err, "nothing was deleted");
 		return -1;
+	}
 	json_object_object_add(run->rep, "pages", json_object_new_int64(pages));
 
 	for (size_t i = 0; i < run->nitems; i++) {
 		struct item *it = &run->items[i];
-		const char *m = meta(&it->sb, "sbx.managed");
-		const char *t = meta(&it->sb, "sbx.tenant");
+		const char *m = meta(&it->sb, SBX_MD_MANAGED);
+		const char *t = meta(&it->sb, SBX_MD_TENANT);
 		if (!it->sb.id || !*it->sb.id)
 			return sbx_fail(err, SBX_INTERNAL, "list",
 					"the backend listed a sandbox without an id (nothing was deleted)");
@@ -520,16 +276,16 @@ static void classify_local(struct run *run)
 	struct sbx_err ignored = {0};
 	for (size_t i = 0; i < run->nitems; i++) {
 		struct item *it = &run->items[i];
-		const char *purpose = meta(&it->sb, "sbx.purpose");
-		it->tenant = meta(&it->sb, "sbx.tenant");
-		it->session = meta(&it->sb, "sbx.session");
+		const char *purpose = meta(&it->sb, SBX_MD_PURPOSE);
+		it->tenant = meta(&it->sb, SBX_MD_TENANT);
+		it->session = meta(&it->sb, SBX_MD_SESSION);
 		it->tlen = it->tenant ? strlen(it->tenant) : 0;
 		it->slen = it->session ? strlen(it->session) : 0;
 		if (it->session && !*it->session)
 			it->session = NULL;
-		it->installer = purpose && strcmp(purpose, "skill-install") == 0 && !it->session;
+		it->installer = purpose && strcmp(purpose, SBX_PURPOSE_SKILL_INSTALL) == 0 && !it->session;
 		if (it->sb.template_id)
-			sset_add(&run->templates_in_use, it->sb.template_id,
+			sbx_sset_add(&run->templates_in_use, it->sb.template_id,
 				 strlen(it->sb.template_id));
 		/* Only what our keyspace owns is ours to judge: another profile
 		 * may share this backend with its own Redis or prefix.  A sandbox
@@ -566,109 +322,54 @@ static void classify_local(struct run *run)
 	}
 }
 
-/* Read and drop `n` pending pipeline replies, so that the connection stays
- * usable (the lease is still released) after a reply we could not use. */
-static void drain(struct run *run, size_t n)
+/* Whether an item's membership and lock are worth asking Redis about: a
+ * session sandbox not kept for a reason Redis cannot change. */
+static int probed(const struct item *it)
 {
-	struct sbx_err ignored = {0};
-	while (n--) {
-		redisReply *x;
-		if (sbx_redis_read(run->r, &x, &ignored) < 0)
-			return;
-		freeReplyObject(x);
-	}
+	return it->t >= 0 && it->session &&
+	       (!it->reason || !strcmp(it->reason, "young") || !strcmp(it->reason, "age-unknown"));
 }
 
-/* One pipeline per BATCH sandboxes: for every session sandbox SISMEMBER on
- * its tenant's bound set and EXISTS on its session's lock key, and for
- * every tenant SCARD of the bound set.  A member is kept as "bound"; an
- * unbound one whose lock is held is kept as "locked" (a resolve may be
- * about to bind it).
+/* The bound sets' view of the listed session sandboxes (binding.h,
+ * sbx_bound_census): a member is kept as "bound"; an unbound one whose
+ * lock is held is kept as "locked" (a resolve may be about to bind it).
  *
  * Why membership checks and not SMEMBERS/SSCAN of the bound sets: the
- * verdict needs only the listed ids, so the cost is O(listed / BATCH)
+ * verdict needs only the listed ids, so the cost is O(listed / batch)
  * round trips whatever the number of bindings (a bound set of 100k
  * members cost 105 round trips and 0.85 s with SSCAN, see
  * docs/benchmarks-reap.md, against 1 here), and "dangling" bindings (whose
  * sandbox the backend does not list) still fall out as SCARD - bound. */
 static int classify_redis(struct run *run, struct sbx_err *err)
 {
-	SBX_AUTOFREE char **bound_keys = sbx_xcalloc(run->ntenants + 1, sizeof(char *));
-	for (size_t ti = 0; ti < run->ntenants; ti++) {
-		struct tenant *t = &run->tenants[ti];
-		bound_keys[ti] = sbx_key_tenant(run->r->prefix, t->name, t->len, SBX_KEY_BOUND);
-		const char *argv[] = {"SCARD", bound_keys[ti]};
-		if (sbx_redis_append(run->r, 2, argv, NULL, err) < 0)
-			goto fail;
+	SBX_AUTOFREE struct sbx_bound_tenant *ts = sbx_xcalloc(run->ntenants + 1, sizeof(*ts));
+	SBX_AUTOFREE struct sbx_bound_probe *ps = sbx_xcalloc(run->nitems + 1, sizeof(*ps));
+	SBX_AUTOFREE size_t *of = sbx_xcalloc(run->nitems + 1, sizeof(*of));
+	size_t np = 0;
+	for (size_t ti = 0; ti < run->ntenants; ti++)
+		ts[ti] = (struct sbx_bound_tenant){run->tenants[ti].name, run->tenants[ti].len, 0};
+	for (size_t i = 0; i < run->nitems; i++) {
+		struct item *it = &run->items[i];
+		if (!probed(it))
+			continue;
+		ps[np] = (struct sbx_bound_probe){.t = (size_t)it->t, .session = it->session,
+						  .slen = it->slen, .id = it->sb.id};
+		of[np++] = i;
 	}
-	size_t i = 0, first = 1;
-	do {
-		size_t batch[BATCH], nb = 0, j = i;
-		for (; j < run->nitems && nb < BATCH; j++) {
-			struct item *it = &run->items[j];
-			if (it->t < 0 || !it->session || (it->reason && strcmp(it->reason, "young") &&
-							  strcmp(it->reason, "age-unknown")))
-				continue;
-			it->lock_key = sbx_key_session(run->r->prefix, it->tenant, it->tlen,
-						       it->session, it->slen, SBX_KEY_LOCK);
-			const char *m[] = {"SISMEMBER", bound_keys[it->t], it->sb.id};
-			const char *e[] = {"EXISTS", it->lock_key};
-			if (sbx_redis_append(run->r, 3, m, NULL, err) < 0 ||
-			    sbx_redis_append(run->r, 2, e, NULL, err) < 0)
-				goto fail;
-			batch[nb++] = j;
-		}
-		if (first) {
-			for (size_t ti = 0; ti < run->ntenants; ti++) {
-				redisReply *rep;
-				if (sbx_redis_read(run->r, &rep, err) < 0)
-					goto fail;
-				int ok = rep->type == REDIS_REPLY_INTEGER;
-				run->tenants[ti].members = ok ? (long)rep->integer : 0;
-				freeReplyObject(rep);
-				if (!ok) {
-					drain(run, run->ntenants - ti - 1 + 2 * nb);
-					sbx_fail(err, SBX_INTERNAL, "redis", "unexpected SCARD reply "
-						 "(is the bound set of another type?)");
-					goto fail;
-				}
-			}
-			first = 0;
-		}
-		for (size_t q = 0; q < nb; q++) {
-			struct item *it = &run->items[batch[q]];
-			redisReply *m, *e;
-			if (sbx_redis_read(run->r, &m, err) < 0)
-				goto fail;
-			if (sbx_redis_read(run->r, &e, err) < 0) {
-				freeReplyObject(m);
-				goto fail;
-			}
-			int ok = m->type == REDIS_REPLY_INTEGER && e->type == REDIS_REPLY_INTEGER;
-			if (ok && m->integer) {
-				run->tenants[it->t].bound++;
-				it->reason = "bound";    /* stronger than "young" */
-			} else if (ok && e->integer && !it->reason) {
-				it->reason = "locked";
-			}
-			freeReplyObject(m);
-			freeReplyObject(e);
-			if (!ok) {
-				drain(run, 2 * (nb - q - 1));
-				sbx_fail(err, SBX_INTERNAL, "redis", "unexpected SISMEMBER/EXISTS reply "
-					 "(is the bound set of another type?)");
-				goto fail;
-			}
-		}
-		i = j;
-	} while (i < run->nitems);
+	if (sbx_bound_census(run->r, ts, run->ntenants, ps, np, err) < 0)
+		return -1;
 	for (size_t ti = 0; ti < run->ntenants; ti++)
-		free(bound_keys[ti]);
+		run->tenants[ti].members = ts[ti].members;
+	for (size_t q = 0; q < np; q++) {
+		struct item *it = &run->items[of[q]];
+		if (ps[q].bound) {
+			run->tenants[it->t].bound++;
+			it->reason = "bound";    /* stronger than "young" */
+		} else if (ps[q].locked && !it->reason) {
+			it->reason = "locked";
+		}
+	}
 	return 0;
-fail:
-	for (size_t ti = 0; ti < run->ntenants; ti++)
-		free(bound_keys[ti]);
-	return -1;
 }
 
 /* Mostly-unbound guard: a tenant with more than SBX_REAP_REFUSE_MIN
@@ -707,70 +408,6 @@ static int cmp_items(const void *a, const void *b)
 /* ------------------------------------------------------------------ */
 /* Deleting. */
 
-enum { DEL_DONE, DEL_KEPT };
-
-/* Delete one session sandbox under its session's lifecycle lock (tried
- * once: a busy lock means someone is working on the session, and the
- * sandbox is kept).  Under the lock the binding (read by the acquire
- * script itself) and the bound set are checked again; only if neither
- * names the sandbox, and the lock is still ours, is it deleted.
- * Returns DEL_DONE, DEL_KEPT (with *reason), or -1 with err. */
-static int delete_session_sb(struct run *run, struct item *it, int *gone,
-			     const char **reason, struct sbx_err *err)
-{
-	struct sbx_lock *l = NULL;
-	struct sbx_err e = {0};
-	if (sbx_lock_acquire(run->r, it->tenant, it->tlen, it->session, it->slen, 0, &l, &e) < 0) {
-		if (e.kind == SBX_CONFLICT) {
-			*reason = "locked";
-			return DEL_KEPT;
-		}
-		*err = e;
-		return -1;
-	}
-	int rc = DEL_DONE;
-	if (l->binding_raw) {
-		struct sbx_binding bd = {0};
-		struct sbx_err de = {0};
-		if (sbx_binding_decode(l->binding_raw, l->binding_len, it->tenant, it->session,
-				       &bd, &de) < 0) {
-			*reason = "binding-unreadable";   /* fail closed */
-			rc = DEL_KEPT;
-		} else if (bd.sandbox_id && strcmp(bd.sandbox_id, it->sb.id) == 0) {
-			*reason = "bound";
-			rc = DEL_KEPT;
-		}
-		sbx_binding_clear(&bd);
-	}
-	if (rc == DEL_DONE) {
-		SBX_AUTOFREE char *key = sbx_key_tenant(run->r->prefix, it->tenant, it->tlen,
-							SBX_KEY_BOUND);
-		const char *argv[] = {"SISMEMBER", key, it->sb.id};
-		redisReply *rep;
-		if (sbx_redis_cmd(run->r, &rep, err, 3, argv, NULL) < 0) {
-			rc = -1;
-		} else {
-			if (rep->type == REDIS_REPLY_INTEGER && rep->integer) {
-				*reason = "bound";
-				rc = DEL_KEPT;
-			}
-			freeReplyObject(rep);
-		}
-	}
-	if (rc == DEL_DONE && sbx_lock_check(l, &e) < 0) {
-		*reason = "locked";
-		rc = DEL_KEPT;
-	}
-	if (rc == DEL_DONE) {
-		sbx_fault("reap:before-delete");
-		if (sbx_call(run->b, remove, err, it->sb.id, gone) < 0)
-			rc = -1;
-	}
-	struct sbx_err ignored = {0};
-	sbx_lock_release(l, &ignored);
-	return rc;
-}
-
 /* Act on the orphans, oldest first: skip refused tenants, stop at the
  * cap, and (for real) delete each after its re-check. */
 static void act(struct run *run)
@@ -805,15 +442,14 @@ static void act(struct run *run)
 			json_object_array_add(run->skipped, entry(it, "lease-lost"));
 			continue;
 		}
-		int gone = 0, rc;
+		/* Under the session's lock, after a re-check (session.h). */
+		int gone = 0;
 		const char *reason = NULL;
-		if (it->session)
-			rc = delete_session_sb(run, it, &gone, &reason, &err);
-		else
-			rc = sbx_call(run->b, remove, &err, it->sb.id, &gone) < 0 ? -1 : DEL_DONE;
+		int rc = sbx_session_end(run->b, run->r, &it->sb, SBX_END_ORPHAN, &gone, &reason,
+					 &err);
 		if (rc < 0) {
 			note_failure(run, it->sb.id, "delete", &err);
-		} else if (rc == DEL_KEPT) {
+		} else if (rc == 0) {
 			json_object_array_add(run->kept, entry(it, reason));
 		} else {
 			run->deletions++;
@@ -869,42 +505,21 @@ struct snap {
 	const char *reason;
 };
 
-/* Every snapshot of the backend, every page, repeated tokens refused. */
+/* Every snapshot of the backend (pager.h). */
 static int snaps_list(struct run *run, struct snap **out, size_t *nout, struct sbx_err *err)
 {
-	struct sset tokens = {0};
-	char *token = NULL;
-	int rc = 0;
+	struct sbx_snapshot_ref *refs;
+	size_t n;
 	*out = NULL;
 	*nout = 0;
-	for (;;) {
-		struct sbx_snapshot_ref *refs = NULL;
-		size_t n = 0;
-		char *next = NULL;
-		if (sbx_call(run->b, snapshot_list, err, token, &refs, &n, &next) < 0) {
-			rc = -1;
-			break;
-		}
-		*out = sbx_xrealloc(*out, (*nout + n + 1) * sizeof(**out));
-		for (size_t i = 0; i < n; i++) {
-			(*out)[*nout].ref = refs[i];
-			(*out)[(*nout)++].reason = NULL;
-		}
-		free(refs);
-		free(token);
-		token = next;
-		if (!token || !*token)
-			break;
-		if (!sset_add(&tokens, token, strlen(token))) {
-			rc = sbx_fail(err, SBX_INTERNAL, "snapshot_list",
-				      "the backend returned a repeated snapshot page token; "
-				      "the listing cannot be trusted");
-			break;
-		}
-	}
-	free(token);
-	sset_free(&tokens);
-	return rc;
+	if (sbx_snapshots_all(run->b, &refs, &n, err) < 0)
+		return -1;
+	*out = sbx_xcalloc(n + 1, sizeof(**out));
+	for (size_t i = 0; i < n; i++)
+		(*out)[i].ref = refs[i];
+	*nout = n;
+	free(refs);
+	return 0;
 }
 
 static json_object *snap_entry(const struct snap *s, const char *reason)
@@ -936,6 +551,87 @@ static int snap_foreign(const char *reason)
 	       !strcmp(reason, "keyspace-unknown") || !strcmp(reason, "not-a-skill-snapshot");
 }
 
+/* Why snapshot x is kept (NULL: a candidate to delete).  A snapshot not
+ * made by the skill pipeline was never meant to be named by a ledger row:
+ * never ours to judge (reference: ReconcileSnapshots logs such snapshots,
+ * never deletes). */
+static const char *snap_reason(struct run *run, struct sbx_sset *referenced,
+			       const struct snap *x)
+{
+	const struct sbx_snapshot_ref *r = &x->ref;
+	const char *why;
+	if (sbx_sset_has(referenced, r->id, strlen(r->id)) ||
+	    (r->name && sbx_sset_has(referenced, r->name, strlen(r->name))))
+		return "referenced";
+	if (sbx_sset_has(&run->templates_in_use, r->id, strlen(r->id)))
+		return "in-use";
+	if (!r->name || !sbx_str_starts(r->name, SKILL_SNAPSHOT_PREFIX))
+		return "not-a-skill-snapshot";
+	if ((why = snap_keyspace(run, r->name)))
+		return why;
+	if (r->created_at <= 0)
+		return "age-unknown";
+	if (run->now_ms - r->created_at * 1000 < run->o->grace_ms)
+		return "young";
+	return NULL;
+}
+
+/* Every snapshot id or planned name a ledger row or image pointer names,
+ * as a set; -1 (noted, or "skipped" when unsupported) when unreadable. */
+static int snap_references(struct run *run, json_object *sr, struct sbx_sset *referenced)
+{
+	struct sbx_err err = {0};
+	char **refs = NULL;
+	size_t nrefs = 0;
+	if (sbx_ledger_referenced(run->r, NULL, &refs, &nrefs, &err) < 0) {
+		if (err.kind == SBX_UNSUPPORTED) {
+			sbx_json_set_str(sr, "skipped", err.msg);
+			return -1;
+		}
+		sbx_err_prefix(&err, "reading the snapshot references (no snapshot was deleted)");
+		note_failure(run, NULL, "snapshots", &err);
+		return -1;
+	}
+	for (size_t i = 0; i < nrefs; i++)
+		sbx_sset_add(referenced, refs[i], strlen(refs[i]));
+	sbx_ledger_ids_free(refs, nrefs);
+	return 0;
+}
+
+/* Delete the candidates (x->reason NULL) unless refused, capped or the
+ * lease was lost; a snapshot the backend refuses as in use is kept. */
+static void snap_act(struct run *run, struct snap *s, size_t n, const char *refused,
+		     json_object *kept, json_object *del, json_object *skipped)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct snap *x = &s[i];
+		struct sbx_err err = {0};
+		int gone = 0;
+		if (x->reason) {
+			json_object_array_add(kept, snap_entry(x, x->reason));
+		} else if (refused) {
+			json_object_array_add(skipped, snap_entry(x, "refused"));
+		} else if (run->o->max_delete >= 0 && run->deletions >= run->o->max_delete) {
+			json_object_array_add(skipped, snap_entry(x, "max-delete"));
+		} else if (run->o->dry_run) {
+			run->deletions++;
+			json_object_array_add(del, snap_entry(x, NULL));
+		} else if (lease_keep(run) < 0) {
+			json_object_array_add(skipped, snap_entry(x, "lease-lost"));
+		} else if (sbx_call(run->b, snapshot_delete, &err, x->ref.id, &gone) < 0) {
+			/* Something stacks on it or runs on it (the backend knows
+			 * better than our listing of managed sandboxes). */
+			if (err.kind == SBX_CONFLICT)
+				json_object_array_add(kept, snap_entry(x, "in-use"));
+			else
+				note_failure(run, x->ref.id, "snapshot_delete", &err);
+		} else {
+			run->deletions++;
+			json_object_array_add(del, snap_entry(x, NULL));
+		}
+	}
+}
+
 /* Delete snapshots that no ledger row or image pointer references (by id
  * or by planned name), that no listed sandbox runs on, and that are older
  * than the grace period.  Only with --all-tenants: snapshots are shared by
@@ -955,23 +651,10 @@ static void do_snapshots(struct run *run)
 		sbx_json_set_str(sr, "skipped", "the backend has no snapshots");
 		return;
 	}
-	struct sbx_err err = {0};
-	char **refs = NULL;
-	size_t nrefs = 0;
-	if (sbx_ledger_referenced(run->r, NULL, &refs, &nrefs, &err) < 0) {
-		if (err.kind == SBX_UNSUPPORTED) {
-			sbx_json_set_str(sr, "skipped", err.msg);
-			return;
-		}
-		sbx_err_prefix(&err, "reading the snapshot references (no snapshot was deleted)");
-		note_failure(run, NULL, "snapshots", &err);
+	struct sbx_sset referenced = {0};
+	if (snap_references(run, sr, &referenced) < 0)
 		return;
-	}
-	struct sset referenced = {0};
-	for (size_t i = 0; i < nrefs; i++)
-		sset_add(&referenced, refs[i], strlen(refs[i]));
-	sbx_ledger_ids_free(refs, nrefs);
-
+	struct sbx_err err = {0};
 	struct snap *s = NULL;
 	size_t n = 0;
 	if (snaps_list(run, &s, &n, &err) < 0) {
@@ -979,31 +662,12 @@ static void do_snapshots(struct run *run)
 		note_failure(run, NULL, "snapshots", &err);
 		n = 0;
 	}
-	json_object *kept = json_object_new_array(), *del = json_object_new_array(),
-		    *skipped = json_object_new_array();
 	long cand = 0, own = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct snap *x = &s[i];
-		if (sset_has(&referenced, x->ref.id, strlen(x->ref.id)) ||
-		    (x->ref.name && sset_has(&referenced, x->ref.name, strlen(x->ref.name))))
-			x->reason = "referenced";
-		else if (sset_has(&run->templates_in_use, x->ref.id, strlen(x->ref.id)))
-			x->reason = "in-use";
-		else if (!x->ref.name || !sbx_str_starts(x->ref.name, SKILL_SNAPSHOT_PREFIX))
-			/* Not made by the skill pipeline, so no ledger row was ever
-			 * meant to name it: never ours to judge (reference:
-			 * ReconcileSnapshots logs such snapshots, never deletes). */
-			x->reason = "not-a-skill-snapshot";
-		else if ((x->reason = snap_keyspace(run, x->ref.name)))
-			;
-		else if (x->ref.created_at <= 0)
-			x->reason = "age-unknown";
-		else if (run->now_ms - x->ref.created_at * 1000 < run->o->grace_ms)
-			x->reason = "young";
-		else
-			cand++;
-		if (!x->reason || !snap_foreign(x->reason))
-			own++;
+		x->reason = snap_reason(run, &referenced, x);
+		cand += !x->reason;
+		own += !x->reason || !snap_foreign(x->reason);
 	}
 	const char *refused = NULL;
 	if (!run->o->force && cand > SBX_REAP_REFUSE_MIN && cand * 2 > own) {
@@ -1012,45 +676,9 @@ static void do_snapshots(struct run *run)
 			  "check Redis, then rerun with --force";
 		sbx_json_set_str(sr, "refused", refused);
 	}
-	long ndel = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct snap *x = &s[i];
-		if (x->reason) {
-			json_object_array_add(kept, snap_entry(x, x->reason));
-			continue;
-		}
-		if (refused) {
-			json_object_array_add(skipped, snap_entry(x, "refused"));
-			continue;
-		}
-		if (run->o->max_delete >= 0 && run->deletions >= run->o->max_delete) {
-			json_object_array_add(skipped, snap_entry(x, "max-delete"));
-			continue;
-		}
-		if (run->o->dry_run) {
-			run->deletions++;
-			json_object_array_add(del, snap_entry(x, NULL));
-			continue;
-		}
-		if (lease_keep(run) < 0) {
-			json_object_array_add(skipped, snap_entry(x, "lease-lost"));
-			continue;
-		}
-		int gone = 0;
-		if (sbx_call(run->b, snapshot_delete, &err, x->ref.id, &gone) < 0) {
-			if (err.kind == SBX_CONFLICT) {
-				/* Something stacks on it or runs on it (the backend knows
-				 * better than our listing of managed sandboxes). */
-				json_object_array_add(kept, snap_entry(x, "in-use"));
-				continue;
-			}
-			note_failure(run, x->ref.id, "snapshot_delete", &err);
-			continue;
-		}
-		run->deletions++;
-		ndel++;
-		json_object_array_add(del, snap_entry(x, NULL));
-	}
+	json_object *kept = json_object_new_array(), *del = json_object_new_array(),
+		    *skipped = json_object_new_array();
+	snap_act(run, s, n, refused, kept, del, skipped);
 	json_object_object_add(sr, "seen", json_object_new_int64((int64_t)n));
 	json_object_object_add(sr, "kept", kept);
 	json_object_object_add(sr, run->o->dry_run ? "would_delete" : "deleted", del);
@@ -1061,8 +689,7 @@ static void do_snapshots(struct run *run)
 		free(s[i].ref.parent);
 	}
 	free(s);
-	sset_free(&referenced);
-	(void)ndel;
+	sbx_sset_free(&referenced);
 }
 
 static void do_idle(struct run *run)
@@ -1084,7 +711,6 @@ static void run_free(struct run *run)
 {
 	for (size_t i = 0; i < run->nitems; i++) {
 		sbx_sandbox_clear(&run->items[i].sb);
-		free(run->items[i].lock_key);
 	}
 	free(run->items);
 	for (size_t i = 0; i < run->ntenants; i++) {
@@ -1092,9 +718,8 @@ static void run_free(struct run *run)
 		free(run->tenants[i].refused);
 	}
 	free(run->tenants);
-	sset_free(&run->tenant_idx);
-	sset_free(&run->templates_in_use);
-	free(run->lease_key);
+	sbx_sset_free(&run->tenant_idx);
+	sbx_sset_free(&run->templates_in_use);
 }
 
 /* The report's tenant summary: names, and per tenant the counts. */
@@ -1118,258 +743,150 @@ static void report_tenants(struct run *run)
 	json_object_object_add(run->rep, "per_tenant", per);
 }
 
-int sbx_reap_run(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_reap_opts *o,
-		 json_object **report, struct sbx_err *err)
+/* The report's head: when, and with which options. */
+static void report_open(struct run *run, json_object **report)
 {
-	struct run run = {.b = b, .r = r, .o = o};
-	int64_t t0 = sbx_mono_ms();
-	long long rt0 = r->round_trips;
-	run.now_ms = sbx_now_ms();
+	const struct sbx_reap_opts *o = run->o;
 	*report = json_object_new_object();
-	run.rep = json_object_new_object();
-	json_object_object_add(*report, "reap", run.rep);
+	run->rep = json_object_new_object();
+	json_object_object_add(*report, "reap", run->rep);
 	char iso[32];
-	sbx_time_iso(run.now_ms / 1000, iso, sizeof(iso));
-	sbx_json_set_str(run.rep, "started_at", iso);
-	sbx_json_set_bool(run.rep, "dry_run", o->dry_run);
-	sbx_json_set_int(run.rep, "grace_ms", o->grace_ms);
+	sbx_time_iso(run->now_ms / 1000, iso, sizeof(iso));
+	sbx_json_set_str(run->rep, "started_at", iso);
+	sbx_json_set_bool(run->rep, "dry_run", o->dry_run);
+	sbx_json_set_int(run->rep, "grace_ms", o->grace_ms);
 	if (o->max_delete >= 0)
-		sbx_json_set_int(run.rep, "max_delete", o->max_delete);
+		sbx_json_set_int(run->rep, "max_delete", o->max_delete);
 	if (o->tenant)
-		sbx_json_set_str(run.rep, "tenant", o->tenant);
+		sbx_json_set_str(run->rep, "tenant", o->tenant);
 	if (o->adopt_legacy)
-		sbx_json_set_bool(run.rep, "adopt_legacy", 1);
+		sbx_json_set_bool(run->rep, "adopt_legacy", 1);
+}
 
-	int rc = 0;
-	/* A dry run changes nothing, so it takes no lease: it never makes the
-	 * real (cron) reaper skip. */
-	int taken = o->dry_run ? 1 : lease_take(&run, err);
-	if (taken < 0) {
-		rc = -1;
-		goto out;
-	}
-	if (taken == 0) {
-		sbx_json_set_str(run.rep, "skipped", "another reaper holds the lease");
-		goto out;
-	}
-	run.kept = json_object_new_array();
-	run.deleted = json_object_new_array();
-	run.failed = json_object_new_array();
-	run.skipped = json_object_new_array();
-	run.would = json_object_new_array();
-	json_object *refused = json_object_new_object();
-
-	/* Where the time goes, per phase (benchmarks, and a slow backend or
-	 * Redis shows up here first). */
+/* The steps of a run that holds the lease, timed per phase (benchmarks,
+ * and a slow backend or Redis shows up here first).  -1 when the listing
+ * or Redis could not be read: then nothing at all was deleted. */
+static int run_phases(struct run *run, json_object *refused, struct sbx_err *err)
+{
 	json_object *timing = json_object_new_object();
+	json_object_object_add(run->rep, "timing_ms", timing);
 	int64_t t = sbx_mono_ms();
 #define PHASE(name) do { int64_t t_ = sbx_mono_ms(); \
 	sbx_json_set_int(timing, name, t_ - t); t = t_; } while (0)
-	if (sbx_keyspace_read(r, run.keyspace, err) < 0) {
+	if (sbx_keyspace_read(run->r, run->keyspace, err) < 0) {
 		sbx_err_prefix(err, "reading the keyspace id (nothing was deleted)");
-		rc = -1;
-	} else if (list_all(&run, err) < 0) {
-		rc = -1;
-	} else {
-		PHASE("list");
-		classify_local(&run);
-		if (classify_redis(&run, err) < 0) {
-			sbx_err_prefix(err, "reading Redis (nothing was deleted)");
-			rc = -1;
-		}
-		PHASE("redis");
+		return -1;
 	}
-	if (rc == 0) {
-		refuse_tenants(&run, refused);
-		act(&run);
-		PHASE("delete");
-		do_ledger(&run);
-		PHASE("ledger");
-		do_snapshots(&run);
-		PHASE("snapshots");
-		do_images(&run);
-		PHASE("images");
-		do_idle(&run);
-		if (run.idle)
-			PHASE("idle");
+	if (list_all(run, err) < 0)
+		return -1;
+	PHASE("list");
+	classify_local(run);
+	if (classify_redis(run, err) < 0) {
+		sbx_err_prefix(err, "reading Redis (nothing was deleted)");
+		return -1;
 	}
+	PHASE("redis");
+	refuse_tenants(run, refused);
+	act(run);
+	PHASE("delete");
+	do_ledger(run);
+	PHASE("ledger");
+	do_snapshots(run);
+	PHASE("snapshots");
+	do_images(run);
+	PHASE("images");
+	do_idle(run);
+	if (run->idle)
+		PHASE("idle");
 #undef PHASE
-	lease_release(&run);
-	json_object_object_add(run.rep, "timing_ms", timing);
-
-	report_tenants(&run);
-	sbx_json_set_int(run.rep, "seen", (int64_t)run.nitems);
-	json_object_object_add(run.rep, "kept", run.kept);
-	if (o->dry_run) {
-		json_object_object_add(run.rep, "would_delete", run.would);
-		json_object_put(run.deleted);
-	} else {
-		json_object_object_add(run.rep, "deleted", run.deleted);
-		json_object_put(run.would);
-	}
-	json_object_object_add(run.rep, "failed", run.failed);
-	json_object_object_add(run.rep, "skipped", run.skipped);
-	json_object_object_add(run.rep, "refused", refused);
-	json_object_object_add(run.rep, "ledger", run.ledger ? run.ledger : json_object_new_object());
-	json_object_object_add(run.rep, "snapshots",
-			       run.snapshots ? run.snapshots : json_object_new_object());
-	if (run.idle)
-		json_object_object_add(run.rep, "idle", run.idle);
-	if (run.images)
-		json_object_object_add(run.rep, "images", run.images);
-
-	if (rc == 0 && run.nfailed) {
-		*err = run.first;
-		if (run.nfailed > 1)
-			sbx_err_prefix(err, "%d operations failed; first", run.nfailed);
-		rc = -1;
-	}
-	if (run.keyspace[0])
-		sbx_json_set_str(run.rep, "keyspace", run.keyspace);
-	if (rc == 0 && run.unknown_keyspace) {
-		SBX_AUTOFREE char *kk = sbx_key_keyspace(r->prefix);
-		rc = sbx_fail(err, SBX_CONFLICT, "reap",
-			      "this Redis keyspace has no id (%s) but %ld sandboxes or snapshots carry "
-			      "one: it lost its data, or they belong to another keyspace. Nothing of "
-			      "theirs was deleted; rerun with --force if this Redis lost its data",
-			      kk, run.unknown_keyspace);
-	}
-	if (rc == 0 && (json_object_object_length(refused) ||
-			json_object_object_get_ex(sbx_json_obj(run.rep, "snapshots"), "refused", NULL))) {
-		rc = sbx_fail(err, SBX_CONFLICT, "reap",
-			      "refused to reap %d tenant(s)%s: most of their sandboxes look "
-			      "unowned (see reap.refused); rerun with --force once Redis is checked",
-			      json_object_object_length(refused),
-			      json_object_object_get_ex(sbx_json_obj(run.rep, "snapshots"), "refused", NULL)
-				      ? " and the snapshots" : "");
-	}
-out:
-	sbx_json_set_int(run.rep, "duration_ms", sbx_mono_ms() - t0);
-	sbx_json_set_int(run.rep, "redis_round_trips", r->round_trips - rt0);
-	run_free(&run);
-	return rc;
-}
-
-/* ------------------------------------------------------------------ */
-/* Prometheus text. */
-
-static double prev_counter(const char *text, const char *name)
-{
-	if (!text)
-		return 0;
-	size_t nl = strlen(name);
-	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		if (strncmp(p, name, nl) == 0 && p[nl] == ' ')
-			return strtod(p + nl + 1, NULL);
-	}
 	return 0;
 }
 
-static long arr_len(json_object *o, const char *key)
+/* The report's body: what was seen, kept, deleted, failed, refused. */
+static void report_close(struct run *run, json_object *refused)
 {
-	json_object *a = NULL;
-	if (!o || !json_object_object_get_ex(o, key, &a) || !json_object_is_type(a, json_type_array))
-		return 0;
-	return (long)json_object_array_length(a);
+	report_tenants(run);
+	sbx_json_set_int(run->rep, "seen", (int64_t)run->nitems);
+	json_object_object_add(run->rep, "kept", run->kept);
+	if (run->o->dry_run) {
+		json_object_object_add(run->rep, "would_delete", run->would);
+		json_object_put(run->deleted);
+	} else {
+		json_object_object_add(run->rep, "deleted", run->deleted);
+		json_object_put(run->would);
+	}
+	json_object_object_add(run->rep, "failed", run->failed);
+	json_object_object_add(run->rep, "skipped", run->skipped);
+	json_object_object_add(run->rep, "refused", refused);
+	json_object_object_add(run->rep, "ledger",
+			       run->ledger ? run->ledger : json_object_new_object());
+	json_object_object_add(run->rep, "snapshots",
+			       run->snapshots ? run->snapshots : json_object_new_object());
+	if (run->idle)
+		json_object_object_add(run->rep, "idle", run->idle);
+	if (run->images)
+		json_object_object_add(run->rep, "images", run->images);
+	if (run->keyspace[0])
+		sbx_json_set_str(run->rep, "keyspace", run->keyspace);
 }
 
-/* Counts of an array's entries by their "reason", as labelled samples. */
-static void by_reason(FILE *f, const char *metric, json_object *arr)
+/* Whether the world is consistent after a run whose steps went through:
+ * no failure, no object of an unknown keyspace, nothing refused. */
+static int verdict(struct run *run, json_object *refused, struct sbx_err *err)
 {
-	json_object *counts = json_object_new_object();
-	size_t n = arr && json_object_is_type(arr, json_type_array) ? json_object_array_length(arr) : 0;
-	for (size_t i = 0; i < n; i++) {
-		const char *why = sbx_json_str(json_object_array_get_idx(arr, i), "reason");
-		if (!why)
-			why = "unknown";
-		sbx_json_set_int(counts, why, sbx_json_int(counts, why, 0) + 1);
+	if (run->nfailed) {
+		*err = run->first;
+		if (run->nfailed > 1)
+			sbx_err_prefix(err, "%d operations failed; first", run->nfailed);
+		return -1;
 	}
-	json_object_object_foreach(counts, k, v)
-		fprintf(f, "%s{reason=\"%s\"} %" PRId64 "\n", metric, k, json_object_get_int64(v));
-	json_object_put(counts);
+	if (run->unknown_keyspace) {
+		SBX_AUTOFREE char *kk = sbx_key_keyspace(run->r->prefix);
+		return sbx_fail(err, SBX_CONFLICT, "reap",
+				"this Redis keyspace has no id (%s) but %ld sandboxes or snapshots "
+				"carry one: it lost its data, or they belong to another keyspace. "
+				"Nothing of theirs was deleted; rerun with --force if this Redis "
+				"lost its data", kk, run->unknown_keyspace);
+	}
+	int snaps = json_object_object_get_ex(sbx_json_obj(run->rep, "snapshots"), "refused", NULL);
+	if (json_object_object_length(refused) || snaps)
+		return sbx_fail(err, SBX_CONFLICT, "reap",
+				"refused to reap %d tenant(s)%s: most of their sandboxes look "
+				"unowned (see reap.refused); rerun with --force once Redis is checked",
+				json_object_object_length(refused), snaps ? " and the snapshots" : "");
+	return 0;
 }
 
-int sbx_reap_write_metrics(const char *path, json_object *report, int ok, struct sbx_err *err)
+int sbx_reap_run(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_reap_opts *o,
+		 json_object **report, struct sbx_err *err)
 {
-	json_object *rep = sbx_json_obj(report, "reap");
-	if (!rep || sbx_json_str(rep, "skipped"))
-		return 0;
-	SBX_AUTOFREE char *prev = NULL;
-	size_t plen;
-	struct sbx_err ignored = {0};
-	if (sbx_read_file(path, 1 << 20, &prev, &plen, &ignored) < 0)
-		prev = NULL;
-
-	json_object *snaps = sbx_json_obj(rep, "snapshots");
-	int dry = sbx_json_bool(rep, "dry_run", 0);
-	long deleted = arr_len(rep, "deleted");
-	long snap_deleted = dry ? 0 : arr_len(snaps, "deleted");
-	long failed = arr_len(rep, "failed");
-	json_object *refused = sbx_json_obj(rep, "refused");
-	json_object *kept = NULL, *skipped = NULL;
-	json_object_object_get_ex(rep, "kept", &kept);
-	json_object_object_get_ex(rep, "skipped", &skipped);
-
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	if (!f)
-		return sbx_fail_errno(err, SBX_INTERNAL, "metrics", "open_memstream");
-	fprintf(f, "# HELP sbx_reap_seen Managed sandboxes listed by the last run.\n"
-		   "# TYPE sbx_reap_seen gauge\nsbx_reap_seen %" PRId64 "\n",
-		sbx_json_int(rep, "seen", 0));
-	fprintf(f, "# HELP sbx_reap_kept Sandboxes kept by the last run, by reason.\n"
-		   "# TYPE sbx_reap_kept gauge\n");
-	by_reason(f, "sbx_reap_kept", kept);
-	fprintf(f, "# HELP sbx_reap_skipped Orphans not deleted by the last run, by reason.\n"
-		   "# TYPE sbx_reap_skipped gauge\n");
-	by_reason(f, "sbx_reap_skipped", skipped);
-	fprintf(f, "# HELP sbx_reap_deleted Sandboxes deleted by the last run.\n"
-		   "# TYPE sbx_reap_deleted gauge\nsbx_reap_deleted %ld\n", deleted);
-	fprintf(f, "# HELP sbx_reap_would_delete Sandboxes a dry run would delete.\n"
-		   "# TYPE sbx_reap_would_delete gauge\nsbx_reap_would_delete %ld\n",
-		arr_len(rep, "would_delete"));
-	fprintf(f, "# HELP sbx_reap_failed Operations that failed in the last run.\n"
-		   "# TYPE sbx_reap_failed gauge\nsbx_reap_failed %ld\n", failed);
-	fprintf(f, "# HELP sbx_reap_refused_tenants Tenants refused as mostly unbound.\n"
-		   "# TYPE sbx_reap_refused_tenants gauge\nsbx_reap_refused_tenants %d\n",
-		refused ? json_object_object_length(refused) : 0);
-	fprintf(f, "# HELP sbx_reap_snapshots_deleted Snapshots deleted by the last run.\n"
-		   "# TYPE sbx_reap_snapshots_deleted gauge\nsbx_reap_snapshots_deleted %ld\n",
-		snap_deleted);
-	fprintf(f, "# HELP sbx_reap_deleted_total Sandboxes deleted, all runs.\n"
-		   "# TYPE sbx_reap_deleted_total counter\nsbx_reap_deleted_total %.0f\n",
-		prev_counter(prev, "sbx_reap_deleted_total") + (double)deleted);
-	fprintf(f, "# HELP sbx_reap_snapshots_deleted_total Snapshots deleted, all runs.\n"
-		   "# TYPE sbx_reap_snapshots_deleted_total counter\n"
-		   "sbx_reap_snapshots_deleted_total %.0f\n",
-		prev_counter(prev, "sbx_reap_snapshots_deleted_total") + (double)snap_deleted);
-	fprintf(f, "# HELP sbx_reap_failed_total Failed operations, all runs.\n"
-		   "# TYPE sbx_reap_failed_total counter\nsbx_reap_failed_total %.0f\n",
-		prev_counter(prev, "sbx_reap_failed_total") + (double)failed);
-	fprintf(f, "# HELP sbx_reap_runs_total Reaper runs that held the lease.\n"
-		   "# TYPE sbx_reap_runs_total counter\nsbx_reap_runs_total %.0f\n",
-		prev_counter(prev, "sbx_reap_runs_total") + 1);
-	fprintf(f, "# HELP sbx_reap_duration_seconds Duration of the last run.\n"
-		   "# TYPE sbx_reap_duration_seconds gauge\nsbx_reap_duration_seconds %.3f\n",
-		(double)sbx_json_int(rep, "duration_ms", 0) / 1000.0);
-	fprintf(f, "# HELP sbx_reap_redis_round_trips Redis round trips of the last run.\n"
-		   "# TYPE sbx_reap_redis_round_trips gauge\nsbx_reap_redis_round_trips %" PRId64 "\n",
-		sbx_json_int(rep, "redis_round_trips", 0));
-	fprintf(f, "# HELP sbx_reap_dry_run 1 when the last run was a dry run.\n"
-		   "# TYPE sbx_reap_dry_run gauge\nsbx_reap_dry_run %d\n", dry);
-	fprintf(f, "# HELP sbx_reap_last_run_success 1 when the last run found the world consistent.\n"
-		   "# TYPE sbx_reap_last_run_success gauge\nsbx_reap_last_run_success %d\n", ok ? 1 : 0);
-	const char *started = sbx_json_str(rep, "started_at");
-	int64_t ts = started ? sbx_time_parse_iso(started) : -1;
-	fprintf(f, "# HELP sbx_reap_last_run_timestamp_seconds When the last run started.\n"
-		   "# TYPE sbx_reap_last_run_timestamp_seconds gauge\n"
-		   "sbx_reap_last_run_timestamp_seconds %" PRId64 "\n", ts > 0 ? ts : sbx_now_ms() / 1000);
-	if (fclose(f) != 0) {
-		free(buf);
-		return sbx_fail_errno(err, SBX_INTERNAL, "metrics", "open_memstream");
+	struct run run = {.b = b, .r = r, .o = o, .now_ms = sbx_now_ms()};
+	int64_t t0 = sbx_mono_ms();
+	long long rt0 = r->round_trips;
+	report_open(&run, report);
+	/* A dry run changes nothing, so it takes no lease: it never makes the
+	 * real (cron) reaper skip. */
+	int rc = 0, taken = o->dry_run ? 1 : lease_take(&run, err);
+	if (taken < 0)
+		rc = -1;
+	else if (taken == 0)
+		sbx_json_set_str(run.rep, "skipped", "another reaper holds the lease");
+	if (taken == 1) {
+		run.kept = json_object_new_array();
+		run.deleted = json_object_new_array();
+		run.failed = json_object_new_array();
+		run.skipped = json_object_new_array();
+		run.would = json_object_new_array();
+		json_object *refused = json_object_new_object();
+		rc = run_phases(&run, refused, err);
+		lease_release(&run);
+		report_close(&run, refused);
+		if (rc == 0)
+			rc = verdict(&run, refused, err);
 	}
-	int rc = sbx_write_file_atomic(path, buf, len, 0644, err);
-	free(buf);
+	lease_release(&run);
+	sbx_json_set_int(run.rep, "duration_ms", sbx_mono_ms() - t0);
+	sbx_json_set_int(run.rep, "redis_round_trips", r->round_trips - rt0);
+	run_free(&run);
 	return rc;
 }

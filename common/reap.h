@@ -58,19 +58,10 @@ struct sbx_reap_opts {
  * single delete or recovery step failed (the first such error; the others
  * are in reap.failed).
  *
- * Test hook: SBX_REAP_TEST_PAGING=fail-second|repeat-token re-serves the
- * backend's sandbox listing in pages of one item, failing on the second
- * page or repeating the first page token, so that the fail-closed paging
- * paths can be exercised against a backend that lists in one page. */
+ * Test points: the paging faults of pager.h (SBX_FAULT=list:...), and
+ * SBX_FAULT=reap:before-delete (inside the session lock). */
 int sbx_reap_run(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_reap_opts *o,
 		 json_object **report, struct sbx_err *err);
 
-/* Write the numbers of `report` (as returned by sbx_reap_run) to `path` in
- * the Prometheus text format, atomically (tmp + fsync + rename), for the
- * node exporter's textfile collector.  Counters named *_total carry over
- * from the file's previous contents (a missing or unreadable file starts
- * them at 0).  `ok` is the run's outcome (sbx_reap_last_run_success).
- * A skipped run (another reaper held the lease) leaves the file alone. */
-int sbx_reap_write_metrics(const char *path, json_object *report, int ok, struct sbx_err *err);
 
 #endif

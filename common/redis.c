@@ -41,12 +41,7 @@ static void addr_free(struct sbx_redis_addr *a)
 
 int64_t sbx_redis_default_timeout_ms(void)
 {
-	const char *e = getenv("SBX_REDIS_TIMEOUT");
-	int64_t ms;
-	struct sbx_err ignored = {0};
-	if (e && *e && sbx_parse_duration_ms(e, &ms, &ignored) == 0 && ms > 0)
-		return ms;
-	return 2000;
+	return sbx_env_ms("SBX_REDIS_TIMEOUT", 0, 1, 2000);
 }
 
 int sbx_redis_check_prefix(const char *prefix, struct sbx_err *err)
@@ -73,20 +68,12 @@ int sbx_redis_set_prefix(struct sbx_redis *r, const char *prefix, struct sbx_err
 }
 
 /* %XX decoding of a URL component (the password may contain '@' or ':'). */
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9') return c - '0';
-	if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-	return -1;
-}
-
 static char *pct_decode(const char *s, size_t n)
 {
 	char *out = sbx_xmalloc(n + 1), *o = out;
 	for (size_t i = 0; i < n; i++) {
-		if (s[i] == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
-			*o++ = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+		if (s[i] == '%' && i + 2 < n && sbx_hexval(s[i + 1]) >= 0 && sbx_hexval(s[i + 2]) >= 0) {
+			*o++ = (char)(sbx_hexval(s[i + 1]) * 16 + sbx_hexval(s[i + 2]));
 			i += 2;
 		} else {
 			*o++ = s[i];
@@ -342,9 +329,8 @@ int sbx_redis_open(const struct sbx_profile *p, struct sbx_redis **out, struct s
 	const char *prefix = p && p->prefix ? p->prefix : "sbx";
 	if (sbx_redis_check_prefix(prefix, err) < 0)
 		return -1;
+	/* config.c folded $SBX_REDIS_URL into the profile already. */
 	const char *url = p ? p->redis_url : NULL;
-	if (!url || !*url)
-		url = getenv("SBX_REDIS_URL");
 	if (sbx_redis_open_url(url, p ? p->redis_password_file : NULL, 0, out, err) < 0)
 		return -1;
 	free((*out)->prefix);

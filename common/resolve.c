@@ -23,6 +23,7 @@
 #include "lease.h"
 #include "lock.h"
 #include "fault.h"
+#include "pager.h"
 #include "util.h"
 
 struct rs {
@@ -293,34 +294,7 @@ static int claim(struct rs *c, struct sbx_sandbox *out, struct sbx_err *err)
 	};
 	struct sbx_sandbox *all = NULL;
 	size_t n = 0;
-	char *token = NULL;
-	int rc = 0;
-	for (int pages = 0;; pages++) {
-		struct sbx_page pg = {0};
-		if (sbx_call(c->b, list, err, &f, token, &pg) < 0) {
-			rc = -1;
-			break;
-		}
-		if (pg.n) {
-			all = sbx_xrealloc(all, (n + pg.n) * sizeof(*all));
-			memcpy(all + n, pg.items, pg.n * sizeof(*all));
-			n += pg.n;
-		}
-		pg.n = 0;
-		char *next = pg.next;
-		pg.next = NULL;
-		sbx_page_clear(&pg);
-		if (!next)
-			break;
-		if ((token && strcmp(token, next) == 0) || pages > 10000) {
-			free(next);
-			rc = sbx_fail(err, SBX_INTERNAL, "resolve", "the backend repeated a page token");
-			break;
-		}
-		free(token);
-		token = next;
-	}
-	free(token);
+	int rc = sbx_list_all(c->b, &f, &all, &n, NULL, err);
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		if (!metadata_matches(want, all[i].metadata))
 			rc = sbx_fail(err, SBX_INTERNAL, "resolve",
@@ -393,7 +367,7 @@ static void cleanup_ours(struct rs *c, const char *id)
 	struct sbx_err e = {0};
 	struct sbx_lock *fresh = NULL;
 	struct sbx_lock *l = c->lock;
-	if (c->lock->lost) {
+	if (c->lock->tk.lost) {
 		if (sbx_lock_acquire(c->r, c->tenant, strlen(c->tenant), c->session,
 				     strlen(c->session), 2000, &fresh, &e) < 0)
 			return;
@@ -471,7 +445,7 @@ static int installer(struct rs *c, struct sbx_sandbox *out, const char **how,
 	if (need_keyspace(c, err) < 0)
 		return -1;
 	cr.metadata = ownership(c, cr.metadata);
-	sbx_json_set_str(cr.metadata, SBX_MD_PURPOSE, "skill-install");
+	sbx_json_set_str(cr.metadata, SBX_MD_PURPOSE, SBX_PURPOSE_SKILL_INSTALL);
 	char g[24];
 	snprintf(g, sizeof(g), "%lld", (long long)gen);
 	sbx_json_set_str(cr.metadata, SBX_MD_IMAGE_GENERATION, g);

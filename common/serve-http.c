@@ -135,22 +135,6 @@ struct conn {
 	int stream_bucket;           /* >= 0: holds a stream slot */
 };
 
-const char *serve_hdr(const struct serve_req *r, const char *lname)
-{
-	for (size_t i = 0; i < r->nhdr; i++)
-		if (strcmp(r->hdr[i].k, lname) == 0)
-			return r->hdr[i].v;
-	return NULL;
-}
-
-const char *serve_query(const struct serve_req *r, const char *name)
-{
-	for (size_t i = 0; i < r->nquery; i++)
-		if (strcmp(r->query[i].k, name) == 0)
-			return r->query[i].v;
-	return NULL;
-}
-
 static enum MHD_Result add_hdr(void *ctx, enum MHD_ValueKind kind, const char *k, const char *v)
 {
 	(void)kind;

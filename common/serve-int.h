@@ -151,9 +151,9 @@ int serve_envd_proc(const struct serve_req *r, struct serve_out *o, struct sbx_b
 		    struct sbx_sandbox *sb, const char *method);
 int serve_sweep_once(const char *dir, struct sbx_profile *p, struct sbx_err *err);
 
-/* The envd user of a request (Basic "<user>:" or ?username=): 1 root, 0
- * user, -1 unknown (a 401 was written). */
-int serve_envd_user(const struct serve_req *r, struct serve_out *o, const char *name);
+/* The envd user of a request (`name`, else Basic "<user>:"): 1 root, 0
+ * user, -1 unknown (its name in `who`; the caller answers 401). */
+int serve_envd_user(const struct serve_req *r, const char *name, char who[65]);
 /* Map an E2B path (relative, "~", or under /home/user) onto the sandbox:
  * returns a malloc'd absolute path; *aliased says /home/user was mapped to
  * /workspace, so that answers can say /home/user again. */

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "metadata.h"
 #include "redis.h"
 
 struct sbx_resolve_req {
@@ -34,14 +35,27 @@ int sbx_session_resolve(struct sbx_backend *b, struct sbx_redis *r,
 			const struct sbx_resolve_req *req, struct sbx_sandbox *out,
 			const char **how, struct sbx_err *err);
 
-/* Ownership metadata keys every session sandbox carries. */
-#define SBX_MD_MANAGED "sbx.managed"
-#define SBX_MD_TENANT "sbx.tenant"
-#define SBX_MD_SESSION "sbx.session"
-#define SBX_MD_PROFILE "sbx.profile"
-#define SBX_MD_BINDING_VERSION "sbx.binding_version"
-#define SBX_MD_CREATED_BY "sbx.created_by"
-#define SBX_MD_PURPOSE "sbx.purpose"                  /* "skill-install" for installers */
-#define SBX_MD_IMAGE_GENERATION "sbx.image_generation" /* installers: the image they started from */
+/* When a session sandbox ends (session-end.c), the one policy of sbx-ctl
+ * kill and the reaper:
+ *   SBX_END_KILL    the sandbox is deleted (one already gone is success);
+ *                   then, if it is a session's (sbx_session_of) and r is
+ *                   given, the session's binding goes if it still names it
+ *                   (compare-and-delete, no lock: a kill never waits for a
+ *                   turn, and a binding that moved on is kept);
+ *   SBX_END_ORPHAN  a session's sandbox is deleted only under the session's
+ *                   lifecycle lock (tried once) and only when neither the
+ *                   binding nor the bound set names it, so the binding is
+ *                   never dropped; a sandbox of no session (an installer)
+ *                   is simply deleted.  SBX_FAULT point reap:before-delete
+ *                   sits inside the lock, right before the delete.
+ * Returns 1 deleted (*gone: the backend had it no more), 0 kept (*why:
+ * "locked", "bound" or "binding-unreadable"), -1 with err. */
+enum sbx_end { SBX_END_KILL, SBX_END_ORPHAN };
+int sbx_session_end(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_sandbox *sb,
+		    enum sbx_end how, int *gone, const char **why, struct sbx_err *err);
+/* Whose session sandbox sb is (binding.h, sbx_binding_owner), looking a
+ * bare handle's metadata up with the backend's get first.  1 / 0. */
+int sbx_session_of(struct sbx_backend *b, struct sbx_sandbox *sb, const char **tenant,
+		   const char **session);
 
 #endif

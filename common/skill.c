@@ -21,6 +21,7 @@
 #include "image.h"
 #include "keys.h"
 #include "ledger.h"
+#include "ledger-recover.h"
 #include "keyspace.h"
 #include "fault.h"
 #include "util.h"
@@ -432,7 +433,7 @@ int sbx_skill_snapshot(struct sbx_backend *b, struct sbx_redis *r, struct sbx_sa
 		       const struct sbx_skill_snap_req *req, json_object *result,
 		       struct sbx_err *err)
 {
-	if (sbx_id_check("tenant", req->tenant, req->tenant ? strlen(req->tenant) : 0, err) < 0 ||
+	if (sbx_ids_check(req->tenant, NULL, NULL, err) < 0 ||
 	    sbx_skill_name_check(req->skill, err) < 0)
 		return -1;
 	if (!sb || !sb->id)

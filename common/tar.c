@@ -656,6 +656,158 @@ static int read_record(struct sbx_tar_reader *r, int64_t size, char **out, struc
 	return 0;
 }
 
+/* The header's checksum (either signedness, as old tars computed it) and
+ * its size field. */
+static int header_check(const struct ustar *h, long long entry, int64_t *size,
+			struct sbx_err *err)
+{
+	int64_t chk;
+	unsigned sum = 0;
+	int ssum = 0;
+	for (size_t i = 0; i < BLK; i++) {
+		unsigned char c = i >= 148 && i < 156 ? ' ' : ((const unsigned char *)h)[i];
+		sum += c;
+		ssum += i >= 148 && i < 156 ? ' ' : ((const signed char *)h)[i];
+	}
+	if (parse_num(h->chksum, sizeof(h->chksum), &chk) < 0 || (chk != sum && chk != ssum))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "tar", "entry %lld: bad header checksum", entry);
+	if (parse_num(h->size, sizeof(h->size), size) < 0)
+		return sbx_fail(err, SBX_INVALID_REQUEST, "tar", "entry %lld: bad size field", entry);
+	return 0;
+}
+
+static int is_extended(char typeflag)
+{
+	return typeflag == 'x' || typeflag == 'g' || typeflag == 'L' || typeflag == 'K';
+}
+
+/* A pax header (x, g) or a GNU long name (L) or link (K): into *p, for the
+ * entry that follows. */
+static int read_extended(struct sbx_tar_reader *r, const struct ustar *h, int64_t size,
+			 struct pending *p, long long entry, struct sbx_err *err)
+{
+	char *data = NULL;
+	if (read_record(r, size, &data, err) < 0)
+		return -1;
+	int rc = 0;
+	if (h->typeflag == 'x' || h->typeflag == 'g') {
+		rc = parse_pax(data, (size_t)size, p, h->typeflag == 'g', entry, err);
+	} else if (h->typeflag == 'L') {
+		free(p->path);
+		p->path = sbx_xstrdup(data);   /* NUL-terminated name */
+	} else {
+		free(p->linkpath);
+		p->linkpath = sbx_xstrdup(data);
+	}
+	free(data);
+	return rc;
+}
+
+/* The entry's name, link target and type, from the pending extended
+ * headers first, else from the header. */
+static void entry_names(const struct ustar *h, struct pending *p, struct sbx_tar_entry *e)
+{
+	int ustar = !memcmp(h->magic, "ustar", 5);
+	int gnu = !memcmp(h->magic, "ustar  ", 8);
+	if (p->path) {
+		e->name = p->path;
+		p->path = NULL;
+	} else if (ustar && !gnu && h->prefix[0]) {
+		SBX_AUTOFREE char *pre = field_str(h->prefix, sizeof(h->prefix));
+		SBX_AUTOFREE char *nm = field_str(h->name, sizeof(h->name));
+		e->name = sbx_xasprintf("%s/%s", pre, nm);
+	} else {
+		e->name = field_str(h->name, sizeof(h->name));
+	}
+	if (p->linkpath) {
+		e->link = p->linkpath;
+		p->linkpath = NULL;
+	} else {
+		e->link = field_str(h->linkname, sizeof(h->linkname));
+	}
+	size_t nl = strlen(e->name);
+	int slash = nl && e->name[nl - 1] == '/';
+	e->typeflag = h->typeflag;
+	switch (h->typeflag) {
+	case '0': case 0: case '7':
+		e->type = slash && h->typeflag == 0 ? SBX_TAR_DIR : SBX_TAR_FILE;
+		break;
+	case '1': e->type = SBX_TAR_HARDLINK; break;
+	case '2': e->type = SBX_TAR_SYMLINK; break;
+	case '5': e->type = SBX_TAR_DIR; break;
+	default: e->type = SBX_TAR_OTHER; break;
+	}
+	e->name = normalize_name(e->name);
+}
+
+/* A numeric field as an unsigned int (uid, gid, device numbers). */
+static int field_uint(const char *f, size_t n, unsigned *out)
+{
+	int64_t v;
+	if (parse_num(f, n, &v) < 0 || v > UINT_MAX)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+/* Mode, owner, time, device numbers and the data size (*size: the header's
+ * on entry, what follows in the archive on return).  -1 when a numeric
+ * field is malformed. */
+static int entry_fields(const struct ustar *h, const struct pending *p, struct sbx_tar_entry *e,
+			int64_t *size)
+{
+	int64_t v;
+	if (parse_num(h->mode, sizeof(h->mode), &v) < 0)
+		return -1;
+	e->mode = (unsigned)v & 07777;
+	if (p->has_uid)
+		e->uid = (unsigned)p->uid;
+	else if (field_uint(h->uid, sizeof(h->uid), &e->uid) < 0)
+		return -1;
+	if (p->has_gid)
+		e->gid = (unsigned)p->gid;
+	else if (field_uint(h->gid, sizeof(h->gid), &e->gid) < 0)
+		return -1;
+	if (p->has_mtime)
+		e->mtime = p->mtime;
+	else if (parse_num(h->mtime, sizeof(h->mtime), &e->mtime) < 0)
+		return -1;
+	if (p->has_size)
+		*size = p->size;
+	if (!memcmp(h->magic, "ustar", 5) && (h->typeflag == '3' || h->typeflag == '4') &&
+	    (field_uint(h->devmajor, sizeof(h->devmajor), &e->devmajor) < 0 ||
+	     field_uint(h->devminor, sizeof(h->devminor), &e->devminor) < 0))
+		return -1;
+	/* Links, directories and devices carry no data blocks whatever
+	 * their size field says (as Go's archive/tar reads them); a GNU
+	 * dumpdir 'D' or a sparse file does, and is OTHER. */
+	if (e->type == SBX_TAR_HARDLINK || e->type == SBX_TAR_SYMLINK || e->type == SBX_TAR_DIR ||
+	    h->typeflag == '3' || h->typeflag == '4' || h->typeflag == '6')
+		*size = 0;
+	return 0;
+}
+
+/* The next header block: 1 read, 0 the archive ended (end of input on a
+ * boundary, or a zero block), -1 with err. */
+static int next_block(struct sbx_tar_reader *r, struct ustar *h, const struct pending *p,
+		      long long entry, struct sbx_err *err)
+{
+	static const char zero[BLK];
+	ssize_t got = read_full(r->fd, h, BLK);
+	if (got < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "tar", "reading the archive");
+	if (got == 0 && !p->path && !p->linkpath && !p->has_size)
+		return 0;           /* end of input on a boundary: accepted */
+	if (got < BLK)
+		return sbx_fail(err, SBX_INVALID_REQUEST, "tar", "truncated archive (entry %lld)", entry);
+	if (memcmp(h, zero, BLK))
+		return 1;
+	if (p->path || p->linkpath)
+		return sbx_fail(err, SBX_INVALID_REQUEST, "tar",
+				"entry %lld: extended header without an entry", entry);
+	return 0;
+}
+
 int sbx_tar_next(struct sbx_tar_reader *r, struct sbx_tar_entry *e, struct sbx_err *err)
 {
 	struct pending p = {0};
@@ -668,137 +820,28 @@ int sbx_tar_next(struct sbx_tar_reader *r, struct sbx_tar_entry *e, struct sbx_e
 	for (;;) {
 		struct ustar h;
 		long long entry = r->entries + 1;
-		ssize_t got = read_full(r->fd, &h, BLK);
-		if (got < 0) {
+		int64_t size;
+		int got = next_block(r, &h, &p, entry, err);
+		if (got <= 0) {
+			r->done = got == 0;
 			pending_clear(&p);
-			return sbx_fail_errno(err, SBX_INTERNAL, "tar", "reading the archive");
+			return got;
 		}
-		if (got == 0 && !p.path && !p.linkpath && !p.has_size) {
-			r->done = 1;        /* end of input on a boundary: accepted */
-			return 0;
-		}
-		if (got < BLK) {
+		if (header_check(&h, entry, &size, err) < 0 ||
+		    (is_extended(h.typeflag) && read_extended(r, &h, size, &p, entry, err) < 0)) {
 			pending_clear(&p);
-			return sbx_fail(err, SBX_INVALID_REQUEST, "tar", "truncated archive (entry %lld)", entry);
+			return -1;
 		}
-		static const char zero[BLK];
-		if (!memcmp(&h, zero, BLK)) {
-			if (p.path || p.linkpath) {
-				pending_clear(&p);
-				return sbx_fail(err, SBX_INVALID_REQUEST, "tar",
-						"entry %lld: extended header without an entry", entry);
-			}
-			r->done = 1;
-			return 0;
-		}
-		int64_t chk, size, v;
-		unsigned sum = 0;
-		int ssum = 0;
-		for (size_t i = 0; i < BLK; i++) {
-			unsigned char c = i >= 148 && i < 156 ? ' ' : ((unsigned char *)&h)[i];
-			sum += c;
-			ssum += i >= 148 && i < 156 ? ' ' : ((signed char *)&h)[i];
-		}
-		if (parse_num(h.chksum, sizeof(h.chksum), &chk) < 0 || (chk != sum && chk != ssum)) {
-			pending_clear(&p);
-			return sbx_fail(err, SBX_INVALID_REQUEST, "tar", "entry %lld: bad header checksum", entry);
-		}
-		if (parse_num(h.size, sizeof(h.size), &size) < 0) {
-			pending_clear(&p);
-			return sbx_fail(err, SBX_INVALID_REQUEST, "tar", "entry %lld: bad size field", entry);
-		}
-		if (h.typeflag == 'x' || h.typeflag == 'g' || h.typeflag == 'L' || h.typeflag == 'K') {
-			char *data = NULL;
-			if (read_record(r, size, &data, err) < 0) {
-				pending_clear(&p);
-				return -1;
-			}
-			int rc = 0;
-			if (h.typeflag == 'x' || h.typeflag == 'g')
-				rc = parse_pax(data, (size_t)size, &p, h.typeflag == 'g', entry, err);
-			else if (h.typeflag == 'L') {
-				free(p.path);
-				p.path = sbx_xstrdup(data);   /* NUL-terminated name */
-			} else {
-				free(p.linkpath);
-				p.linkpath = sbx_xstrdup(data);
-			}
-			free(data);
-			if (rc < 0) {
-				pending_clear(&p);
-				return -1;
-			}
+		if (is_extended(h.typeflag))
 			continue;
+		entry_names(&h, &p, e);
+		int bad = entry_fields(&h, &p, e, &size) < 0;
+		pending_clear(&p);
+		if (bad) {
+			sbx_tar_entry_clear(e);
+			return sbx_fail(err, SBX_INVALID_REQUEST, "tar",
+					"entry %lld: malformed numeric field", entry);
 		}
-
-		int ustar = !memcmp(h.magic, "ustar", 5);
-		int gnu = !memcmp(h.magic, "ustar  ", 8);
-		if (p.path) {
-			e->name = p.path;
-			p.path = NULL;
-		} else if (ustar && !gnu && h.prefix[0]) {
-			SBX_AUTOFREE char *pre = field_str(h.prefix, sizeof(h.prefix));
-			SBX_AUTOFREE char *nm = field_str(h.name, sizeof(h.name));
-			e->name = sbx_xasprintf("%s/%s", pre, nm);
-		} else {
-			e->name = field_str(h.name, sizeof(h.name));
-		}
-		if (p.linkpath) {
-			e->link = p.linkpath;
-			p.linkpath = NULL;
-		} else {
-			e->link = field_str(h.linkname, sizeof(h.linkname));
-		}
-		size_t nl = strlen(e->name);
-		int slash = nl && e->name[nl - 1] == '/';
-		e->typeflag = h.typeflag;
-		switch (h.typeflag) {
-		case '0': case 0: case '7':
-			e->type = slash && h.typeflag == 0 ? SBX_TAR_DIR : SBX_TAR_FILE;
-			break;
-		case '1': e->type = SBX_TAR_HARDLINK; break;
-		case '2': e->type = SBX_TAR_SYMLINK; break;
-		case '5': e->type = SBX_TAR_DIR; break;
-		default: e->type = SBX_TAR_OTHER; break;
-		}
-		e->name = normalize_name(e->name);
-		if (parse_num(h.mode, sizeof(h.mode), &v) < 0)
-			goto bad;
-		e->mode = (unsigned)v & 07777;
-		if (p.has_uid)
-			e->uid = (unsigned)p.uid;
-		else if (parse_num(h.uid, sizeof(h.uid), &v) < 0 || v > UINT_MAX)
-			goto bad;
-		else
-			e->uid = (unsigned)v;
-		if (p.has_gid)
-			e->gid = (unsigned)p.gid;
-		else if (parse_num(h.gid, sizeof(h.gid), &v) < 0 || v > UINT_MAX)
-			goto bad;
-		else
-			e->gid = (unsigned)v;
-		if (p.has_mtime)
-			e->mtime = p.mtime;
-		else if (parse_num(h.mtime, sizeof(h.mtime), &v) < 0)
-			goto bad;
-		else
-			e->mtime = v;
-		if (p.has_size)
-			size = p.size;
-		if (ustar && (h.typeflag == '3' || h.typeflag == '4')) {
-			if (parse_num(h.devmajor, sizeof(h.devmajor), &v) < 0 || v > UINT_MAX)
-				goto bad;
-			e->devmajor = (unsigned)v;
-			if (parse_num(h.devminor, sizeof(h.devminor), &v) < 0 || v > UINT_MAX)
-				goto bad;
-			e->devminor = (unsigned)v;
-		}
-		/* Links, directories and devices carry no data blocks whatever
-		 * their size field says (as Go's archive/tar reads them); a GNU
-		 * dumpdir 'D' or a sparse file does, and is OTHER. */
-		if (e->type == SBX_TAR_HARDLINK || e->type == SBX_TAR_SYMLINK || e->type == SBX_TAR_DIR ||
-		    h.typeflag == '3' || h.typeflag == '4' || h.typeflag == '6')
-			size = 0;
 		e->size = size;
 		r->remaining = size;
 		r->pad = (BLK - size % BLK) % BLK;
@@ -807,12 +850,7 @@ int sbx_tar_next(struct sbx_tar_reader *r, struct sbx_tar_entry *e, struct sbx_e
 			e->link = NULL;
 		}
 		r->entries++;
-		pending_clear(&p);
 		return 1;
-bad:
-		pending_clear(&p);
-		sbx_tar_entry_clear(e);
-		return sbx_fail(err, SBX_INVALID_REQUEST, "tar", "entry %lld: malformed numeric field", entry);
 	}
 }
 

@@ -106,6 +106,56 @@ int sbx_parse_duration_ms(const char *s, int64_t *ms, struct sbx_err *err)
 	return parse_scaled(s, "duration", u, sc, SBX_ARRAY_LEN(u), 1000, ms, err);
 }
 
+int64_t sbx_env_ms(const char *name, int bare_ms, int64_t min, int64_t dflt)
+{
+	const char *e = getenv(name);
+	struct sbx_err ignored = {0};
+	int64_t ms;
+	if (!e || !*e)
+		return dflt;
+	char *end;
+	long long v = strtoll(e, &end, 10);
+	if (bare_ms && end != e && !*end)
+		ms = v;
+	else if (sbx_parse_duration_ms(e, &ms, &ignored) < 0)
+		return dflt;
+	return ms >= min ? ms : dflt;
+}
+
+char *sbx_base64(const void *data, size_t len, size_t *outlen)
+{
+	static const char abc[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *p = data;
+	char *out = sbx_xmalloc(4 * ((len + 2) / 3) + 1), *o = out;
+	for (size_t i = 0; i < len; i += 3) {
+		unsigned v = (unsigned)p[i] << 16;
+		if (i + 1 < len)
+			v |= (unsigned)p[i + 1] << 8;
+		if (i + 2 < len)
+			v |= p[i + 2];
+		*o++ = abc[v >> 18 & 63];
+		*o++ = abc[v >> 12 & 63];
+		*o++ = i + 1 < len ? abc[v >> 6 & 63] : '=';
+		*o++ = i + 2 < len ? abc[v & 63] : '=';
+	}
+	*o = '\0';
+	if (outlen)
+		*outlen = (size_t)(o - out);
+	return out;
+}
+
+int sbx_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 int sbx_parse_size(const char *s, int64_t *bytes, struct sbx_err *err)
 {
 	static const char *const u[] = {"K", "M", "G", "T", "k", "KiB", "MiB", "GiB"};

@@ -37,6 +37,10 @@ int64_t sbx_time_parse_iso(const char *s);
 /* "1500ms", "10s", "5m", "2h", "1d", or a bare number of seconds.
  * Returns 0 and sets *ms, or -1 with an invalid_request error. */
 int sbx_parse_duration_ms(const char *s, int64_t *ms, struct sbx_err *err);
+/* $name as a duration in milliseconds (sbx_parse_duration_ms; with
+ * bare_ms a bare number is milliseconds, not seconds): dflt when it is
+ * unset, malformed or below min. */
+int64_t sbx_env_ms(const char *name, int bare_ms, int64_t min, int64_t dflt);
 /* "512M", "2G", "1048576" -> bytes. */
 int sbx_parse_size(const char *s, int64_t *bytes, struct sbx_err *err);
 
@@ -65,6 +69,13 @@ int sbx_write_all(int fd, const void *buf, size_t len);
  * U+10FFFF.  NUL bytes are valid UTF-8 here; callers that hand the bytes on
  * as C strings check for them separately. */
 int sbx_utf8_valid(const char *s, size_t n);
+
+/* The value of a hex digit (either case), -1 for anything else. */
+int sbx_hexval(char c);
+
+/* Standard base64 (with padding) of data, NUL-terminated, *outlen (may
+ * be NULL) its length. */
+char *sbx_base64(const void *data, size_t len, size_t *outlen);
 
 /* Trim ASCII whitespace at both ends, in place; returns s. */
 char *sbx_trim(char *s);

@@ -58,3 +58,27 @@ bound_count() { rcli SCARD "sbx:{$1}:bound"; }
 	[ "$(jqo .sandbox.id)" != "$first" ]
 	[ "$(bound_count kt)" -ge 1 ]
 }
+
+@test "one policy: kill does not wait for the session's lock; the reaper keeps a locked orphan" {
+	run sbx-create --tenant kt --session s5
+	assert_success
+	id=$(jqo .sandbox.id)
+	# A turn holds the lifecycle lock (as sbx-lease lock does).
+	rcli SET 'sbx:{kt}:sess:s5:lock' someone-else PX 60000 >/dev/null
+	run sbx-ctl kill --id "$id"
+	assert_success
+	[ "$(rcli EXISTS 'sbx:{kt}:sess:s5:binding')" = 0 ]
+	[ "$(rcli SISMEMBER 'sbx:{kt}:bound' "$id")" = 0 ]
+	# An orphan of a locked session is the reaper's to keep, not to kill.
+	run sbx-create --tenant kt --session s6
+	orphan=$(jqo .sandbox.id)
+	rcli DEL 'sbx:{kt}:sess:s6:binding' >/dev/null
+	rcli SREM 'sbx:{kt}:bound' "$orphan" >/dev/null
+	rcli SET 'sbx:{kt}:sess:s6:lock' someone-else PX 60000 >/dev/null
+	run sbx-reap --tenant kt --grace 0
+	assert_success
+	[ "$(jqo --arg id "$orphan" '.reap.kept[] | select(.id == $id) | .reason')" = locked ]
+	run sbx-ls --id "$orphan"
+	assert_success
+	rcli DEL 'sbx:{kt}:sess:s5:lock' 'sbx:{kt}:sess:s6:lock' >/dev/null
+}

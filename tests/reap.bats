@@ -188,7 +188,7 @@ wait_no_key() { while [ "$(rcli EXISTS "$1")" != 0 ]; do sleep 0.05; done; }
 @test "a listing that fails on its second page deletes nothing" {
 	local a b c
 	a=$(orphan t8 a); b=$(orphan t8 b); c=$(orphan t8 c)
-	SBX_REAP_TEST_PAGING=fail-second run sbx-reap --tenant t8 --grace 0
+	SBX_FAULT=list:fail-page-2 run sbx-reap --tenant t8 --grace 0
 	[ "$status" -ne 0 ]
 	[ "$(jqo .error.kind)" = unavailable ]
 	[[ "$(jqo .error.message)" == *"page 2"* ]]
@@ -199,16 +199,32 @@ wait_no_key() { while [ "$(rcli EXISTS "$1")" != 0 ]; do sleep 0.05; done; }
 @test "a repeated page token ends the run with an error and deletes nothing" {
 	local a b c
 	a=$(orphan t9 a); b=$(orphan t9 b); c=$(orphan t9 c)
-	SBX_REAP_TEST_PAGING=repeat-token run sbx-reap --tenant t9 --grace 0
+	SBX_FAULT=list:repeat-token run sbx-reap --tenant t9 --grace 0
 	[ "$status" -eq 70 ]
 	[[ "$(jqo .error.message)" == *"repeated page token"* ]]
 	for id in "$a" "$b" "$c"; do exists "$id"; done
 	# The same listing served in correct pages of one is reaped in full:
 	# the paging loop itself follows every page.
-	SBX_REAP_TEST_PAGING=one run sbx-reap --tenant t9 --grace 0
+	SBX_FAULT=list:pages-of-one run sbx-reap --tenant t9 --grace 0
 	assert_success
 	[ "$(jqo .reap.pages)" = 3 ]
 	[ "$(ids deleted)" = "$(printf '%s\n' "$a" "$b" "$c" | sort)" ]
+}
+
+@test "sbx-ls reads every page through the same pager: a repeated token or a failed page is an error, not a short listing" {
+	local a b c
+	a=$(orphan t9l a); b=$(orphan t9l b); c=$(orphan t9l c)
+	SBX_FAULT=list:pages-of-one run sbx-ls --label sbx.tenant=t9l
+	assert_success
+	[ "$(jq -r .sandbox.id <<<"$output" | sort)" = "$(printf '%s\n' "$a" "$b" "$c" | sort)" ]
+	# Failed before: sbx-ls stopped at a repeated token and exited 0 with
+	# the first page only.
+	SBX_FAULT=list:repeat-token run sbx-ls --label sbx.tenant=t9l
+	[ "$status" -eq 70 ]
+	[[ "$output" == *"repeated page token"* ]]
+	SBX_FAULT=list:fail-page-2 run sbx-ls --label sbx.tenant=t9l
+	[ "$status" -eq 69 ]
+	[[ "$output" == *"listing page 2"* ]]
 }
 
 @test "Redis flushed while sandboxes run: the reaper refuses and says why; --force deletes" {

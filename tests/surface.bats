@@ -48,27 +48,6 @@ flags_of() { "$BUILD/bin/$1" --help | sed -nE 's/^  (-[A-Za-z0-9], |    )--([a-z
 	for f in "$SBX_TOP"/completions/bash/*; do bash -n "$f"; done
 }
 
-@test "common/ and cmd/ reach a backend only through the vtable: no backend header, no backend symbol" {
-	local h f o bad=0
-	for h in "$SBX_TOP"/backends/*.h; do
-		h=$(basename "$h")
-		for f in "$SBX_TOP"/common/*.[ch] "$SBX_TOP"/cmd/*.c; do
-			if grep -q "^#include \"$h\"" "$f"; then
-				echo "$f includes backends/$h" >&2
-				bad=1
-			fi
-		done
-	done
-	# The objects: no undefined reference to a backend's own functions.
-	for o in "$BUILD"/obj/common/*.o "$BUILD"/obj/cmd/*.o; do
-		if nm -u "$o" | grep -E ' (local|docker|lcopy)_'; then
-			echo "$o calls a backend directly" >&2
-			bad=1
-		fi
-	done
-	[ "$bad" -eq 0 ]
-}
-
 @test "the build keeps backends/ off the include path of common/ and cmd/" {
 	run make -s -n -B -C "$SBX_TOP" BUILD="$BUILD" "$BUILD/obj/common/app.o" "$BUILD/obj/cmd/sbx.o" "$BUILD/obj/backends/local.o"
 	assert_success

@@ -295,6 +295,27 @@ int main(void)
 		fflush(stdout);
 		result_free(&r);
 	}
+	/* Bytes as a value: text as it is, anything else base64 (RFC 4648's
+	 * vectors), in one place for every program. */
+	const char *vec[][2] = {{"", ""}, {"f", "Zg=="}, {"fo", "Zm8="}, {"foo", "Zm9v"},
+				{"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"}};
+	for (size_t i = 0; i < SBX_ARRAY_LEN(vec); i++) {
+		size_t n;
+		char *b = sbx_base64(vec[i][0], strlen(vec[i][0]), &n);
+		ok(!strcmp(b, vec[i][1]) && n == strlen(vec[i][1]), "base64 '%s' = '%s' (%s)",
+		   vec[i][0], vec[i][1], b);
+		free(b);
+	}
+	json_object *o = json_object_new_object();
+	sbx_json_set_bytes(o, "text", "h\xc3\xa9", 3);
+	sbx_json_set_bytes(o, "bin", "a\0\xff", 3);
+	sbx_json_set_bytes(o, "bad", "\xc0\xaf", 2);
+	ok(!strcmp(sbx_json_str(o, "text"), "h\xc3\xa9"), "UTF-8 bytes stay a string");
+	ok(!sbx_json_str(o, "bin") && !strcmp(sbx_json_str(o, "bin_base64"), "YQD/"),
+	   "bytes with a NUL go under <key>_base64");
+	ok(!sbx_json_str(o, "bad") && !strcmp(sbx_json_str(o, "bad_base64"), "wK8="),
+	   "an overlong UTF-8 form goes under <key>_base64");
+	json_object_put(o);
 	free(big);
 	free(buf);
 	return tap_done();

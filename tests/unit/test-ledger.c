@@ -21,6 +21,7 @@
 #include "doc.h"
 #include "image.h"
 #include "ledger.h"
+#include "ledger-recover.h"
 #include "redis.h"
 #include "skill.h"
 #include "util.h"

@@ -250,16 +250,16 @@ static int stopped_holder(const char *url, int ready_fd, int go_fd)
 	char c = 'x';
 	if (write(ready_fd, &c, 1) != 1 || read(go_fd, &c, 1) != 1)
 		return 11;
-	l->lost = 0;       /* pretend the renewal thread did not notice */
+	l->tk.lost = 0;       /* pretend the renewal thread did not notice */
 	struct sbx_binding b = mk("fence", "s", "stale-writer");
 	int rc = 0;
 	if (sbx_binding_create(r, l, &b, NULL, &err) != -1 || err.kind != SBX_CONFLICT)
 		rc |= 1;
-	l->lost = 0;
+	l->tk.lost = 0;
 	if (sbx_binding_delete_if_match(r, l, "fence", "s", "winner", &err) != -1 || err.kind != SBX_CONFLICT)
 		rc |= 2;
 	struct sbx_binding w = mk("fence", "s", "winner");
-	l->lost = 0;
+	l->tk.lost = 0;
 	if (sbx_binding_mark_stale(r, l, &w, 5, &err) != -1 || err.kind != SBX_CONFLICT)
 		rc |= 4;
 	if (sbx_lock_release(l, &err) != -1 || err.kind != SBX_CONFLICT)
@@ -284,7 +284,7 @@ static void sessions_tests(const char *url)
 	struct sbx_lock *a = NULL, *b = NULL;
 	ok(sbx_lock_acquire(r, "t1", 2, "s1", 2, 0, &a, &err) == 0 && a->fence == 1 && !a->binding_raw,
 	   "first acquire: fence 1, no binding");
-	ok(strlen(a->token) == 32, "token is 32 hex");
+	ok(strlen(a->tk.token) == 32, "token is 32 hex");
 	ok(sbx_lock_acquire(r, "t1", 2, "s1", 2, 0, &b, &err) < 0 && err.kind == SBX_CONFLICT &&
 	   sbx_err_exit_status(&err) == 75, "busy lock, no wait: conflict (75)");
 	ok(sbx_lock_acquire(r, "t1", 2, "s1", 2, 200, &b, &err) < 0 && err.kind == SBX_CONFLICT,
@@ -394,10 +394,10 @@ static void sessions_tests(const char *url)
 	freeReplyObject(rep);
 	ok(sbx_binding_delete_if_match(r, a, "hi", "s", "sb-hi", &err) < 0 && err.kind == SBX_CONFLICT,
 	   "a holder with a lower fence cannot delete it");
-	a->lost = 0;
+	a->tk.lost = 0;
 	ok(sbx_binding_mark_stale(r, a, &hb, 5, &err) < 0 && err.kind == SBX_CONFLICT,
 	   "nor mark it stale");
-	a->lost = 0;
+	a->tk.lost = 0;
 	ok(sbx_binding_get(r, "hi", "s", &got, &err) == 1 && got.fence == 999 && !got.stale_at,
 	   "the binding is untouched");
 	sbx_binding_clear(&got);
