@@ -457,3 +457,23 @@ teardown_file() {
 	assert_equal "$(status)" 200
 	serve_stop crash
 }
+
+@test "on a template without bash, the SDK's /bin/bash -l -c runs under /bin/sh" {
+	"$SBX_TOP/tests/lib/rootfs.sh" "$BATS_TEST_TMPDIR/rootfs.tar" >/dev/null
+	sbx-tpl import busybox --file "$BATS_TEST_TMPDIR/rootfs.tar" >/dev/null
+	run api POST /v2/sandboxes -d '{"templateID":"busybox"}'
+	assert_equal "$(status)" 201
+	local id tok
+	id=$(body | jq -r .sandboxID)
+	tok=$(body | jq -r .envdAccessToken)
+	assert_equal "$(body | jq -r .templateID)" busybox
+	run sbx-exec --id "$id" -- test -e /bin/bash
+	assert_equal "$(jqo .exec.exit_code)" 1
+	envelope '{"process":{"cmd":"/bin/bash","args":["-l","-c","echo via $0; pwd"]},"stdin":false}' >"$BATS_TEST_TMPDIR/req"
+	curl -sS "$SERVE_URL/process.Process/Start" -H "E2b-Sandbox-Id: $id" -H "X-Access-Token: $tok" \
+		-H 'Content-Type: application/connect+json' --data-binary "@$BATS_TEST_TMPDIR/req" | frames >"$BATS_TEST_TMPDIR/ev"
+	run sh -c "grep -v '^END' '$BATS_TEST_TMPDIR/ev' | jq -r '.event.data.stdout // empty' | base64 -d"
+	assert_output "via /bin/sh
+/workspace"
+	api DELETE "/sandboxes/$id" >/dev/null
+}
