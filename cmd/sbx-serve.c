@@ -23,7 +23,8 @@
 #include "util.h"
 
 enum { O_PROFILE, O_LISTEN, O_KEYFILE, O_DOMAIN, O_STATE_DIR, O_FLAVOR, O_TLS_CERT, O_TLS_KEY,
-       O_MAX_BODY, O_MAX_SANDBOXES, O_MAX_STREAMS, O_MAX_CONNS, O_CLIENT_TIMEOUT, O_GRACE, O_QUIET };
+       O_MAX_BODY, O_MAX_SANDBOXES, O_MAX_STREAMS, O_MAX_CONNS, O_CLIENT_TIMEOUT, O_UPLOAD_DEADLINE,
+       O_GRACE, O_QUIET };
 
 static const struct sbx_opt opts[] = {
 	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE, SBX_ALL},
@@ -39,6 +40,7 @@ static const struct sbx_opt opts[] = {
 	{"max-streams", 0, "N", "open process streams per sandbox (default 32)", O_MAX_STREAMS, SBX_ALL},
 	{"max-connections", 0, "N", "concurrent connections (default 256)", O_MAX_CONNS, SBX_ALL},
 	{"client-timeout", 0, "DURATION", "close a connection silent this long (default 30s)", O_CLIENT_TIMEOUT, SBX_ALL},
+	{"upload-deadline", 0, "DURATION", "cut off a request body still arriving after this long (default 2m)", O_UPLOAD_DEADLINE, SBX_ALL},
 	{"grace", 0, "DURATION", "on SIGTERM, wait this long for requests in flight (default 10s)", O_GRACE, SBX_ALL},
 	{"quiet", 'q', NULL, "no request log", O_QUIET, SBX_ALL},
 	{0},
@@ -108,6 +110,13 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 		if (v < 1000)
 			return sbx_usage_err(err, "--client-timeout must be at least 1s");
 		o->cfg.client_timeout_s = (unsigned)(v / 1000);
+		return 0;
+	case O_UPLOAD_DEADLINE:
+		if (sbx_parse_duration_ms(arg, &v, err) < 0)
+			return -1;
+		if (v < 1000)
+			return sbx_usage_err(err, "--upload-deadline must be at least 1s");
+		o->cfg.request_deadline_s = (unsigned)(v / 1000);
 		return 0;
 	case O_GRACE:
 		if (sbx_parse_duration_ms(arg, &o->grace_ms, err) < 0)

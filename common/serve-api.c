@@ -22,44 +22,6 @@
 
 #define TEAM_KEY "sbx.serve.team"
 
-int serve_open_backend(const struct serve_req *r, struct sbx_backend **b, struct sbx_err *err)
-{
-	return sbx_backend_open(r->cfg->profile, b, err);
-}
-
-static int not_found(struct sbx_err *err, const char *id)
-{
-	return sbx_fail(err, SBX_NOT_FOUND, "sandbox",
-			"Sandbox \"%.80s\" doesn't exist or you don't have access to it", id);
-}
-
-int serve_load_sandbox(const struct serve_req *r, struct sbx_backend *b, const char *id,
-		       struct sbx_sandbox *sb, struct serve_rec *rec, struct sbx_err *err)
-{
-	if (!serve_id_ok(id))
-		return sbx_fail(err, SBX_INVALID_REQUEST, "sandbox", "Invalid sandbox ID");
-	if (serve_rec_load(r->serve_dir, id, rec, err) < 0)
-		return -1;
-	if (r->team[0] && strcmp(rec->team, r->team) != 0) {
-		serve_rec_clear(rec);
-		return not_found(err, id);
-	}
-	if (sbx_call(b, get, err, id, sb) < 0) {
-		if (err->kind == SBX_TERMINAL || err->kind == SBX_NOT_FOUND) {
-			serve_rec_remove(r->serve_dir, id);
-			not_found(err, id);
-		}
-		serve_rec_clear(rec);
-		return -1;
-	}
-	if (sb->state == SBX_STATE_TERMINAL || sb->state == SBX_STATE_DEAD) {
-		sbx_sandbox_clear(sb);
-		serve_rec_clear(rec);
-		return not_found(err, id);
-	}
-	return 0;
-}
-
 /* The request body as a JSON object ({} when empty); NULL with a 400. */
 static json_object *body_obj(const struct serve_req *r, struct serve_out *o)
 {
@@ -245,7 +207,11 @@ static int create(const struct serve_req *r, struct serve_out *o, int v2)
 		.timeout = {.seconds = timeout, .on_timeout_pause = auto_pause, .auto_resume = auto_resume},
 		.net = {.allow_internet = sbx_json_bool(in, "allow_internet_access",
 							r->cfg->profile->allow_internet),
-			.allow_public = net ? sbx_json_bool(net, "allowPublicTraffic", 1) : 1,
+			/* the backend's inbound switch: as asked, else the
+			 * profile's (inbound through sbx-serve is its own
+			 * relay, with E2B's default, below) */
+			.allow_public = net ? sbx_json_bool(net, "allowPublicTraffic", r->cfg->profile->allow_public)
+					    : r->cfg->profile->allow_public,
 			.allow_out = net ? serve_json_arr(net, "allowOut") : NULL,
 			.deny_out = net ? serve_json_arr(net, "denyOut") : NULL},
 		.limits = r->cfg->profile->limits,
@@ -256,6 +222,7 @@ static int create(const struct serve_req *r, struct serve_out *o, int v2)
 		req.template_id = tpl;
 	int rc = -1;
 	size_t have = 0;
+	SBX_AUTOCLOSE int lock = -1;
 	int cube = r->cfg->flavor == SBX_SERVE_CUBE;
 	if (cube && timeout == -1)
 		timeout = 0;                         /* Cube: -1 is never */
@@ -264,7 +231,9 @@ static int create(const struct serve_req *r, struct serve_out *o, int v2)
 	else if (strlen(tpl) > 256 || strchr(tpl, '\n'))
 		sbx_fail(&err, SBX_INVALID_REQUEST, "create", "Invalid template ID");
 	else if (string_map(md, "metadata", 1, &err) == 0 && string_map(env, "envVars", 0, &err) == 0 &&
-		 serve_open_backend(r, &b, &err) == 0 && team_count(r, b, &have, &err) == 0) {
+		 serve_open_backend(r, &b, &err) == 0 &&
+		 (lock = serve_team_lock(r->serve_dir, r->team, &err)) >= 0 &&
+		 team_count(r, b, &have, &err) == 0) {
 		if (have >= r->cfg->max_sandboxes_per_key) {
 			serve_out_header(o, "Retry-After", "5");
 			serve_reply_error(o, 429, "the key has %zu sandboxes, its limit", have);
@@ -274,6 +243,11 @@ static int create(const struct serve_req *r, struct serve_out *o, int v2)
 		}
 	}
 	struct sbx_sandbox sb = {0};
+	/* A backend that kills idle sandboxes cannot pause them at an idle
+	 * timeout: then the sweeper alone pauses at the end time, and the
+	 * backend gets no backstop timer (it would kill). */
+	if (rc == 0 && req.timeout.on_timeout_pause && (b->ops->caps(b) & SBX_CAP_IDLE_KILL))
+		req.timeout.seconds = 0;
 	if (rc == 0) {
 		json_object *meta = NULL;
 		if (!md || json_object_deep_copy(md, &meta, NULL) < 0)
@@ -294,7 +268,7 @@ static int create(const struct serve_req *r, struct serve_out *o, int v2)
 	if (rc == 0) {
 		struct serve_rec rec = {.started_at_ms = sbx_now_ms(), .auto_pause = req.timeout.on_timeout_pause,
 					.auto_resume = req.timeout.auto_resume,
-					.allow_public = req.net.allow_public};
+					.allow_public = net ? sbx_json_bool(net, "allowPublicTraffic", 1) : 1};
 		snprintf(rec.team, sizeof(rec.team), "%s", r->team);
 		rec.end_at_ms = timeout ? rec.started_at_ms + timeout * 1000 : 0;
 		rec.alias = sbx_xstrdup(tpl);
@@ -344,7 +318,8 @@ static int team_list(const struct serve_req *r, struct sbx_backend *b, json_obje
 			break;
 		}
 		all = sbx_xrealloc(all, (na + pg.n + 1) * sizeof(*all));
-		memcpy(all + na, pg.items, pg.n * sizeof(*all));
+		if (pg.n)
+			memcpy(all + na, pg.items, pg.n * sizeof(*all));
 		na += pg.n;
 		free(pg.items);
 		pg.items = NULL;
@@ -561,6 +536,8 @@ static int set_end(const struct serve_req *r, struct sbx_backend *b, struct sbx_
 	struct sbx_timeout_policy t = {.seconds = seconds ? seconds : 1,
 				       .on_timeout_pause = rec->auto_pause, .auto_resume = -1};
 	struct sbx_err e2 = {0};
+	if (rec->auto_pause && (b->ops->caps(b) & SBX_CAP_IDLE_KILL))
+		return 0;                              /* it would kill: see create */
 	if (b->ops->set_timeout)
 		b->ops->set_timeout(b, sb, &t, &e2);   /* a backstop: best effort */
 	return 0;

@@ -154,42 +154,6 @@ json_object *serve_connect_request(const struct serve_req *r, struct serve_out *
 	return j;
 }
 
-char *serve_b64(const void *data, size_t len)
-{
-	char *out = sbx_xmalloc(4 * ((len + 2) / 3) + 1);
-	EVP_EncodeBlock((unsigned char *)out, data, (int)len);
-	return out;
-}
-
-/* Standard or URL-safe, padded or not. */
-int serve_unb64(const char *s, char **out, size_t *len)
-{
-	size_t n = strlen(s);
-	char *t = sbx_xmalloc(n + 4);
-	for (size_t i = 0; i < n; i++)
-		t[i] = s[i] == '-' ? '+' : s[i] == '_' ? '/' : s[i];
-	while (n % 4)
-		t[n++] = '=';
-	t[n] = '\0';
-	*out = sbx_xmalloc(n / 4 * 3 + 1);
-	int got = n ? EVP_DecodeBlock((unsigned char *)*out, (unsigned char *)t, (int)n) : 0;
-	if (got < 0) {
-		free(t);
-		free(*out);
-		*out = NULL;
-		return -1;
-	}
-	size_t pad = 0;
-	while (n > 0 && t[n - 1] == '=' && pad < 2) {
-		pad++;
-		n--;
-	}
-	free(t);
-	*len = (size_t)got - pad;
-	(*out)[*len] = '\0';
-	return 0;
-}
-
 void serve_set_int64(json_object *o, const char *key, int64_t v)
 {
 	if (!v)

@@ -31,81 +31,6 @@
 
 #define FILES_MAX ((size_t)1 << 30)
 
-char *serve_map_path(const char *p, int as_root, int *aliased)
-{
-	const char *home = as_root ? "/root" : SERVE_HOME;
-	SBX_AUTOFREE char *abs = NULL;
-	if (!p || !*p || !strcmp(p, "~"))
-		abs = sbx_xstrdup(home);
-	else if (!strncmp(p, "~/", 2))
-		abs = sbx_xasprintf("%s/%s", home, p + 2);
-	else if (p[0] != '/')
-		abs = sbx_xasprintf("%s/%s", home, p);
-	else
-		abs = sbx_xstrdup(p);
-	size_t hl = strlen(SERVE_HOME);
-	*aliased = 0;
-	if (!strncmp(abs, SERVE_HOME, hl) && (abs[hl] == '\0' || abs[hl] == '/')) {
-		*aliased = 1;
-		return sbx_xasprintf("%s%s", SERVE_WORKSPACE, abs + hl);
-	}
-	return sbx_xstrdup(abs);
-}
-
-char *serve_unmap_path(const char *p, int aliased)
-{
-	size_t wl = strlen(SERVE_WORKSPACE);
-	if (aliased && !strncmp(p, SERVE_WORKSPACE, wl) && (p[wl] == '\0' || p[wl] == '/'))
-		return sbx_xasprintf("%s%s", SERVE_HOME, p + wl);
-	return sbx_xstrdup(p);
-}
-
-int serve_path_ok(const char *p)
-{
-	for (const char *c = p; *c; c++)
-		if (c[0] == '.' && c[1] == '.' && (c == p || c[-1] == '/') && (c[2] == '/' || !c[2]))
-			return 0;
-	return p[0] == '/';
-}
-
-int serve_ct_eq(const char *a, const char *b)
-{
-	size_t n = strlen(a);
-	if (n != strlen(b))
-		return 0;
-	unsigned char d = 0;
-	for (size_t i = 0; i < n; i++)
-		d |= (unsigned char)(a[i] ^ b[i]);
-	return d == 0;
-}
-
-int serve_envd_user(const struct serve_req *r, struct serve_out *o, const char *name)
-{
-	char buf[128] = "";
-	const char *a = serve_hdr(r, "authorization");
-	if (!name && a && !strncasecmp(a, "Basic ", 6)) {
-		char *dec;
-		size_t n;
-		if (serve_unb64(a + 6, &dec, &n) == 0) {
-			snprintf(buf, sizeof(buf), "%.*s", (int)n, dec);
-			free(dec);
-			char *colon = strchr(buf, ':');
-			if (colon)
-				*colon = '\0';
-		}
-		name = buf;
-	}
-	if (!name || !*name || !strcmp(name, "user"))
-		return 0;
-	if (!strcmp(name, "root"))
-		return 1;
-	if (strncmp(r->path, "/files", 6) == 0)
-		serve_reply_error(o, 401, "error looking up user '%.64s'", name);
-	else
-		serve_connect_unary_err(o, "unauthenticated", "invalid username: '%.64s'", name);
-	return -1;
-}
-
 /* ---- /files ---- */
 
 static int files_get(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
@@ -342,9 +267,10 @@ static int signature_ok(const struct serve_req *r, const char *token)
 int serve_envd_files(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
 		     struct sbx_sandbox *sb)
 {
-	int as_root = serve_envd_user(r, o, serve_query(r, "username") ? serve_query(r, "username") : "user");
+	char who[65];
+	int as_root = serve_envd_user(r, serve_query(r, "username") ? serve_query(r, "username") : "user", who);
 	if (as_root < 0)
-		return 0;
+		return serve_reply_error(o, 401, "error looking up user '%s'", who);
 	if (!strcmp(r->method, "POST"))
 		return files_post(r, o, b, sb, as_root);
 	if (strcmp(r->method, "GET") != 0)

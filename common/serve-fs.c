@@ -142,9 +142,10 @@ int serve_envd_fs(const struct serve_req *r, struct serve_out *o, struct sbx_bac
 		  struct sbx_sandbox *sb, const char *method)
 {
 	int streaming;
-	int as_root = serve_envd_user(r, o, NULL);
+	char who[65];
+	int as_root = serve_envd_user(r, NULL, who);
 	if (as_root < 0)
-		return 0;
+		return serve_connect_unary_err(o, "unauthenticated", "invalid username: '%s'", who);
 	json_object *in = serve_connect_request(r, o, &streaming);
 	if (!in)
 		return 0;

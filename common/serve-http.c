@@ -136,22 +136,6 @@ struct conn {
 	int stream_bucket;           /* >= 0: holds a stream slot */
 };
 
-const char *serve_hdr(const struct serve_req *r, const char *lname)
-{
-	for (size_t i = 0; i < r->nhdr; i++)
-		if (strcmp(r->hdr[i].k, lname) == 0)
-			return r->hdr[i].v;
-	return NULL;
-}
-
-const char *serve_query(const struct serve_req *r, const char *name)
-{
-	for (size_t i = 0; i < r->nquery; i++)
-		if (strcmp(r->query[i].k, name) == 0)
-			return r->query[i].v;
-	return NULL;
-}
-
 static enum MHD_Result add_hdr(void *ctx, enum MHD_ValueKind kind, const char *k, const char *v)
 {
 	(void)kind;
@@ -333,6 +317,7 @@ static int is_stream_rpc(const struct serve_req *r)
 struct body {
 	struct sbx_serve *s;
 	int fd;
+	int sock;                    /* the client's socket, watched for a hang-up */
 	pid_t pid;
 	char *pending;
 	size_t plen, poff;
@@ -356,6 +341,19 @@ static ssize_t body_read(void *cls, uint64_t pos, char *buf, size_t max)
 	if (b->drop && b->q->bytes > 0)
 		return MHD_CONTENT_READER_END_WITH_ERROR;
 	for (;;) {
+		/* Wait for the worker, but not for a client that hung up: its
+		 * stream's slot (and worker) must not outlive it until the next
+		 * keepalive finds the socket closed. */
+		struct pollfd pf[2] = {{.fd = b->fd, .events = POLLIN},
+				       {.fd = b->sock, .events = POLLRDHUP}};
+		if (poll(pf, b->sock >= 0 ? 2 : 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		}
+		if (b->sock >= 0 && (pf[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) &&
+		    !(pf[0].revents & POLLIN))
+			return MHD_CONTENT_READER_END_WITH_ERROR;
 		ssize_t n = read(b->fd, buf, max);
 		if (n > 0) {
 			b->q->bytes += (uint64_t)n;
@@ -406,6 +404,8 @@ static enum MHD_Result relay(struct MHD_Connection *c, struct conn *q, int fd, p
 	b->pid = pid;
 	b->q = q;
 	b->drop = is_stream_rpc(&q->r) && sbx_fault_on("serve:stream-drop");
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	b->sock = ci ? ci->connect_fd : -1;
 	b->plen = n - (size_t)(end + 2 - head);
 	b->pending = sbx_xmalloc(b->plen + 1);
 	memcpy(b->pending, end + 2, b->plen);

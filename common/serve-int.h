@@ -125,6 +125,12 @@ int serve_token(const char *dir, const char *kind, const char *id, char out[65],
  * backend's ids fit; anything else never reaches the backend. */
 int serve_id_ok(const char *id);
 
+/* Creates of one key run one at a time, so that its sandbox limit holds
+ * against concurrent requests: an exclusive flock on
+ * <dir>/teams/<team>.lock, released when the fd is closed (or the worker
+ * dies).  Returns the fd or -1. */
+int serve_team_lock(const char *dir, const char *team, struct sbx_err *err);
+
 /* The snapshot records: which sandbox a snapshot was taken from. */
 int serve_snap_note(const char *dir, const char *snap_id, const char *sandbox_id,
 		    const char *team, struct sbx_err *err);
@@ -145,9 +151,9 @@ int serve_envd_proc(const struct serve_req *r, struct serve_out *o, struct sbx_b
 		    struct sbx_sandbox *sb, const char *method);
 int serve_sweep_once(const char *dir, struct sbx_profile *p, struct sbx_err *err);
 
-/* The envd user of a request (Basic "<user>:" or ?username=): 1 root, 0
- * user, -1 unknown (a 401 was written). */
-int serve_envd_user(const struct serve_req *r, struct serve_out *o, const char *name);
+/* The envd user of a request (`name`, else Basic "<user>:"): 1 root, 0
+ * user, -1 unknown (its name in `who`; the caller answers 401). */
+int serve_envd_user(const struct serve_req *r, const char *name, char who[65]);
 /* Map an E2B path (relative, "~", or under /home/user) onto the sandbox:
  * returns a malloc'd absolute path; *aliased says /home/user was mapped to
  * /workspace, so that answers can say /home/user again. */

@@ -433,8 +433,9 @@ int serve_envd_proc(const struct serve_req *r, struct serve_out *o, struct sbx_b
 {
 	int streaming;
 	int user = -1;
-	if (serve_hdr(r, "authorization") && (user = serve_envd_user(r, o, NULL)) < 0)
-		return 0;
+	char who[65];
+	if (serve_hdr(r, "authorization") && (user = serve_envd_user(r, NULL, who)) < 0)
+		return serve_connect_unary_err(o, "unauthenticated", "invalid username: '%s'", who);
 	json_object *in = serve_connect_request(r, o, &streaming);
 	if (!in)
 		return 0;

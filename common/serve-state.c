@@ -26,6 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/file.h>
+
 #include <openssl/hmac.h>
 
 #include "doc.h"
@@ -190,6 +192,23 @@ int serve_snap_owner(const char *dir, const char *snap_id, char sandbox[72], cha
 	return 0;
 }
 
+int serve_team_lock(const char *dir, const char *team, struct sbx_err *err)
+{
+	SBX_AUTOFREE char *d = sbx_xasprintf("%s/teams", dir);
+	if (sbx_mkdir_p(d, 0700, err) < 0)
+		return -1;
+	SBX_AUTOFREE char *p = sbx_xasprintf("%s/%s.lock", d, team[0] ? team : "none");
+	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "create", "cannot open %s", p);
+	while (flock(fd, LOCK_EX) < 0)
+		if (errno != EINTR) {
+			close(fd);
+			return sbx_fail_errno(err, SBX_INTERNAL, "create", "cannot lock %s", p);
+		}
+	return fd;
+}
+
 /* One record past its end: pause it (autoPause) or kill it. */
 static void sweep_one(const char *dir, struct sbx_backend *b, const char *id, struct serve_rec *rec)
 {
@@ -247,3 +266,44 @@ int serve_sweep_once(const char *dir, struct sbx_profile *p, struct sbx_err *err
 	sbx_backend_close(b);
 	return 0;
 }
+
+/* ---- the backend and a sandbox of the request ---- */
+
+int serve_open_backend(const struct serve_req *r, struct sbx_backend **b, struct sbx_err *err)
+{
+	return sbx_backend_open(r->cfg->profile, b, err);
+}
+
+static int not_found(struct sbx_err *err, const char *id)
+{
+	return sbx_fail(err, SBX_NOT_FOUND, "sandbox",
+			"Sandbox \"%.80s\" doesn't exist or you don't have access to it", id);
+}
+
+int serve_load_sandbox(const struct serve_req *r, struct sbx_backend *b, const char *id,
+		       struct sbx_sandbox *sb, struct serve_rec *rec, struct sbx_err *err)
+{
+	if (!serve_id_ok(id))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "sandbox", "Invalid sandbox ID");
+	if (serve_rec_load(r->serve_dir, id, rec, err) < 0)
+		return -1;
+	if (r->team[0] && strcmp(rec->team, r->team) != 0) {
+		serve_rec_clear(rec);
+		return not_found(err, id);
+	}
+	if (sbx_call(b, get, err, id, sb) < 0) {
+		if (err->kind == SBX_TERMINAL || err->kind == SBX_NOT_FOUND) {
+			serve_rec_remove(r->serve_dir, id);
+			not_found(err, id);
+		}
+		serve_rec_clear(rec);
+		return -1;
+	}
+	if (sb->state == SBX_STATE_TERMINAL || sb->state == SBX_STATE_DEAD) {
+		sbx_sandbox_clear(sb);
+		serve_rec_clear(rec);
+		return not_found(err, id);
+	}
+	return 0;
+}
+

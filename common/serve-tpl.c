@@ -170,7 +170,8 @@ int serve_api_snapshots(const struct serve_req *r, struct serve_out *o)
 			return serve_reply_err(o, &err);
 		}
 		all = sbx_xrealloc(all, (na + n + 1) * sizeof(*all));
-		memcpy(all + na, v, n * sizeof(*v));
+		if (n)
+			memcpy(all + na, v, n * sizeof(*v));
 		na += n;
 		free(v);
 		int again = nx && (!tok || strcmp(nx, tok) != 0);

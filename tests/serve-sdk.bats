@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# suite: local docker
 # The official e2b SDK (e2b@2.51.0, pinned in tests/sdk/package-lock.json)
 # against sbx-serve on the real local backend: tests/sdk/conformance.mjs
 # makes the SDK's own calls and asserts on what the SDK returns, one group
@@ -46,7 +47,11 @@ need_proc() {
 @test "SDK: background commands are listed and killed" { need_proc; sdk background; }
 @test "SDK: files write/read/list/makeDir/rename/remove/getInfo, users" { sdk files; }
 @test "SDK: setTimeout moves endAt; a sandbox past its end is killed" { sdk timeout; }
-@test "SDK: pause, connect; a background process survives, takes stdin, is killed" { need_proc; sdk pause; }
+@test "SDK: pause, connect; a background process survives, takes stdin, is killed" {
+	need_proc
+	is_docker && skip "docker: a pause while a process stream is attached times out (docs/serve.md)"
+	sdk pause
+}
 @test "SDK: Sandbox.list with a metadata query pages without repeats" { sdk list; }
 @test "SDK: createSnapshot, listSnapshots, a sandbox from the snapshot, deleteSnapshot" { sdk snapshot; }
 @test "SDK: kill, kill again, isRunning" { sdk kill; }

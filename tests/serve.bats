@@ -12,8 +12,9 @@ bats_require_minimum_version 1.5.0
 
 setup_file() {
 	sbx_setup_file
-	serve_start main --client-timeout 2s --max-body 64K --domain sbx.test
+	serve_start main --client-timeout 2s --upload-deadline 3s --max-body 64K --domain sbx.test
 	serve_start small --max-sandboxes 1
+	serve_start race --max-sandboxes 3
 	local out
 	out=$(api POST /v2/sandboxes -d '{"metadata":{"suite":"serve"}}')
 	SB=$(printf '%s' "$out" | head -1 | jq -r .sandboxID)
@@ -34,6 +35,11 @@ wait_port() {
 teardown_file() {
 	serve_stop main
 	serve_stop small
+	serve_stop race
+	serve_stop streams
+	serve_stop cube
+	serve_stop term
+	serve_stop crash
 	sbx_teardown_file
 }
 
@@ -128,6 +134,51 @@ teardown_file() {
 	grep -qi '^retry-after: [0-9]' "$hdr"
 	rm -f "$hdr"
 	curl -sS -H "X-API-Key: $SERVE_KEY" -X DELETE "$url/sandboxes/$id"
+}
+
+@test "eight concurrent creates against a limit of three: exactly three sandboxes" {
+	local i
+	for i in $(seq 1 8); do
+		curl -sS -o /dev/null -w '%{http_code}\n' -X POST "$SERVE_URL_race/v2/sandboxes" \
+			-H "X-API-Key: $SERVE_KEY2" -d '{"metadata":{"race":"1"}}' >"$BATS_TEST_TMPDIR/c$i" &
+	done
+	wait
+	run sh -c "cat '$BATS_TEST_TMPDIR'/c* | sort | uniq -c | awk '{print \$2\":\"\$1}' | tr '\n' ' '"
+	assert_output "201:3 429:5 "
+	run sh -c "sbx-ls --label race=1 | wc -l"
+	assert_output 3
+}
+
+@test "open process streams beyond --max-streams are 429; closing one frees its slot" {
+	serve_start streams --max-streams 2
+	local url=$SERVE_URL_streams out id tok i
+	out=$(curl -sS -X POST "$url/v2/sandboxes" -H "X-API-Key: $SERVE_KEY" -d '{}')
+	id=$(printf '%s' "$out" | jq -r .sandboxID)
+	tok=$(printf '%s' "$out" | jq -r .envdAccessToken)
+	envelope '{"process":{"cmd":"/bin/sh","args":["-c","sleep 300"]},"stdin":false}' >"$BATS_TEST_TMPDIR/req"
+	start() { curl -sS -w '\nHTTP %{http_code}\n' "$url/process.Process/Start" -H "E2b-Sandbox-Id: $id" \
+		-H "X-Access-Token: $tok" -H 'Content-Type: application/connect+json' --data-binary "@$BATS_TEST_TMPDIR/req" "$@"; }
+	local pids=()
+	for i in 1 2; do
+		curl -sS "$url/process.Process/Start" -H "E2b-Sandbox-Id: $id" -H "X-Access-Token: $tok" \
+			-H 'Content-Type: application/connect+json' --data-binary "@$BATS_TEST_TMPDIR/req" \
+			-o "$BATS_TEST_TMPDIR/s$i" &
+		pids+=($!)
+	done
+	for _ in $(seq 1 100); do [ -s "$BATS_TEST_TMPDIR/s1" ] && [ -s "$BATS_TEST_TMPDIR/s2" ] && break; sleep 0.05; done
+	run start
+	assert_equal "$(status)" 429
+	kill "${pids[0]}"
+	wait "${pids[0]}" || true
+	for _ in $(seq 1 100); do
+		run start --max-time 2
+		[[ "$output" == *"HTTP 429"* ]] || break
+		sleep 0.1
+	done
+	refute_output --partial "HTTP 429"
+	kill "${pids[1]}" 2>/dev/null || true
+	curl -sS -X DELETE "$url/sandboxes/$id" -H "X-API-Key: $SERVE_KEY"
+	serve_stop streams
 }
 
 @test "bad ids in URLs and headers never reach the backend" {
@@ -247,6 +298,16 @@ teardown_file() {
 	exec 7<&-
 }
 
+@test "an upload that trickles past --upload-deadline is cut off, though never silent" {
+	# one byte every 0.5 s: never idle for --client-timeout (2 s)
+	run bash -c "{ printf 'POST /files?path=/home/user/slow HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: $SB\r\nX-Access-Token: $TOK\r\nContent-Type: application/octet-stream\r\nContent-Length: 60\r\n\r\n'
+		for i in \$(seq 1 60); do printf x; sleep 0.5; done; } | timeout 60 curl -sS -o /dev/null -w '%{http_code}' telnet://127.0.0.1:${SERVE_URL##*:} 2>&1; true"
+	# the whole body would have arrived after 30 s: it never did
+	run sbx-exec --id "$SB" -- test -e /workspace/slow
+	assert_equal "$(jqo .exec.exit_code)" 1
+	grep -q 'POST /files 0 .*(aborted)' "$SBX_TEST_DIR/serve-main.log"
+}
+
 @test "SIGTERM lets a stream in flight finish, then the server exits 0" {
 	serve_start term
 	local url=$SERVE_URL_term pid=$SERVE_PID_term
@@ -352,5 +413,67 @@ teardown_file() {
 	assert_equal "$(status)" 403
 	run curl -sS -w '\nHTTP %{http_code}\n' -H "Host: 8000-$id.sbx.test" -H "e2b-traffic-access-token: $tt" "$SERVE_URL/hostname"
 	assert_equal "$(status)" 200
+	api DELETE "/sandboxes/$id" >/dev/null
+}
+
+@test "kill -9 of the server mid-stream: after a restart on the same state, the process, its token and its stdin are still there" {
+	serve_start crash
+	local url=$SERVE_URL_crash out id tok
+	out=$(curl -sS -X POST "$url/v2/sandboxes" -H "X-API-Key: $SERVE_KEY" -d '{}')
+	id=$(printf '%s' "$out" | jq -r .sandboxID)
+	tok=$(printf '%s' "$out" | jq -r .envdAccessToken)
+	envelope '{"process":{"cmd":"/bin/sh","args":["-c","cat >/workspace/got"]},"stdin":true}' >"$BATS_TEST_TMPDIR/req"
+	curl -sS "$url/process.Process/Start" -H "E2b-Sandbox-Id: $id" -H "X-Access-Token: $tok" \
+		-H 'Content-Type: application/connect+json' --data-binary "@$BATS_TEST_TMPDIR/req" >"$BATS_TEST_TMPDIR/out" &
+	local cpid=$!
+	for _ in $(seq 1 100); do [ -s "$BATS_TEST_TMPDIR/out" ] && break; sleep 0.05; done
+	kill -9 "$SERVE_PID_crash"
+	wait "$cpid" || true
+	# the same state folder, a new server
+	local log=$SBX_TEST_DIR/serve-crash2.log
+	sbx-serve --listen 127.0.0.1:0 --api-key-file "$SERVE_KEYS" --state-dir "$SBX_TEST_DIR/serve-crash" 2>"$log" &
+	export SERVE_PID_crash=$!
+	local port=
+	for _ in $(seq 1 200); do port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$log"); [ -n "$port" ] && break; sleep 0.05; done
+	url=http://127.0.0.1:$port
+	run curl -sS -w '\nHTTP %{http_code}\n' "$url/process.Process/List" -H "E2b-Sandbox-Id: $id" -H "X-Access-Token: $tok" \
+		-H 'Content-Type: application/json' -d '{}'
+	assert_equal "$(status)" 200
+	local pid
+	pid=$(body | jq -r '.processes[] | select(.config.args[1] == "cat >/workspace/got") | .pid')
+	[ -n "$pid" ]
+	run curl -sS -w '\nHTTP %{http_code}\n' "$url/process.Process/SendInput" -H "E2b-Sandbox-Id: $id" -H "X-Access-Token: $tok" \
+		-H 'Content-Type: application/json' -d "{\"process\":{\"pid\":$pid},\"input\":{\"stdin\":\"$(printf 'after the crash\n' | base64)\"}}"
+	assert_equal "$(status)" 200
+	run curl -sS -w '\nHTTP %{http_code}\n' "$url/process.Process/CloseStdin" -H "E2b-Sandbox-Id: $id" -H "X-Access-Token: $tok" \
+		-H 'Content-Type: application/json' -d "{\"process\":{\"pid\":$pid}}"
+	assert_equal "$(status)" 200
+	for _ in $(seq 1 100); do
+		[ "$(sbx-exec --id "$id" -- cat /workspace/got | jq -r .exec.stdout)" = "after the crash" ] && break
+		sleep 0.05
+	done
+	assert_equal "$(sbx-exec --id "$id" -- cat /workspace/got | jq -r .exec.stdout)" "after the crash"
+	run curl -sS -w '\nHTTP %{http_code}\n' -H "X-API-Key: $SERVE_KEY" "$url/sandboxes/$id"
+	assert_equal "$(status)" 200
+	serve_stop crash
+}
+
+@test "on a template without bash, the SDK's /bin/bash -l -c runs under /bin/sh" {
+	"$SBX_TOP/tests/lib/rootfs.sh" "$BATS_TEST_TMPDIR/rootfs.tar" >/dev/null
+	sbx-tpl import busybox --file "$BATS_TEST_TMPDIR/rootfs.tar" >/dev/null
+	run api POST /v2/sandboxes -d '{"templateID":"busybox"}'
+	assert_equal "$(status)" 201
+	local id tok
+	id=$(body | jq -r .sandboxID)
+	tok=$(body | jq -r .envdAccessToken)
+	assert_equal "$(body | jq -r .templateID)" busybox
+	run sbx-exec --id "$id" -- test -e /bin/bash
+	assert_equal "$(jqo .exec.exit_code)" 1
+	envelope '{"process":{"cmd":"/bin/bash","args":["-l","-c","echo via $0; pwd"]},"stdin":false}' >"$BATS_TEST_TMPDIR/req"
+	curl -sS "$SERVE_URL/process.Process/Start" -H "E2b-Sandbox-Id: $id" -H "X-Access-Token: $tok" \
+		-H 'Content-Type: application/connect+json' --data-binary "@$BATS_TEST_TMPDIR/req" | frames >"$BATS_TEST_TMPDIR/ev"
+	run sh -c "grep -v '^END' '$BATS_TEST_TMPDIR/ev' | jq -r '.event.data.stdout // empty' | base64 -d"
+	assert_output "via /bin/sh
+/workspace"
 	api DELETE "/sandboxes/$id" >/dev/null
 }

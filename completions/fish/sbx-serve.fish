@@ -12,6 +12,7 @@ complete -c sbx-serve -l max-sandboxes -r -d 'live sandboxes per API key (defaul
 complete -c sbx-serve -l max-streams -r -d 'open process streams per sandbox (default 32)'
 complete -c sbx-serve -l max-connections -r -d 'concurrent connections (default 256)'
 complete -c sbx-serve -l client-timeout -r -d 'close a connection silent this long (default 30s)'
+complete -c sbx-serve -l upload-deadline -r -d 'cut off a request body still arriving after this long (default 2m)'
 complete -c sbx-serve -l grace -r -d 'on SIGTERM, wait this long for requests in flight (default 10s)'
 complete -c sbx-serve -l quiet -s q -d 'no request log'
 complete -c sbx-serve -l help -s h -d 'show help'

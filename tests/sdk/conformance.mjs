@@ -52,7 +52,8 @@ const groups = {
     const sb = await create({ metadata: { user: 'a b', 'k&y': 'v=1' }, envs: { FOO: 'bar' } })
     ok(/^[a-z0-9-]+$/.test(sb.sandboxId), 'Sandbox.create returns an id')
     const info = await sb.getInfo()
-    eq(info.metadata, { suite: tag, user: 'a b', 'k&y': 'v=1' }, 'getInfo returns the metadata as given')
+    const sorted = (o) => Object.fromEntries(Object.entries(o).sort())
+    eq(sorted(info.metadata), sorted({ suite: tag, user: 'a b', 'k&y': 'v=1' }), 'getInfo returns the metadata as given')
     eq(info.state, 'running', 'a new sandbox is running')
     const r = await sb.commands.run('echo $FOO')
     eq(r.stdout, 'bar\n', 'envs given to create reach every command')
@@ -161,6 +162,11 @@ const groups = {
     ok(await until(async () => !(await Sandbox.list({ query: { metadata: { suite: tag } } }).nextItems())
       .some((s) => s.sandboxId === short.sandboxId), 100),
       'a sandbox past its end time is killed')
+    const napper = await create({ timeoutMs: 1_000, lifecycle: { onTimeout: 'pause' } })
+    ok(await until(async () => (await napper.getInfo()).state === 'paused', 100),
+      "lifecycle onTimeout 'pause': past its end time it is paused, not killed")
+    const lc = (await napper.getInfo()).lifecycle
+    eq([lc.onTimeout, lc.autoResume], ['pause', false], 'getInfo reports the lifecycle')
   },
 
   async pause() {

@@ -1,0 +1,140 @@
+/* serve-req.c - what a request names, as the handlers read it: headers
+ * and query parameters, the envd user, and sandbox paths with E2B's home
+ * mapped onto sbx's (serve-envd.c's opening says how).  Leaf functions:
+ * nothing here calls back into a plane.
+ *
+ * Promises: a path that serve_path_ok accepts is absolute and has no ".."
+ * component; serve_ct_eq takes time that depends on the lengths only. */
+#include "serve-int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "util.h"
+
+const char *serve_hdr(const struct serve_req *r, const char *lname)
+{
+	for (size_t i = 0; i < r->nhdr; i++)
+		if (strcmp(r->hdr[i].k, lname) == 0)
+			return r->hdr[i].v;
+	return NULL;
+}
+
+const char *serve_query(const struct serve_req *r, const char *name)
+{
+	for (size_t i = 0; i < r->nquery; i++)
+		if (strcmp(r->query[i].k, name) == 0)
+			return r->query[i].v;
+	return NULL;
+}
+
+char *serve_map_path(const char *p, int as_root, int *aliased)
+{
+	const char *home = as_root ? "/root" : SERVE_HOME;
+	SBX_AUTOFREE char *abs = NULL;
+	if (!p || !*p || !strcmp(p, "~"))
+		abs = sbx_xstrdup(home);
+	else if (!strncmp(p, "~/", 2))
+		abs = sbx_xasprintf("%s/%s", home, p + 2);
+	else if (p[0] != '/')
+		abs = sbx_xasprintf("%s/%s", home, p);
+	else
+		abs = sbx_xstrdup(p);
+	size_t hl = strlen(SERVE_HOME);
+	*aliased = 0;
+	if (!strncmp(abs, SERVE_HOME, hl) && (abs[hl] == '\0' || abs[hl] == '/')) {
+		*aliased = 1;
+		return sbx_xasprintf("%s%s", SERVE_WORKSPACE, abs + hl);
+	}
+	return sbx_xstrdup(abs);
+}
+
+char *serve_unmap_path(const char *p, int aliased)
+{
+	size_t wl = strlen(SERVE_WORKSPACE);
+	if (aliased && !strncmp(p, SERVE_WORKSPACE, wl) && (p[wl] == '\0' || p[wl] == '/'))
+		return sbx_xasprintf("%s%s", SERVE_HOME, p + wl);
+	return sbx_xstrdup(p);
+}
+
+int serve_path_ok(const char *p)
+{
+	for (const char *c = p; *c; c++)
+		if (c[0] == '.' && c[1] == '.' && (c == p || c[-1] == '/') && (c[2] == '/' || !c[2]))
+			return 0;
+	return p[0] == '/';
+}
+
+int serve_ct_eq(const char *a, const char *b)
+{
+	size_t n = strlen(a);
+	if (n != strlen(b))
+		return 0;
+	unsigned char d = 0;
+	for (size_t i = 0; i < n; i++)
+		d |= (unsigned char)(a[i] ^ b[i]);
+	return d == 0;
+}
+
+int serve_envd_user(const struct serve_req *r, const char *name, char who[65])
+{
+	char buf[128] = "";
+	const char *a = serve_hdr(r, "authorization");
+	if (!name && a && !strncasecmp(a, "Basic ", 6)) {
+		char *dec;
+		size_t n;
+		if (serve_unb64(a + 6, &dec, &n) == 0) {
+			snprintf(buf, sizeof(buf), "%.*s", (int)n, dec);
+			free(dec);
+			char *colon = strchr(buf, ':');
+			if (colon)
+				*colon = '\0';
+		}
+		name = buf;
+	}
+	if (!name || !*name || !strcmp(name, "user"))
+		return 0;
+	if (!strcmp(name, "root"))
+		return 1;
+	snprintf(who, 65, "%s", name);
+	return -1;
+}
+
+char *serve_b64(const void *data, size_t len)
+{
+	char *out = sbx_xmalloc(4 * ((len + 2) / 3) + 1);
+	EVP_EncodeBlock((unsigned char *)out, data, (int)len);
+	return out;
+}
+
+/* Standard or URL-safe, padded or not. */
+int serve_unb64(const char *s, char **out, size_t *len)
+{
+	size_t n = strlen(s);
+	char *t = sbx_xmalloc(n + 4);
+	for (size_t i = 0; i < n; i++)
+		t[i] = s[i] == '-' ? '+' : s[i] == '_' ? '/' : s[i];
+	while (n % 4)
+		t[n++] = '=';
+	t[n] = '\0';
+	*out = sbx_xmalloc(n / 4 * 3 + 1);
+	int got = n ? EVP_DecodeBlock((unsigned char *)*out, (unsigned char *)t, (int)n) : 0;
+	if (got < 0) {
+		free(t);
+		free(*out);
+		*out = NULL;
+		return -1;
+	}
+	size_t pad = 0;
+	while (n > 0 && t[n - 1] == '=' && pad < 2) {
+		pad++;
+		n--;
+	}
+	free(t);
+	*len = (size_t)got - pad;
+	(*out)[*len] = '\0';
+	return 0;
+}
