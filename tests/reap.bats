@@ -7,10 +7,16 @@
 
 load lib/helpers
 
-setup_file() { sbx_setup_file; }
-# The local backend's sandboxes live on this host: its reaper's lease is
-# per host (host.h).
-LEASE=sbx:reap:lease:${SBX_HOST_ID:-$(hostname)}
+# The reaper's lease: one per keyspace, and one per host on a backend whose
+# sandboxes live on one host (capability host_local: the local backend).
+setup_file() {
+	sbx_setup_file
+	LEASE=sbx:reap:lease
+	if sbx-ctl caps | jq -e '.caps.host_local' >/dev/null; then
+		LEASE=$LEASE:${SBX_HOST_ID:-$(hostname)}
+	fi
+	export LEASE
+}
 teardown_file() { sbx_teardown_file; }
 
 # The session's sandbox id (resolving creates and binds it).
