@@ -36,7 +36,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
 
 #include "doc.h"
 #include "local-devices.h"
