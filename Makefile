@@ -9,6 +9,11 @@
 #   make bench           benchmarks, side by side with baselines, as ratios
 #   make demo            the main job: skill install -> snapshot -> sessions -> reap
 #   make fuzz            libFuzzer on the document reader (clang, bounded time)
+#   make deb             build/deb/sbx_<version>_amd64.deb (dpkg-buildpackage,
+#                        debian/; lintian clean); DEB_VERSION=V rebuilds it
+#                        under another version
+#   make check-deb       install, use, upgrade and purge that package on a
+#                        clean Debian 12 guest (docs/deb-notes.md)
 #   make install PREFIX=/usr/local DESTDIR=
 
 CC       ?= cc
@@ -39,6 +44,8 @@ UNIT_SRC := $(wildcard tests/unit/test-*.c)
 UNITS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 # The sandbox init (local backend): a libexec program, not for users.
 INIT     := $(BUILD)/libexec/sbx/sbx-init
+# The supervisor of a detached process (local backend), libc only too.
+PROCD    := $(BUILD)/libexec/sbx/sbx-procd
 MAN_SRC  := $(wildcard man/*.scd)
 MANS     := $(MAN_SRC:man/%.scd=$(BUILD)/man/%)
 LIB      := $(BUILD)/libsbx.a
@@ -46,8 +53,10 @@ LIB      := $(BUILD)/libsbx.a
 # linked whole: nothing in it is dropped for lack of a strong reference.
 LINKLIB  := -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
 
-.PHONY: deps all check check-vm bench demo fuzz install clean man unit completions
-all: $(PROGS) $(CMD_OBJ) $(INIT) $(UNITS) man
+.PHONY: deps all progs check check-vm bench demo fuzz install clean man unit completions deb check-deb
+all: $(PROGS) $(CMD_OBJ) $(INIT) $(PROCD) $(UNITS) man
+# What is installed (make install, the package): no unit tests.
+progs: $(PROGS) $(INIT) $(PROCD) man
 
 # The backend boundary, enforced by the compiler: only backends (and the
 # unit tests of their internals) see backends/ on the include path, so a
@@ -80,6 +89,11 @@ $(INIT): libexec/sbx-init.c backends/local-init.h
 	@mkdir -p $(dir $@) $(BUILD)/obj/libexec
 	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends -MF $(BUILD)/obj/libexec/sbx-init.d \
 	  -static -o $@ libexec/sbx-init.c
+
+$(PROCD): libexec/sbx-procd.c backends/local-procd.h
+	@mkdir -p $(dir $@) $(BUILD)/obj/libexec
+	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends -MF $(BUILD)/obj/libexec/sbx-procd.d \
+	  -static -o $@ libexec/sbx-procd.c
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 	@mkdir -p $(dir $@)
@@ -122,7 +136,7 @@ fuzz:
 	@mkdir -p $(BUILD)/fuzz/corpus
 	$(BUILD)/fuzz/fuzz-doc -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(BUILD)/fuzz/corpus tests/fuzz/corpus
 
-install: all
+install: progs
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/libexec/sbx \
 	  $(DESTDIR)$(PREFIX)/share/man/man1 \
 	  $(DESTDIR)$(PREFIX)/share/man/man7 \
@@ -130,7 +144,7 @@ install: all
 	  $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
 	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 755 $(INIT) $(DESTDIR)$(PREFIX)/libexec/sbx/
+	install -m 755 $(INIT) $(PROCD) $(DESTDIR)$(PREFIX)/libexec/sbx/
 	for m in $(MANS); do case $$m in *.7) d=man7;; *) d=man1;; esac; \
 	  install -m 644 $$m $(DESTDIR)$(PREFIX)/share/man/$$d/; done
 	for f in completions/bash/*; do install -m 644 $$f $(DESTDIR)$(PREFIX)/share/bash-completion/completions/; done
@@ -139,5 +153,15 @@ install: all
 
 clean:
 	rm -rf build build-san
+
+# The Debian package (docs/deb-notes.md).  Built from the tree by
+# debian/rules in a folder of its own (debian/build), never from $(BUILD).
+DEB_VERSION ?= $(VERSION)
+DEB_OUT     ?= $(BUILD)/deb
+deb: deps
+	tools/deb/build $(DEB_VERSION) $(DEB_OUT)
+
+check-deb: deps
+	tools/deb/check
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -3,6 +3,7 @@
  * sbx.managed label), the handle built from labels and state, and the
  * moves that keep a container usable (unpause, start) or end it.  Requests
  * go through the transport (docker-api.h). */
+#include "metadata.h"
 #include "docker-container.h"
 
 #include <string.h>
@@ -57,7 +58,7 @@ void docker_fill_sandbox(struct sbx_backend *b, struct sbx_sandbox *sb, const ch
 			json_object_object_add(sb->metadata, k, json_object_get(v));
 		}
 	}
-	const char *t = sbx_json_str(labels, "sbx.tenant"), *s = sbx_json_str(labels, "sbx.session");
+	const char *t = sbx_json_str(labels, SBX_MD_TENANT), *s = sbx_json_str(labels, SBX_MD_SESSION);
 	sb->tenant = t && *t ? sbx_xstrdup(t) : NULL;
 	sb->session = s && *s ? sbx_xstrdup(s) : NULL;
 }

@@ -25,6 +25,7 @@
  *   docker-files.c      files: exec as the sandbox user for everything a user
  *                       could abuse (symlinks), the archive API where safe
  *   docker-image.c      snapshots (commit) and templates (images)
+ *   docker-proc.c       detached processes: an in-container supervisor
  *   docker-sweep.c      the idle sweep */
 #include <string.h>
 
@@ -33,6 +34,7 @@
 #include "docker-exec.h"
 #include "docker-files.h"
 #include "docker-image.h"
+#include "docker-proc.h"
 #include "docker-sweep.h"
 #include "doc.h"
 #include "fingerprint.h"
@@ -65,7 +67,7 @@ static unsigned docker_caps(struct sbx_backend *b)
 	(void)b;
 	return SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_PAUSE | SBX_CAP_SNAPSHOTS |
 	       SBX_CAP_METADATA | SBX_CAP_LIST | SBX_CAP_TEMPLATES | SBX_CAP_IDLE_KILL |
-	       SBX_CAP_INSTALL;
+	       SBX_CAP_INSTALL | SBX_CAP_PROCESS;
 }
 
 static int docker_health(struct sbx_backend *b, struct sbx_err *err)
@@ -364,6 +366,11 @@ const struct sbx_backend_ops sbx_backend_docker = {
 	.pause = docker_pause,
 	.set_timeout = NULL,     /* labels are immutable on a container */
 	.exec = docker_exec,
+	.proc_start = docker_proc_start,
+	.proc_list = docker_proc_list,
+	.proc_signal = docker_proc_signal,
+	.proc_input = docker_proc_input,
+	.proc_output = docker_proc_output,
 	.file_write = docker_file_write,
 	.file_read = docker_file_read,
 	.file_list = docker_file_list,

@@ -24,21 +24,25 @@
  * the controllers for its children and holds no process; <id> holds the
  * init and enables none, so the init and <id>/work (every exec) share the
  * limits of <id>. */
-#include "local-sb.h"
+#include "local-cgroup.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/magic.h>
 
 #include "doc.h"
+#include "local-pid.h"
 #include "util.h"
 
 const char *local_cg_v2_mount(void)
@@ -218,14 +222,15 @@ static int set_limit(const char *cg, const char *file, const char *v, const char
 	return 0;
 }
 
-int local_cg_limit(const struct local_rec *r, const struct sbx_limits *lim, struct sbx_err *err)
+int local_cg_limit(char *const cg_dirs[LOCAL_NCG], const struct sbx_limits *lim,
+		   struct sbx_err *err)
 {
 	char v[64];
 	long long quota = (long long)(lim->cpus * 100000.0);
 	if (quota > 0 && quota < 1000)
 		quota = 1000;   /* the kernel's minimum */
 	if (local_cg_unified()) {
-		const char *cg = r->cg[CG_V2];
+		const char *cg = cg_dirs[CG_V2];
 		if (lim->memory_bytes > 0) {
 			snprintf(v, sizeof(v), "%lld", (long long)lim->memory_bytes);
 			if (set_limit(cg, "memory.max", v, "memory", err) < 0)
@@ -248,25 +253,25 @@ int local_cg_limit(const struct local_rec *r, const struct sbx_limits *lim, stru
 		return 0;
 	}
 	if (lim->memory_bytes > 0) {
-		if (!r->cg[CG_MEMORY])
+		if (!cg_dirs[CG_MEMORY])
 			return sbx_fail(err, SBX_UNSUPPORTED, "create", "no memory cgroup controller");
 		snprintf(v, sizeof(v), "%lld", (long long)lim->memory_bytes);
-		if (set_limit(r->cg[CG_MEMORY], "memory.limit_in_bytes", v, "memory", err) < 0)
+		if (set_limit(cg_dirs[CG_MEMORY], "memory.limit_in_bytes", v, "memory", err) < 0)
 			return -1;
 	}
 	if (lim->pids > 0) {
-		if (!r->cg[CG_PIDS])
+		if (!cg_dirs[CG_PIDS])
 			return sbx_fail(err, SBX_UNSUPPORTED, "create", "no pids cgroup controller");
 		snprintf(v, sizeof(v), "%lld", (long long)lim->pids);
-		if (set_limit(r->cg[CG_PIDS], "pids.max", v, "pids", err) < 0)
+		if (set_limit(cg_dirs[CG_PIDS], "pids.max", v, "pids", err) < 0)
 			return -1;
 	}
 	if (quota > 0) {
-		if (!r->cg[CG_CPU])
+		if (!cg_dirs[CG_CPU])
 			return sbx_fail(err, SBX_UNSUPPORTED, "create", "no cpu cgroup controller");
 		snprintf(v, sizeof(v), "%lld", quota);
-		if (set_limit(r->cg[CG_CPU], "cpu.cfs_period_us", "100000", "cpu period", err) < 0 ||
-		    set_limit(r->cg[CG_CPU], "cpu.cfs_quota_us", v, "cpu", err) < 0)
+		if (set_limit(cg_dirs[CG_CPU], "cpu.cfs_period_us", "100000", "cpu period", err) < 0 ||
+		    set_limit(cg_dirs[CG_CPU], "cpu.cfs_quota_us", v, "cpu", err) < 0)
 			return -1;
 	}
 	return 0;
@@ -287,4 +292,70 @@ json_object *local_cg_info(struct sbx_backend *b)
 		sbx_json_set_str(o, "cgroup_controllers", sbx_trim(buf));
 	}
 	return o;
+}
+
+/* Value of `key` in a "key value" cgroup file (cgroup.events), or -1. */
+static long cg_field(const char *file, const char *key)
+{
+	char buf[1024];
+	if (local_read_small(file, buf, sizeof(buf)) < 0)
+		return -1;
+	size_t kl = strlen(key);
+	for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (strncmp(l, key, kl) == 0 && l[kl] == ' ')
+			return strtol(l + kl + 1, NULL, 10);
+	return -1;
+}
+
+/* Wait until `key` in cgroup.events of `cg` equals want (poll wakes on
+ * every change of the file).  0, or -1 with errno = ETIMEDOUT. */
+int local_cg_wait(const char *cg, const char *key, long want, int timeout_ms)
+{
+	char ev[PATH_MAX];
+	snprintf(ev, sizeof(ev), "%s/cgroup.events", cg);
+	int fd = open(ev, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int64_t deadline = sbx_mono_ms() + timeout_ms;
+	for (;;) {
+		long v = cg_field(ev, key);
+		if (v == want || v < 0) {
+			close(fd);
+			return 0;
+		}
+		int64_t left = deadline - sbx_mono_ms();
+		if (left <= 0)
+			break;
+		char buf[256];
+		(void)!pread(fd, buf, sizeof(buf), 0);
+		struct pollfd pf = {.fd = fd, .events = POLLPRI};
+		poll(&pf, 1, left > 50 ? 50 : (int)left);
+	}
+	close(fd);
+	errno = ETIMEDOUT;
+	return -1;
+}
+
+/* Remove a cgroup directory and its children, deepest first.  A v1
+ * directory can stay busy for a moment after its last task died. */
+void local_cg_rmdir_tree(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (e->d_type == DT_DIR && e->d_name[0] != '.') {
+			SBX_AUTOFREE char *c = sbx_xasprintf("%s/%s", path, e->d_name);
+			local_cg_rmdir_tree(c);
+		}
+	closedir(d);
+	for (int i = 0; i < 200; i++) {
+		if (rmdir(path) == 0 || errno == ENOENT)
+			return;
+		if (errno != EBUSY)
+			return;
+		struct timespec ts = {0, 10 * 1000000};
+		nanosleep(&ts, NULL);
+	}
 }

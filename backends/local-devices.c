@@ -26,7 +26,7 @@
  * access is checked by the v1 controller and by the v2 programs in turn
  * (tests/boundary-devices.bats shows each alone). */
 #include "local-devices.h"
-#include "local-sb.h"
+#include "local-cgroup.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -42,7 +42,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "local-sb.h"
+#include "local-pid.h"
 #include "fault.h"
 #include "util.h"
 

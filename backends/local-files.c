@@ -19,7 +19,10 @@
  * its result back over a pipe (the bytes; a listing as JSON).  The
  * sandboxes share the host's user namespace, so uid 1000 inside is uid
  * 1000 here. */
-#include "local.h"
+#include "local-files.h"
+
+#include "local-sb.h"
+#include "local-state.h"
 
 #include <fcntl.h>
 #include <stdlib.h>

@@ -27,7 +27,7 @@
  * collects both (local_store_gc), a commit the first.  A layer is
  * deleted only when no record references it, and a record only when no
  * other record stacks on it and no sandbox was created from it. */
-#include "local.h"
+#include "local-image.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -43,15 +43,11 @@
 
 #include "doc.h"
 #include "local-copy.h"
-#include "local-image.h"
+#include "local-sb.h"
+#include "local-state.h"
 #include "tar.h"
 #include "fault.h"
 #include "util.h"
-
-/* Provided by files being written concurrently (tar.c, local.c); until
- * they link in, the operations that need them fail with `unsupported`. */
-#pragma weak sbx_tar_extract
-#pragma weak local_sb_upper
 
 #define HOST_ID "host"
 #define HOST_LAYER "/"
@@ -598,7 +594,8 @@ static void tpl_from_rec(const struct rec *r, struct sbx_template *out)
 /* Under the shared lock, so that a delete (which checks the sandboxes and
  * unlinks the record under the exclusive lock) is either wholly before
  * this read (not_found) or wholly after it (and then sees the sandbox,
- * provided the caller recorded it before resolving: see local.c). */
+ * provided the caller recorded it before resolving: see do_create in
+ * local.c). */
 int local_image_layers(struct sbx_backend *b, const char *template_id, json_object **layers,
 		       struct sbx_err *err)
 {
@@ -840,8 +837,6 @@ int local_template_import(struct sbx_backend *b, const char *name, int fd, const
 		return sbx_fail(err, SBX_INVALID_REQUEST, "template_import",
 				"bad template name '%s': [a-z0-9][a-z0-9._-]* (at most 64), "
 				"not 'host', not starting with 'snap-'", name ? name : "");
-	if (!dir && !sbx_tar_extract)
-		return sbx_fail(err, SBX_UNSUPPORTED, "template_import", "tar import is not built in yet");
 	SBX_AUTOFREE char *rp = img_path(b, "templates/%s.json", name);
 	if (access(rp, F_OK) == 0)
 		return sbx_fail(err, SBX_CONFLICT, "template_import", "template '%s' exists already", name);
@@ -948,8 +943,6 @@ int local_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const c
 	if (name && !valid_name(name))
 		return sbx_fail(err, SBX_INVALID_REQUEST, "snapshot",
 				"bad snapshot name: 1 to 255 printable bytes");
-	if (!local_sb_upper)
-		return sbx_fail(err, SBX_UNSUPPORTED, "snapshot", "the local lifecycle is not built in yet");
 	/* The per-sandbox lock first: another snapshot's freeze must not
 	 * look like a pause to our auto-resume below. */
 	if (images_init(b, err) < 0)

@@ -18,7 +18,6 @@
  * Promise: when local_init_start returns 0 the sandbox is ready for exec
  * and *pid is its init (host pid).  On failure the init is gone or going;
  * remove cleans what is left. */
-#include "local-sb.h"
 #include "local-init.h"
 
 #include <errno.h>
@@ -34,21 +33,22 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "err.h"
 #include "util.h"
 
-/* An O_PATH fd on the sbx-init beside the running program. */
-static int find_init(struct sbx_err *err)
+/* See local-init.h. */
+int local_libexec_open(const char *name, const char *op, struct sbx_err *err)
 {
 	char self[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n <= 0)
-		return sbx_fail_errno(err, SBX_INTERNAL, "create", "readlink /proc/self/exe");
+		return sbx_fail_errno(err, SBX_INTERNAL, op, "readlink /proc/self/exe");
 	self[n] = '\0';
 	char *slash = strrchr(self, '/');
 	if (!slash)
-		return sbx_fail(err, SBX_INTERNAL, "create", "odd /proc/self/exe: %s", self);
+		return sbx_fail(err, SBX_INTERNAL, op, "odd /proc/self/exe: %s", self);
 	*slash = '\0';
-	SBX_AUTOFREE char *p = sbx_xasprintf("%s/../libexec/sbx/sbx-init", self);
+	SBX_AUTOFREE char *p = sbx_xasprintf("%s/../libexec/sbx/%s", self, name);
 	int fd = open(p, O_PATH | O_CLOEXEC);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & S_IXUSR)) {
@@ -56,8 +56,9 @@ static int find_init(struct sbx_err *err)
 		if (fd >= 0)
 			close(fd);
 		errno = e;
-		return sbx_fail_errno(err, SBX_UNAVAILABLE, "create",
-				      "the sandbox init %s (installed with sbx) is missing", p);
+		return sbx_fail_errno(err, SBX_UNAVAILABLE, op,
+				      "the sandbox %s %s (installed with sbx) is missing",
+				      strcmp(name, "sbx-init") == 0 ? "init" : "helper", p);
 	}
 	return fd;
 }
@@ -88,9 +89,9 @@ static int write_config(const struct local_init_cfg *c, struct sbx_err *err)
 		cfg_add(&buf, &len, &cap, SBX_INIT_K_SHM_SIZE, v);
 	}
 	/* The cgroup2 dir first: the init's freeze, events and kill files. */
-	if (!c->cg[CG_V2])
+	if (!c->cg[0])
 		return sbx_fail(err, SBX_UNSUPPORTED, "create", "no cgroup2 hierarchy is mounted");
-	for (int i = 0; i < LOCAL_NCG; i++)
+	for (int i = 0; i < c->ncg; i++)
 		if (c->cg[i])
 			cfg_add(&buf, &len, &cap, SBX_INIT_K_CG, c->cg[i]);
 	if (len >= SBX_INIT_CONFIG_MAX)
@@ -133,7 +134,7 @@ fail:;
 int local_init_start(const struct local_init_cfg *c, pid_t *pid, struct sbx_err *err)
 {
 	*pid = 0;
-	SBX_AUTOCLOSE int exe = find_init(err);
+	SBX_AUTOCLOSE int exe = local_libexec_open("sbx-init", "create", err);
 	if (exe < 0)
 		return -1;
 	SBX_AUTOCLOSE int cfg = write_config(c, err);

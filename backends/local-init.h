@@ -32,4 +32,36 @@
 #define SBX_INIT_K_CG        "cg"          /* a cgroup dir to join (repeatable); the
 					    * first is the cgroup2 one */
 
+/* ---- The library's side (local-init.c); sbx-init does not use it. ---- */
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct sbx_err;
+
+/* What the init needs (local-init.c passes it to sbx-init as above).
+ * Everything is prepared by create; the init only mounts, pivots and then
+ * runs its loop.  None of it is secret. */
+struct local_init_cfg {
+	const char *id;
+	const char *dir;         /* sandbox dir on the host */
+	const char *overlay_opts;/* "lowerdir=...,upperdir=...,workdir=..." */
+	char *const *cg;         /* LOCAL_NCG cgroup dirs to join (NULL = skip),
+				  * the cgroup2 one first */
+	int ncg;
+	const char *host_view;   /* non-NULL: mount a read-only view of the host's
+				  * "/" here first (it is the stack's bottom layer) */
+	int64_t shm_bytes;       /* size of /dev/shm; 0 = sbx-init's default */
+};
+/* Start the init of a sandbox as a daemon: new mount, pid, uts, ipc, net
+ * and cgroup namespaces, in the sandbox's cgroups, its root on the
+ * overlay.  Returns once the init reports ready (0, *pid = its host pid) or
+ * failed (-1; the init is gone or going; remove cleans what is left). */
+int local_init_start(const struct local_init_cfg *c, pid_t *pid, struct sbx_err *err);
+
+/* An O_PATH fd on <dir of /proc/self/exe>/../libexec/sbx/<name> (sbx-init,
+ * sbx-procd): the helpers of the same installation as the running
+ * program, never one an environment names.  Missing: unavailable. */
+int local_libexec_open(const char *name, const char *op, struct sbx_err *err);
+
 #endif

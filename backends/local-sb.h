@@ -1,48 +1,46 @@
-/* local-sb.h - private to the local backend's lifecycle files (local.c,
- * local-init.c, local-exec.c): the on-disk sandbox record and the cgroup
- * paths that belong to one sandbox.  Other backend files use local.h.
+/* local-sb.h - the local sandbox store (local-sb.c): the on-disk record
+ * of each sandbox and the queries over them.  Private to the local
+ * backend.
  *
  * On-disk layout, one directory per sandbox:
  *
  *   <state>/local/sandboxes/<id>/
  *       sandbox.json   the record (written by tmp + rename, never torn)
+ *       policy         the idle timer's "SECONDS PAUSE AUTORESUME" (the
+ *                      init reads it on SIGHUP)
  *       activity       mtime = last command (the idle timer reads it)
  *       busy           flock(LOCK_SH) held by every running exec
  *       killed         present when the idle timer killed the sandbox
+ *       seccomp.bpf    the filter of every command
  *       upper/ work/   the overlay's writable layer and its workdir
  *       root/          the mount point of the merged tree (inside the
  *                      sandbox's mount namespace only: the host never has
  *                      a mount here, so nothing can be leaked on the host)
+ *       procs/         detached processes (local-procd.h)
  *
- * Cgroups: sandbox <id> owns
- *   <v2>/<parent>/<id>      the init (PID 1) and, when egress is on,
- *                           slirp4netns; on a unified-only host also the
- *                           limits (memory.max, pids.max, cpu.max)
- *   <v2>/<parent>/<id>/work every exec'd process (what pause freezes)
- *   <v2>/<parent>/<id>/work/x-*  one per exec that has a timeout (cgroup.kill)
- *   <v1:memory|pids|cpu>/sbx/<id>   hybrid hosts: the resource limits
- *   <v1:devices>/sbx/<id>   the device allow-list (local-devices.c), which
- *                           <v2>/<parent>/<id>/work holds as a BPF program
- * where <v2> is the cgroup2 mount (/sys/fs/cgroup/unified on hybrid hosts,
- * /sys/fs/cgroup on pure v2 ones) and the v1 roots are the controllers'
- * mounts.  <parent> is the profile's cgroup_parent, else
- * system.slice/sbx.service on a unified systemd host, else "sbx"
- * (local-cgroup.c); the v1 ones hang from a fixed "sbx" parent at each
- * hierarchy's root.  Never below the caller's cgroup: a sandbox outlives
- * the process that made it, and a caller's cgroup may be torn down with
- * that caller.  The paths
- * are derived from the id alone, so a crash before the record was
- * complete still leaves everything findable. */
+ * Cgroups are local-cgroup.h's. */
 #ifndef SBX_LOCAL_SB_H
 #define SBX_LOCAL_SB_H
 
 #include <sys/types.h>
 #include <json-c/json.h>
 
-#include "local.h"
+#include "backend.h"
+#include "local-cgroup.h"
 
-#define LOCAL_NCG 5          /* v2 + memory + pids + cpu + devices */
-enum { CG_V2, CG_MEMORY, CG_PIDS, CG_CPU, CG_DEVICES };
+#define SANDBOX_UID 1000
+
+/* The backend's private part. */
+struct local {
+	char *dir;               /* <state_dir>/local */
+};
+static inline struct local *local_of(struct sbx_backend *b) { return b->priv; }
+
+/* Ids are sbx's own form, "sb-" and [a-z0-9-]: nothing else names a
+ * directory of the store. */
+int local_sb_valid_id(const char *id);
+/* <state>/local/sandboxes/<id> (malloc'd). */
+char *local_sb_dir(struct sbx_backend *b, const char *id);
 
 struct local_rec {
 	char *dir;               /* <state>/local/sandboxes/<id> */
@@ -50,92 +48,41 @@ struct local_rec {
 	char *cg[LOCAL_NCG];     /* absolute cgroup dirs, NULL when absent */
 	pid_t init_pid;          /* 0 while creating */
 };
+/* The record's names of the cgroups, in CG_* order. */
+extern const char *const local_cg_keys[LOCAL_NCG];
 
-/* Cgroups (local-cgroup.c).  local_cg_path: root of sandbox <id>'s
- * cgroup in hierarchy `which` for backend b's profile (its cgroup parent),
- * or NULL when that hierarchy is not there (the v1 ones on a unified host).
- * malloc'd.  local_cg_unified: the host has the unified hierarchy only (the
- * v2 layout); else v1 limits (hybrid).  local_cg_prepare: before the
- * sandbox's cgroups are made, the v2 parent exists, holds no process and
- * hands the controllers `lim` needs to its children (unsupported when it
- * cannot).  local_cg_limit: write `lim` on the sandbox's cgroups.
- * local_cg_info: the layout in use, for sbx-ctl caps. */
-const char *local_cg_v2_mount(void);
-int local_cg_unified(void);
-/* Write `v` to <dir>/<file> (a cgroup control file) in one write(2).  0,
- * or -1 with errno set.  No allocation: usable between fork and exec. */
-int local_cg_write(const char *dir, const char *file, const char *v);
-char *local_cg_path(struct sbx_backend *b, int which, const char *id);
-int local_cg_prepare(struct sbx_backend *b, const struct sbx_limits *lim, struct sbx_err *err);
-int local_cg_limit(const struct local_rec *r, const struct sbx_limits *lim, struct sbx_err *err);
-json_object *local_cg_info(struct sbx_backend *b);
-/* Wait until `key` in <cg>/cgroup.events equals `want` (or the file is
- * gone).  0, or -1 with errno ETIMEDOUT after timeout_ms. */
-int local_cg_wait(const char *cg, const char *key, long want, int timeout_ms);
-/* Load the record of sandbox `id`; not_found when it does not exist. */
+/* Load the record of sandbox `id`; not_found when it does not exist.  A
+ * directory without a readable record loads as a record in state
+ * "creating" (a create that died before its first write). */
 int local_rec_load(struct sbx_backend *b, const char *id, struct local_rec *r,
 		   struct sbx_err *err);
+/* Replace <dir>/sandbox.json with `j` (tmp + rename; no fsync: the
+ * record describes processes, and a power loss kills those anyway). */
+int local_rec_write(const char *dir, json_object *j, struct sbx_err *err);
 void local_rec_free(struct local_rec *r);
-/* 1 if pid is alive and still the process that started at `start`
- * (field 22 of /proc/PID/stat; 0 = do not check).  A pid names whoever
- * holds it *now*: between this check and any later use of the pid, the
- * process may die and the pid go to another one.  Use a pidfd
- * (local_sb_init_pidfd) whenever the answer leads to acting on the
- * process. */
-int local_pid_alive(pid_t pid, unsigned long long start);
-unsigned long long local_pid_start(pid_t pid);
+/* The state the record and the sandbox's processes give: transitioning
+ * or dead before "ready", then terminal (killed), dead (no init),
+ * stopped, paused or running. */
+enum sbx_state local_rec_state(const struct local_rec *r);
+/* The handle of the sandbox of `r`. */
+void local_rec_to_sandbox(struct sbx_backend *b, const struct local_rec *r,
+			  struct sbx_sandbox *sb);
 
-/* The init of a sandbox, held by pidfd, so that a recycled pid can never
- * make us act on another process.
- *
- * local_sb_init_pidfd: sandbox `id` is running when this returns (a paused
- * one is thawed first, like local_sb_ensure_running).  The pidfd is opened
- * first and the init's start time checked after, which proves that the
- * pidfd is the init and not a later holder of its pid (a later process
- * cannot have the init's earlier start time).  Fails with terminal when the
- * init is gone, not_found when there is no such sandbox.  Returns the
- * pidfd (the caller closes it) and *pid, the init's pid in our pid
- * namespace; `op` names the operation in errors.
- *
- * local_init_open: open /proc/<pid>/<what> (root, ns/mnt, ...) of that
- * init.  The path goes through the pid, so the open is proven afterwards:
- * when the init is still alive after the open, the pid was not recycled
- * before it, and the fd is the init's.  When the init died meanwhile the fd
- * is dropped and the error is terminal, whatever the open returned.
- *
- * local_init_alive: 1 while the process behind `pidfd` lives and is not
- * a zombie (a zombie still answers signals but has no root, no
- * namespaces).
- *
- * local_init_gone: after something failed on the init, 1 when it is dead
- * or dying.  Waits up to 200 ms for an exit in progress, which has taken
- * the root and namespaces away before the process turns zombie. */
-int local_sb_init_pidfd(struct sbx_backend *b, const char *id, const char *op, pid_t *pid,
-			struct sbx_err *err);
-int local_init_open(int pidfd, pid_t pid, const char *what, int flags, const char *id,
-		    const char *op, struct sbx_err *err);
-int local_init_alive(int pidfd, pid_t pid);
-int local_init_gone(int pidfd, pid_t pid);
-
-/* What the init needs (local-init.c passes it to sbx-init, local-init.h).
- * Everything is prepared by create; the init only mounts, pivots and then
- * runs its loop.  None of it is secret. */
-struct local_init_cfg {
-	const char *id;
-	const char *dir;         /* sandbox dir on the host */
-	const char *overlay_opts;/* "lowerdir=...,upperdir=...,workdir=..." */
-	char *const *cg;         /* LOCAL_NCG cgroup dirs to join (NULL = skip) */
-	const char *host_view;   /* non-NULL: mount a read-only view of the host's
-				  * "/" here first (it is the stack's bottom layer) */
-	int64_t shm_bytes;       /* size of /dev/shm; 0 = sbx-init's default */
-};
-/* Start the init of a sandbox as a daemon: new mount, pid, uts, ipc, net
- * and cgroup namespaces, in the sandbox's cgroups, its root on the
- * overlay.  Returns once the init reports ready (0, *pid = its host pid) or
- * failed (-1; the init is gone or going; remove cleans what is left). */
-int local_init_start(const struct local_init_cfg *c, pid_t *pid, struct sbx_err *err);
-
-/* Idle-timer policy file the init reads on SIGHUP: "SECONDS PAUSE AUTORESUME". */
+/* The vtable's get and list (one page: everything, oldest first). */
+int local_sb_get(struct sbx_backend *b, const char *id, struct sbx_sandbox *out,
+		 struct sbx_err *err);
+int local_sb_list(struct sbx_backend *b, const struct sbx_list_filter *f,
+		  const char *page_token, struct sbx_page *out, struct sbx_err *err);
+/* The template id each existing sandbox was created from (for "in use"
+ * checks): malloc'd array of malloc'd strings. */
+int local_sb_templates_in_use(struct sbx_backend *b, char ***ids, size_t *n,
+			      struct sbx_err *err);
+/* Host path of the sandbox's own writable layer (the overlay upperdir).
+ * Returned string is malloc'd. */
+char *local_sb_upper(struct sbx_backend *b, const char *id);
+/* Record activity now (resets the idle timer). */
+void local_sb_touch(struct sbx_backend *b, const char *id);
+/* Write the idle-timer policy file of the sandbox dir `dir`. */
 int local_policy_write(const char *dir, const struct sbx_timeout_policy *t,
 		       struct sbx_err *err);
 

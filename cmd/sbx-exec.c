@@ -77,26 +77,9 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	case O_ROOT: o->root = 1; return 0;
 	case O_CHECK: o->check = 1; return 0;
 	case O_RAW: o->raw = 1; return 0;
-	case O_TIMEOUT:
-		if (sbx_parse_duration_ms(arg, &o->timeout_ms, err) < 0)
-			return -1;
-		if (o->timeout_ms <= 0)
-			return sbx_usage_err(err, "--timeout must be positive");
-		return 0;
-	case O_ENV: {
-		char *kv;
-		if (sbx_cli_env_arg(arg, &kv, err) < 0)
-			return -1;
-		o->env = sbx_xrealloc(o->env, (o->nenv + 2) * sizeof(char *));
-		o->env[o->nenv++] = kv;
-		o->env[o->nenv] = NULL;
-		return 0;
-	}
-	case O_CWD:
-		if (arg[0] != '/')
-			return sbx_usage_err(err, "--cwd must be an absolute path");
-		o->cwd = arg;
-		return 0;
+	case O_TIMEOUT: return sbx_cli_timeout_arg(arg, &o->timeout_ms, err);
+	case O_ENV: return sbx_cli_env_push(&o->env, &o->nenv, arg, err);
+	case O_CWD: return sbx_cli_cwd_arg(arg, &o->cwd, err);
 	case O_STDIN_FILE:
 		if (o->have_stdin)
 			return sbx_usage_err(err, "give one of --stdin-file and --stdin-text");

@@ -20,6 +20,7 @@ static const struct sbx_sub subs[] = {
 	{"tpl", "[ARG...]", 0, -1, "sbx-tpl: templates", NULL},
 	{"ls", "[ARG...]", 0, -1, "sbx-ls: list sandboxes", NULL},
 	{"ctl", "[ARG...]", 0, -1, "sbx-ctl: pause, resume, kill, re-time", NULL},
+	{"proc", "[ARG...]", 0, -1, "sbx-proc: detached processes: start, list, signal, feed, follow", NULL},
 	{"lease", "[ARG...]", 0, -1, "sbx-lease: turn leases and the session lock", NULL},
 	{"reap", "[ARG...]", 0, -1, "sbx-reap: delete what nobody owns", NULL},
 	{0},

@@ -73,3 +73,4 @@ void sbx_store_gc_json(const struct sbx_store_gc *st, json_object *o)
 	sbx_json_set_int(o, "unnamed_layers", st->layers);
 	sbx_json_set_int(o, "bytes", st->bytes);
 }
+

@@ -167,9 +167,96 @@ enum sbx_cap {
 	SBX_CAP_INBOUND_TOKEN = 1 << 9,
 	SBX_CAP_IDLE_KILL   = 1 << 10,   /* idle sandboxes are killed, not paused */
 	SBX_CAP_INSTALL     = 1 << 11,   /* exec as root */
+	SBX_CAP_PROCESS     = 1 << 12,   /* detached processes: proc_* below */
 };
 /* Names for documents and `sbx-ctl caps`: {"exec": true, ...}. */
 json_object *sbx_caps_to_json(unsigned caps);
+
+/* ---- Detached processes (SBX_CAP_PROCESS) ----
+ *
+ * A process started with proc_start outlives the call and the caller: it
+ * runs until it exits, is signalled, or its sandbox is removed.  Its
+ * output (stdout and stderr apart) is kept by the backend in bounded
+ * files that nothing inside the sandbox can write, and read from any
+ * offset with proc_output; its exit status is kept after it exits, until
+ * a later process takes its pid or the backend's bound on kept records
+ * drops it (local: the 64 latest exited processes).  A process started before a pause is
+ * still there after the resume (E2B semantics): listed, taking stdin,
+ * signalled, its output followed.  Every proc_* call resumes a paused
+ * sandbox the way exec does (auto-resume, unless the sandbox forbids it:
+ * conflict).
+ *
+ * Identity: a process is named by its pid in the sandbox's pid namespace
+ * (what `ps` inside shows, and what E2B's process.Process calls `pid`),
+ * or by the tag given at start.  A tag is unique among the sandbox's
+ * running processes (start with a tag in use: conflict).  An unknown pid
+ * or tag is not_found.
+ *
+ * Users: as_root = 0 acts as uid 1000, which may signal, write to and
+ * close the stdin of its own processes only (root's: invalid_request,
+ * "operation not permitted", as kill(2) would say); listing and reading
+ * output are open to both users. */
+struct sbx_proc_req {
+	char *const *argv;       /* NULL-terminated; argv[0] looked up in PATH */
+	char *const *env;        /* "KEY=VALUE" added to the default env (as exec) */
+	const char *cwd;         /* NULL = /workspace; must exist (else
+				  * invalid_request and nothing started) */
+	int as_root;             /* else uid/gid 1000 */
+	int keep_stdin;          /* stdin stays open for proc_input until closed;
+				  * else stdin is /dev/null */
+	const char *tag;         /* optional: 1 to 256 bytes, any text */
+	int64_t timeout_ms;      /* 0 = none; else SIGKILL of the process tree at
+				  * expiry (E2B's Connect-Timeout-Ms on Start) */
+};
+
+/* Selects one process: pid > 0, else tag. */
+struct sbx_proc_sel {
+	int pid;
+	const char *tag;
+};
+
+struct sbx_proc_info {
+	int pid;                 /* in the sandbox's pid namespace */
+	char **argv;             /* NULL-terminated (owned) */
+	char **env;              /* the "KEY=VALUE" the request added (owned) */
+	char *cwd;
+	char *tag;               /* NULL when none */
+	int as_root;
+	int running;             /* 0: exited, see exit_code/signal */
+	int exit_code;           /* -1 when killed by a signal */
+	int signal;              /* the terminating signal, 0 if none */
+	int timed_out;           /* killed at its timeout_ms */
+	int stdin_open;          /* proc_input can still write */
+	int64_t started_at;      /* unix milliseconds */
+	int64_t ended_at;        /* unix milliseconds, 0 while running */
+	int64_t out_end, err_end;     /* bytes written so far: the offset the
+				       * next byte of each stream will have */
+	int64_t out_start, err_start; /* first offset still kept (bounded files
+				       * drop the oldest output first) */
+};
+/* Their destructors, and the record format backends share: proc.h. */
+
+enum { SBX_PROC_TICK = 0, SBX_PROC_STDOUT = 1, SBX_PROC_STDERR = 2 };
+
+/* Where proc_output starts and whether it waits. */
+struct sbx_proc_attach {
+	int64_t out_offset;      /* first byte wanted; -1 = only output written
+				  * after the attach (E2B Connect); an offset
+				  * already dropped starts at the first kept */
+	int64_t err_offset;
+	int follow;              /* wait for more output until the process ends */
+	int tick_ms;             /* follow: call the sink with SBX_PROC_TICK after
+				  * this long without output (keepalive, checking
+				  * for a client gone); 0 = never */
+};
+
+/* Receives output in order per stream (the two streams interleave as they
+ * were read, not as they were written).  `offset` is the stream offset of
+ * data[0]; a jump between calls is output that was dropped.  Return 0 to
+ * go on, anything else to stop attaching (proc_output then returns 0 with
+ * the process's state as it is, running or not). */
+typedef int (*sbx_proc_sink)(void *ctx, int stream, const char *data, size_t len,
+			     int64_t offset);
 
 struct sbx_backend;
 
@@ -261,6 +348,47 @@ struct sbx_backend_ops {
 			       struct sbx_template *out, struct sbx_err *err);
 	int (*template_delete)(struct sbx_backend *b, const char *id, int *gone,
 			       struct sbx_err *err);
+
+	/* Detached processes (see "Detached processes" above).
+	 *
+	 * proc_start: the process is running (or has already exited) when
+	 * this returns 0; *out describes it.  A command that cannot be
+	 * exec'd still starts and exits 127 (not found) or 126, with the
+	 * reason on its stderr, as exec reports it.  A crash of the caller
+	 * at any point leaves either no process or a supervised one.
+	 *
+	 * proc_list: every process started with proc_start whose record is
+	 * kept (running ones, and exited ones until their pid is reused),
+	 * oldest first.
+	 *
+	 * proc_signal: send `sig` to the process (not its group).  An exited
+	 * process: not_found only if its record is gone; else 0 and nothing
+	 * is sent (the pid is never signalled once the process is reaped).
+	 *
+	 * proc_input: write all of data to its stdin (blocking while the
+	 * pipe is full, up to 10 s: then timeout), then close stdin when
+	 * `close_stdin`.  len 0 with close_stdin only closes.  A process
+	 * started without keep_stdin, or whose stdin is closed: conflict.
+	 *
+	 * proc_output: feed the kept output from the attach offsets to
+	 * `sink`; with follow, go on until the process has exited and its
+	 * output is drained (or the sink stops).  *end gets the process's
+	 * state at return (end->running = 0 after its exit). */
+	int (*proc_start)(struct sbx_backend *b, struct sbx_sandbox *sb,
+			  const struct sbx_proc_req *req, struct sbx_proc_info *out,
+			  struct sbx_err *err);
+	int (*proc_list)(struct sbx_backend *b, struct sbx_sandbox *sb,
+			 struct sbx_proc_info **out, size_t *n, struct sbx_err *err);
+	int (*proc_signal)(struct sbx_backend *b, struct sbx_sandbox *sb,
+			   const struct sbx_proc_sel *sel, int sig, int as_root,
+			   struct sbx_err *err);
+	int (*proc_input)(struct sbx_backend *b, struct sbx_sandbox *sb,
+			  const struct sbx_proc_sel *sel, const void *data, size_t len,
+			  int close_stdin, int as_root, struct sbx_err *err);
+	int (*proc_output)(struct sbx_backend *b, struct sbx_sandbox *sb,
+			   const struct sbx_proc_sel *sel, const struct sbx_proc_attach *a,
+			   sbx_proc_sink sink, void *ctx, struct sbx_proc_info *end,
+			   struct sbx_err *err);
 
 	/* Backends whose idle policy is kill (SBX_CAP_IDLE_KILL): delete the
 	 * sandboxes idle past their timeout, re-checking each right before

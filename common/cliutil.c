@@ -80,6 +80,32 @@ int sbx_cli_env_add(json_object *o, const char *arg, struct sbx_err *err)
 	return 0;
 }
 
+int sbx_cli_env_push(char ***env, size_t *n, const char *arg, struct sbx_err *err)
+{
+	char *kv;
+	if (sbx_cli_env_arg(arg, &kv, err) < 0)
+		return -1;
+	*env = sbx_xrealloc(*env, (*n + 2) * sizeof(char *));
+	(*env)[(*n)++] = kv;
+	(*env)[*n] = NULL;
+	return 0;
+}
+
+int sbx_cli_cwd_arg(const char *arg, const char **cwd, struct sbx_err *err)
+{
+	if (arg[0] != '/')
+		return sbx_usage_err(err, "--cwd must be an absolute path");
+	*cwd = arg;
+	return 0;
+}
+
+int sbx_cli_timeout_arg(const char *arg, int64_t *ms, struct sbx_err *err)
+{
+	if (sbx_parse_duration_ms(arg, ms, err) < 0)
+		return -1;
+	return *ms > 0 ? 0 : sbx_usage_err(err, "--timeout must be positive");
+}
+
 int sbx_cli_emit_deleted(const char *what, const char *id, int gone, struct sbx_err *err)
 {
 	json_object *doc = json_object_new_object();

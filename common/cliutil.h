@@ -43,6 +43,18 @@ int sbx_cli_env_arg(const char *arg, char **kv, struct sbx_err *err);
 /* sbx_cli_env_arg, then set "KEY": "VALUE" in the object `o`. */
 int sbx_cli_env_add(json_object *o, const char *arg, struct sbx_err *err);
 
+/* The flags of a command to run (sbx-exec, sbx-proc start), each checked
+ * the same way in both programs:
+ *   sbx_cli_env_push: sbx_cli_env_arg, appended to the NULL-terminated
+ *     vector *env of *n entries (grown as needed);
+ *   sbx_cli_cwd_arg: --cwd must be an absolute path;
+ *   sbx_cli_timeout_arg: --timeout is a duration (sbx_parse_duration_ms)
+ *     above zero.
+ * Each returns 0, or -1 with a usage error. */
+int sbx_cli_env_push(char ***env, size_t *n, const char *arg, struct sbx_err *err);
+int sbx_cli_cwd_arg(const char *arg, const char **cwd, struct sbx_err *err);
+int sbx_cli_timeout_arg(const char *arg, int64_t *ms, struct sbx_err *err);
+
 /* Write {"<what>": {"id": ID, "deleted": !gone, "gone": gone}}, the
  * document of an idempotent delete (sbx-snap rm, sbx-tpl rm). */
 int sbx_cli_emit_deleted(const char *what, const char *id, int gone, struct sbx_err *err);

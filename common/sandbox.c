@@ -172,7 +172,7 @@ static const struct { unsigned bit; const char *name; } cap_names[] = {
 	{SBX_CAP_LIST, "list"}, {SBX_CAP_TEMPLATES, "templates"},
 	{SBX_CAP_TIMEOUT, "set_timeout"}, {SBX_CAP_NETPOLICY, "network_policy"},
 	{SBX_CAP_INBOUND_TOKEN, "inbound_token"}, {SBX_CAP_IDLE_KILL, "idle_kill"},
-	{SBX_CAP_INSTALL, "install"},
+	{SBX_CAP_INSTALL, "install"}, {SBX_CAP_PROCESS, "process"},
 };
 
 json_object *sbx_caps_to_json(unsigned caps)

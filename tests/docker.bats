@@ -285,8 +285,31 @@ fresh() { sbx-create --label "$BATS_RUN_LABEL" "$@"; }
 	assert_equal "$(jqo .caps.idle_kill)" "true"
 	assert_equal "$(jqo .caps.set_timeout)" "false"
 	assert_equal "$(jqo .caps.snapshots)" "true"
+	assert_equal "$(jqo .caps.process)" "true"
 	run sbx-ctl timeout --seconds 60 <"$SB"
 	assert_failure 69
+}
+
+@test "a detached process runs in the container under its supervisor, records out of uid 1000's reach" {
+	run sbx-proc start --root -- sh -c 'echo secret-of-root; sleep 300' <"$SB"
+	assert_success
+	local pid
+	pid=$(jqo .proc.pid)
+	local i
+	for i in $(seq 1 100); do
+		sbx-proc output --pid "$pid" <"$SB" | jq -r .output.stdout | grep -q secret-of-root && break
+		sleep 0.1
+	done
+	run sbx-proc output --pid "$pid" <"$SB"
+	[[ "$(jqo .output.stdout)" == *secret-of-root* ]]
+	# root's record is root's: uid 1000 can neither read nor change it.
+	run inx -- sh -c 'cat /run/sbx-procs/*/out 2>&1; ls -ld /run/sbx-procs'
+	[[ "$(jqo .exec.stdout)" != *secret-of-root* ]]
+	[[ "$(jqo .exec.stdout)" == *drwxrwxrwt* ]]
+	run sbx-proc kill --pid "$pid" <"$SB"
+	assert_failure 65
+	run sbx-proc kill --root --pid "$pid" <"$SB"
+	assert_success
 }
 
 @test "a tcp+TLS endpoint works: exec, stdin (staged), files; plain tcp is refused" {

@@ -186,6 +186,7 @@ run_man_page() { # run_man_page NAME [TEMPLATE]: TEMPLATE (busybox) imported fir
 @test "sbx-snap(1) EXAMPLES run" { run_man_page sbx-snap.1 busybox; }
 @test "sbx-tpl(1) EXAMPLES run" { run_man_page sbx-tpl.1; }
 @test "sbx-reap(1) EXAMPLES run" { run_man_page sbx-reap.1; }
+@test "sbx-proc(1) EXAMPLES run" { run_man_page sbx-proc.1; }
 
 @test "every man page with EXAMPLES has a test here" {
 	local f name

@@ -290,3 +290,25 @@ foreign_root() {
 	FOREIGN=
 	sbx-ctl kill --id "$id" >/dev/null
 }
+
+@test "an exec's cleanup never takes a concurrent timed exec's fresh cgroup" {
+	local id out rc
+	id=$(sbx-create | jq -r .sandbox.id)
+	out="$BATS_TEST_TMPDIR/timed"
+	# Stopped right after it made its own cgroup, before its command joins.
+	SBX_STOP=local:exec-cgroup sbx-exec --id "$id" --timeout 30s -- echo timed \
+		>"$out" 2>/dev/null 3>&- &
+	STOPPED=$!
+	wait_stopped "$STOPPED"
+	# Another exec ends meanwhile and sweeps the empty exec cgroups.
+	run sbx-exec --id "$id" -- true
+	assert_success
+	kill -CONT "$STOPPED"
+	rc=0
+	wait "$STOPPED" || rc=$?
+	STOPPED=
+	cat "$out"
+	[ "$rc" -eq 0 ]
+	[ "$(jq -r .exec.stdout "$out")" = timed ]
+	sbx-ctl kill --id "$id" >/dev/null
+}

@@ -147,7 +147,7 @@ $p ${sub[*]} $flag: $status ${lines[-1]:-}"
 	assert_equal "$status" 64
 	run sbx
 	assert_equal "$status" 64
-	assert_output --partial "a command is needed: create exec fs snap tpl ls ctl lease reap"
+	assert_output --partial "a command is needed: create exec fs snap tpl ls ctl proc lease reap"
 }
 
 @test "every man page names each of its program's subcommands" {

@@ -1,0 +1,23 @@
+/* docker-proc.h - detached processes in a Docker sandbox (docker-proc.c):
+ * the vtable's proc_* entries.  Private to the Docker backend. */
+#ifndef SBX_DOCKER_PROC_H
+#define SBX_DOCKER_PROC_H
+
+#include "backend.h"
+
+int docker_proc_start(struct sbx_backend *b, struct sbx_sandbox *sb,
+		      const struct sbx_proc_req *req, struct sbx_proc_info *out,
+		      struct sbx_err *err);
+int docker_proc_list(struct sbx_backend *b, struct sbx_sandbox *sb,
+		     struct sbx_proc_info **out, size_t *n, struct sbx_err *err);
+int docker_proc_signal(struct sbx_backend *b, struct sbx_sandbox *sb,
+		       const struct sbx_proc_sel *sel, int sig, int as_root, struct sbx_err *err);
+int docker_proc_input(struct sbx_backend *b, struct sbx_sandbox *sb,
+		      const struct sbx_proc_sel *sel, const void *data, size_t len,
+		      int close_stdin, int as_root, struct sbx_err *err);
+int docker_proc_output(struct sbx_backend *b, struct sbx_sandbox *sb,
+		       const struct sbx_proc_sel *sel, const struct sbx_proc_attach *a,
+		       sbx_proc_sink sink, void *ctx, struct sbx_proc_info *end,
+		       struct sbx_err *err);
+
+#endif

@@ -1,0 +1,410 @@
+/* local-proc-start.c - start a detached process in a local sandbox: the
+ * vtable's proc_start.
+ *
+ * The caller forks twice; the grandchild joins the sandbox's top cgroup,
+ * forks the process into the sandbox (local-spawn.c) and execs sbx-procd,
+ * which thereby becomes the process's parent and supervisor (the files
+ * and fds are local-procd.h's contract).  Nothing of the caller's memory
+ * outlives the call: the supervisor is a fresh exec of a libc-only
+ * program, and between the forks and that exec nothing allocates (the
+ * caller may be a threaded server).
+ *
+ * Promises:
+ *  - When proc_start returns 0 the process runs (or already ran) under
+ *    its supervisor and is listed under its pid.
+ *  - A cwd that does not exist, or any failure to enter the sandbox, is
+ *    an error and leaves no process and no record.
+ *  - A caller killed at any point leaves no process, or a supervised one
+ *    whose record is complete (the supervisor names the record itself);
+ *    what is left of a start that died before its fork is a .new-* dir
+ *    that a later start removes.
+ *  - Starts in one sandbox are serialised (procs/.lock), so a tag is
+ *    never taken twice by running processes.
+ *  - A sandbox keeps the records of its 64 latest exited processes (and
+ *    of every running one): older ones go at the next start. */
+#include "local-proc-start.h"
+#include "local-proc.h"
+#include "local-procd.h"
+#include "local-init.h"
+#include "local-spawn.h"
+#include "local-state.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "doc.h"
+#include "fault.h"
+#include "proc.h"
+#include "util.h"
+
+#define STALE_NEW_SECONDS 60
+#define TAG_MAX 256
+/* Exited processes whose record (output, status) a sandbox keeps. */
+#define KEEP_EXITED 64
+
+struct pstart {
+	struct local_spawn sp;
+	int out[2], err[2], status[2];
+	int fifo_r, keeper, nul, topcg, exe, procs, killfd;
+	char name[32];               /* .new-<hex> */
+	char *dir, *xcg;
+	char argv_buf[5][32];        /* the supervisor's argv, but HOSTPID */
+};
+
+static void ps_init(struct pstart *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->out[0] = s->out[1] = s->err[0] = s->err[1] = s->status[0] = s->status[1] = -1;
+	s->fifo_r = s->keeper = s->nul = s->topcg = s->exe = s->procs = s->killfd = -1;
+	s->sp.selfns = s->sp.report[0] = s->sp.report[1] = -1;
+	for (int i = 0; i < LOCAL_NCG; i++)
+		s->sp.cg_fds[i] = -1;
+}
+
+static void ps_free(struct pstart *s)
+{
+	int *fds[] = {&s->out[0], &s->out[1], &s->err[0], &s->err[1], &s->status[0],
+		      &s->status[1], &s->fifo_r, &s->keeper, &s->nul, &s->topcg, &s->exe,
+		      &s->procs, &s->killfd};
+	for (size_t i = 0; i < SBX_ARRAY_LEN(fds); i++)
+		local_closep(fds[i]);
+	local_spawn_free(&s->sp);
+	free(s->dir);
+	free(s->xcg);
+}
+
+/* .new-* dirs of starts that died before their fork (older than a
+ * minute: a live start holds the lock while its dir is young). */
+static void remove_stale_new(const char *procs)
+{
+	DIR *d = opendir(procs);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		struct stat st;
+		if (strncmp(e->d_name, ".new-", 5) != 0 ||
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    st.st_mtime > time(NULL) - STALE_NEW_SECONDS)
+			continue;
+		SBX_AUTOFREE char *p = sbx_xasprintf("%s/%s", procs, e->d_name);
+		struct sbx_err e2 = {0};
+		sbx_rm_rf(p, &e2);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* Under procs/.lock: the leftovers of dead starts go, the records of
+ * exited processes beyond the newest KEEP_EXITED go (oldest first), and a
+ * tag held by a running process is refused. */
+static int under_lock(const char *procs, const char *tag, struct sbx_err *err)
+{
+	remove_stale_new(procs);
+	struct local_prec *all;
+	size_t n, exited = 0;
+	if (local_prec_list(procs, &all, &n, err) < 0)
+		return -1;
+	for (size_t k = 0; k < n; k++)
+		exited += !all[k].i.running;
+	int rc = 0;
+	for (size_t k = 0; k < n; k++) {
+		struct sbx_err e2 = {0};
+		if (!all[k].i.running && exited > KEEP_EXITED) {
+			sbx_rm_rf(all[k].dir, &e2);
+			exited--;
+		} else if (rc == 0 && tag && all[k].i.running && all[k].i.tag &&
+			   strcmp(all[k].i.tag, tag) == 0) {
+			rc = sbx_fail(err, SBX_CONFLICT, "proc", "tag %s is taken by process %d", tag,
+				      all[k].i.pid);
+		}
+	}
+	local_precs_free(all, n);
+	return rc;
+}
+
+/* procs/.new-<hex>/ with proc.json: what was asked (env names only). */
+static int write_request(struct pstart *s, const char *procs, const struct sbx_proc_req *req,
+			 struct sbx_err *err)
+{
+	char hex[13];
+	if (sbx_random_hex(hex, 6, err) < 0)
+		return -1;
+	snprintf(s->name, sizeof(s->name), ".new-%s", hex);
+	s->dir = sbx_xasprintf("%s/%s", procs, s->name);
+	if (mkdir(s->dir, 0700) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "proc", "mkdir %s", s->dir);
+	json_object *j = sbx_proc_record(req);
+	const char *txt = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN);
+	SBX_AUTOFREE char *path = sbx_xasprintf("%s/proc.json", s->dir);
+	int rc = sbx_write_file_atomic(path, txt, strlen(txt), 0600, err);
+	json_object_put(j);
+	return rc;
+}
+
+/* The stdio of the process: pipes to the supervisor, stdin a FIFO in the
+ * record (or /dev/null), and the timeout's own cgroup.  (They become the
+ * spawn's stdio once it is prepared.) */
+static int open_stdio(struct pstart *s, const struct local_rec *r, const struct sbx_proc_req *req,
+		      struct sbx_err *err)
+{
+	s->nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (s->nul < 0 || pipe2(s->out, O_CLOEXEC) < 0 || pipe2(s->err, O_CLOEXEC) < 0 ||
+	    pipe2(s->status, O_CLOEXEC) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "proc", "pipe");
+	if (req->keep_stdin) {
+		SBX_AUTOFREE char *fifo = sbx_xasprintf("%s/stdin", s->dir);
+		if (mkfifo(fifo, 0600) < 0 ||
+		    (s->fifo_r = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0 ||
+		    (s->keeper = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0 ||
+		    fcntl(s->fifo_r, F_SETFL, 0) < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "proc", "stdin fifo");
+	}
+	s->topcg = local_open_wr(r->cg[CG_V2], "cgroup.procs");
+	if (s->topcg < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "proc", "open %s", r->cg[CG_V2]);
+	if (req->timeout_ms > 0) {
+		char hex[17];
+		if (sbx_random_hex(hex, 8, err) < 0)
+			return -1;
+		/* x-<our pid>-*: exec's cleanup removes it once it is empty
+		 * and we are gone (local-exec.c). */
+		s->xcg = sbx_xasprintf("%s/work/x-%d-p%s", r->cg[CG_V2], (int)getpid(), hex);
+		if (mkdir(s->xcg, 0755) < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "proc", "mkdir %s", s->xcg);
+		s->killfd = local_open_wr(s->xcg, "cgroup.kill");
+	}
+	return 0;
+}
+
+static void utoa(char *buf, size_t n, long v)
+{
+	char tmp[24];
+	size_t k = 0;
+	do
+		tmp[k++] = (char)('0' + v % 10);
+	while ((v /= 10) > 0 && k < sizeof(tmp));
+	size_t i = 0;
+	while (k > 0 && i + 1 < n)
+		buf[i++] = tmp[--k];
+	buf[i] = '\0';
+}
+
+/* In the grandchild: join the sandbox's top cgroup, fork the process
+ * into the sandbox, become sbx-procd.  No allocation, no return. */
+static __attribute__((noreturn)) void become_supervisor(struct pstart *s)
+{
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	sigaction(SIGCHLD, &dfl, NULL);   /* an ignored SIGCHLD would reap it */
+	if (write(s->topcg, "0", 1) < 0)
+		_exit(126);
+	pid_t c = local_spawn_fork(&s->sp, 0);
+	if (c < 0)
+		_exit(125);
+	char hostpid[24];
+	utoa(hostpid, sizeof(hostpid), c);
+	char *argv[] = {"sbx-procd", s->name, hostpid, s->argv_buf[0], s->argv_buf[1],
+			s->argv_buf[2], NULL};
+	static char *const envp[] = {NULL};
+	int want[] = {s->status[1], s->procs, s->out[0], s->err[0],
+		      s->keeper >= 0 ? s->keeper : s->nul, s->killfd >= 0 ? s->killfd : s->nul};
+	int hi[SBX_ARRAY_LEN(want)];
+	int e = fcntl(s->exe, F_DUPFD_CLOEXEC, 20), n = fcntl(s->nul, F_DUPFD_CLOEXEC, 20);
+	for (size_t i = 0; i < SBX_ARRAY_LEN(want); i++)
+		if ((hi[i] = fcntl(want[i], F_DUPFD_CLOEXEC, 20)) < 0)
+			_exit(124);
+	if (e < 0 || n < 0 || dup2(n, 0) < 0 || dup2(n, 1) < 0 || dup2(n, 2) < 0)
+		_exit(124);
+	for (size_t i = 0; i < SBX_ARRAY_LEN(want); i++)
+		if (dup2(hi[i], LOCAL_PROC_FD_STATUS + (int)i) < 0)
+			_exit(124);
+	/* Nothing else of the caller's (a pipeline's pipe, a file it held
+	 * without O_CLOEXEC) lives on in the supervisor. */
+	if (e > LOCAL_PROC_FD_KILL + 1)
+		syscall(SYS_close_range, LOCAL_PROC_FD_KILL + 1, e - 1, 0);
+	syscall(SYS_close_range, e + 1, ~0U, 0);
+	fexecve(e, argv, envp);
+	_exit(127);
+}
+
+/* Read the supervisor's "P <pid> <hostpid> <start>" line. */
+static int read_started(struct pstart *s, int *pid, struct sbx_err *err)
+{
+	char buf[128];
+	size_t len = 0;
+	int64_t deadline = sbx_mono_ms() + 10000;
+	while (len < sizeof(buf) - 1 && !memchr(buf, '\n', len)) {
+		int64_t left = deadline - sbx_mono_ms();
+		struct pollfd pf = {.fd = s->status[0], .events = POLLIN};
+		if (left <= 0 || poll(&pf, 1, (int)left) <= 0)
+			break;
+		ssize_t n = read(s->status[0], buf + len, sizeof(buf) - 1 - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	if (sscanf(buf, "P %d", pid) != 1 || *pid <= 0)
+		return sbx_fail(err, SBX_INTERNAL, "proc", "the process supervisor did not start");
+	return 0;
+}
+
+/* Fork twice (the supervisor is nobody's child of ours), and learn how
+ * the process started.  0 with *pid once the supervisor has it; -1 when it
+ * could not enter the sandbox (nothing is left then: the process is gone
+ * and its record removed). */
+static int launch(struct pstart *s, const char *procs, const char *id, const char *argv0,
+		  int *pid, struct sbx_err *err)
+{
+	pid_t mid = fork();
+	if (mid < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "proc", "fork");
+	if (mid == 0) {
+		setsid();
+		pid_t g = fork();
+		if (g == 0)
+			become_supervisor(s);
+		_exit(g < 0 ? 1 : 0);
+	}
+	int st = 0;
+	waitpid(mid, &st, 0);
+	sbx_fault("local:proc-forked");
+	local_closep(&s->sp.report[1]);
+	local_closep(&s->status[1]);
+	local_closep(&s->out[0]);
+	local_closep(&s->out[1]);
+	local_closep(&s->err[0]);
+	local_closep(&s->fifo_r);
+	local_closep(&s->keeper);
+	int e = 0, stage = local_spawn_report(&s->sp, &e);
+	if (stage == LOCAL_STAGE_EXEC) {
+		/* It "ran": exits 127 or 126 with the reason on its stderr,
+		 * as exec reports it. */
+		char line[512];
+		int n = snprintf(line, sizeof(line), "sbx: %s: %s\n", argv0, strerror(e));
+		(void)!write(s->err[1], line, (size_t)n);
+	}
+	local_closep(&s->err[1]);
+	if (read_started(s, pid, err) < 0) {
+		struct sbx_err e2 = {0};
+		sbx_rm_rf(s->dir, &e2);
+		return -1;
+	}
+	if (stage == 0 || stage == LOCAL_STAGE_EXEC)
+		return 0;
+	/* It never got in: wait for the supervisor to record that, then
+	 * take the record away. */
+	char buf[64];
+	while (read(s->status[0], buf, sizeof(buf)) > 0)
+		;
+	SBX_AUTOFREE char *rec = sbx_xasprintf("%s/%d", procs, *pid);
+	struct sbx_err e2 = {0};
+	sbx_rm_rf(rec, &e2);
+	errno = e;
+	if (stage == LOCAL_STAGE_CWD)
+		return sbx_fail_errno(err, SBX_INVALID_REQUEST, "proc", "cwd %s", s->sp.cwd);
+	return local_spawn_fail(s->sp.pidfd, s->sp.init, id, "proc", err,
+				"enter sandbox %s (step %d)", id, stage);
+}
+
+static int check_req(const struct sbx_proc_req *req, struct sbx_err *err)
+{
+	if (!req->argv || !req->argv[0] || !req->argv[0][0])
+		return sbx_fail(err, SBX_INVALID_REQUEST, "proc", "no command to run");
+	if (req->cwd && *req->cwd && req->cwd[0] != '/')
+		return sbx_fail(err, SBX_INVALID_REQUEST, "proc", "cwd must be absolute: %s", req->cwd);
+	if (req->tag && (!*req->tag || strlen(req->tag) > TAG_MAX))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "proc", "a tag is 1 to %d bytes", TAG_MAX);
+	if (req->timeout_ms < 0)
+		return sbx_fail(err, SBX_INVALID_REQUEST, "proc", "timeout must be >= 0");
+	return 0;
+}
+
+/* Everything of a start once the sandbox is held and its procs/ locked. */
+static int start_locked(struct pstart *s, struct sbx_sandbox *sb, const struct local_rec *r,
+			const char *procs, const struct sbx_proc_req *req,
+			struct sbx_proc_info *out, struct sbx_err *err)
+{
+	struct local_cmd cmd = {.argv = req->argv, .env = req->env, .cwd = req->cwd,
+				.as_root = req->as_root};
+	SBX_AUTOFREE char *work = sbx_xasprintf("%s/work", r->cg[CG_V2]);
+	if (under_lock(procs, req->tag, err) < 0 || write_request(s, procs, req, err) < 0)
+		return -1;
+	sbx_fault("local:proc-recorded");
+	if (open_stdio(s, r, req, err) < 0 ||
+	    local_spawn_prepare(sb->id, r, s->sp.pidfd, s->sp.init, s->xcg ? s->xcg : work, &cmd,
+				&s->sp, err) < 0 ||
+	    (s->exe = local_libexec_open("sbx-procd", "proc", err)) < 0 ||
+	    (s->procs = open(procs, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		if (!err->msg[0])
+			sbx_fail_errno(err, SBX_INTERNAL, "proc", "open %s", procs);
+		struct sbx_err e2 = {0};
+		sbx_rm_rf(s->dir, &e2);
+		return -1;
+	}
+	s->sp.in = s->fifo_r >= 0 ? s->fifo_r : s->nul;
+	s->sp.out = s->out[1];
+	s->sp.errfd = s->err[1];
+	snprintf(s->argv_buf[0], sizeof(s->argv_buf[0]), "%lld", (long long)req->timeout_ms);
+	snprintf(s->argv_buf[1], sizeof(s->argv_buf[1]), "%d", LOCAL_PROC_OUT_MAX);
+	snprintf(s->argv_buf[2], sizeof(s->argv_buf[2]), "%s%s", req->keep_stdin ? "s" : "",
+		 s->killfd >= 0 ? "k" : req->keep_stdin ? "" : "-");
+	int pid;
+	if (launch(s, procs, sb->id, req->argv[0], &pid, err) < 0)
+		return -1;
+	char name[32];
+	snprintf(name, sizeof(name), "%d", pid);
+	struct local_prec p;
+	if (local_prec_load(procs, name, &p, err) < 0)
+		return -1;
+	*out = p.i;
+	memset(&p.i, 0, sizeof(p.i));
+	local_prec_free(&p);
+	return 0;
+}
+
+int local_proc_start(struct sbx_backend *b, struct sbx_sandbox *sb,
+		     const struct sbx_proc_req *req, struct sbx_proc_info *out,
+		     struct sbx_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (check_req(req, err) < 0)
+		return -1;
+	pid_t init;
+	SBX_AUTOCLOSE int pidfd = local_sb_init_pidfd(b, sb->id, "proc", &init, err);
+	if (pidfd < 0)
+		return -1;
+	struct local_rec r;
+	if (local_rec_load(b, sb->id, &r, err) < 0)
+		return -1;
+	SBX_AUTOFREE char *procs = local_procs_dir(&r);
+	SBX_AUTOFREE char *lockp = sbx_xasprintf("%s/.lock", procs);
+	if (mkdir(procs, 0700) < 0 && errno != EEXIST) {
+		local_rec_free(&r);
+		return sbx_fail_errno(err, SBX_INTERNAL, "proc", "mkdir %s", procs);
+	}
+	SBX_AUTOCLOSE int lock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lock < 0 || flock(lock, LOCK_EX) < 0) {
+		local_rec_free(&r);
+		return sbx_fail_errno(err, SBX_INTERNAL, "proc", "lock %s", lockp);
+	}
+	local_sb_touch(b, sb->id);
+	struct pstart s;
+	ps_init(&s);
+	s.sp.pidfd = pidfd;
+	s.sp.init = init;
+	int rc = start_locked(&s, sb, &r, procs, req, out, err);
+	ps_free(&s);
+	local_rec_free(&r);
+	return rc;
+}

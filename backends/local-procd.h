@@ -1,0 +1,75 @@
+/* local-procd.h - the contract between the library's side of detached
+ * processes (local-proc.c, local-proc-start.c, local-proc-output.c: the
+ * vtable's proc_* entries) and sbx-procd (libexec/sbx-procd.c, the
+ * supervisor of one detached process).  libc only: sbx-procd includes it.
+ *
+ * Each detached process has a record directory on the host, under the
+ * sandbox's directory, which nothing inside the sandbox can reach:
+ *
+ *   <state>/local/sandboxes/<id>/procs/
+ *       .lock           flock(LOCK_EX) held by proc_start (tags, pid dirs)
+ *       .new-<hex>/     a process being started; sbx-procd renames it
+ *       <pid>/          the process whose pid in the sandbox is <pid>
+ *           proc.json     what was asked (the library, before the fork):
+ *                         argv, env names (never values), cwd, tag,
+ *                         as_root, keep_stdin, timeout_ms, started_at
+ *           state         sbx-procd's, "key value" lines, replaced whole
+ *                         (tmp + rename): the LOCAL_PROC_K_* keys below
+ *           out, err      the output; bounded (see out_max): when a file
+ *                         passes it, the oldest half is punched out
+ *                         (fallocate PUNCH_HOLE, the size and so every
+ *                         offset stay), and `*_start` names the first
+ *                         byte still kept; the state is written before
+ *                         the punch
+ *           stdin         a FIFO, the process's stdin (keep_stdin only);
+ *                         sbx-procd holds a write end so it sees no EOF
+ *           stdin.closed  made by proc_input(close), then SIGUSR1 to
+ *                         sbx-procd, which lets its write end go
+ *
+ * sbx-procd is exec'd (fexecve of <libexec>/sbx/sbx-procd, found like
+ * sbx-init) by the grandchild the library forks, right after that
+ * grandchild forked the process into the sandbox; so the process is its
+ * child, and it is the only one that reaps it.  It lives in the sandbox's
+ * top cgroup (not `work`, so a pause does not freeze it, and remove's
+ * cgroup.kill ends it), with
+ *
+ *   argv  {"sbx-procd", NAME, HOSTPID, TIMEOUT_MS, OUT_MAX, FLAGS, NULL}
+ *         NAME the .new-<hex> dir, HOSTPID the process (our pid
+ *         namespace), FLAGS "s" (fd 7 is the stdin keeper), "k" (fd 8 is
+ *         the cgroup.kill of the process's own cgroup, for its timeout),
+ *         or "-"; nothing secret
+ *   envp  {NULL}
+ *   fds   0-2 /dev/null, 3 the status pipe, 4 the procs/ dir, 5 stdout
+ *         and 6 stderr (read ends), 7 and 8 as FLAGS say (else /dev/null)
+ *
+ * On fd 3 it writes "P <pid> <hostpid> <starttime>\n" once the record is
+ * renamed to <pid>, and closes fd 3 when it exits (after the final state);
+ * the library waits for the "P" line only. */
+#ifndef SBX_LOCAL_PROCD_H
+#define SBX_LOCAL_PROCD_H
+
+#define LOCAL_PROC_FD_STATUS 3
+#define LOCAL_PROC_FD_DIR    4
+#define LOCAL_PROC_FD_OUT    5
+#define LOCAL_PROC_FD_ERR    6
+#define LOCAL_PROC_FD_STDIN  7
+#define LOCAL_PROC_FD_KILL   8
+
+/* Default bound of each output file (bytes kept). */
+#define LOCAL_PROC_OUT_MAX (8 << 20)
+
+/* Keys of the state file. */
+#define LOCAL_PROC_K_PID        "pid"         /* in the sandbox */
+#define LOCAL_PROC_K_HOST_PID   "host_pid"
+#define LOCAL_PROC_K_HOST_START "host_start"  /* field 22 of its /proc stat */
+#define LOCAL_PROC_K_SUP_PID    "sup_pid"     /* sbx-procd */
+#define LOCAL_PROC_K_SUP_START  "sup_start"
+#define LOCAL_PROC_K_RUNNING    "running"     /* 1 until reaped */
+#define LOCAL_PROC_K_EXIT       "exit_code"   /* -1 when signalled */
+#define LOCAL_PROC_K_SIGNAL     "signal"
+#define LOCAL_PROC_K_TIMED_OUT  "timed_out"
+#define LOCAL_PROC_K_ENDED_AT   "ended_at"    /* unix ms */
+#define LOCAL_PROC_K_OUT_START  "out_start"
+#define LOCAL_PROC_K_ERR_START  "err_start"
+
+#endif

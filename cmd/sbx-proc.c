@@ -1,0 +1,451 @@
+/* sbx-proc - detached processes in a sandbox: start one, list them,
+ * signal one, write to its stdin, read or follow its output.
+ *
+ *   sbx-proc start [--id ID] [--root] [--stdin] [--tag T] [--cwd DIR]
+ *                  [--env K[=V]]... [--timeout DURATION] -- CMD [ARG...]
+ *   sbx-proc ls [--id ID]
+ *   sbx-proc kill [--id ID] (--pid N | --tag T) [--signal SIG] [--root]
+ *   sbx-proc input [--id ID] (--pid N | --tag T) [--text T | --file PATH]
+ *                  [--close] [--root]
+ *   sbx-proc output [--id ID] (--pid N | --tag T) [--follow] [--new]
+ *                   [--stdout-offset N] [--stderr-offset N] [--raw]
+ *
+ * A started process outlives this program, survives a pause of its
+ * sandbox, and keeps its output in the backend (bounded) until a later
+ * process takes its pid.  Per input document it acts on the document's
+ * sandbox and adds {"proc": ...} (start, kill, input), {"procs": [...]}
+ * (ls) or {"output": ...} (output).  output --raw writes the bytes
+ * themselves to stdout and stderr and exits with the process's status
+ * (124 timed out, 128+N killed by signal N; 0 while it runs), 125 when
+ * sbx itself failed; it needs --id. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+
+#include "app.h"
+#include "cli.h"
+#include "cliopt.h"
+#include "cliutil.h"
+#include "doc.h"
+#include "proc.h"
+#include "util.h"
+
+enum { O_PROFILE, O_ID, O_ROOT, O_STDIN, O_TAG, O_CWD, O_ENV, O_TIMEOUT, O_PID, O_SIGNAL,
+       O_TEXT, O_FILE, O_CLOSE, O_FOLLOW, O_NEW, O_OUT_OFF, O_ERR_OFF, O_RAW, O_CAP };
+enum { S_START, S_LS, S_KILL, S_INPUT, S_OUTPUT };
+
+static const struct sbx_sub subs[] = {
+	[S_START] = {"start", "-- COMMAND [ARG...]", 1, -1, "start a detached process", NULL},
+	[S_LS] = {"ls", "", 0, 0, "list the sandbox's processes", NULL},
+	[S_KILL] = {"kill", "", 0, 0, "send a signal (default KILL) to a process", NULL},
+	[S_INPUT] = {"input", "", 0, 0, "write to a process's stdin, or close it", NULL},
+	[S_OUTPUT] = {"output", "", 0, 0, "read (or follow) a process's output", NULL},
+	{0},
+};
+
+#define SEL (SBX_SUB(S_KILL) | SBX_SUB(S_INPUT) | SBX_SUB(S_OUTPUT))
+#define ACT (SBX_SUB(S_START) | SBX_SUB(S_KILL) | SBX_SUB(S_INPUT))
+static const struct sbx_opt opts[] = {
+	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE, SBX_ALL},
+	{"id", 0, "ID", "act on this sandbox instead of reading documents", O_ID, SBX_ALL},
+	{"root", 0, NULL, "act as root (start: run as root) instead of uid 1000", O_ROOT, ACT},
+	{"stdin", 0, NULL, "start: keep the process's stdin open for input", O_STDIN,
+	 SBX_SUB(S_START)},
+	{"tag", 0, "TAG", "start: tag the process; kill, input, output: the process so tagged",
+	 O_TAG, SBX_SUB(S_START) | SEL},
+	{"cwd", 0, "DIR", "start: working directory inside the sandbox (default /workspace)",
+	 O_CWD, SBX_SUB(S_START)},
+	{"env", 'e', "KEY[=VALUE]", "start: environment variable; a bare KEY copies our value (repeatable)",
+	 O_ENV, SBX_SUB(S_START)},
+	{"timeout", 0, "DURATION", "start: kill the process and all it started after this long",
+	 O_TIMEOUT, SBX_SUB(S_START)},
+	{"pid", 0, "PID", "the process (its pid in the sandbox)", O_PID, SEL},
+	{"signal", 's', "SIG", "kill: the signal, by name (TERM, SIGTERM) or number", O_SIGNAL,
+	 SBX_SUB(S_KILL)},
+	{"text", 0, "TEXT", "input: write this text", O_TEXT, SBX_SUB(S_INPUT)},
+	{"file", 0, "PATH", "input: write this host file", O_FILE, SBX_SUB(S_INPUT)},
+	{"close", 0, NULL, "input: close stdin afterwards (alone: only close it)", O_CLOSE,
+	 SBX_SUB(S_INPUT)},
+	{"follow", 'f', NULL, "output: wait for more until the process exits", O_FOLLOW,
+	 SBX_SUB(S_OUTPUT)},
+	{"new", 0, NULL, "output: only what is written from now on", O_NEW, SBX_SUB(S_OUTPUT)},
+	{"stdout-offset", 0, "N", "output: start stdout at this byte offset", O_OUT_OFF,
+	 SBX_SUB(S_OUTPUT)},
+	{"stderr-offset", 0, "N", "output: start stderr at this byte offset", O_ERR_OFF,
+	 SBX_SUB(S_OUTPUT)},
+	{"raw", 0, NULL, "output: write the bytes to stdout/stderr, exit with the process's status",
+	 O_RAW, SBX_SUB(S_OUTPUT)},
+	{"output-cap", 0, "SIZE", "output: keep at most this much of each stream in the document (default 1M)",
+	 O_CAP, SBX_SUB(S_OUTPUT)},
+	{0},
+};
+
+static const struct sbx_cmd cmd = {
+	.name = "sbx-proc",
+	.synopsis = "start|ls|kill|input|output [OPTIONS] [-- COMMAND [ARG...]]",
+	.summary = "Start, list, signal, feed and follow detached processes in a sandbox.",
+	.opts = opts,
+	.subs = subs,
+};
+
+struct proc_opts {
+	struct sbx_app app;
+	int sub;
+	const char *id;
+	int root, keep_stdin, close, follow, news, raw;
+	const char *tag, *cwd;
+	char **env;
+	size_t nenv;
+	int64_t timeout_ms, out_off, err_off, cap;
+	int pid, sig;
+	char *data;
+	size_t len;
+	int have_data;
+	char **argv;
+	int raw_status;
+};
+
+/* "KILL", "SIGKILL", "kill" or "9". */
+static int parse_signal(const char *s, int *sig)
+{
+	static const struct { const char *n; int v; } names[] = {
+		{"HUP", SIGHUP}, {"INT", SIGINT}, {"QUIT", SIGQUIT}, {"KILL", SIGKILL},
+		{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"PIPE", SIGPIPE}, {"ALRM", SIGALRM},
+		{"TERM", SIGTERM}, {"CONT", SIGCONT}, {"STOP", SIGSTOP}, {"TSTP", SIGTSTP},
+		{"WINCH", SIGWINCH},
+	};
+	char *end;
+	long n = strtol(s, &end, 10);
+	if (end != s && !*end) {
+		*sig = (int)n;
+		return n > 0 && n < NSIG ? 0 : -1;
+	}
+	const char *b = strncasecmp(s, "SIG", 3) == 0 ? s + 3 : s;
+	for (size_t i = 0; i < SBX_ARRAY_LEN(names); i++)
+		if (strcasecmp(b, names[i].n) == 0) {
+			*sig = names[i].v;
+			return 0;
+		}
+	return -1;
+}
+
+static int parse_count(const char *arg, const char *flag, int64_t *v, struct sbx_err *err)
+{
+	char *end;
+	long long n = strtoll(arg, &end, 10);
+	if (end == arg || *end || n < 0)
+		return sbx_usage_err(err, "%s must be a number >= 0", flag);
+	*v = n;
+	return 0;
+}
+
+static int set_data(struct proc_opts *o, const char *arg, int file, struct sbx_err *err)
+{
+	if (o->have_data)
+		return sbx_usage_err(err, "give one of --text and --file");
+	o->have_data = 1;
+	if (file)
+		return sbx_read_file(arg, 64u << 20, &o->data, &o->len, err);
+	o->data = sbx_xstrdup(arg);
+	o->len = strlen(arg);
+	return 0;
+}
+
+static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
+{
+	struct proc_opts *o = ctx;
+	int64_t v = 0;
+	switch (key) {
+	case O_PROFILE: o->app.profile_flag = arg; return 0;
+	case O_ID: o->id = arg; return 0;
+	case O_ROOT: o->root = 1; return 0;
+	case O_STDIN: o->keep_stdin = 1; return 0;
+	case O_TAG: o->tag = arg; return 0;
+	case O_CWD: return sbx_cli_cwd_arg(arg, &o->cwd, err);
+	case O_ENV: return sbx_cli_env_push(&o->env, &o->nenv, arg, err);
+	case O_TIMEOUT: return sbx_cli_timeout_arg(arg, &o->timeout_ms, err);
+	case O_PID:
+		if (parse_count(arg, "--pid", &v, err) < 0 || v == 0 || v > 0x7fffffff)
+			return sbx_usage_err(err, "--pid must be a pid (a number > 0)");
+		o->pid = (int)v;
+		return 0;
+	case O_SIGNAL:
+		return parse_signal(arg, &o->sig) == 0 ? 0
+		       : sbx_usage_err(err, "--signal: no signal '%s'", arg);
+	case O_TEXT: return set_data(o, arg, 0, err);
+	case O_FILE: return set_data(o, arg, 1, err);
+	case O_CLOSE: o->close = 1; return 0;
+	case O_FOLLOW: o->follow = 1; return 0;
+	case O_NEW: o->news = 1; return 0;
+	case O_OUT_OFF: return parse_count(arg, "--stdout-offset", &o->out_off, err);
+	case O_ERR_OFF: return parse_count(arg, "--stderr-offset", &o->err_off, err);
+	case O_RAW: o->raw = 1; return 0;
+	case O_CAP:
+		if (sbx_parse_size(arg, &o->cap, err) < 0)
+			return -1;
+		return o->cap > 0 ? 0 : sbx_usage_err(err, "--output-cap must be positive");
+	}
+	return 0;
+}
+
+/* A stream's bytes: a JSON string when they are UTF-8 without NUL, else
+ * base64 under "<name>_base64" (as sbx-exec writes them). */
+static void add_stream(json_object *o, const char *name, const char *data, size_t len)
+{
+	if (!memchr(data, '\0', len) && sbx_utf8_valid(data, len)) {
+		json_object_object_add(o, name, json_object_new_string_len(data, (int)len));
+		return;
+	}
+	size_t n = 0;
+	char *b64 = sbx_base64(data, len, &n);
+	char key[64];
+	snprintf(key, sizeof(key), "%s_base64", name);
+	json_object_object_add(o, key, json_object_new_string_len(b64, (int)n));
+	free(b64);
+}
+
+static json_object *strv_json(char **v)
+{
+	json_object *a = json_object_new_array();
+	for (char **p = v; p && *p; p++)
+		json_object_array_add(a, json_object_new_string(*p));
+	return a;
+}
+
+/* The document form of a process; env lists names only (values may be
+ * secrets and are never shown). */
+static json_object *info_json(const struct sbx_proc_info *p)
+{
+	json_object *o = json_object_new_object();
+	sbx_json_set_int(o, "pid", p->pid);
+	json_object_object_add(o, "argv", strv_json(p->argv));
+	json_object_object_add(o, "env", strv_json(p->env));
+	sbx_json_set_str(o, "cwd", p->cwd ? p->cwd : "/workspace");
+	if (p->tag)
+		sbx_json_set_str(o, "tag", p->tag);
+	sbx_json_set_bool(o, "as_root", p->as_root);
+	sbx_json_set_bool(o, "running", p->running);
+	if (!p->running) {
+		sbx_json_set_int(o, "exit_code", p->exit_code);
+		sbx_json_set_int(o, "signal", p->signal);
+		sbx_json_set_bool(o, "timed_out", p->timed_out);
+		sbx_json_set_int(o, "ended_at_ms", p->ended_at);
+	}
+	sbx_json_set_bool(o, "stdin_open", p->stdin_open);
+	sbx_json_set_int(o, "started_at_ms", p->started_at);
+	sbx_json_set_int(o, "stdout_end", p->out_end);
+	sbx_json_set_int(o, "stderr_end", p->err_end);
+	sbx_json_set_int(o, "stdout_start", p->out_start);
+	sbx_json_set_int(o, "stderr_start", p->err_start);
+	return o;
+}
+
+static struct sbx_proc_sel selector(const struct proc_opts *o)
+{
+	return (struct sbx_proc_sel){.pid = o->pid, .tag = o->pid ? NULL : o->tag};
+}
+
+/* ---- output ---- */
+
+struct capture {
+	struct proc_opts *o;
+	char *buf[2];
+	size_t len[2];
+	int64_t first[2];        /* offset of buf[k][0], -1 until the first byte */
+	int truncated[2];
+	int write_err;
+};
+
+static int capture_sink(void *ctx, int stream, const char *data, size_t len, int64_t offset)
+{
+	struct capture *c = ctx;
+	if (stream == SBX_PROC_TICK)
+		return 0;
+	int k = stream == SBX_PROC_STDOUT ? 0 : 1;
+	if (c->o->raw) {
+		if (sbx_write_all(k + 1, data, len) < 0) {
+			c->write_err = errno;
+			return 1;
+		}
+		return 0;
+	}
+	if (c->first[k] < 0)
+		c->first[k] = offset;
+	size_t cap = (size_t)c->o->cap, take = c->len[k] + len > cap ? cap - c->len[k] : len;
+	if (take < len)
+		c->truncated[k] = 1;
+	c->buf[k] = sbx_xrealloc(c->buf[k], c->len[k] + take + 1);
+	memcpy(c->buf[k] + c->len[k], data, take);
+	c->len[k] += take;
+	return 0;
+}
+
+static int raw_status(const struct sbx_proc_info *p)
+{
+	if (p->running)
+		return 0;
+	if (p->timed_out)
+		return 124;
+	if (p->signal)
+		return 128 + p->signal;
+	return p->exit_code < 0 ? SBX_EXIT_RAW_SELF : p->exit_code;
+}
+
+static int do_output(struct proc_opts *o, struct sbx_backend *b, struct sbx_sandbox *sb,
+		     json_object *doc, struct sbx_err *err)
+{
+	struct sbx_proc_sel sel = selector(o);
+	struct sbx_proc_attach a = {.out_offset = o->news ? -1 : o->out_off,
+				    .err_offset = o->news ? -1 : o->err_off,
+				    .follow = o->follow};
+	struct capture c = {.o = o, .first = {-1, -1}};
+	struct sbx_proc_info end;
+	int rc = sbx_call(b, proc_output, err, sb, &sel, &a, capture_sink, &c, &end);
+	if (rc == 0 && c.write_err) {
+		errno = c.write_err;
+		rc = sbx_fail_errno(err, SBX_INTERNAL, "output", "write");
+	}
+	if (rc == 0 && o->raw) {
+		o->raw_status = raw_status(&end);
+	} else if (rc == 0) {
+		json_object *out = info_json(&end);
+		const char *names[2] = {"stdout", "stderr"};
+		for (int k = 0; k < 2; k++) {
+			char key[32];
+			add_stream(out, names[k], c.buf[k] ? c.buf[k] : "", c.len[k]);
+			snprintf(key, sizeof(key), "%s_offset", names[k]);
+			sbx_json_set_int(out, key, c.first[k] >= 0 ? c.first[k]
+						   : k == 0 ? end.out_end : end.err_end);
+			snprintf(key, sizeof(key), "%s_truncated", names[k]);
+			sbx_json_set_bool(out, key, c.truncated[k]);
+		}
+		json_object_object_add(doc, "output", out);
+	}
+	if (rc == 0)
+		sbx_proc_info_clear(&end);
+	free(c.buf[0]);
+	free(c.buf[1]);
+	return rc;
+}
+
+/* ---- the rest ---- */
+
+static int do_start(struct proc_opts *o, struct sbx_backend *b, struct sbx_sandbox *sb,
+		    json_object *doc, struct sbx_err *err)
+{
+	struct sbx_proc_req req = {.argv = o->argv, .env = o->env, .cwd = o->cwd,
+				   .as_root = o->root, .keep_stdin = o->keep_stdin, .tag = o->tag,
+				   .timeout_ms = o->timeout_ms};
+	struct sbx_proc_info p;
+	if (sbx_call(b, proc_start, err, sb, &req, &p) < 0)
+		return -1;
+	json_object_object_add(doc, "proc", info_json(&p));
+	sbx_proc_info_clear(&p);
+	return 0;
+}
+
+static int do_ls(struct sbx_backend *b, struct sbx_sandbox *sb, json_object *doc,
+		 struct sbx_err *err)
+{
+	struct sbx_proc_info *all;
+	size_t n;
+	if (sbx_call(b, proc_list, err, sb, &all, &n) < 0)
+		return -1;
+	json_object *a = json_object_new_array();
+	for (size_t i = 0; i < n; i++)
+		json_object_array_add(a, info_json(&all[i]));
+	sbx_proc_infos_free(all, n);
+	json_object_object_add(doc, "procs", a);
+	return 0;
+}
+
+/* kill and input: act, then describe the process as it is now. */
+static int do_act(struct proc_opts *o, struct sbx_backend *b, struct sbx_sandbox *sb,
+		  json_object *doc, struct sbx_err *err)
+{
+	struct sbx_proc_sel sel = selector(o);
+	int rc = o->sub == S_KILL
+		 ? sbx_call(b, proc_signal, err, sb, &sel, o->sig ? o->sig : SIGKILL, o->root)
+		 : sbx_call(b, proc_input, err, sb, &sel, o->data, o->len, o->close, o->root);
+	if (rc < 0)
+		return -1;
+	json_object *res = json_object_new_object();
+	if (o->pid)
+		sbx_json_set_int(res, "pid", o->pid);
+	else
+		sbx_json_set_str(res, "tag", o->tag);
+	if (o->sub == S_KILL)
+		sbx_json_set_int(res, "signal", o->sig ? o->sig : SIGKILL);
+	else
+		sbx_json_set_int(res, "written", (int64_t)o->len);
+	json_object_object_add(doc, "proc", res);
+	return 0;
+}
+
+static int proc_one(json_object *doc, void *ctx, struct sbx_err *err)
+{
+	struct proc_opts *o = ctx;
+	json_object *sbj = sbx_json_obj(doc, "sandbox");
+	struct sbx_sandbox sb;
+	struct sbx_backend *b;
+	if (sbx_cli_open_sandbox(&o->app, sbj, &sb, &b, err) < 0)
+		return -1;
+	int rc = sbx_backend_require(b, SBX_CAP_PROCESS, "run detached processes", err);
+	if (rc == 0) {
+		switch (o->sub) {
+		case S_START: rc = do_start(o, b, &sb, doc, err); break;
+		case S_LS: rc = do_ls(b, &sb, doc, err); break;
+		case S_OUTPUT: rc = do_output(o, b, &sb, doc, err); break;
+		default: rc = do_act(o, b, &sb, doc, err); break;
+		}
+	}
+	sbx_sandbox_clear(&sb);
+	return rc < 0 ? -1 : o->raw ? 1 : 0;
+}
+
+static int check_combinations(struct proc_opts *o, struct sbx_err *err)
+{
+	int sel = o->sub == S_KILL || o->sub == S_INPUT || o->sub == S_OUTPUT;
+	if (sel && !o->pid && !o->tag)
+		return sbx_usage_err(err, "name the process: --pid PID or --tag TAG");
+	if (sel && o->pid && o->tag)
+		return sbx_usage_err(err, "give one of --pid and --tag");
+	if (o->sub == S_INPUT && !o->have_data && !o->close)
+		return sbx_usage_err(err, "input needs --text, --file or --close");
+	if (o->news && (o->out_off || o->err_off))
+		return sbx_usage_err(err, "--new starts at the end: no offsets with it");
+	if (o->raw && !o->id)
+		return sbx_usage_err(err, "--raw needs --id");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct proc_opts o = {.cap = 1 << 20};
+	struct sbx_err err = {0};
+	struct sbx_args a;
+	int rc = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &a, &err);
+	o.sub = a.sub;
+	if (rc == 0)
+		rc = check_combinations(&o, &err);
+	if (rc < 0) {
+		int st = sbx_cli_report(cmd.name, &err);
+		return o.raw ? SBX_EXIT_RAW_SELF : st;
+	}
+	o.argv = a.argv;
+	json_object *seed = sbx_cli_id_seed(o.id);
+	int st = sbx_cli_run_docs(cmd.name, seed, proc_one, &o);
+	if (o.raw)
+		st = st ? SBX_EXIT_RAW_SELF : o.raw_status;
+	json_object_put(seed);
+	for (size_t i = 0; i < o.nenv; i++)
+		sbx_secret_free(o.env[i]);
+	free(o.env);
+	free(o.data);
+	sbx_app_close(&o.app);
+	return st;
+}

@@ -1,0 +1,320 @@
+/* sbx-procd - the supervisor of one detached process of a local sandbox
+ * (the library side is backends/local-proc.c; the contract, fds and
+ * files, is backends/local-procd.h).
+ *
+ * It is exec'd with the process already forked as its child, so it alone
+ * reaps it and knows its exit status.  It copies the process's stdout and
+ * stderr into the record's bounded `out` and `err` files, holds the stdin
+ * FIFO open until told to let go (SIGUSR1), kills the process at its
+ * timeout, and writes the record's `state` whenever something changes.
+ *
+ * Promises:
+ *  - `state` is always whole (tmp + rename) and says running until the
+ *    process is reaped; after that it holds the exit status, and the
+ *    output files hold everything the process wrote before it exited
+ *    (what its pipes held; not what background children write later).
+ *  - The output files never grow past OUT_MAX kept bytes: the oldest half
+ *    is punched out, and `*_start` is moved before the punch.  Where the
+ *    filesystem cannot punch holes, new output is dropped instead.
+ *  - libc only, statically linked, no allocation in the loop; SIGTERM,
+ *    SIGINT and SIGHUP do not stop it (it ends with its process or with
+ *    the sandbox's cgroup.kill). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "local-procd.h"
+
+struct stream {
+	int in;                  /* pipe read end, -1 once at EOF */
+	int file;                /* out / err */
+	long long start;         /* first byte kept */
+	long long end;           /* bytes written so far */
+};
+
+static struct {
+	int dir;                 /* the record dir */
+	char name[64];           /* its name in procs/ */
+	pid_t child;
+	unsigned long long child_start;
+	int nspid;
+	int running, exit_code, sig, timed_out;
+	long long ended_at;
+	long long out_max;
+	struct stream s[2];
+} P;
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* Field 22 of /proc/PID/stat, 0 when unreadable. */
+static unsigned long long start_time(pid_t pid)
+{
+	char p[64], buf[1024];
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	if (read_file(p, buf, sizeof(buf)) < 0)
+		return 0;
+	char *s = strrchr(buf, ')');
+	for (int f = 2; s && f < 22; f++) {
+		s = strchr(s + 1, ' ');
+	}
+	return s ? strtoull(s + 1, NULL, 10) : 0;
+}
+
+/* The child's pid in the innermost pid namespace (the sandbox's): the
+ * last field of NSpid in /proc/PID/status.  It is our unreaped child, so
+ * the file is there (a zombie's too). */
+static int ns_pid(pid_t pid)
+{
+	char p[64], buf[4096];
+	snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
+	if (read_file(p, buf, sizeof(buf)) < 0)
+		return -1;
+	char *l = strstr(buf, "\nNSpid:");
+	if (!l)
+		return -1;
+	char *nl = strchr(l + 1, '\n');
+	if (nl)
+		*nl = '\0';
+	char *last = strrchr(l, '\t');
+	if (!last)
+		last = strrchr(l, ' ');
+	return last ? atoi(last + 1) : -1;
+}
+
+static void write_state(void)
+{
+	char buf[1024];
+	int n = snprintf(buf, sizeof(buf),
+			 LOCAL_PROC_K_PID " %d\n" LOCAL_PROC_K_HOST_PID " %d\n"
+			 LOCAL_PROC_K_HOST_START " %llu\n" LOCAL_PROC_K_SUP_PID " %d\n"
+			 LOCAL_PROC_K_SUP_START " %llu\n" LOCAL_PROC_K_RUNNING " %d\n"
+			 LOCAL_PROC_K_EXIT " %d\n" LOCAL_PROC_K_SIGNAL " %d\n"
+			 LOCAL_PROC_K_TIMED_OUT " %d\n" LOCAL_PROC_K_ENDED_AT " %lld\n"
+			 LOCAL_PROC_K_OUT_START " %lld\n" LOCAL_PROC_K_ERR_START " %lld\n",
+			 P.nspid, (int)P.child, P.child_start, (int)getpid(),
+			 start_time(getpid()), P.running, P.exit_code, P.sig, P.timed_out,
+			 P.ended_at, P.s[0].start, P.s[1].start);
+	int fd = openat(P.dir, ".state", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	int ok = write(fd, buf, (size_t)n) == n;
+	close(fd);
+	if (ok)
+		renameat(P.dir, ".state", P.dir, "state");
+}
+
+/* Keep at most out_max bytes of a stream: before appending `len` more,
+ * punch out everything but the newest half (page-aligned), moving start
+ * first so that a reader never takes a hole for output. */
+static int make_room(struct stream *st, size_t len)
+{
+	if (st->end + (long long)len - st->start <= P.out_max)
+		return 1;
+	long long keep_from = (st->end + (long long)len - P.out_max / 2) & ~4095LL;
+	if (keep_from <= st->start)
+		return 1;
+	long long old = st->start;
+	st->start = keep_from;
+	write_state();
+	if (fallocate(st->file, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, old,
+		      keep_from - old) == 0)
+		return 1;
+	st->start = old;         /* cannot punch here: drop the new output */
+	write_state();
+	return 0;
+}
+
+/* Move what the pipe has into the file: 1 after data, 0 at EOF, 2 when
+ * there is nothing now. */
+static int pump(struct stream *st)
+{
+	char buf[65536];
+	ssize_t n = read(st->in, buf, sizeof(buf));
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 2 : 0;
+	if (n == 0)
+		return 0;
+	if (make_room(st, (size_t)n) && pwrite(st->file, buf, (size_t)n, st->end) == n)
+		st->end += n;
+	return 1;
+}
+
+/* After the exit: what the pipes still hold, not what background children
+ * write later; a writer that keeps going gets 256 reads, one that is gone
+ * a 50 ms grace for the library's last word (a failed execve's reason). */
+static void drain(void)
+{
+	for (int i = 0; i < 2; i++) {
+		struct stream *st = &P.s[i];
+		for (int k = 0; st->in >= 0 && k < 256; k++) {
+			struct pollfd pf = {.fd = st->in, .events = POLLIN};
+			if (poll(&pf, 1, 50) <= 0 || pump(st) != 1)
+				break;
+		}
+	}
+}
+
+static void reaped(int status)
+{
+	P.running = 0;
+	P.ended_at = now_ms();
+	if (WIFEXITED(status)) {
+		P.exit_code = WEXITSTATUS(status);
+	} else if (WIFSIGNALED(status)) {
+		P.exit_code = -1;
+		P.sig = WTERMSIG(status);
+	}
+}
+
+static int setup(char **argv)
+{
+	snprintf(P.name, sizeof(P.name), "%s", argv[1]);
+	P.child = (pid_t)atoi(argv[2]);
+	long long timeout = atoll(argv[3]);
+	P.out_max = atoll(argv[4]) > 0 ? atoll(argv[4]) : LOCAL_PROC_OUT_MAX;
+	const char *flags = argv[5];
+	P.dir = openat(LOCAL_PROC_FD_DIR, P.name, O_DIRECTORY | O_CLOEXEC);
+	if (P.dir < 0)
+		return -1;
+	P.child_start = start_time(P.child);
+	P.nspid = ns_pid(P.child);
+	P.running = 1;
+	const char *files[2] = {"out", "err"};
+	for (int i = 0; i < 2; i++) {
+		P.s[i].in = LOCAL_PROC_FD_OUT + i;
+		fcntl(P.s[i].in, F_SETFL, O_NONBLOCK);
+		P.s[i].file = openat(P.dir, files[i], O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (P.s[i].file < 0)
+			return -1;
+	}
+	if (!strchr(flags, 's'))
+		close(LOCAL_PROC_FD_STDIN);
+	write_state();
+	/* The record becomes <pid>; an older record of that pid (a process
+	 * that exited) is swapped out and removed. */
+	char pid[32];
+	snprintf(pid, sizeof(pid), "%d", P.nspid);
+	if (renameat2(LOCAL_PROC_FD_DIR, P.name, LOCAL_PROC_FD_DIR, pid, RENAME_NOREPLACE) < 0 &&
+	    renameat2(LOCAL_PROC_FD_DIR, P.name, LOCAL_PROC_FD_DIR, pid, RENAME_EXCHANGE) == 0) {
+		int old = openat(LOCAL_PROC_FD_DIR, P.name, O_DIRECTORY | O_CLOEXEC);
+		static const char *const names[] = {"proc.json", "state", ".state", "out", "err",
+						    "stdin", "stdin.closed"};
+		for (size_t i = 0; old >= 0 && i < sizeof(names) / sizeof(names[0]); i++)
+			unlinkat(old, names[i], 0);
+		if (old >= 0)
+			close(old);
+		unlinkat(LOCAL_PROC_FD_DIR, P.name, AT_REMOVEDIR);
+	}
+	char line[128];
+	int n = snprintf(line, sizeof(line), "P %d %d %llu\n", P.nspid, (int)P.child,
+			 P.child_start);
+	(void)!write(LOCAL_PROC_FD_STATUS, line, (size_t)n);
+	int tfd = -1;
+	if (timeout > 0) {
+		tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+		struct itimerspec it = {.it_value = {timeout / 1000, (timeout % 1000) * 1000000}};
+		if (tfd >= 0)
+			timerfd_settime(tfd, 0, &it, NULL);
+	}
+	return tfd;
+}
+
+static void on_timeout(const char *flags)
+{
+	P.timed_out = 1;
+	if (!strchr(flags, 'k') || write(LOCAL_PROC_FD_KILL, "1", 1) < 0)
+		kill(P.child, SIGKILL);
+	write_state();
+}
+
+int main(int argc, char **argv)
+{
+	prctl(PR_SET_NAME, "sbx-procd", 0, 0, 0);
+	if (argc != 6 || fcntl(LOCAL_PROC_FD_STATUS, F_GETFD) < 0) {
+		fprintf(stderr, "sbx-procd: started by the local backend only\n");
+		return 64;
+	}
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	int tfd = setup(argv);
+	if (P.dir < 0 || sfd < 0) {
+		kill(P.child, SIGKILL);
+		waitpid(P.child, NULL, 0);
+		return 70;
+	}
+	const char *flags = argv[5];
+	int status = 0;
+	/* A SIGCHLD that came before the mask was set is gone: ask once. */
+	if (waitpid(P.child, &status, WNOHANG) == P.child)
+		reaped(status);
+	while (P.running) {
+		struct pollfd pf[4] = {
+			{.fd = P.s[0].in, .events = POLLIN}, {.fd = P.s[1].in, .events = POLLIN},
+			{.fd = sfd, .events = POLLIN}, {.fd = tfd, .events = POLLIN},
+		};
+		if (poll(pf, 4, -1) < 0 && errno != EINTR)
+			break;
+		for (int i = 0; i < 2; i++)
+			if (pf[i].revents && P.s[i].in >= 0 && pump(&P.s[i]) == 0) {
+				close(P.s[i].in);
+				P.s[i].in = -1;
+			}
+		if (pf[3].revents) {
+			uint64_t x;
+			(void)!read(tfd, &x, sizeof(x));
+			close(tfd);
+			tfd = -1;
+			on_timeout(flags);
+		}
+		if (pf[2].revents) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof(si)) == sizeof(si))
+				if (si.ssi_signo == SIGUSR1)
+					close(LOCAL_PROC_FD_STDIN);
+			if (waitpid(P.child, &status, WNOHANG) == P.child)
+				reaped(status);
+		}
+	}
+	close(LOCAL_PROC_FD_STDIN);
+	drain();
+	write_state();
+	return 0;
+}
