@@ -16,7 +16,6 @@
 #include "docker-api.h"
 #include "docker-container.h"
 #include "doc.h"
-#include "sha.h"
 #include "util.h"
 
 #define SWEEP_INTERVAL_S 60

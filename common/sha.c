@@ -1,5 +1,5 @@
-/* sha.c - SHA-1 and SHA-256 as FIPS 180-4 states them, and base64 decoding
- * (RFC 4648), for the few digests sbx takes: the skill-image fingerprint,
+/* sha.c - SHA-1 and SHA-256 as FIPS 180-4 states them, for the few
+ * digests sbx takes: the skill-image fingerprint,
  * Redis script names (EVALSHA), snapshot names.  Plain C, no tables beyond
  * the standard's constants; fast enough for inputs of a few kB, which is
  * all sbx hashes.  Promises: the digests equal sha1sum's and sha256sum's
@@ -157,43 +157,4 @@ void sbx_sha1(const void *data, size_t n, unsigned char out[SBX_SHA1_LEN])
 	pad(buf, left, n, h, sha1_block);
 	for (int i = 0; i < 5; i++)
 		put_be32(out + 4 * i, h[i]);
-}
-
-static int b64_value(char ch)
-{
-	if (ch >= 'A' && ch <= 'Z')
-		return ch - 'A';
-	if (ch >= 'a' && ch <= 'z')
-		return ch - 'a' + 26;
-	if (ch >= '0' && ch <= '9')
-		return ch - '0' + 52;
-	if (ch == '+')
-		return 62;
-	if (ch == '/')
-		return 63;
-	return -1;
-}
-
-long sbx_base64_decode(unsigned char *out, const char *in, size_t n)
-{
-	if (n % 4)
-		return -1;
-	long len = 0;
-	for (size_t i = 0; i < n; i += 4) {
-		int last = i + 4 == n;
-		int pads = last ? (in[n - 1] == '=') + (in[n - 2] == '=' && in[n - 1] == '=') : 0;
-		uint32_t v = 0;
-		for (int k = 0; k < 4; k++) {
-			int d = k >= 4 - pads ? 0 : b64_value(in[i + k]);
-			if (d < 0)
-				return -1;
-			v = v << 6 | (uint32_t)d;
-		}
-		out[len++] = v >> 16;
-		if (pads < 2)
-			out[len++] = v >> 8;
-		if (pads < 1)
-			out[len++] = v;
-	}
-	return len;
 }
