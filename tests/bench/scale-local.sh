@@ -69,12 +69,13 @@ count() { local a; shopt -s nullglob; a=("$SBDIR"/sb-*); shopt -u nullglob; echo
 ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f\n", (b - a) * 1000 }'; }
 median() { sort -n | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f", m }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
-# timed NAME CMD...: run CMD (output dropped), append its wall ms to $W/NAME.$N
+# timed NAME CMD...: run CMD (its output to $W/out), append its wall ms to
+# $W/NAME.$N
 timed() {
 	local name=$1 t0 t1
 	shift
 	t0=$EPOCHREALTIME
-	"$@" >/dev/null 2>&1 || { echo "scale-local.sh: failed: $*" >&2; exit 1; }
+	"$@" >"$W/out" 2>&1 || { echo "scale-local.sh: failed: $*" >&2; exit 1; }
 	t1=$EPOCHREALTIME
 	ms "$t0" "$t1" >>"$W/$name.$N"
 }
@@ -99,10 +100,8 @@ for N in $POINTS; do
 	top_up "$N"
 	for ((i = 0; i < RUNS + 2; i++)); do
 		timed bwrap bwrap --ro-bind / / --unshare-all --proc /proc --dev /dev /bin/true
-		t0=$EPOCHREALTIME
-		id=$(sbx-create | jq -r .sandbox.id)
-		t1=$EPOCHREALTIME
-		ms "$t0" "$t1" >>"$W/create.$N"
+		timed create sbx-create
+		id=$(jq -r .sandbox.id <"$W/out")
 		timed exec sbx-exec --id "$id" -- true
 		timed ls sbx-ls --id "$id"
 		timed ls-all sbx-ls
