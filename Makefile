@@ -35,7 +35,7 @@ endif
 CFLAGS   ?= -O2 -g
 XCFLAGS  := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
             -DSBX_VERSION='"$(VERSION)"' -Wno-format-truncation -Icommon -MMD -MP $(SANFLAGS)
-LDLIBS   := -lhiredis -ljson-c -lcrypto -lseccomp -lpthread
+LDLIBS   := -lhiredis -ljson-c -lseccomp -lpthread
 XLDFLAGS := $(SANFLAGS)
 
 # sbx-serve's part of the library (common/serve-*.c) is an archive of its

@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <openssl/evp.h>
 
 #include "docker-api.h"
 #include "docker-container.h"
@@ -38,10 +37,10 @@ static int64_t last_activity(struct sbx_backend *b, const char *id, int64_t fall
 		SBX_AUTOFREE char *h = sbx_http_header(&resp, "X-Docker-Container-Path-Stat");
 		if (h) {
 			unsigned char dec[1024];
-			int n = EVP_DecodeBlock(dec, (const unsigned char *)h, (int)strlen(h));
-			if (n > 0 && n < (int)sizeof(dec)) {
+			size_t hn = strlen(h);
+			long n = hn / 4 * 3 < sizeof(dec) ? sbx_base64_decode(dec, h, hn) : -1;
+			if (n > 0) {
 				dec[n] = 0;
-				/* Decoding pads with NULs; the parser stops there. */
 				json_object *j = json_tokener_parse((char *)dec);
 				const char *mt = sbx_json_str(j, "mtime");
 				int64_t m = mt ? sbx_time_parse_iso(mt) : -1;

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <openssl/evp.h>
 
 #include "doc.h"
 #include "fault.h"
@@ -391,9 +390,7 @@ int e2b_envd_second(struct sbx_backend *b, struct sbx_err *err)
 char *e2b_basic_hdr(const char *user)
 {
 	SBX_AUTOFREE char *raw = sbx_xasprintf("%s:", user);
-	size_t n = strlen(raw);
-	char *b64 = sbx_xcalloc(1, 4 * ((n + 2) / 3) + 1);
-	EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)raw, (int)n);
+	char *b64 = sbx_base64(raw, strlen(raw), NULL);
 	char *h = sbx_xasprintf("Authorization: Basic %s", b64);
 	free(b64);
 	return h;

@@ -23,7 +23,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
 
 #include "doc.h"
 #include "e2b-sandbox.h"
@@ -51,15 +50,11 @@ static int decode_b64(const char *s, unsigned char **out, size_t *n)
 {
 	size_t l = strlen(s);
 	*out = sbx_xmalloc(l / 4 * 3 + 4);
-	int k = l ? EVP_DecodeBlock(*out, (const unsigned char *)s, (int)l) : 0;
+	long k = sbx_base64_decode(*out, s, l);
 	if (k < 0) {
 		free(*out);
 		*out = NULL;
 		return -1;
-	}
-	while (l && s[l - 1] == '=' && k > 0) {   /* EVP counts the padding */
-		k--;
-		l--;
 	}
 	*n = (size_t)k;
 	return 0;
@@ -112,8 +107,7 @@ static int feed_stdin(struct stream *s, struct sbx_err *err)
 		}
 		if (!n)
 			break;
-		char *b64 = sbx_xcalloc(1, 4 * ((n + 2) / 3) + 1);
-		EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)d, (int)n);
+		char *b64 = sbx_base64(d, n, NULL);
 		json_object *in = json_object_new_object(), *p = json_object_new_object(), *i = json_object_new_object();
 		sbx_json_set_int(p, "pid", s->pid);
 		json_object_object_add(in, "process", p);

@@ -42,7 +42,25 @@ struct walk {
 	struct link_seen *links; /* hard links seen in this walk (linear: they are rare) */
 	size_t nlinks, caplinks;
 	char *buf;               /* read/write fallback buffer */
+	struct timespec since;   /* LCOPY_SYNC: entries whose ctime is older are unchanged */
 };
+
+/* LCOPY_LIVE: a name that vanished under a walk of a running sandbox is
+ * skipped (the sync pass that follows settles it).  Other errors stand. */
+static int vanished(const struct walk *w)
+{
+	return (w->flags & LCOPY_LIVE) && (errno == ENOENT || errno == ENOTDIR);
+}
+
+/* LCOPY_SYNC: did the inode change (data, metadata, xattrs, a rename)
+ * at or after w->since? */
+static int changed(const struct walk *w, const struct stat *s)
+{
+	if (!(w->flags & LCOPY_SYNC))
+		return 1;
+	return s->st_ctim.tv_sec > w->since.tv_sec ||
+	       (s->st_ctim.tv_sec == w->since.tv_sec && s->st_ctim.tv_nsec >= w->since.tv_nsec);
+}
 
 /* Overlay bookkeeping xattrs that describe the *upper* filesystem they were
  * written on (file handles, uuids, link counts): meaningless, even
@@ -211,6 +229,8 @@ static int copy_file(struct walk *w, const char *src, const char *dst, const str
 	SBX_AUTOCLOSE int in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
 	if (in < 0 && errno == EPERM)
 		in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (in < 0 && vanished(w))
+		return 0;
 	if (in < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "open %s", src);
 	SBX_AUTOCLOSE int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -243,12 +263,14 @@ static int copy_file(struct walk *w, const char *src, const char *dst, const str
 	return 0;
 }
 
-static int copy_other(const char *src, const char *dst, const struct stat *s,
-		      struct sbx_err *err)
+static int copy_other(const struct walk *w, const char *src, const char *dst,
+		      const struct stat *s, struct sbx_err *err)
 {
 	if (S_ISLNK(s->st_mode)) {
 		char target[PATH_MAX + 1];
 		ssize_t n = readlink(src, target, sizeof(target) - 1);
+		if (n < 0 && vanished(w))
+			return 1;
 		if (n < 0)
 			return sbx_fail_errno(err, SBX_INTERNAL, "copy", "readlink %s", src);
 		target[n] = '\0';
@@ -279,18 +301,27 @@ static int is_opaque(const char *path)
 	return n == 1 && v[0] == 'y';
 }
 
-static int walk_dir(struct walk *w, const char *src, const char *dst, struct sbx_err *err);
+static int walk_dir(struct walk *w, const char *src, const char *dst, int prune,
+		    struct sbx_err *err);
 
 /* One entry of a source directory.  In merge mode the destination entry
  * may exist already (from a lower layer) and is replaced unless both are
- * directories and the source is not opaque. */
+ * directories and the source is not opaque.  In sync mode it may exist
+ * from the pre-copy: it is kept when the source did not change since
+ * (a directory is walked all the same), replaced otherwise. */
 static int walk_entry(struct walk *w, const char *src, const char *dst, struct sbx_err *err)
 {
 	struct stat s, d;
 	if (lstat(src, &s) < 0)
-		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "stat %s", src);
-	int merge = w->flags & LCOPY_MERGE;
-	int have = merge && lstat(dst, &d) == 0;
+		return vanished(w) ? 0 : sbx_fail_errno(err, SBX_INTERNAL, "copy", "stat %s", src);
+	int merge = w->flags & LCOPY_MERGE, sync = w->flags & LCOPY_SYNC;
+	int have = (merge || sync) && lstat(dst, &d) == 0;
+	int fresh = changed(w, &s);
+	if (sync && have && !fresh && (s.st_mode & S_IFMT) == (d.st_mode & S_IFMT)) {
+		if (!S_ISDIR(s.st_mode))
+			return 0;
+		return s.st_dev == w->dev ? walk_dir(w, src, dst, 0, err) : 0;
+	}
 
 	if (merge && is_whiteout(src, &s)) {
 		if (have && sbx_rm_rf(dst, err) < 0)
@@ -303,7 +334,7 @@ static int walk_entry(struct walk *w, const char *src, const char *dst, struct s
 		return 0;
 	}
 	if (S_ISDIR(s.st_mode)) {
-		if (have && (!S_ISDIR(d.st_mode) || is_opaque(src))) {
+		if (have && (!S_ISDIR(d.st_mode) || (merge && is_opaque(src)))) {
 			if (sbx_rm_rf(dst, err) < 0)
 				return -1;
 			have = 0;
@@ -312,7 +343,7 @@ static int walk_entry(struct walk *w, const char *src, const char *dst, struct s
 			return sbx_fail_errno(err, SBX_INTERNAL, "copy", "mkdir %s", dst);
 		w->st->dirs++;
 		/* Another filesystem mounted here: an empty directory stands in. */
-		if (s.st_dev == w->dev && walk_dir(w, src, dst, err) < 0)
+		if (s.st_dev == w->dev && walk_dir(w, src, dst, sync && have, err) < 0)
 			return -1;
 		return copy_meta(src, dst, &s, w->flags, err);
 	}
@@ -334,16 +365,49 @@ static int walk_entry(struct walk *w, const char *src, const char *dst, struct s
 		return 0;
 	}
 	{
-		if (copy_other(src, dst, &s, err) < 0)
-			return -1;
+		int rc = copy_other(w, src, dst, &s, err);
+		if (rc != 0)
+			return rc < 0 ? -1 : 0;
 		w->st->others++;
 	}
 	return copy_meta(src, dst, &s, w->flags, err);
 }
 
-static int walk_dir(struct walk *w, const char *src, const char *dst, struct sbx_err *err)
+/* Sync mode, a directory that changed: remove what dst holds and src no
+ * longer does. */
+static int prune_dir(const char *src, const char *dst, struct sbx_err *err)
 {
+	DIR *d = opendir(dst);
+	if (!d)
+		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "opendir %s", dst);
+	int rc = 0, sfd = open(src, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct dirent *e;
+	struct stat s;
+	while (rc == 0 && sfd >= 0 && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (fstatat(sfd, e->d_name, &s, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+			continue;
+		char p[PATH_MAX];
+		if (snprintf(p, sizeof(p), "%s/%s", dst, e->d_name) < (int)sizeof(p))
+			rc = sbx_rm_rf(p, err);
+	}
+	if (sfd < 0)
+		rc = sbx_fail_errno(err, SBX_INTERNAL, "copy", "open %s", src);
+	else
+		close(sfd);
+	closedir(d);
+	return rc;
+}
+
+static int walk_dir(struct walk *w, const char *src, const char *dst, int prune,
+		    struct sbx_err *err)
+{
+	if (prune && prune_dir(src, dst, err) < 0)
+		return -1;
 	DIR *d = opendir(src);
+	if (!d && vanished(w))
+		return 0;
 	if (!d)
 		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "opendir %s", src);
 	size_t ls = strlen(src), ld = strlen(dst);
@@ -371,8 +435,8 @@ static int walk_dir(struct walk *w, const char *src, const char *dst, struct sbx
 	return rc;
 }
 
-int lcopy_tree(const char *src, const char *dst, unsigned flags, struct lcopy_stats *st,
-	       struct sbx_err *err)
+static int copy_root(const char *src, const char *dst, unsigned flags,
+		     const struct timespec *since, struct lcopy_stats *st, struct sbx_err *err)
 {
 	struct lcopy_stats dummy = {0};
 	struct stat s;
@@ -381,9 +445,11 @@ int lcopy_tree(const char *src, const char *dst, unsigned flags, struct lcopy_st
 	if (!S_ISDIR(s.st_mode))
 		return sbx_fail(err, SBX_INVALID_REQUEST, "copy", "%s is not a directory", src);
 	struct walk w = {.flags = flags, .dev = s.st_dev, .reflink = 1, .st = st ? st : &dummy};
-	if (mkdir(dst, 0700) < 0 && !(errno == EEXIST && (flags & LCOPY_MERGE)))
+	if (since)
+		w.since = *since;
+	if (mkdir(dst, 0700) < 0 && !(errno == EEXIST && (flags & (LCOPY_MERGE | LCOPY_SYNC))))
 		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "mkdir %s", dst);
-	int rc = walk_dir(&w, src, dst, err);
+	int rc = walk_dir(&w, src, dst, (flags & LCOPY_SYNC) && changed(&w, &s), err);
 	if (rc == 0)
 		rc = copy_meta(src, dst, &s, flags, err);
 	for (size_t i = 0; i < w.nlinks; i++)
@@ -391,6 +457,18 @@ int lcopy_tree(const char *src, const char *dst, unsigned flags, struct lcopy_st
 	free(w.links);
 	free(w.buf);
 	return rc;
+}
+
+int lcopy_tree(const char *src, const char *dst, unsigned flags, struct lcopy_stats *st,
+	       struct sbx_err *err)
+{
+	return copy_root(src, dst, flags & ~LCOPY_SYNC, NULL, st, err);
+}
+
+int lcopy_sync(const char *src, const char *dst, const struct timespec *since,
+	       struct lcopy_stats *st, struct sbx_err *err)
+{
+	return copy_root(src, dst, LCOPY_SYNC, since, st, err);
 }
 
 static int du_dir(const char *path, dev_t dev, int64_t *bytes, struct sbx_err *err)

@@ -15,6 +15,7 @@
 #define SBX_LOCAL_COPY_H
 
 #include <stdint.h>
+#include <time.h>
 
 #include "err.h"
 
@@ -26,6 +27,12 @@ enum {
 	/* With LCOPY_MERGE: keep whiteouts and opaque markers in dst, because
 	 * dst will itself be a layer above another one (e.g. the host). */
 	LCOPY_KEEP_WHITEOUTS = 1 << 1,
+	/* The source is live (a running sandbox's upper dir): a name that
+	 * vanishes during the walk is skipped, not an error.  A copy made so
+	 * is only a pre-copy: lcopy_sync settles it. */
+	LCOPY_LIVE = 1 << 2,
+	/* Internal to lcopy_sync. */
+	LCOPY_SYNC = 1 << 3,
 };
 
 struct lcopy_stats {
@@ -43,6 +50,21 @@ struct lcopy_stats {
  * temporary directory and rename it into place only on success. */
 int lcopy_tree(const char *src, const char *dst, unsigned flags, struct lcopy_stats *st,
 	       struct sbx_err *err);
+
+/* Make `dst`, a copy of `src` begun (lcopy_tree, LCOPY_LIVE) at `since`
+ * or later, equal to `src` as it is now, touching only what changed:
+ * entries whose inode changed at or after `since` (ctime: data, owner,
+ * mode, xattrs, rename) are copied again, new ones copied, and names gone
+ * from a changed directory removed from dst.  Unchanged entries cost one
+ * lstat each.  Callers pass a `since` a little before the pre-copy began
+ * (inode times are coarse-grained).  A write through a shared writable
+ * mapping moves ctime only at the first write fault on a clean page, so
+ * the caller must syncfs the source's file system after taking `since`
+ * and before the pre-copy (local-image.c precopy does): every dirty page
+ * is then clean and write-protected, and a later write faults and moves
+ * ctime.  On failure dst is partial, as with lcopy_tree. */
+int lcopy_sync(const char *src, const char *dst, const struct timespec *since,
+	       struct lcopy_stats *st, struct sbx_err *err);
 
 /* The apparent size of the regular files below `dir` (no mount crossing). */
 int lcopy_du(const char *dir, int64_t *bytes, struct sbx_err *err);

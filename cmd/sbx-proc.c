@@ -25,7 +25,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
 
 #include "app.h"
 #include "cli.h"
@@ -201,11 +200,11 @@ static void add_stream(json_object *o, const char *name, const char *data, size_
 		json_object_object_add(o, name, json_object_new_string_len(data, (int)len));
 		return;
 	}
-	char *b64 = sbx_xmalloc(4 * ((len + 2) / 3) + 1);
-	int n = EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)data, (int)len);
+	size_t n = 0;
+	char *b64 = sbx_base64(data, len, &n);
 	char key[64];
 	snprintf(key, sizeof(key), "%s_base64", name);
-	json_object_object_add(o, key, json_object_new_string_len(b64, n));
+	json_object_object_add(o, key, json_object_new_string_len(b64, (int)n));
 	free(b64);
 }
 

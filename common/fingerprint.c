@@ -5,7 +5,8 @@
 #include "fingerprint.h"
 
 #include <string.h>
-#include <openssl/evp.h>
+
+#include "sha.h"
 
 /* Length of the Unicode space (per Go's unicode.IsSpace) encoded at s[0..n),
  * or 0 if s does not start with one. */
@@ -64,20 +65,15 @@ int sbx_fingerprint(const char *provider, const char *api_key, const char *api_u
 		return sbx_fail(err, SBX_INVALID_REQUEST, "fingerprint",
 				"empty fingerprint: the profile names no provider");
 
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned mdlen = 0;
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	int good = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
-	for (int i = 0; i < 3 && good; i++) {
+	unsigned char md[SBX_SHA256_LEN];
+	struct sbx_sha256 ctx;
+	sbx_sha256_init(&ctx);
+	for (int i = 0; i < 3; i++) {
 		if (i)
-			good = EVP_DigestUpdate(ctx, "\n", 1) == 1;
-		if (good && n[i])
-			good = EVP_DigestUpdate(ctx, p[i], n[i]) == 1;
+			sbx_sha256_update(&ctx, "\n", 1);
+		sbx_sha256_update(&ctx, p[i], n[i]);
 	}
-	good = good && EVP_DigestFinal_ex(ctx, md, &mdlen) == 1 && mdlen == 32;
-	EVP_MD_CTX_free(ctx);   /* wipes the digest state */
-	if (!good)
-		return sbx_fail(err, SBX_INTERNAL, "fingerprint", "SHA-256 failed");
+	sbx_sha256_final(&ctx, md);   /* wipes the digest state */
 	static const char hex[] = "0123456789abcdef";
 	for (unsigned i = 0; i < 32; i++) {
 		out[2 * i] = hex[md[i] >> 4];

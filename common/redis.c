@@ -19,9 +19,9 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
-#include <openssl/evp.h>
 
 #include "redis-int.h"
+#include "sha.h"
 #include "util.h"
 
 static void addr_free(struct sbx_redis_addr *a)
@@ -577,10 +577,9 @@ static void script_sha(struct sbx_script *s)
 {
 	if (s->sha[0])
 		return;
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int n = 0;
-	EVP_Digest(s->src, strlen(s->src), md, &n, EVP_sha1(), NULL);
-	for (unsigned i = 0; i < n && i < 20; i++)
+	unsigned char md[SBX_SHA1_LEN];
+	sbx_sha1(s->src, strlen(s->src), md);
+	for (unsigned i = 0; i < SBX_SHA1_LEN; i++)
 		sprintf(s->sha + 2 * i, "%02x", md[i]);
 	s->sha[40] = '\0';
 }

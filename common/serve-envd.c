@@ -22,11 +22,10 @@
 #include <string.h>
 #include <time.h>
 
-#include <openssl/evp.h>
-#include <openssl/sha.h>
 #include <zlib.h>
 
 #include "doc.h"
+#include "sha.h"
 #include "util.h"
 
 #define FILES_MAX ((size_t)1 << 30)
@@ -255,8 +254,8 @@ static int signature_ok(const struct serve_req *r, const char *token)
 	SBX_AUTOFREE char *raw = sbx_xasprintf("%s:%s:%s:%s%s%s", path ? path : "",
 					       !strcmp(r->method, "GET") ? "read" : "write",
 					       user ? user : "", token, exp ? ":" : "", exp ? exp : "");
-	unsigned char h[SHA256_DIGEST_LENGTH];
-	SHA256((unsigned char *)raw, strlen(raw), h);
+	unsigned char h[SBX_SHA256_LEN];
+	sbx_sha256(raw, strlen(raw), h);
 	SBX_AUTOFREE char *b = serve_b64(h, sizeof(h));
 	size_t bl = strlen(b);
 	while (bl && b[bl - 1] == '=')

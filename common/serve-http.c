@@ -32,8 +32,8 @@
 #include <unistd.h>
 
 #include <microhttpd.h>
-#include <openssl/sha.h>
 
+#include "sha.h"
 #include "util.h"
 
 #define HEAD_MAX 8192
@@ -62,8 +62,8 @@ struct sbx_serve {
 
 static void team_of(const char *key, size_t len, char team[17])
 {
-	unsigned char h[SHA256_DIGEST_LENGTH];
-	SHA256((const unsigned char *)key, len, h);
+	unsigned char h[SBX_SHA256_LEN];
+	sbx_sha256(key, len, h);
 	for (int i = 0; i < 8; i++)
 		snprintf(team + 2 * i, 3, "%02x", h[i]);
 }

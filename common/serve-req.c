@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
 
 #include "util.h"
 
@@ -105,9 +104,7 @@ int serve_envd_user(const struct serve_req *r, const char *name, char who[65])
 
 char *serve_b64(const void *data, size_t len)
 {
-	char *out = sbx_xmalloc(4 * ((len + 2) / 3) + 1);
-	EVP_EncodeBlock((unsigned char *)out, data, (int)len);
-	return out;
+	return sbx_base64(data, len, NULL);
 }
 
 /* Standard or URL-safe, padded or not. */
@@ -121,20 +118,14 @@ int serve_unb64(const char *s, char **out, size_t *len)
 		t[n++] = '=';
 	t[n] = '\0';
 	*out = sbx_xmalloc(n / 4 * 3 + 1);
-	int got = n ? EVP_DecodeBlock((unsigned char *)*out, (unsigned char *)t, (int)n) : 0;
+	long got = sbx_base64_decode((unsigned char *)*out, t, n);
+	free(t);
 	if (got < 0) {
-		free(t);
 		free(*out);
 		*out = NULL;
 		return -1;
 	}
-	size_t pad = 0;
-	while (n > 0 && t[n - 1] == '=' && pad < 2) {
-		pad++;
-		n--;
-	}
-	free(t);
-	*len = (size_t)got - pad;
+	*len = (size_t)got;
 	(*out)[*len] = '\0';
 	return 0;
 }

@@ -28,9 +28,9 @@
 
 #include <sys/file.h>
 
-#include <openssl/hmac.h>
 
 #include "doc.h"
+#include "sha.h"
 #include "util.h"
 
 int serve_id_ok(const char *id)
@@ -146,9 +146,8 @@ int serve_token(const char *dir, const char *kind, const char *id, char out[65],
 	if (secret(dir, key, err) < 0)
 		return -1;
 	SBX_AUTOFREE char *msg = sbx_xasprintf("%s:%s", kind, id);
-	unsigned char mac[32];
-	unsigned mlen = 0;
-	HMAC(EVP_sha256(), key, 64, (unsigned char *)msg, strlen(msg), mac, &mlen);
+	unsigned char mac[SBX_SHA256_LEN];
+	sbx_hmac_sha256(key, 64, msg, strlen(msg), mac);
 	explicit_bzero(key, sizeof(key));
 	for (int i = 0; i < 32; i++)
 		snprintf(out + 2 * i, 3, "%02x", mac[i]);

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/sha.h>
 
 #include "doc.h"
+#include "sha.h"
 #include "image.h"
 #include "keys.h"
 #include "ledger.h"
@@ -232,8 +232,8 @@ int sbx_skill_planned_name(const char *tenant, int64_t generation, char **out,
 	if (plain) {
 		snprintf(t, sizeof(t), "%s", tenant);
 	} else {
-		unsigned char md[SHA256_DIGEST_LENGTH];
-		SHA256((const unsigned char *)tenant, n, md);
+		unsigned char md[SBX_SHA256_LEN];
+		sbx_sha256(tenant, n, md);
 		snprintf(t, sizeof(t), "h%02x%02x%02x%02x%02x%02x", md[0], md[1], md[2], md[3],
 			 md[4], md[5]);
 	}

@@ -145,6 +145,45 @@ char *sbx_base64(const void *data, size_t len, size_t *outlen)
 	return out;
 }
 
+static int b64_value(char ch)
+{
+	if (ch >= 'A' && ch <= 'Z')
+		return ch - 'A';
+	if (ch >= 'a' && ch <= 'z')
+		return ch - 'a' + 26;
+	if (ch >= '0' && ch <= '9')
+		return ch - '0' + 52;
+	if (ch == '+')
+		return 62;
+	if (ch == '/')
+		return 63;
+	return -1;
+}
+
+long sbx_base64_decode(unsigned char *out, const char *in, size_t n)
+{
+	if (n % 4)
+		return -1;
+	long len = 0;
+	for (size_t i = 0; i < n; i += 4) {
+		int last = i + 4 == n;
+		int pads = last ? (in[n - 1] == '=') + (in[n - 2] == '=' && in[n - 1] == '=') : 0;
+		uint32_t v = 0;
+		for (int k = 0; k < 4; k++) {
+			int d = k >= 4 - pads ? 0 : b64_value(in[i + k]);
+			if (d < 0)
+				return -1;
+			v = v << 6 | (uint32_t)d;
+		}
+		out[len++] = v >> 16;
+		if (pads < 2)
+			out[len++] = v >> 8;
+		if (pads < 1)
+			out[len++] = v;
+	}
+	return len;
+}
+
 int sbx_hexval(char c)
 {
 	if (c >= '0' && c <= '9')

@@ -76,6 +76,11 @@ int sbx_hexval(char c);
 /* Standard base64 (with padding) of data, NUL-terminated, *outlen (may
  * be NULL) its length. */
 char *sbx_base64(const void *data, size_t len, size_t *outlen);
+/* Decode the base64 (standard alphabet, '=' padding) text in[0..n) into
+ * out (room for n / 4 * 3 bytes).  Returns the decoded length, or -1 if
+ * the text is not base64 (bad character, length not a multiple of 4,
+ * padding anywhere but the end). */
+long sbx_base64_decode(unsigned char *out, const char *in, size_t n);
 
 /* Trim ASCII whitespace at both ends, in place; returns s. */
 char *sbx_trim(char *s);

@@ -169,8 +169,12 @@ static void mount_or_die(struct init_fds *f, const char *src, const char *dst,
 /* Root in a sandbox keeps DAC_OVERRIDE, and some /proc files check
  * nothing else: /proc/sysrq-trigger would reboot the host, /proc/sys
  * (core_pattern!) would run host code.  Like Docker: those are read-only,
- * and the files that leak host kernel state are masked. */
-static void protect_proc(struct init_fds *f, const char *root)
+ * and the files that leak host kernel state are masked.  A masked
+ * directory gets `empty` bound over it when there is one (the host view's
+ * empty tmpfs): every superblock a sandbox holds costs memory in every
+ * memory cgroup of the host (the kernel's per-cgroup shrinker maps), so
+ * one empty tmpfs serves both. */
+static void protect_proc(struct init_fds *f, const char *root, const char *empty)
 {
 	static const char *const ro[] = {"sys", "sysrq-trigger", "irq", "bus", "fs"};
 	static const char *const masked[] = {
@@ -190,7 +194,11 @@ static void protect_proc(struct init_fds *f, const char *root)
 		snprintf(p, sizeof(p), "%s/proc/%s", root, masked[i]);
 		if (stat(p, &st) < 0)
 			continue;
-		if (S_ISDIR(st.st_mode))
+		if (S_ISDIR(st.st_mode) && empty) {
+			mount_or_die(f, empty, p, NULL, MS_BIND, NULL, "mask /proc dir");
+			mount_or_die(f, NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID |
+				     MS_NODEV | MS_NOEXEC, NULL, "make a /proc mask read-only");
+		} else if (S_ISDIR(st.st_mode))
 			mount_or_die(f, "tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 				     "size=0", "mask /proc dir");
 		else
@@ -277,7 +285,9 @@ static void setup_root(struct init_fds *f, const struct cfg *c)
 
 	snprintf(p, sizeof(p), "%s/proc", root);
 	mount_or_die(f, "proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, "mount /proc");
-	protect_proc(f, root);
+	char empty[4200];
+	snprintf(empty, sizeof(empty), "%s/hostempty", c->dir);
+	protect_proc(f, root, c->host_view ? empty : NULL);
 	snprintf(p, sizeof(p), "%s/sys", root);
 	mount_or_die(f, "sysfs", p, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL,
 		     "mount /sys");

@@ -261,6 +261,83 @@ TREE='cd / && find bin etc home opt root tmp workspace usr sbin var -xdev 2>/dev
 	sb_kill "$d"
 }
 
+# The snapshot's pre-copy runs while the sandbox does; only what changed
+# after it began is copied again while frozen.  Stopped right after the
+# pre-copy (SBX_STOP), the sandbox edits, grows, removes, renames, chmods,
+# hard-links and makes new trees: the snapshot holds the state at the
+# freeze, byte for byte, and nothing of what was removed.
+LIVE='cd /workspace/t && find . | sort | while read -r f; do stat -c "%n %F %a %u %g %s %h" "$f"
+	if [ -f "$f" ]; then stat -c %Y "$f"; md5sum "$f"; fi; done'
+@test "what changes between a snapshot's pre-copy and its freeze is in the snapshot" {
+	d=$(new_sb bb)
+	sb "$d" --root sh -c 'mkdir -p /workspace/t/gone /workspace/t/keep && echo old >/workspace/t/edit &&
+		echo x >/workspace/t/gone/f && echo same >/workspace/t/keep/k && echo r >/workspace/t/rename-me &&
+		echo m >/workspace/t/mode && echo h >/workspace/t/hard1 && echo s >/workspace/t/shrink'
+	SBX_STOP=image:snapshot-precopied sbx-snap <"$d" >"$BATS_TEST_TMPDIR/snap" &
+	pid=$!
+	for _ in $(seq 400); do
+		[ "$(awk '/^State:/ {print $2}' /proc/$pid/status 2>/dev/null)" = T ] && break
+		sleep 0.025
+	done
+	[ "$(awk '/^State:/ {print $2}' /proc/$pid/status)" = T ]
+	sb "$d" --root sh -c 'echo new-and-longer >/workspace/t/edit && rm -r /workspace/t/gone &&
+		echo born >/workspace/t/new && mv /workspace/t/rename-me /workspace/t/renamed &&
+		chmod 600 /workspace/t/mode && mkdir -p /workspace/t/newdir/deep && echo d >/workspace/t/newdir/deep/f &&
+		ln /workspace/t/hard1 /workspace/t/hard2 && : >/workspace/t/shrink && chown 1000 /workspace/t/keep'
+	kill -CONT "$pid"
+	wait "$pid"
+	sb "$d" --root sh -c "$LIVE" >"$BATS_TEST_TMPDIR/live"
+	sid=$(jq -r .snapshot.id <"$BATS_TEST_TMPDIR/snap")
+	n=$(new_sb "$sid")
+	sb "$n" --root sh -c "$LIVE" >"$BATS_TEST_TMPDIR/copy"
+	run diff "$BATS_TEST_TMPDIR/live" "$BATS_TEST_TMPDIR/copy"
+	assert_success
+	grep -q '^./renamed ' "$BATS_TEST_TMPDIR/copy"
+	grep -q '^./hard2 .* 2$' "$BATS_TEST_TMPDIR/copy"
+	run grep -E '^./(gone|rename-me)' "$BATS_TEST_TMPDIR/copy"
+	assert_failure
+	sb_kill "$n"
+	sb_kill "$d"
+	sbx-snap rm "$sid" >/dev/null
+}
+
+# A write through a shared mapping moves ctime only at the first write
+# fault on a clean page: a page dirtied before the pre-copy takes a second
+# write silently, unless the pre-copy made it clean first (syncfs).
+@test "a write through a shared mapping between the pre-copy and the freeze is in the snapshot" {
+	gcc -static -O2 -o "$BATS_TEST_TMPDIR/mmapw" "$SBX_TOP/tests/lib/mmapw.c"
+	d=$(new_sb bb)
+	sbx-fs put --root "$BATS_TEST_TMPDIR/mmapw" /workspace/mmapw <"$d" >/dev/null
+	sb "$d" --root sh -c 'mkdir -p /workspace/t && chmod 755 /workspace/mmapw'
+	sbx-proc start --root -- /workspace/mmapw /workspace/t/m /workspace/t <"$d" >/dev/null
+	for _ in $(seq 400); do
+		sb "$d" --root test -e /workspace/t/ready >/dev/null 2>&1 && break
+		sleep 0.025
+	done
+	SBX_STOP=image:snapshot-precopied sbx-snap <"$d" >"$BATS_TEST_TMPDIR/snap" &
+	pid=$!
+	for _ in $(seq 400); do
+		[ "$(awk '/^State:/ {print $2}' /proc/$pid/status 2>/dev/null)" = T ] && break
+		sleep 0.025
+	done
+	[ "$(awk '/^State:/ {print $2}' /proc/$pid/status)" = T ]
+	sb "$d" --root touch /workspace/t/go
+	for _ in $(seq 400); do
+		sb "$d" --root test -e /workspace/t/done >/dev/null 2>&1 && break
+		sleep 0.025
+	done
+	kill -CONT "$pid"
+	wait "$pid"
+	sid=$(jq -r .snapshot.id <"$BATS_TEST_TMPDIR/snap")
+	n=$(new_sb "$sid")
+	run sb "$n" --root head -c 1 /workspace/t/m
+	assert_success
+	assert_output B
+	sb_kill "$n"
+	sb_kill "$d"
+	sbx-snap rm "$sid" >/dev/null
+}
+
 @test "an import that crashes is never visible and its name stays free" {
 	run env SBX_FAULT=image-commit sbx-tpl import crashy --dir "$ROOTFS_DIR"
 	[ "$status" -eq 137 ]

@@ -33,10 +33,12 @@ cleanup() {
 trap cleanup EXIT
 bin() { if [ "$1" = new ]; then echo "$BUILD/bin"; else echo "$W/src/build/bin"; fi; }
 
-# The base tree, built here (git archive: no checkout of ours is touched).
+# The base tree, built here (git archive: no checkout of ours is touched),
+# into its own build dir: make bench exports BUILD, which would otherwise
+# send the base build into this tree's build dir and compare it with itself.
 mkdir -p "$W/src"
 git -C "$top" archive "$BASE" | tar -x -C "$W/src"
-make -C "$W/src" -j2 >"$W/base-build.log" 2>&1 || { tail -20 "$W/base-build.log" >&2; exit 1; }
+make -C "$W/src" -j2 BUILD="$W/src/build" >"$W/base-build.log" 2>&1 || { tail -20 "$W/base-build.log" >&2; exit 1; }
 
 export SBX_BACKEND=local
 for side in new base; do
