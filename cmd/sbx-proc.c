@@ -442,9 +442,7 @@ int main(int argc, char **argv)
 	if (o.raw)
 		st = st ? SBX_EXIT_RAW_SELF : o.raw_status;
 	json_object_put(seed);
-	for (size_t i = 0; i < o.nenv; i++)
-		sbx_secret_free(o.env[i]);
-	free(o.env);
+	sbx_cli_env_free(o.env, o.nenv);
 	free(o.data);
 	sbx_app_close(&o.app);
 	return st;

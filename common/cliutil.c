@@ -91,6 +91,13 @@ int sbx_cli_env_push(char ***env, size_t *n, const char *arg, struct sbx_err *er
 	return 0;
 }
 
+void sbx_cli_env_free(char **env, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		sbx_secret_free(env[i]);
+	free(env);
+}
+
 int sbx_cli_cwd_arg(const char *arg, const char **cwd, struct sbx_err *err)
 {
 	if (arg[0] != '/')

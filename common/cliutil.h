@@ -52,6 +52,8 @@ int sbx_cli_env_add(json_object *o, const char *arg, struct sbx_err *err);
  *     above zero.
  * Each returns 0, or -1 with a usage error. */
 int sbx_cli_env_push(char ***env, size_t *n, const char *arg, struct sbx_err *err);
+/* Wipe and free what sbx_cli_env_push built (values may be secrets). */
+void sbx_cli_env_free(char **env, size_t n);
 int sbx_cli_cwd_arg(const char *arg, const char **cwd, struct sbx_err *err);
 int sbx_cli_timeout_arg(const char *arg, int64_t *ms, struct sbx_err *err);
 

@@ -275,10 +275,7 @@ LIVE='cd /workspace/t && find . | sort | while read -r f; do stat -c "%n %F %a %
 		echo m >/workspace/t/mode && echo h >/workspace/t/hard1 && echo s >/workspace/t/shrink'
 	SBX_STOP=image:snapshot-precopied sbx-snap <"$d" >"$BATS_TEST_TMPDIR/snap" &
 	pid=$!
-	for _ in $(seq 400); do
-		[ "$(awk '/^State:/ {print $2}' /proc/$pid/status 2>/dev/null)" = T ] && break
-		sleep 0.025
-	done
+	wait_stopped "$pid"
 	[ "$(awk '/^State:/ {print $2}' /proc/$pid/status)" = T ]
 	sb "$d" --root sh -c 'echo new-and-longer >/workspace/t/edit && rm -r /workspace/t/gone &&
 		echo born >/workspace/t/new && mv /workspace/t/rename-me /workspace/t/renamed &&
@@ -310,22 +307,15 @@ LIVE='cd /workspace/t && find . | sort | while read -r f; do stat -c "%n %F %a %
 	sbx-fs put --root "$BATS_TEST_TMPDIR/mmapw" /workspace/mmapw <"$d" >/dev/null
 	sb "$d" --root sh -c 'mkdir -p /workspace/t && chmod 755 /workspace/mmapw'
 	sbx-proc start --root -- /workspace/mmapw /workspace/t/m /workspace/t <"$d" >/dev/null
-	for _ in $(seq 400); do
-		sb "$d" --root test -e /workspace/t/ready >/dev/null 2>&1 && break
-		sleep 0.025
-	done
+	wait_path "$d" /workspace/t/ready
+	sb "$d" --root test -e /workspace/t/ready
 	SBX_STOP=image:snapshot-precopied sbx-snap <"$d" >"$BATS_TEST_TMPDIR/snap" &
 	pid=$!
-	for _ in $(seq 400); do
-		[ "$(awk '/^State:/ {print $2}' /proc/$pid/status 2>/dev/null)" = T ] && break
-		sleep 0.025
-	done
+	wait_stopped "$pid"
 	[ "$(awk '/^State:/ {print $2}' /proc/$pid/status)" = T ]
 	sb "$d" --root touch /workspace/t/go
-	for _ in $(seq 400); do
-		sb "$d" --root test -e /workspace/t/done >/dev/null 2>&1 && break
-		sleep 0.025
-	done
+	wait_path "$d" /workspace/t/done
+	sb "$d" --root test -e /workspace/t/done
 	kill -CONT "$pid"
 	wait "$pid"
 	sid=$(jq -r .snapshot.id <"$BATS_TEST_TMPDIR/snap")
