@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "local-clone.h"
 #include "util.h"
 
 /* See local-init.h. */
@@ -73,8 +74,9 @@ static void cfg_add(char **buf, size_t *len, size_t *cap, const char *key, const
 	*len += (size_t)sprintf(*buf + *len, "%s=%s", key, val) + 1;
 }
 
-/* The configuration of local-init.h in a memfd, read from offset 0. */
-static int write_config(const struct local_init_cfg *c, struct sbx_err *err)
+/* The configuration of local-init.h in a memfd, read from offset 0;
+ * `joined`: the launcher is born in the cgroup2 group. */
+static int write_config(const struct local_init_cfg *c, int joined, struct sbx_err *err)
 {
 	SBX_AUTOFREE char *buf = NULL;
 	size_t len = 0, cap = 0;
@@ -83,6 +85,8 @@ static int write_config(const struct local_init_cfg *c, struct sbx_err *err)
 	cfg_add(&buf, &len, &cap, SBX_INIT_K_OVERLAY, c->overlay_opts);
 	if (c->host_view)
 		cfg_add(&buf, &len, &cap, SBX_INIT_K_HOST_VIEW, c->host_view);
+	if (c->sysfs)
+		cfg_add(&buf, &len, &cap, SBX_INIT_K_SYSFS, c->sysfs);
 	if (c->shm_bytes > 0) {
 		char v[32];
 		snprintf(v, sizeof(v), "%lld", (long long)c->shm_bytes);
@@ -94,6 +98,8 @@ static int write_config(const struct local_init_cfg *c, struct sbx_err *err)
 	for (int i = 0; i < c->ncg; i++)
 		if (c->cg[i])
 			cfg_add(&buf, &len, &cap, SBX_INIT_K_CG, c->cg[i]);
+	if (joined)
+		cfg_add(&buf, &len, &cap, SBX_INIT_K_CG_JOINED, "1");
 	if (len >= SBX_INIT_CONFIG_MAX)
 		return sbx_fail(err, SBX_UNSUPPORTED, "create", "the init's configuration is too long");
 	int fd = memfd_create("sbx-init-config", MFD_CLOEXEC);
@@ -137,16 +143,30 @@ int local_init_start(const struct local_init_cfg *c, pid_t *pid, struct sbx_err 
 	SBX_AUTOCLOSE int exe = local_libexec_open("sbx-init", "create", err);
 	if (exe < 0)
 		return -1;
-	SBX_AUTOCLOSE int cfg = write_config(c, err);
+	SBX_AUTOCLOSE int cfg = write_config(c, 1, err);
 	if (cfg < 0)
 		return -1;
+	SBX_AUTOCLOSE int cgdir = open(c->cg[0], O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cgdir < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "create", "open %s", c->cg[0]);
 	SBX_AUTOCLOSE int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (nul < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "create", "open /dev/null");
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "create", "pipe");
-	pid_t l = fork();
+	/* Born in the cgroup2 group (local-clone.h); where the kernel cannot,
+	 * a fork, and the launcher moves itself. */
+	pid_t l = local_clone_into_cgroup(cgdir);
+	if (l < 0) {
+		close(cfg);
+		if ((cfg = write_config(c, 0, err)) < 0) {
+			close(pfd[0]);
+			close(pfd[1]);
+			return -1;
+		}
+		l = fork();
+	}
 	if (l < 0) {
 		close(pfd[0]);
 		close(pfd[1]);

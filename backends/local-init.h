@@ -29,8 +29,13 @@
 #define SBX_INIT_K_OVERLAY   "overlay"     /* overlay mount options */
 #define SBX_INIT_K_HOST_VIEW "host_view"   /* optional: mount the host view here */
 #define SBX_INIT_K_SHM_SIZE  "shm_size"    /* optional: size of /dev/shm in bytes */
+#define SBX_INIT_K_SYSFS     "sysfs"       /* optional: bind this sysfs (local-sysfs.h)
+					    * read-only as /sys, not a new one, and
+					    * hold <sysfs>.net, its network namespace */
 #define SBX_INIT_K_CG        "cg"          /* a cgroup dir to join (repeatable); the
 					    * first is the cgroup2 one */
+#define SBX_INIT_K_CG_JOINED "cg_joined"   /* optional, "1": the launcher was born in
+					    * the first cg (clone3), skip its move */
 
 /* ---- The library's side (local-init.c); sbx-init does not use it. ---- */
 
@@ -52,6 +57,7 @@ struct local_init_cfg {
 	const char *host_view;   /* non-NULL: mount a read-only view of the host's
 				  * "/" here first (it is the stack's bottom layer) */
 	int64_t shm_bytes;       /* size of /dev/shm; 0 = sbx-init's default */
+	const char *sysfs;       /* the shared sysfs to bind, or NULL: a new one */
 };
 /* Start the init of a sandbox as a daemon: new mount, pid, uts, ipc, net
  * and cgroup namespaces, in the sandbox's cgroups, its root on the

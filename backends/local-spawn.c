@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "doc.h"
+#include "local-clone.h"
 #include "util.h"
 
 /* What root inside a sandbox keeps: Docker's default capability set
@@ -159,7 +160,7 @@ static __attribute__((noreturn)) void child_main(const struct local_spawn *c)
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (dup2(c->in, 0) < 0 || dup2(c->out, 1) < 0 || dup2(c->errfd, 2) < 0)
 		child_fail(c, LOCAL_STAGE_SETNS);
-	for (int i = 0; i < LOCAL_NCG; i++)
+	for (int i = c->born_in_cg ? CG_V2 + 1 : 0; i < LOCAL_NCG; i++)
 		if (c->cg_fds[i] >= 0 && write(c->cg_fds[i], "0", 1) < 0)
 			child_fail(c, LOCAL_STAGE_CGROUP);
 	if (setns(c->pidfd, CLONE_NEWCGROUP | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET |
@@ -224,7 +225,7 @@ int local_spawn_prepare(const char *id, const struct local_rec *r, int pidfd, pi
 	memset(s, 0, sizeof(*s));
 	s->pidfd = pidfd;
 	s->init = init;
-	s->selfns = s->report[0] = s->report[1] = s->in = s->out = s->errfd = -1;
+	s->selfns = s->report[0] = s->report[1] = s->in = s->out = s->errfd = s->cg_dir = -1;
 	for (int i = 0; i < LOCAL_NCG; i++)
 		s->cg_fds[i] = -1;
 	s->cwd = cmd->cwd && *cmd->cwd ? cmd->cwd : "/workspace";
@@ -234,7 +235,8 @@ int local_spawn_prepare(const char *id, const struct local_rec *r, int pidfd, pi
 	if (s->selfns < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "exec", "open /proc/self/ns/pid");
 	s->cg_fds[CG_V2] = local_open_wr(cg, "cgroup.procs");
-	if (s->cg_fds[CG_V2] < 0)
+	s->cg_dir = open(cg, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (s->cg_fds[CG_V2] < 0 || s->cg_dir < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "exec", "open the cgroup of %s", id);
 	for (int i = CG_MEMORY; i < LOCAL_NCG; i++)
 		if (r->cg[i] && (s->cg_fds[i] = local_open_wr(r->cg[i], "cgroup.procs")) < 0)
@@ -255,7 +257,13 @@ pid_t local_spawn_fork(struct local_spawn *s, int come_back)
 	/* Our children go into the sandbox's pid namespace; we stay out. */
 	if (setns(s->pidfd, CLONE_NEWPID) < 0)
 		return -1;
-	pid_t child = fork();
+	/* Born in the cgroup2 group where the kernel can (local-clone.h). */
+	s->born_in_cg = 1;
+	pid_t child = local_clone_into_cgroup(s->cg_dir);
+	if (child < 0) {
+		s->born_in_cg = 0;
+		child = fork();
+	}
 	int fork_errno = errno;
 	if (child == 0)
 		child_main(s);
@@ -280,7 +288,7 @@ int local_spawn_report(struct local_spawn *s, int *e)
 
 void local_spawn_free(struct local_spawn *s)
 {
-	int fds[] = {s->selfns, s->report[0], s->report[1]};
+	int fds[] = {s->selfns, s->report[0], s->report[1], s->cg_dir};
 	for (size_t i = 0; i < SBX_ARRAY_LEN(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
@@ -292,7 +300,7 @@ void local_spawn_free(struct local_spawn *s)
 	free(s->envp);
 	local_filter_free(&s->filter);
 	memset(s, 0, sizeof(*s));
-	s->selfns = s->report[0] = s->report[1] = -1;
+	s->selfns = s->report[0] = s->report[1] = s->cg_dir = -1;
 	for (int i = 0; i < LOCAL_NCG; i++)
 		s->cg_fds[i] = -1;
 }

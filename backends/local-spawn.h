@@ -41,6 +41,8 @@ struct local_spawn {
 	pid_t init;
 	int selfns;              /* our own pid namespace, to come back to */
 	int cg_fds[LOCAL_NCG];   /* cgroup.procs files to join, -1 = skip */
+	int cg_dir;              /* the cgroup2 dir (O_PATH), to be born in */
+	int born_in_cg;          /* set by the fork: cg_fds[CG_V2] is joined */
 	int report[2];           /* CLOEXEC pipe of the child's failures */
 	int in, out, errfd;      /* become the child's 0, 1, 2 (borrowed) */
 	const char *cwd;

@@ -57,6 +57,7 @@
 #include "local-seccomp.h"
 #include "local-slirp.h"
 #include "local-state.h"
+#include "local-sysfs.h"
 #include "util.h"
 
 static int mkdir_ok(const char *p, unsigned mode)
@@ -202,7 +203,8 @@ static int create_init(struct sbx_backend *b, const struct sbx_create_req *req, 
 {
 	struct local_init_cfg ic = {.id = id, .dir = r->dir, .overlay_opts = opts, .cg = r->cg,
 				    .ncg = LOCAL_NCG, .host_view = host_view,
-				    .shm_bytes = req->limits.shm_bytes};
+				    .shm_bytes = req->limits.shm_bytes,
+				    .sysfs = slirp ? NULL : local_shared_sysfs()};
 	pid_t pid;
 	if (local_init_start(&ic, &pid, err) < 0)
 		return -1;

@@ -42,6 +42,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,12 +53,17 @@
 		  CLONE_NEWNET | CLONE_NEWCGROUP)
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_CG 8
+#ifndef SYSFS_MAGIC
+#define SYSFS_MAGIC 0x62656572
+#endif
 
 struct cfg {
 	const char *id, *dir, *overlay, *host_view;
 	const char *shm_size;   /* bytes, or NULL: 64 MiB */
+	const char *sysfs;      /* the shared sysfs to bind, or NULL: mount one */
 	const char *cg[MAX_CG];
 	int ncg;
+	int cg_joined;          /* born in cg[0]: do not move there */
 };
 
 /* fds the init keeps across the pivot (everything else is closed). */
@@ -137,10 +143,14 @@ static int cfg_read(char *buf, size_t cap, struct cfg *c)
 			c->overlay = v;
 		else if (strcmp(r, SBX_INIT_K_HOST_VIEW) == 0)
 			c->host_view = v;
+		else if (strcmp(r, SBX_INIT_K_SYSFS) == 0)
+			c->sysfs = v;
 		else if (strcmp(r, SBX_INIT_K_SHM_SIZE) == 0 && v[strspn(v, "0123456789")] == '\0')
 			c->shm_size = v;
 		else if (strcmp(r, SBX_INIT_K_CG) == 0 && c->ncg < MAX_CG)
 			c->cg[c->ncg++] = v;
+		else if (strcmp(r, SBX_INIT_K_CG_JOINED) == 0)
+			c->cg_joined = strcmp(v, "1") == 0;
 	}
 	if (!c->id || !c->dir || !c->overlay || c->ncg == 0) {
 		errno = EINVAL;
@@ -289,8 +299,23 @@ static void setup_root(struct init_fds *f, const struct cfg *c)
 	snprintf(empty, sizeof(empty), "%s/hostempty", c->dir);
 	protect_proc(f, root, c->host_view ? empty : NULL);
 	snprintf(p, sizeof(p), "%s/sys", root);
-	mount_or_die(f, "sysfs", p, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL,
-		     "mount /sys");
+	/* The shared one (local-sysfs.h): a bind walks no superblock list.
+	 * Unmounted on the host since the creator looked: one of our own. */
+	struct statfs sfs;
+	if (c->sysfs && mount(c->sysfs, p, NULL, MS_BIND, NULL) == 0 &&
+	    (statfs(p, &sfs) < 0 || sfs.f_type != SYSFS_MAGIC))
+		umount2(p, MNT_DETACH);
+	if (c->sysfs && statfs(p, &sfs) == 0 && sfs.f_type == SYSFS_MAGIC) {
+		mount_or_die(f, NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID |
+			     MS_NODEV | MS_NOEXEC, NULL, "make /sys read-only");
+		/* Hold its network namespace for our life (never closed): the
+		 * superblock alone would not keep its lo if the host's pin went. */
+		char pin[4200];
+		snprintf(pin, sizeof(pin), "%s.net", c->sysfs);
+		(void)open(pin, O_RDONLY | O_CLOEXEC);
+	} else
+		mount_or_die(f, "sysfs", p, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			     NULL, "mount /sys");
 	setup_dev(f, root, c->shm_size);
 
 	/* pivot_root(".", "."): the old root ends up stacked under the new
@@ -494,7 +519,7 @@ int main(int argc, char **argv)
 	umask(0);
 	char pid[32];
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
-	for (int i = 0; i < c.ncg; i++) {
+	for (int i = c.cg_joined ? 1 : 0; i < c.ncg; i++) {
 		snprintf(p, sizeof(p), "%s/cgroup.procs", c.cg[i]);
 		if (write_str(p, pid) < 0)
 			DIE(&f, "join the sandbox cgroups");

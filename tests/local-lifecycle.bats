@@ -186,6 +186,31 @@ assert_no_trace() {
 	[[ "$(jqo .exec.stdout)" != *PONG* ]]
 }
 
+@test "sandboxes without egress share one sysfs (no superblock each); it comes back when unmounted" {
+	local a b
+	a=$(new_sb)
+	b=$(new_sb)
+	# One superblock: the same device in both and on the host's mount.
+	run sbx-exec --id "$a" -- stat -c %d /sys
+	local da=$(jqo .exec.stdout)
+	run sbx-exec --id "$b" -- stat -c %d /sys
+	[ "$(jqo .exec.stdout)" = "$da" ]
+	[ "$(stat -c %d /run/sbx/sysfs)" = "$da" ]
+	[ "$(stat -f -c %T /run/sbx/sysfs)" = sysfs ]
+	# Read-only in the sandbox, root or not.
+	run sbx-exec --id "$a" --root -- sh -c 'touch /sys/x 2>&1; mount -o remount,rw /sys 2>&1; grep -c " /sys .* ro," /proc/self/mountinfo'
+	[[ "$(jqo .exec.stdout)" == *Read-only* ]]
+	[[ "$(jqo .exec.stdout)" == *1 ]]
+	# An admin unmounts it: sandboxes keep theirs, the next create mounts it again.
+	umount /run/sbx/sysfs /run/sbx/sysfs.net
+	run sbx-exec --id "$a" -- ls /sys/class/net
+	[ "$(jqo .exec.stdout)" = "lo" ]
+	b=$(new_sb)
+	[ "$(stat -f -c %T /run/sbx/sysfs)" = sysfs ]
+	run sbx-exec --id "$b" -- ls /sys/class/net
+	[ "$(jqo .exec.stdout)" = "lo" ]
+}
+
 @test "host template: host secrets and state are hidden" {
 	local id
 	id=$(new_sb)
