@@ -101,7 +101,7 @@ $(BUILD)/bin/sbx-serve: $(BUILD)/obj/cmd/sbx-serve.o $(SERVE_LIB) $(LIB)
 # from the host's files and lives in the sandbox's memory cgroup.  Linked
 # statically: it is exec'd on every create, and without the dynamic loader
 # a create is ~4 ms (10%) faster (tests/bench/boundary.sh).
-$(INIT): libexec/sbx-init.c backends/local-init.h
+$(INIT): libexec/sbx-init.c backends/local-init.h backends/local-shared.h
 	@mkdir -p $(dir $@) $(BUILD)/obj/libexec
 	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends -MF $(BUILD)/obj/libexec/sbx-init.d \
 	  -static -o $@ libexec/sbx-init.c

@@ -85,8 +85,12 @@ static int write_config(const struct local_init_cfg *c, int joined, struct sbx_e
 	cfg_add(&buf, &len, &cap, SBX_INIT_K_OVERLAY, c->overlay_opts);
 	if (c->host_view)
 		cfg_add(&buf, &len, &cap, SBX_INIT_K_HOST_VIEW, c->host_view);
-	if (c->sysfs)
-		cfg_add(&buf, &len, &cap, SBX_INIT_K_SYSFS, c->sysfs);
+	const char *shared[][2] = {
+		{SBX_INIT_K_SYSFS, c->sysfs}, {SBX_INIT_K_EMPTY, c->empty}, {SBX_INIT_K_DEV, c->dev},
+	};
+	for (size_t i = 0; i < SBX_ARRAY_LEN(shared); i++)
+		if (shared[i][1])
+			cfg_add(&buf, &len, &cap, shared[i][0], shared[i][1]);
 	if (c->shm_bytes > 0) {
 		char v[32];
 		snprintf(v, sizeof(v), "%lld", (long long)c->shm_bytes);

@@ -27,11 +27,15 @@
 #define SBX_INIT_K_ID        "id"          /* sandbox id: the hostname */
 #define SBX_INIT_K_DIR       "dir"         /* the sandbox dir on the host */
 #define SBX_INIT_K_OVERLAY   "overlay"     /* overlay mount options */
-#define SBX_INIT_K_HOST_VIEW "host_view"   /* optional: mount the host view here */
+#define SBX_INIT_K_HOST_VIEW "host_view"   /* optional: the host view is here (mount
+					    * it, unless it is the shared one) */
 #define SBX_INIT_K_SHM_SIZE  "shm_size"    /* optional: size of /dev/shm in bytes */
-#define SBX_INIT_K_SYSFS     "sysfs"       /* optional: bind this sysfs (local-sysfs.h)
-					    * read-only as /sys, not a new one, and
-					    * hold <sysfs>.net, its network namespace */
+/* The shared mounts (local-shared.h), each optional; sbx-init uses one only
+ * if it is still mounted there, else makes its own. */
+#define SBX_INIT_K_SYSFS     "sysfs"       /* bind as /sys; hold <sysfs>.net, its
+					    * network namespace */
+#define SBX_INIT_K_EMPTY     "empty"       /* an empty dir: /proc masks, view layer */
+#define SBX_INIT_K_DEV       "dev"         /* bind as /dev */
 #define SBX_INIT_K_CG        "cg"          /* a cgroup dir to join (repeatable); the
 					    * first is the cgroup2 one */
 #define SBX_INIT_K_CG_JOINED "cg_joined"   /* optional, "1": the launcher was born in
@@ -54,10 +58,13 @@ struct local_init_cfg {
 	char *const *cg;         /* LOCAL_NCG cgroup dirs to join (NULL = skip),
 				  * the cgroup2 one first */
 	int ncg;
-	const char *host_view;   /* non-NULL: mount a read-only view of the host's
-				  * "/" here first (it is the stack's bottom layer) */
+	const char *host_view;   /* non-NULL: a read-only view of the host's "/"
+				  * is here, the stack's bottom layer (mounted
+				  * first unless it is the shared one) */
 	int64_t shm_bytes;       /* size of /dev/shm; 0 = sbx-init's default */
-	const char *sysfs;       /* the shared sysfs to bind, or NULL: a new one */
+	const char *sysfs;       /* the shared mounts (local-shared.h), or NULL */
+	const char *empty;
+	const char *dev;
 };
 /* Start the init of a sandbox as a daemon: new mount, pid, uts, ipc, net
  * and cgroup namespaces, in the sandbox's cgroups, its root on the

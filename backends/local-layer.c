@@ -225,13 +225,15 @@ int local_layers_resolve(struct sbx_backend *b, const char *tpl, struct local_la
  * hides what the sandbox must not see (local-hostview.c), built now from
  * the current configuration: [snapshot layers..., mask, view]. */
 static int host_view_layers(struct sbx_backend *b, const char *dir, struct local_layers *l,
-			    char **host_view, struct sbx_err *err)
+			    const char *shared_view, char **host_view, struct sbx_err *err)
 {
-	*host_view = sbx_xasprintf("%s/hostroot", dir);
+	*host_view = shared_view ? sbx_xstrdup(shared_view) : sbx_xasprintf("%s/hostroot", dir);
 	SBX_AUTOFREE char *empty = sbx_xasprintf("%s/hostempty", dir);
 	SBX_AUTOFREE char *mask = NULL;
 	SBX_AUTOFREE char *cache = sbx_xasprintf("%s/hostmasks", local_of(b)->dir);
-	if (mkdir(*host_view, 0755) < 0 || mkdir(empty, 0755) < 0)
+	/* Our own mount points even under a shared view: sbx-init mounts its
+	 * own there should the shared one be gone by then. */
+	if ((!shared_view && mkdir(*host_view, 0755) < 0) || mkdir(empty, 0755) < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "create", "mkdir host view");
 	if (local_hostmask_get(cache, b->profile, &mask, err) < 0)
 		return -1;
@@ -244,7 +246,7 @@ static int host_view_layers(struct sbx_backend *b, const char *dir, struct local
 
 int local_layers_mount_opts(struct sbx_backend *b, const char *dir, const char *id,
 			    const struct sbx_create_req *req, struct local_layers *l,
-			    char **opts, char **host_view, int *disk_enforced,
+			    const char *shared_view, char **opts, char **host_view, int *disk_enforced,
 			    struct sbx_err *err)
 {
 	*opts = *host_view = NULL;
@@ -260,7 +262,7 @@ int local_layers_mount_opts(struct sbx_backend *b, const char *dir, const char *
 	if (rc == 0)
 		rc = local_upper_prepare(upper, l, err);
 	if (rc == 0 && l->host)
-		rc = host_view_layers(b, dir, l, host_view, err);
+		rc = host_view_layers(b, dir, l, shared_view, host_view, err);
 	if (rc < 0) {
 		local_layers_free(l);
 		return -1;

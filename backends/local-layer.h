@@ -31,12 +31,13 @@ int local_upper_prepare(const char *upper, const struct local_layers *l, struct 
 /* The writable layer of sandbox `id` in its directory `dir` (upper/,
  * work/, root/, the disk quota of `req`, local_upper_prepare), and the
  * overlay options over the stack `l`.  A stack over the host's "/" gets
- * the host mask and a mount point for the host view: *host_view is then
- * that path (else NULL).  `l` is consumed.  *disk_enforced says whether
+ * the host mask and the host view: the shared one `shared_view` when it
+ * is not NULL (local-shared.h), else a mount point in `dir`; *host_view is
+ * then that path (else NULL).  `l` is consumed.  *disk_enforced says whether
  * the disk budget is enforced.  Both strings are malloc'd. */
 int local_layers_mount_opts(struct sbx_backend *b, const char *dir, const char *id,
 			    const struct sbx_create_req *req, struct local_layers *l,
-			    char **opts, char **host_view, int *disk_enforced,
+			    const char *shared_view, char **opts, char **host_view, int *disk_enforced,
 			    struct sbx_err *err);
 
 #endif

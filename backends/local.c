@@ -57,7 +57,7 @@
 #include "local-seccomp.h"
 #include "local-slirp.h"
 #include "local-state.h"
-#include "local-sysfs.h"
+#include "local-shared.h"
 #include "util.h"
 
 static int mkdir_ok(const char *p, unsigned mode)
@@ -199,12 +199,13 @@ static int create_cgroups(struct sbx_backend *b, const struct sbx_create_req *re
  * has only lo, so nothing is reachable unfiltered. */
 static int create_init(struct sbx_backend *b, const struct sbx_create_req *req, const char *id,
 		       const char *opts, const char *host_view, const char *slirp,
-		       struct local_rec *r, struct sbx_err *err)
+		       const struct local_shared *sh, struct local_rec *r, struct sbx_err *err)
 {
 	struct local_init_cfg ic = {.id = id, .dir = r->dir, .overlay_opts = opts, .cg = r->cg,
 				    .ncg = LOCAL_NCG, .host_view = host_view,
 				    .shm_bytes = req->limits.shm_bytes,
-				    .sysfs = slirp ? NULL : local_shared_sysfs()};
+				    .sysfs = slirp ? NULL : sh->sysfs, .empty = sh->empty,
+				    .dev = sh->dev};
 	pid_t pid;
 	if (local_init_start(&ic, &pid, err) < 0)
 		return -1;
@@ -264,17 +265,20 @@ static int do_create(struct sbx_backend *b, const struct sbx_create_req *req,
 	}
 	sbx_fault("local:after-cgroup");
 
-	/* 3. The writable layer and the overlay over the stack. */
+	/* 3. The writable layer and the overlay over the stack (over the
+	 * shared host view, when it is there). */
+	struct local_shared sh;
+	local_shared_get(&sh);
 	SBX_AUTOFREE char *opts = NULL;
 	SBX_AUTOFREE char *host_view = NULL;
 	int disk_enforced;
-	if (local_layers_mount_opts(b, r->dir, id, req, &l, &opts, &host_view, &disk_enforced,
-				    err) < 0)
+	if (local_layers_mount_opts(b, r->dir, id, req, &l, sh.host_view, &opts, &host_view,
+				    &disk_enforced, err) < 0)
 		return -1;
 	sbx_json_set_bool(sbx_json_child(r->j, "limits"), "disk_enforced", disk_enforced);
 	sbx_fault("local:after-upper");
 
-	if (create_init(b, req, id, opts, host_view, slirp, r, err) < 0)
+	if (create_init(b, req, id, opts, host_view, slirp, &sh, r, err) < 0)
 		return -1;
 
 	/* 5. Ready. */

@@ -26,6 +26,7 @@
  * libc is linked: this is all the code that runs as a sandbox's PID 1. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <net/if.h>
 #include <sched.h>
 #include <signal.h>
@@ -42,25 +43,24 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
-#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "local-init.h"
+#include "local-shared.h"
 
 #define NS_FLAGS (CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | \
 		  CLONE_NEWNET | CLONE_NEWCGROUP)
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_CG 8
-#ifndef SYSFS_MAGIC
-#define SYSFS_MAGIC 0x62656572
-#endif
 
 struct cfg {
 	const char *id, *dir, *overlay, *host_view;
 	const char *shm_size;   /* bytes, or NULL: 64 MiB */
 	const char *sysfs;      /* the shared sysfs to bind, or NULL: mount one */
+	const char *empty;      /* the shared empty dir, or NULL */
+	const char *dev;        /* the shared /dev to bind, or NULL: build one */
 	const char *cg[MAX_CG];
 	int ncg;
 	int cg_joined;          /* born in cg[0]: do not move there */
@@ -145,6 +145,10 @@ static int cfg_read(char *buf, size_t cap, struct cfg *c)
 			c->host_view = v;
 		else if (strcmp(r, SBX_INIT_K_SYSFS) == 0)
 			c->sysfs = v;
+		else if (strcmp(r, SBX_INIT_K_EMPTY) == 0)
+			c->empty = v;
+		else if (strcmp(r, SBX_INIT_K_DEV) == 0)
+			c->dev = v;
 		else if (strcmp(r, SBX_INIT_K_SHM_SIZE) == 0 && v[strspn(v, "0123456789")] == '\0')
 			c->shm_size = v;
 		else if (strcmp(r, SBX_INIT_K_CG) == 0 && c->ncg < MAX_CG)
@@ -216,67 +220,107 @@ static void protect_proc(struct init_fds *f, const char *root, const char *empty
 	}
 }
 
+/* An empty read-only directory, for the /proc masks and the host view's
+ * bottom layer: the shared one (local-shared.h), else, with a host view
+ * to make, an empty tmpfs of our own at <dir>/hostempty, else NULL. */
+static const char *empty_dir(struct init_fds *f, const struct cfg *c, char *buf, size_t cap)
+{
+	if (c->empty && local_is_mount_of(c->empty, TMPFS_MAGIC))
+		return c->empty;
+	if (!c->host_view)
+		return NULL;
+	snprintf(buf, cap, "%s/hostempty", c->dir);
+	mount_or_die(f, "tmpfs", buf, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=755",
+		     "mount the empty host-view layer");
+	return buf;
+}
+
 /* overlayfs refuses a lower layer that lies below another lower layer of
  * the same filesystem ("overlapping lowerdir path").  A snapshot over the
  * `host` template stacks layers kept under the state dir (on the root
  * filesystem, usually) over "/" itself, so "/" enters the stack through a
  * read-only overlay of its own (lowerdir=<empty tmpfs>:/): a different
- * superblock, the same files.  It lives only in this mount namespace. */
-static void mount_host_view(struct init_fds *f, const struct cfg *c)
+ * superblock, the same files.  Where the shared one is mounted (the host
+ * view path is already an overlay: local-shared.h) it serves; else we
+ * mount one there, in this mount namespace only. */
+static void mount_host_view(struct init_fds *f, const struct cfg *c, const char *empty)
 {
-	char empty[4200], opts[4300];
-	snprintf(empty, sizeof(empty), "%s/hostempty", c->dir);
-	mount_or_die(f, "tmpfs", empty, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=755",
-		     "mount the empty host-view layer");
+	char opts[4300];
+	if (local_is_mount_of(c->host_view, OVERLAYFS_SUPER_MAGIC))
+		return;
 	snprintf(opts, sizeof(opts), "lowerdir=%s:/", empty);
 	mount_or_die(f, "overlay", c->host_view, "overlay", MS_RDONLY | MS_NOSUID | MS_NODEV, opts,
 		     "mount the host view");
 }
 
 /* A /dev of our own, never the host's: the allow-listed nodes (null, zero,
- * full, random, urandom, tty; ptmx through pts), the pts and shm mounts,
- * the fd links, and then read-only, so that no node (nor anything else)
- * can be added.  /dev/pts is the sandbox's own devpts instance; /dev/shm
- * is nodev, nosuid and noexec like Docker's, and sized (`shm_size` bytes):
- * a write past it fails with ENOSPC.  Its pages are charged to the writer's
- * memory cgroup as well. */
-static void setup_dev(struct init_fds *f, const char *root, const char *shm_size)
+ * full, random, urandom, tty; ptmx through pts), the fd links, and then
+ * read-only, so that no node (nor anything else) can be added.  The
+ * shared one (local-shared.h) is the same, bound. */
+static void own_dev(struct init_fds *f, const char *root)
 {
-	char p[4200], shm_opts[64];
+	char p[4200];
 	snprintf(p, sizeof(p), "%s/dev", root);
-	mount_or_die(f, "tmpfs", p, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=65536",
+	mount_or_die(f, "tmpfs", p, "tmpfs", MS_NOSUID | MS_NOEXEC, LOCAL_DEV_TMPFS_OPTS,
 		     "mount /dev");
-	mknod_dev(f, root, "null", 1, 3);
-	mknod_dev(f, root, "zero", 1, 5);
-	mknod_dev(f, root, "full", 1, 7);
-	mknod_dev(f, root, "random", 1, 8);
-	mknod_dev(f, root, "urandom", 1, 9);
-	mknod_dev(f, root, "tty", 5, 0);
+	for (size_t i = 0; i < ARRAY_LEN(local_dev_nodes); i++)
+		mknod_dev(f, root, local_dev_nodes[i].name, local_dev_nodes[i].maj,
+			  local_dev_nodes[i].min);
 	static const char *const dirs[] = {"pts", "shm"};
 	for (size_t i = 0; i < ARRAY_LEN(dirs); i++) {
 		snprintf(p, sizeof(p), "%s/dev/%s", root, dirs[i]);
 		if (mkdir(p, 0755) < 0)
 			DIE(f, "mkdir /dev/pts|shm");
 	}
-	static const char *const links[][2] = {
-		{"pts/ptmx", "ptmx"}, {"/proc/self/fd", "fd"}, {"/proc/self/fd/0", "stdin"},
-		{"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"},
-	};
-	for (size_t i = 0; i < ARRAY_LEN(links); i++) {
-		snprintf(p, sizeof(p), "%s/dev/%s", root, links[i][1]);
-		if (symlink(links[i][0], p) < 0)
+	for (size_t i = 0; i < ARRAY_LEN(local_dev_links); i++) {
+		snprintf(p, sizeof(p), "%s/dev/%s", root, local_dev_links[i][1]);
+		if (symlink(local_dev_links[i][0], p) < 0)
 			DIE(f, "symlink in /dev");
 	}
+}
+
+/* /dev: the shared one or our own, read-only; in it the sandbox's own
+ * devpts instance and /dev/shm, nodev, nosuid and noexec like Docker's,
+ * and sized (`shm_size` bytes): a write past it fails with ENOSPC.  Its
+ * pages are charged to the writer's memory cgroup as well. */
+static void setup_dev(struct init_fds *f, const struct cfg *c, const char *root)
+{
+	char p[4200], shm_opts[64];
 	snprintf(p, sizeof(p), "%s/dev", root);
+	if (c->dev && local_is_mount_of(c->dev, TMPFS_MAGIC))
+		mount_or_die(f, c->dev, p, NULL, MS_BIND, NULL, "bind the shared /dev");
+	else
+		own_dev(f, root);
 	mount_or_die(f, NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
 		     NULL, "make /dev read-only");
 	snprintf(p, sizeof(p), "%s/dev/pts", root);
 	mount_or_die(f, "devpts", p, "devpts", MS_NOSUID | MS_NOEXEC,
 		     "newinstance,ptmxmode=0666,mode=0620", "mount /dev/pts");
 	snprintf(p, sizeof(p), "%s/dev/shm", root);
-	snprintf(shm_opts, sizeof(shm_opts), "mode=1777,size=%s", shm_size ? shm_size : "67108864");
+	snprintf(shm_opts, sizeof(shm_opts), "mode=1777,size=%s", c->shm_size ? c->shm_size : "67108864");
 	mount_or_die(f, "shm", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, shm_opts,
 		     "mount /dev/shm");
+}
+
+/* /sys, read-only: the shared one (local-shared.h: a bind walks no
+ * superblock list), else (none shared, or unmounted on the host since the
+ * creator looked) one of our own. */
+static void setup_sys(struct init_fds *f, const struct cfg *c, const char *root)
+{
+	char p[4200];
+	snprintf(p, sizeof(p), "%s/sys", root);
+	if (!c->sysfs || !local_is_mount_of(c->sysfs, SYSFS_MAGIC)) {
+		mount_or_die(f, "sysfs", p, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			     NULL, "mount /sys");
+		return;
+	}
+	mount_or_die(f, c->sysfs, p, NULL, MS_BIND, NULL, "bind the shared /sys");
+	mount_or_die(f, NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV |
+		     MS_NOEXEC, NULL, "make /sys read-only");
+	/* Hold its network namespace for our life (never closed): the
+	 * superblock alone would not keep its lo if the host's pin went. */
+	snprintf(p, sizeof(p), "%s.net", c->sysfs);
+	(void)open(p, O_RDONLY | O_CLOEXEC);
 }
 
 /* Build the sandbox's root at <dir>/root and pivot into it.  The overlay
@@ -288,35 +332,18 @@ static void setup_root(struct init_fds *f, const struct cfg *c)
 	snprintf(root, sizeof(root), "%s/root", c->dir);
 
 	mount_or_die(f, NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, "make mounts private");
+	char ebuf[4200];
+	const char *empty = empty_dir(f, c, ebuf, sizeof(ebuf));
 	if (c->host_view)
-		mount_host_view(f, c);
+		mount_host_view(f, c, empty);
 	mount_or_die(f, "overlay", root, "overlay", MS_NODEV | MS_NOSUID, c->overlay,
 		     "mount the overlay");
 
 	snprintf(p, sizeof(p), "%s/proc", root);
 	mount_or_die(f, "proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, "mount /proc");
-	char empty[4200];
-	snprintf(empty, sizeof(empty), "%s/hostempty", c->dir);
-	protect_proc(f, root, c->host_view ? empty : NULL);
-	snprintf(p, sizeof(p), "%s/sys", root);
-	/* The shared one (local-sysfs.h): a bind walks no superblock list.
-	 * Unmounted on the host since the creator looked: one of our own. */
-	struct statfs sfs;
-	if (c->sysfs && mount(c->sysfs, p, NULL, MS_BIND, NULL) == 0 &&
-	    (statfs(p, &sfs) < 0 || sfs.f_type != SYSFS_MAGIC))
-		umount2(p, MNT_DETACH);
-	if (c->sysfs && statfs(p, &sfs) == 0 && sfs.f_type == SYSFS_MAGIC) {
-		mount_or_die(f, NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID |
-			     MS_NODEV | MS_NOEXEC, NULL, "make /sys read-only");
-		/* Hold its network namespace for our life (never closed): the
-		 * superblock alone would not keep its lo if the host's pin went. */
-		char pin[4200];
-		snprintf(pin, sizeof(pin), "%s.net", c->sysfs);
-		(void)open(pin, O_RDONLY | O_CLOEXEC);
-	} else
-		mount_or_die(f, "sysfs", p, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-			     NULL, "mount /sys");
-	setup_dev(f, root, c->shm_size);
+	protect_proc(f, root, empty);
+	setup_sys(f, c, root);
+	setup_dev(f, c, root);
 
 	/* pivot_root(".", "."): the old root ends up stacked under the new
 	 * one and is detached at once; no directory is needed for it. */
