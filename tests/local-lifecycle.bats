@@ -186,29 +186,65 @@ assert_no_trace() {
 	[[ "$(jqo .exec.stdout)" != *PONG* ]]
 }
 
-@test "sandboxes without egress share one sysfs (no superblock each); it comes back when unmounted" {
+SHARED="/run/sbx/sysfs /run/sbx/sysfs.net /run/sbx/hostview /run/sbx/empty /run/sbx/dev"
+
+# What a sandbox sees that must hold whichever mounts it got: the host's
+# software, a working read-only /dev, /sys with lo only, /proc masks.
+sees_a_sandbox() {
+	run sbx-exec --id "$1" -- sh -c 'ls /usr/bin/env && echo x >/dev/null && head -c 3 /dev/urandom | wc -c && ls /sys/class/net && ls -A /proc/acpi | wc -l && touch /dev/x /sys/x 2>&1'
+	[ "$(jqo .exec.stdout | head -4 | tr '\n' ' ')" = "/usr/bin/env 3 lo 0 " ]
+	[ "$(jqo .exec.stdout | grep -c 'Read-only file system')" = 2 ]
+}
+
+@test "sandboxes without egress share sysfs, /dev and the host view: no superblock of their own for them" {
 	local a b
 	a=$(new_sb)
 	b=$(new_sb)
-	# One superblock: the same device in both and on the host's mount.
-	run sbx-exec --id "$a" -- stat -c %d /sys
-	local da=$(jqo .exec.stdout)
-	run sbx-exec --id "$b" -- stat -c %d /sys
-	[ "$(jqo .exec.stdout)" = "$da" ]
-	[ "$(stat -c %d /run/sbx/sysfs)" = "$da" ]
+	for p in /sys /dev /proc/acpi; do
+		run sbx-exec --id "$a" -- stat -c %d "$p"
+		local da=$(jqo .exec.stdout)
+		run sbx-exec --id "$b" -- stat -c %d "$p"
+		[ "$(jqo .exec.stdout)" = "$da" ]
+	done
 	[ "$(stat -f -c %T /run/sbx/sysfs)" = sysfs ]
-	# Read-only in the sandbox, root or not.
-	run sbx-exec --id "$a" --root -- sh -c 'touch /sys/x 2>&1; mount -o remount,rw /sys 2>&1; grep -c " /sys .* ro," /proc/self/mountinfo'
-	[[ "$(jqo .exec.stdout)" == *Read-only* ]]
-	[[ "$(jqo .exec.stdout)" == *1 ]]
-	# An admin unmounts it: sandboxes keep theirs, the next create mounts it again.
-	umount /run/sbx/sysfs /run/sbx/sysfs.net
-	run sbx-exec --id "$a" -- ls /sys/class/net
-	[ "$(jqo .exec.stdout)" = "lo" ]
+	[ "$(stat -f -c %T /run/sbx/hostview)" = overlayfs ]
+	# Their own: the root overlay, proc, devpts, shm.
+	for p in / /proc /dev/pts /dev/shm; do
+		run sbx-exec --id "$a" -- stat -c %d "$p"
+		local da=$(jqo .exec.stdout)
+		run sbx-exec --id "$b" -- stat -c %d "$p"
+		[ "$(jqo .exec.stdout)" != "$da" ]
+	done
+	sees_a_sandbox "$a"
+	run sbx-exec --id "$a" --root -- mount -o remount,rw /sys
+	[ "$(jqo .exec.exit_code)" != 0 ]
+}
+
+@test "shared mounts unmounted by an admin: running sandboxes keep theirs, the next create mounts them again" {
+	local a b
+	a=$(new_sb)
+	umount $SHARED
+	sees_a_sandbox "$a"
 	b=$(new_sb)
 	[ "$(stat -f -c %T /run/sbx/sysfs)" = sysfs ]
-	run sbx-exec --id "$b" -- ls /sys/class/net
-	[ "$(jqo .exec.stdout)" = "lo" ]
+	[ "$(stat -f -c %T /run/sbx/dev)" = tmpfs ]
+	sees_a_sandbox "$b"
+}
+
+@test "shared mounts gone between the creator's look and the init: the init makes its own" {
+	new_sb >/dev/null   # they are there now
+	SBX_STOP=local:after-upper sbx-create >"$BATS_TEST_TMPDIR/out" &
+	local pid=$!
+	wait_stopped "$pid"
+	umount $SHARED
+	kill -CONT "$pid"
+	wait "$pid"
+	local id=$(jq -r .sandbox.id "$BATS_TEST_TMPDIR/out")
+	sees_a_sandbox "$id"
+	# Its own: not the device of the (remounted) shared ones.
+	new_sb >/dev/null
+	run sbx-exec --id "$id" -- stat -c %d /dev
+	[ "$(jqo .exec.stdout)" != "$(stat -c %d /run/sbx/dev)" ]
 }
 
 @test "host template: host secrets and state are hidden" {

@@ -18,14 +18,6 @@ snap() {
 	SID=$(printf '%s\n' "$SNAPDOC" | jq -r .snapshot.id)
 }
 
-# wait_stopped PID: until the process is stopped (SBX_STOP), at most 10 s;
-# the caller asserts the state.
-wait_stopped() {
-	for _ in $(seq 400); do
-		[ "$(awk '/^State:/ {print $2}' /proc/$1/status 2>/dev/null)" = T ] && return 0
-		sleep 0.025
-	done
-}
 # wait_path DOC PATH: until PATH exists in the sandbox, at most 10 s.
 wait_path() {
 	for _ in $(seq 400); do

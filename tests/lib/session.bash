@@ -16,16 +16,6 @@ wait_key_gone() {
 	return 1
 }
 
-# Wait until process $1 is stopped (state T), e.g. by SBX_STOP.
-wait_stopped() {
-	local i
-	for i in $(seq 1 400); do
-		[ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = T ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
-
 # Ids of the live sandboxes carrying label $1=$2 (one per line, sorted).
 ids_with() { sbx-ls --label "$1=$2" | jq -r .sandbox.id | sort; }
 
