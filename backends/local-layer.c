@@ -267,14 +267,20 @@ int local_layers_mount_opts(struct sbx_backend *b, const char *dir, const char *
 		local_layers_free(l);
 		return -1;
 	}
-	size_t cap = 64 + strlen(upper) + strlen(work);
+	size_t cap = 80 + strlen(upper) + strlen(work);
 	for (size_t i = 0; i < l->n; i++)
 		cap += strlen(l->dir[i]) + 1;
 	*opts = sbx_xmalloc(cap);
 	size_t o = (size_t)snprintf(*opts, cap, "lowerdir=");
 	for (size_t i = 0; i < l->n; i++)
 		o += (size_t)snprintf(*opts + o, cap - o, "%s%s", i ? ":" : "", l->dir[i]);
-	snprintf(*opts + o, cap - o, ",upperdir=%s,workdir=%s", upper, work);
+	/* volatile: no sync of the upper filesystem, ever.  Unmounting (the
+	 * init's death) would otherwise sync the whole host filesystem the
+	 * layer lives on, so a kill cost as much as everything dirty on it
+	 * (docs/perf-notes.md), and a syncfs() in the sandbox would flush
+	 * the host's.  Nothing is lost that was kept: a sandbox does not
+	 * outlive its host, and snapshots read the upper dir itself. */
+	snprintf(*opts + o, cap - o, ",upperdir=%s,workdir=%s,volatile", upper, work);
 	local_layers_free(l);
 	if (strlen(*opts) >= 4000)
 		return sbx_fail(err, SBX_UNSUPPORTED, "create", "too many template layers for one mount");

@@ -220,6 +220,15 @@ sees_a_sandbox() {
 	[ "$(jqo .exec.exit_code)" != 0 ]
 }
 
+@test "the root overlay is volatile: its unmount (a kill) and a syncfs inside sync nothing of the host's filesystem" {
+	local a
+	a=$(new_sb)
+	run sbx-exec --id "$a" -- sh -c "awk '\$5 == \"/\" {print \$NF}' /proc/self/mountinfo"
+	[[ "$(jqo .exec.stdout)" == *volatile* ]]
+	run sbx-exec --id "$a" -- sh -c 'echo kept >/workspace/f && sync && cat /workspace/f'
+	[ "$(jqo .exec.stdout)" = kept ]
+}
+
 @test "shared mounts unmounted by an admin: running sandboxes keep theirs, the next create mounts them again" {
 	local a b
 	a=$(new_sb)
