@@ -131,8 +131,10 @@ static int ensure_running(struct sbx_backend *b, const char *id, int resume, str
 				"run sbx-ctl resume first", id);
 	if (!strcmp(st, "paused")) {
 		struct sbx_err e2 = {0};
+		/* Another resume may win the race: runc then says the
+		 * container is "not paused" or "a running process". */
 		if (docker_container_post(b, id, "unpause", "resume", &e2) < 0 &&
-		    !strstr(e2.msg, "is not paused")) {
+		    !strstr(e2.msg, "not paused") && !strstr(e2.msg, "cannot resume a running process")) {
 			*err = e2;
 			return -1;
 		}
