@@ -495,8 +495,11 @@ int docker_exec(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_
 	int64_t t0 = sbx_mono_ms();
 	/* A pause must not land between our look at the state and the
 	 * exec's start (docker-gate.h): hold the gate until it runs. */
-	__attribute__((cleanup(gate_release))) struct held_gate gate = {.id = sb->id};
-	if (docker_gate_enter(b, sb->id, 0, GATE_WAIT_MS, err) < 0)
+	SBX_AUTOFREE char *full = docker_full_id(b, sb->id, "exec", err);
+	if (!full)
+		return -1;
+	__attribute__((cleanup(gate_release))) struct held_gate gate = {.id = full};
+	if (docker_gate_enter(b, full, 0, GATE_WAIT_MS, err) < 0)
 		return -1;
 	gate.held = 1;
 	if (docker_ensure_running(b, sb->id, err) < 0)

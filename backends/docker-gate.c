@@ -17,8 +17,6 @@
 #include <unistd.h>
 
 #include "docker-api.h"
-#include "docker-container.h"
-#include "doc.h"
 #include "util.h"
 
 #define GATE_SLOTS 4
@@ -62,24 +60,6 @@ static int gate_open(const char *dir, const char *id, const char *suffix, struct
 	return fd;
 }
 
-/* The full id of `id` (a short id or a name is looked up), for the file
- * name: every caller must reach the same gate. */
-static char *full_id(struct sbx_backend *b, const char *id, struct sbx_err *err)
-{
-	size_t n = strlen(id);
-	if (n == 64 && strspn(id, "0123456789abcdef") == 64)
-		return sbx_xstrdup(id);
-	json_object *j;
-	if (docker_inspect(b, id, "exec", &j, err) < 0)
-		return NULL;
-	const char *f = sbx_json_str(j, "Id");
-	char *out = f && strlen(f) == 64 && strspn(f, "0123456789abcdef") == 64 ? sbx_xstrdup(f) : NULL;
-	json_object_put(j);
-	if (!out)
-		sbx_fail(err, SBX_INTERNAL, "exec", "docker reported no full id for sandbox %s", id);
-	return out;
-}
-
 /* flock with a deadline: 0 taken, -1 (errno EWOULDBLOCK) still held. */
 static int flock_wait(int fd, int op, int64_t wait_ms)
 {
@@ -111,10 +91,9 @@ int docker_gate_enter(struct sbx_backend *b, const char *id, int exclusive, int6
 	const char *dir = b->profile ? b->profile->state_dir : NULL;
 	int fd = -1, pend = -1;
 	if (dir && *dir && !docker_conn_tls(b)) {
-		SBX_AUTOFREE char *full = full_id(b, id, err);
-		if (!full || (pend = gate_open(dir, full, ".pending", err)) < 0)
+		if ((pend = gate_open(dir, id, ".pending", err)) < 0)
 			return -1;
-		if ((fd = gate_open(dir, full, "", err)) < 0) {
+		if ((fd = gate_open(dir, id, "", err)) < 0) {
 			close(pend);
 			return -1;
 		}
@@ -159,4 +138,15 @@ void docker_gate_leave(const char *id)
 		close(s->pending);
 	s->fd = s->pending = -1;
 	s->id[0] = '\0';
+}
+
+void docker_gate_forget(struct sbx_backend *b, const char *id)
+{
+	const char *dir = b->profile ? b->profile->state_dir : NULL;
+	if (!dir || !*dir || strchr(id, '/') || id[0] == '.')
+		return;
+	SBX_AUTOFREE char *gate = sbx_xasprintf("%s/docker-gate/%s", dir, id);
+	SBX_AUTOFREE char *pend = sbx_xasprintf("%s/docker-gate/%s.pending", dir, id);
+	unlink(gate);
+	unlink(pend);
 }

@@ -28,13 +28,17 @@
  * milliseconds, so a gate still held after this is a stuck start. */
 #define DOCKER_GATE_PAUSE_WAIT_MS 30000
 
-/* Enter the gate of container `id` (a full id), shared or exclusive,
+/* Enter the gate of container `id` (its full id: docker_full_id; every
+ * caller must name the same file), shared or exclusive,
  * waiting up to wait_ms.  0 on success; -1 with timeout when it stayed
  * held, or internal when the gate file cannot be made.  Without a state
  * dir, or over TCP (a remote daemon: the gate would order nothing), it is
  * a no-op that succeeds.  Every successful enter is paired with a leave. */
 int docker_gate_enter(struct sbx_backend *b, const char *id, int exclusive, int64_t wait_ms,
 		      struct sbx_err *err);
+/* Remove the gate files of a container that is gone (full id; best
+ * effort: a gate file left behind is an empty file, nothing more). */
+void docker_gate_forget(struct sbx_backend *b, const char *id);
 /* Leave what docker_gate_enter entered for `id` (the last leave unlocks). */
 void docker_gate_leave(const char *id);
 
