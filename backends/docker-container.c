@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "docker-api.h"
+#include "docker-gate.h"
 #include "doc.h"
 #include "util.h"
 
@@ -90,6 +91,26 @@ int docker_inspect(struct sbx_backend *b, const char *id, const char *op, json_o
 	return 0;
 }
 
+static int full_hex_id(const char *s)
+{
+	return s && strlen(s) == 64 && strspn(s, "0123456789abcdef") == 64;
+}
+
+char *docker_full_id(struct sbx_backend *b, const char *id, const char *op, struct sbx_err *err)
+{
+	if (full_hex_id(id))
+		return sbx_xstrdup(id);
+	json_object *j;
+	if (docker_inspect(b, id, op, &j, err) < 0)
+		return NULL;
+	const char *f = sbx_json_str(j, "Id");
+	char *out = full_hex_id(f) ? sbx_xstrdup(f) : NULL;
+	json_object_put(j);
+	if (!out)
+		sbx_fail(err, SBX_INTERNAL, op, "docker reported no full id for sandbox %s", id);
+	return out;
+}
+
 const char *docker_inspect_status(json_object *j)
 {
 	return sbx_json_str(sbx_json_obj(j, "State"), "Status");
@@ -131,8 +152,10 @@ static int ensure_running(struct sbx_backend *b, const char *id, int resume, str
 				"run sbx-ctl resume first", id);
 	if (!strcmp(st, "paused")) {
 		struct sbx_err e2 = {0};
+		/* Another resume may win the race: runc then says the
+		 * container is "not paused" or "a running process". */
 		if (docker_container_post(b, id, "unpause", "resume", &e2) < 0 &&
-		    !strstr(e2.msg, "is not paused")) {
+		    !strstr(e2.msg, "not paused") && !strstr(e2.msg, "cannot resume a running process")) {
 			*err = e2;
 			return -1;
 		}
@@ -183,6 +206,7 @@ int docker_container_remove(struct sbx_backend *b, const char *id, int *gone,
 		if (err->http_status == 404) {
 			sbx_err_clear(err);
 			*gone = 1;
+			docker_gate_forget(b, full);
 			return 0;
 		}
 		if (strstr(err->msg, "already in progress")) {
@@ -191,5 +215,6 @@ int docker_container_remove(struct sbx_backend *b, const char *id, int *gone,
 		}
 		return -1;
 	}
+	docker_gate_forget(b, full);
 	return 0;
 }

@@ -42,6 +42,9 @@ void docker_fill_sandbox(struct sbx_backend *b, struct sbx_sandbox *sb, const ch
  * for an id that cannot go into a path. */
 int docker_inspect(struct sbx_backend *b, const char *id, const char *op, json_object **out,
 		   struct sbx_err *err);
+/* The full 64-hex id of `id` (a short id or a name is inspected: errors
+ * as docker_inspect's), to free; NULL on error. */
+char *docker_full_id(struct sbx_backend *b, const char *id, const char *op, struct sbx_err *err);
 /* State.Status of an inspect answer (NULL when absent). */
 const char *docker_inspect_status(json_object *j);
 /* docker_fill_sandbox from an inspect answer. */

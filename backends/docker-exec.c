@@ -36,12 +36,31 @@
 
 #include "docker-api.h"
 #include "docker-container.h"
+#include "docker-gate.h"
 #include "doc.h"
 #include "tar.h"
 #include "util.h"
 
 #define DEFAULT_CAP (1u << 20)
 #define GRACE_MS 10000
+/* How long an exec waits for a pause or a pausing commit to finish, and
+ * for the daemon to report the pid of an exec it is starting. */
+#define GATE_WAIT_MS 120000
+#define START_WAIT_MS 30000
+
+/* The freeze gate as an exec holds it (docker-gate.h): entered before the
+ * state check, left once the exec runs, or on the way out. */
+struct held_gate {
+	const char *id;
+	int held;
+};
+
+static void gate_release(struct held_gate *g)
+{
+	if (g->held)
+		docker_gate_leave(g->id);
+	g->held = 0;
+}
 
 struct sink {
 	int fd;                  /* >= 0: raw mode */
@@ -182,7 +201,10 @@ static json_object *exec_cmd(const struct sbx_exec_req *req, int64_t secs, const
 }
 
 /* POST /containers/{id}/exec.  A container paused or stopped between our
- * check and the call (409) is brought back once and the call repeated. */
+ * check and the call (409) is brought back and the call repeated, at most
+ * three times: dockerd applies the engine's pause/resume events after the
+ * calls that caused them, so a late event can say "paused" for a moment
+ * about a running container. */
 static int exec_create(struct sbx_backend *b, const char *id, json_object *body, char **eid,
 		       struct sbx_err *err)
 {
@@ -195,8 +217,10 @@ static int exec_create(struct sbx_backend *b, const char *id, json_object *body,
 			json_object_put(resp);
 			return *eid ? 0 : sbx_fail(err, SBX_INTERNAL, "exec", "docker returned no exec id");
 		}
-		if (err->kind != SBX_CONFLICT || attempt > 0)
+		if (err->kind != SBX_CONFLICT || attempt > 2)
 			return -1;
+		if (attempt > 0)
+			usleep(50000);
 		if (docker_ensure_running(b, id, err) < 0)
 			return -1;
 	}
@@ -347,9 +371,35 @@ static int stage_stdin(struct sbx_backend *b, const char *id, const struct sbx_e
 	return rc;
 }
 
-/* Start the exec and collect its output into dm. */
+/* GET /exec/{eid}/json until the daemon reports the exec's pid (runc has
+ * started the process and left the container's cgroup) or its exit, at
+ * most START_WAIT_MS.  An engine that reports no Pid is not waited for.
+ * Errors are not the caller's: the stream still says how the exec went. */
+static void exec_wait_started(struct sbx_backend *b, const char *eid)
+{
+	SBX_AUTOFREE char *path = sbx_xasprintf("/exec/%s/json", eid);
+	int64_t deadline = sbx_mono_ms() + START_WAIT_MS;
+	for (int i = 0; sbx_mono_ms() < deadline; i++) {
+		json_object *j = NULL, *pid = NULL, *ec = NULL;
+		struct sbx_err ignored = {0};
+		if (docker_api(b, "exec", "GET", path, NULL, &j, &ignored) < 0)
+			return;
+		int has_pid = json_object_object_get_ex(j, "Pid", &pid);
+		int started = has_pid && json_object_get_int64(pid) > 0;
+		int ended = !sbx_json_bool(j, "Running", 0) && json_object_object_get_ex(j, "ExitCode", &ec) &&
+			    json_object_is_type(ec, json_type_int);
+		json_object_put(j);
+		if (!has_pid || started || ended)
+			return;
+		usleep(i < 20 ? 1000 : 5000);
+	}
+}
+
+/* Start the exec and collect its output into dm; the gate is left once
+ * the exec runs (over TLS, where it is a no-op, when it ends). */
 static int exec_start(struct sbx_backend *b, const char *eid, const struct sbx_exec_req *req,
-		      int attach_in, struct demux *dm, int64_t deadline, struct sbx_err *err)
+		      int attach_in, struct demux *dm, int64_t deadline, struct held_gate *gate,
+		      struct sbx_err *err)
 {
 	SBX_AUTOFREE char *path = sbx_xasprintf("/exec/%s/start", eid);
 	static const char body[] = "{\"Detach\":false,\"Tty\":false}";
@@ -391,8 +441,10 @@ static int exec_start(struct sbx_backend *b, const char *eid, const struct sbx_e
 
 	int sock = -1;
 	hr.timeout_ms = 30000;
-	if (docker_upgrade(b, "exec", &hr, &sock, &resp, err) < 0)
+	if (docker_upgrade(b, "exec", &hr, &sock, &resp, err) < 0) {
+		exec_wait_started(b, eid);      /* the daemon may start it all the same */
 		return -1;
+	}
 	if (sock < 0) {
 		docker_status_err("exec", &resp, err);
 		sbx_http_resp_clear(&resp);
@@ -402,6 +454,8 @@ static int exec_start(struct sbx_backend *b, const char *eid, const struct sbx_e
 	if (resp.len)
 		demux_feed(dm, resp.body, resp.len);
 	sbx_http_resp_clear(&resp);
+	exec_wait_started(b, eid);
+	gate_release(gate);
 	int rc = pump(sock, req, attach_in, dm, deadline, err);
 	close(sock);
 	return rc;
@@ -439,6 +493,15 @@ int docker_exec(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_
 	if (valid_id(sb->id, err) < 0)
 		return -1;
 	int64_t t0 = sbx_mono_ms();
+	/* A pause must not land between our look at the state and the
+	 * exec's start (docker-gate.h): hold the gate until it runs. */
+	SBX_AUTOFREE char *full = docker_full_id(b, sb->id, "exec", err);
+	if (!full)
+		return -1;
+	__attribute__((cleanup(gate_release))) struct held_gate gate = {.id = full};
+	if (docker_gate_enter(b, full, 0, GATE_WAIT_MS, err) < 0)
+		return -1;
+	gate.held = 1;
 	if (docker_ensure_running(b, sb->id, err) < 0)
 		return -1;
 	int attach_in = req->stdin_data != NULL || req->raw_in_fd >= 0;
@@ -485,7 +548,8 @@ int docker_exec(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_
 		.err = {.fd = req->raw_err_fd, .cap = cap},
 	};
 	int64_t deadline = secs > 0 ? sbx_mono_ms() + secs * 1000 + GRACE_MS : 0;
-	rc = exec_start(b, eid, req, attach_in, &dm, deadline, err);
+	rc = exec_start(b, eid, req, attach_in, &dm, deadline, &gate, err);
+	gate_release(&gate);
 	int code = -1;
 	if (rc == 0)
 		rc = exec_exit_code(b, eid, &code, err);

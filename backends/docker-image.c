@@ -14,6 +14,7 @@
 
 #include "docker-api.h"
 #include "docker-container.h"
+#include "docker-gate.h"
 #include "doc.h"
 #include "tar.h"
 #include "util.h"
@@ -138,8 +139,13 @@ int docker_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const 
 	json_object *body = json_object_new_object();
 	SBX_AUTOFREE char *path = sbx_xasprintf("/commit?container=%s&repo=sbx-snap&tag=%s&pause=true%s",
 						id, qtag, changes);
-	json_object *resp;
-	int rc = docker_api(b, "snapshot", "POST", path, body, &resp, err);
+	json_object *resp = NULL;
+	/* The commit pauses the container: not while an exec starts. */
+	int rc = docker_gate_enter(b, id, 1, DOCKER_GATE_PAUSE_WAIT_MS, err);
+	if (rc == 0) {
+		rc = docker_api(b, "snapshot", "POST", path, body, &resp, err);
+		docker_gate_leave(id);
+	}
 	json_object_put(body);
 	if (rc < 0)
 		return -1;

@@ -20,7 +20,9 @@
  * that process's record) can change them; output is not bounded; a shell
  * reports death by signal N as status 128+N, which is read back as the
  * signal; every call is an exec, so a paused container is resumed by
- * list and output too. */
+ * list and output too - except by a follower: once it follows, a pause is
+ * waited out without an exec (await_thaw) and the stream goes on after
+ * the resume. */
 #include "docker-proc.h"
 
 #include <errno.h>
@@ -30,7 +32,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "docker-container.h"
 #include "docker-exec.h"
+#include "docker-gate.h"
 #include "doc.h"
 #include "proc.h"
 #include "util.h"
@@ -378,6 +382,41 @@ static int read_stream(struct sbx_backend *b, struct sbx_sandbox *sb, const char
 	return got;
 }
 
+/* Following, and the container is paused: wait for the resume without an
+ * exec (one would resume the sandbox on use, or fail with conflict),
+ * ticking as usual.  Returns 0 once it is not paused, with the gate held
+ * shared so that no pause lands before the next round's execs have
+ * started (the caller leaves it); -1 on error, or on *stop by the sink. */
+static int await_thaw(struct sbx_backend *b, const char *id, const struct sbx_proc_attach *a,
+		      sbx_proc_sink sink, void *ctx, int64_t *quiet_since, int *stop,
+		      struct sbx_err *err)
+{
+	for (;;) {
+		if (docker_gate_enter(b, id, 0, DOCKER_GATE_PAUSE_WAIT_MS * 4, err) < 0)
+			return -1;
+		json_object *j;
+		if (docker_inspect(b, id, "proc", &j, err) < 0) {
+			docker_gate_leave(id);
+			return -1;
+		}
+		const char *st = docker_inspect_status(j);
+		int paused = st && !strcmp(st, "paused");
+		json_object_put(j);
+		if (!paused)
+			return 0;
+		docker_gate_leave(id);
+		if (a->tick_ms > 0 && sbx_mono_ms() - *quiet_since >= a->tick_ms) {
+			if (sink(ctx, SBX_PROC_TICK, NULL, 0, 0) != 0) {
+				*stop = 1;
+				return -1;
+			}
+			*quiet_since = sbx_mono_ms();
+		}
+		struct timespec ts = {0, FOLLOW_MS * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+}
+
 int docker_proc_output(struct sbx_backend *b, struct sbx_sandbox *sb,
 		       const struct sbx_proc_sel *sel, const struct sbx_proc_attach *a,
 		       sbx_proc_sink sink, void *ctx, struct sbx_proc_info *end,
@@ -390,7 +429,12 @@ int docker_proc_output(struct sbx_backend *b, struct sbx_sandbox *sb,
 	int64_t off[2] = {a->out_offset < 0 || a->out_offset > r.i.out_end ? r.i.out_end : a->out_offset,
 			  a->err_offset < 0 || a->err_offset > r.i.err_end ? r.i.err_end : a->err_offset};
 	struct sbx_proc_sel by_pid = {.pid = r.i.pid};
-	int stop = 0, rc = 0;
+	SBX_AUTOFREE char *full = a->follow ? docker_full_id(b, sb->id, "proc", err) : NULL;
+	if (a->follow && !full) {
+		sbx_proc_info_clear(&r.i);
+		return -1;
+	}
+	int stop = 0, rc = 0, gated = 0;
 	int64_t quiet_since = sbx_mono_ms();
 	for (;;) {
 		int running = r.i.running, got = 0;
@@ -399,6 +443,9 @@ int docker_proc_output(struct sbx_backend *b, struct sbx_sandbox *sb,
 			rc = g < 0 ? -1 : 0;
 			got |= g > 0;
 		}
+		if (gated)
+			docker_gate_leave(full);
+		gated = 0;
 		if (rc < 0 || stop || !a->follow || (!running && !got))
 			break;
 		if (got)
@@ -413,7 +460,16 @@ int docker_proc_output(struct sbx_backend *b, struct sbx_sandbox *sb,
 			nanosleep(&ts, NULL);
 		}
 		sbx_proc_info_clear(&r.i);
+		/* A pause while we follow is waited out: the stream goes on
+		 * after the resume. */
+		if (await_thaw(b, full, a, sink, ctx, &quiet_since, &stop, err) < 0) {
+			memset(&r, 0, sizeof(r));
+			rc = stop ? 0 : -1;
+			break;
+		}
+		gated = 1;
 		if (find(b, sb, &by_pid, &r, err) < 0) {
+			docker_gate_leave(full);
 			memset(&r, 0, sizeof(r));
 			rc = -1;
 			break;

@@ -24,6 +24,7 @@
  *   docker-exec.c       exec: the hijacked /exec/{id}/start stream
  *   docker-files.c      files: exec as the sandbox user for everything a user
  *                       could abuse (symlinks), the archive API where safe
+ *   docker-gate.c       the freeze gate: no pause while an exec is starting
  *   docker-image.c      snapshots (commit) and templates (images)
  *   docker-proc.c       detached processes: an in-container supervisor
  *   docker-sweep.c      the idle sweep */
@@ -33,6 +34,7 @@
 #include "docker-container.h"
 #include "docker-exec.h"
 #include "docker-files.h"
+#include "docker-gate.h"
 #include "docker-image.h"
 #include "docker-proc.h"
 #include "docker-sweep.h"
@@ -365,8 +367,13 @@ static int docker_pause(struct sbx_backend *b, struct sbx_sandbox *sb, struct sb
 		return rc;
 	}
 	json_object_put(j);
-	if (running && docker_container_post(b, id, "pause", "pause", err) < 0 &&
-	    !strstr(err->msg, "already paused"))
+	/* Never while an exec into it is starting (docker-gate.h). */
+	if (running && docker_gate_enter(b, id, 1, DOCKER_GATE_PAUSE_WAIT_MS, err) < 0)
+		return -1;
+	int rc = running ? docker_container_post(b, id, "pause", "pause", err) : 0;
+	if (running)
+		docker_gate_leave(id);
+	if (rc < 0 && !strstr(err->msg, "already paused"))
 		return -1;
 	sbx_err_clear(err);
 	struct sbx_sandbox fresh;

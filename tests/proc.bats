@@ -87,6 +87,47 @@ wait_out() {
 	[ "$(jqo .output.stdout)" = "$(printf 'got after\ngot paused')" ]
 }
 
+# Three followers of one ticking process while the sandbox is paused and
+# resumed five times.  A follower polls every 200 ms, so each pause (1 s)
+# is met by every follower's execs: on docker they used to die with
+# conflict or "(exit 126)", and an exec starting as the freezer froze the
+# container wedged it (pause, resume and inspect hung: docs/docker.md).
+@test "pause and resume while followers stream a process's output: both return, every stream goes on" {
+	local pid d=$BATS_TEST_TMPDIR c f n i
+	pid=$(start -- sh -c 'i=0; while :; do echo $i; i=$((i+1)); sleep 0.05; done')
+	for f in 1 2 3; do
+		timeout 300 sbx-proc output --id "$SB" --pid "$pid" --follow --raw >"$d/f.$f" 2>"$d/e.$f" &
+	done
+	wait_out "$pid" 5
+	for c in 1 2 3 4 5; do
+		run timeout 120 sbx-ctl pause --id "$SB"
+		assert_success
+		[ "$(jqo .sandbox.state)" = paused ]
+		sleep 1
+		run timeout 120 sbx-ctl resume --id "$SB"
+		assert_success
+	done
+	# Past the last resume every follower sees new lines (no clock: it
+	# waits for a line that only comes after).
+	n=$(sbx-proc output --id "$SB" --pid "$pid" | jq -r .output.stdout | grep . | tail -1)
+	for f in 1 2 3; do
+		for i in $(seq 1 400); do
+			[ "$(tail -1 "$d/f.$f")" -gt "$n" ] 2>/dev/null && break
+			sleep 0.05
+		done
+		[ "$(tail -1 "$d/f.$f")" -gt "$n" ] || { echo "follower $f stopped at $(tail -1 "$d/f.$f"): $(cat "$d/e.$f")"; false; }
+	done
+	run sbx-proc kill --id "$SB" --pid "$pid"
+	assert_success
+	wait
+	for f in 1 2 3; do
+		[ ! -s "$d/e.$f" ] || { echo "follower $f: $(cat "$d/e.$f")"; false; }
+		# Every line, in order, none lost across the pauses.
+		awk 'NR == 1 { p = $1; next } $1 != p + 1 { print "gap after " p ": " $1; bad = 1 } { p = $1 }
+		     END { exit bad }' "$d/f.$f"
+	done
+}
+
 @test "closing stdin gives the process EOF; a process without --stdin takes no input" {
 	local pid
 	pid=$(start --stdin -- sh -c 'cat; echo done')

@@ -49,7 +49,6 @@ need_proc() {
 @test "SDK: setTimeout moves endAt; a sandbox past its end is killed" { sdk timeout; }
 @test "SDK: pause, connect; a background process survives, takes stdin, is killed" {
 	need_proc
-	is_docker && skip "docker: a pause while a process stream is attached times out (docs/serve.md)"
 	sdk pause
 }
 @test "SDK: Sandbox.list with a metadata query pages without repeats" { sdk list; }

@@ -44,6 +44,10 @@ teardown_file() { sbx_teardown_file; }
 	wait
 	cat "$d"/out.* | jq -r .sandbox.id | sort | uniq -c >"$d/ids"
 	cat "$d/ids"
+	# On a failure, say how each one ended: a failed resolve prints an
+	# error document (its id reads as null) and a line on stderr.
+	cat "$d"/out.* | jq -r '"\(.resolved // .error.kind) \(.error.message // "")"' | sort | uniq -c
+	cat "$d"/err.* | sort | uniq -c
 	[ "$(wc -l <"$d/ids")" = 1 ]
 	[ "$(awk '{print $1}' "$d/ids")" = 32 ]
 	[ "$(cat "$d"/out.* | jq -r .resolved | grep -c created)" = 1 ]
