@@ -28,7 +28,10 @@ static int64_t last_activity(struct sbx_backend *b, const char *id, int64_t fall
 			     int64_t now, struct sbx_err *err)
 {
 	SBX_AUTOFREE char *path = sbx_xasprintf("/containers/%s/archive?path=%s", id, DOCKER_MARKER);
-	struct sbx_http_req req = {.method = "HEAD", .path = path};
+	/* The sweep runs inside a session's resolve: one wedged container
+	 * (docs/docker.md, "Pause and exec") must not hold every resolve
+	 * for the connection's 120 s.  A stat answers in milliseconds. */
+	struct sbx_http_req req = {.method = "HEAD", .path = path, .timeout_ms = 10000};
 	struct sbx_http_resp resp = {0};
 	if (docker_raw(b, "reap", &req, &resp, err) < 0)
 		return -2;
