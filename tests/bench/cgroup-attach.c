@@ -1,5 +1,5 @@
 /* tests/bench/cgroup-attach.c - what putting a new process into a cgroup2
- * group costs, the two ways (for tests/bench/vm-attach.sh; not a test):
+ * group costs, the two ways (for tests/bench/vm.sh; not a test):
  *
  *   write     fork, then write the child's pid into <cg>/cgroup.procs
  *             (what sbx did; the global cgroup_threadgroup_rwsem for writing)
