@@ -31,12 +31,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "err.h"
+#include "util.h"
+
 #define D LOCAL_SHARED_DIR
 #define RO_FLAGS (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
 
+/* util.h's mkdir -p: each path here is one level below /run/sbx. */
 static int mkdir_ok(const char *p, unsigned mode)
 {
-	return mkdir(p, mode) == 0 || errno == EEXIST ? 0 : -1;
+	struct sbx_err e = {0};
+	return sbx_mkdir_p(p, mode, &e);
 }
 
 static void mount_sysfs(void)
@@ -114,25 +119,27 @@ static void mount_missing(void)
 		mount_dev();
 }
 
-static int all_there(void)
+/* Fill `s` from what is mounted now; 1 when everything is. */
+static int look(struct local_shared *s)
 {
-	return local_is_mount_of(D "/sysfs", SYSFS_MAGIC) && local_is_mount_of(D "/empty", TMPFS_MAGIC) &&
-	       local_is_mount_of(D "/hostview", OVERLAYFS_SUPER_MAGIC) && local_is_mount_of(D "/dev", TMPFS_MAGIC);
-}
-
-void local_shared_get(struct local_shared *s)
-{
-	if (!all_there() && mkdir_ok(D, 0755) == 0) {
-		int lock = open(D "/shared.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (lock >= 0) {
-			while (flock(lock, LOCK_EX) < 0 && errno == EINTR)
-				;
-			mount_missing();
-			close(lock);
-		}
-	}
 	s->sysfs = local_is_mount_of(D "/sysfs", SYSFS_MAGIC) ? D "/sysfs" : NULL;
 	s->empty = local_is_mount_of(D "/empty", TMPFS_MAGIC) ? D "/empty" : NULL;
 	s->host_view = local_is_mount_of(D "/hostview", OVERLAYFS_SUPER_MAGIC) ? D "/hostview" : NULL;
 	s->dev = local_is_mount_of(D "/dev", TMPFS_MAGIC) ? D "/dev" : NULL;
+	return s->sysfs && s->empty && s->host_view && s->dev;
+}
+
+void local_shared_get(struct local_shared *s)
+{
+	/* The hot path: one look (12 system calls), no lock. */
+	if (look(s) || mkdir_ok(D, 0755) < 0)
+		return;
+	int lock = open(D "/shared.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (lock < 0)
+		return;
+	while (flock(lock, LOCK_EX) < 0 && errno == EINTR)
+		;
+	mount_missing();
+	close(lock);
+	look(s);
 }
