@@ -11,7 +11,7 @@
 #                        started on loopback by the tests (tests/scale/run)
 #   make bench           benchmarks, side by side with baselines, as ratios
 #   make demo            the main job: skill install -> snapshot -> sessions -> reap
-#   make fuzz            libFuzzer on the document reader (clang, bounded time)
+#   make fuzz            every libFuzzer target in tests/fuzz (clang, FUZZ_SECONDS each)
 #   make deb             build/deb/sbx_<version>_amd64.deb (dpkg-buildpackage,
 #                        debian/; lintian clean); DEB_VERSION=V rebuilds it
 #                        under another version
@@ -156,12 +156,10 @@ demo: deps
 	BUILD=$(abspath $(BUILD)) examples/demo.sh
 
 FUZZ_SECONDS ?= 30
+# Every libFuzzer target tests/fuzz/fuzz-*.c, each FUZZ_SECONDS (tests/fuzz/run
+# reads what each links from its own "// fuzz-sources:" line).
 fuzz:
-	@mkdir -p $(BUILD)/fuzz
-	clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Icommon \
-	  -o $(BUILD)/fuzz/fuzz-doc tests/fuzz/fuzz-doc.c common/doc.c common/err.c common/util.c -ljson-c
-	@mkdir -p $(BUILD)/fuzz/corpus
-	$(BUILD)/fuzz/fuzz-doc -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(BUILD)/fuzz/corpus tests/fuzz/corpus
+	BUILD=$(abspath $(BUILD)) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run
 
 install: progs
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/libexec/sbx \

@@ -11,6 +11,8 @@
  *     sbx_doc_write and reading that back gives one document that
  *     serialises to the same text (the writer's output is always readable
  *     by the reader). */
+// fuzz-sources: common/doc.c common/err.c common/util.c
+// fuzz-libs: -ljson-c
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
