@@ -7,6 +7,7 @@
 # clean Debian 12 guest).
 
 load lib/helpers
+bats_require_minimum_version 1.5.0
 
 setup_file() {
 	sbx_setup_file
@@ -101,13 +102,13 @@ mode_of() { awk -v p="$1" '$2 == p {print $1}' "$DEB_DIR/contents"; }
 	grep -q 'deb-systemd-invoke start sbx.service' "$c/postinst"
 	# No restart of it anywhere, no stop in preinst (upgrade), and prerm's
 	# stop only under "remove".
-	! grep -E 'restart.*sbx\.service' "$c/postinst" "$c/prerm" "$c/postrm"
-	! grep -qs 'sbx\.service' "$c/preinst"
+	run ! grep -E 'restart.*sbx\.service' "$c/postinst" "$c/prerm" "$c/postrm"
+	run ! grep -qs 'sbx\.service' "$c/preinst"
 	run awk '/deb-systemd-invoke stop/ && /sbx\.service/ {print FILENAME}' "$c/prerm"
 	assert_output "$c/prerm"
 	grep -q '"$1" = remove' "$c/prerm"
 	# The reaper's timer and sbx-serve: disabled on install, stopped on remove.
-	! grep -q "deb-systemd-helper enable 'sbx-reap.timer'" <(sed -n '/was-enabled .sbx-reap.timer/,$!p' "$c/postinst")
+	run ! grep -q "deb-systemd-helper enable 'sbx-reap.timer'" <(sed -n '/was-enabled .sbx-reap.timer/,$!p' "$c/postinst")
 	grep -q "deb-systemd-invoke stop 'sbx-reap.timer' 'sbx-serve.service'" "$c/prerm"
 }
 
