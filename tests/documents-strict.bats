@@ -96,3 +96,17 @@ json.loads(sys.stdin.buffer.read().decode("utf-8", "strict"))'
 	assert_equal "$(status)" 200
 	api DELETE "/sandboxes/$id" >/dev/null
 }
+
+@test "a configuration file is read by the same rules: json-c's extensions are a configuration error naming the offset" {
+	local f="$SBX_TEST_DIR/cfg.json" cfg
+	for cfg in '{"profiles":{"p":{"backend":"local",}}}' "{'profiles':{}}" \
+		'{"profiles":{"p":{"backend":"local"}}} // a comment'; do
+		printf '%s\n' "$cfg" >"$f"
+		run --separate-stderr env SBX_CONFIG="$f" sbx-lease status --profile p --tenant t --session s
+		[ "$status" -eq 78 ]
+		[[ "$stderr" == *"$f: not a JSON object (at offset "*"invalid JSON"* ]]
+	done
+	printf '%s\n' '{"profiles":{"p":{"backend":"local"}}}' >"$f"
+	run env SBX_CONFIG="$f" sbx-ctl caps --profile p
+	assert_success
+}
