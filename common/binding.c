@@ -118,16 +118,11 @@ int sbx_binding_decode(const char *raw, size_t len, const char *tenant, const ch
 		       struct sbx_binding *out, struct sbx_err *err)
 {
 	memset(out, 0, sizeof(*out));
-	json_tokener *tok = json_tokener_new();
-	json_object *o = json_tokener_parse_ex(tok, raw, (int)len);
-	int complete = json_tokener_get_error(tok) == json_tokener_success &&
-		       tok->char_offset == (int)len;
-	json_tokener_free(tok);
-	if (!o || !complete || !json_object_is_type(o, json_type_object)) {
-		json_object_put(o);
+	json_object *o;
+	struct sbx_err e = {0};
+	if (sbx_json_parse_object(raw, len, &o, &e) < 0)
 		return sbx_fail(err, SBX_INTERNAL, "binding",
-				"the session's binding in Redis is not a JSON object");
-	}
+				"the session's binding in Redis is not a JSON object (%s)", e.msg);
 	const char *why = NULL;
 	json_object *v;
 	const char *backend = req_str(o, "backend", 0), *t = req_str(o, "tenant", 0),

@@ -225,17 +225,10 @@ int sbx_config_load(const char *name, struct sbx_profile **out, struct sbx_err *
 	struct sbx_err ferr;
 
 	if (sbx_read_file(path, CONFIG_MAX, &text, &len, &ferr) == 0) {
-		file = json_tokener_parse(text);
-		if (!file || !json_object_is_type(file, json_type_object)) {
-			json_object_put(file);
+		struct sbx_err jerr = {0};
+		if (sbx_json_parse_object(text, len, &file, &jerr) < 0) {
 			sbx_profile_free(p);
-			return sbx_fail_config(err, "config", "%s: not a JSON object", path);
-		}
-		const char *why = sbx_json_text_problem(file);
-		if (why) {
-			json_object_put(file);
-			sbx_profile_free(p);
-			return sbx_fail_config(err, "config", "%s: %s", path, why);
+			return sbx_fail_config(err, "config", "%s: not a JSON object (%s)", path, jerr.msg);
 		}
 	} else if (explicit || ferr.kind != SBX_NOT_FOUND) {
 		sbx_profile_free(p);
@@ -402,11 +395,11 @@ int sbx_config_paths(char ***out, size_t *n, struct sbx_err *err)
 	size_t len;
 	struct sbx_err ferr;
 	if (sbx_read_file(path, CONFIG_MAX, &text, &len, &ferr) == 0) {
-		json_object *file = json_tokener_parse(text);
-		if (!file || !json_object_is_type(file, json_type_object)) {
-			json_object_put(file);
+		json_object *file;
+		struct sbx_err jerr = {0};
+		if (sbx_json_parse_object(text, len, &file, &jerr) < 0) {
 			sbx_strv_free(s.v);
-			return sbx_fail_config(err, "config", "%s: not a JSON object", path);
+			return sbx_fail_config(err, "config", "%s: not a JSON object (%s)", path, jerr.msg);
 		}
 		json_object *profiles = sbx_json_obj(file, "profiles");
 		if (profiles && json_object_is_type(profiles, json_type_object)) {

@@ -22,19 +22,18 @@
 
 #define TEAM_KEY "sbx.serve.team"
 
-/* The request body as a JSON object ({} when empty); NULL with a 400. */
+/* The request body as a JSON object ({} when empty), read strictly
+ * (sbx_json_parse_object: RFC 8259, UTF-8); NULL with a 400 naming the
+ * offset, so no metadata that is not text is ever stored. */
 static json_object *body_obj(const struct serve_req *r, struct serve_out *o)
 {
 	if (!r->body_len)
 		return json_object_new_object();
-	json_tokener *tok = json_tokener_new_ex(32);
-	json_object *j = json_tokener_parse_ex(tok, r->body, (int)r->body_len);
-	int bad = !j || json_tokener_get_error(tok) != json_tokener_success ||
-		  !json_object_is_type(j, json_type_object);
-	json_tokener_free(tok);
-	if (bad) {
-		json_object_put(j);
-		serve_reply_error(o, 400, "Error when parsing request: the body is not a JSON object");
+	json_object *j;
+	struct sbx_err e = {0};
+	if (sbx_json_parse_object(r->body, r->body_len, &j, &e) < 0) {
+		serve_reply_error(o, 400, "Error when parsing request: the body is not a JSON object "
+				  "(%s)", e.msg);
 		return NULL;
 	}
 	return j;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 
+#include "doc.h"
 #include "util.h"
 
 static const struct { const char *code; int status; } codes[] = {
@@ -136,18 +137,15 @@ json_object *serve_connect_request(const struct serve_req *r, struct serve_out *
 		serve_connect_unary_err(o, "invalid_argument", "unsupported content type");
 		return NULL;
 	}
-	json_tokener *tok = json_tokener_new_ex(64);
-	json_object *j = json_tokener_parse_ex(tok, body, (int)len);
-	int bad = !j || json_tokener_get_error(tok) != json_tokener_success ||
-		  (size_t)json_tokener_get_parse_end(tok) != len ||
-		  !json_object_is_type(j, json_type_object);
-	json_tokener_free(tok);
-	if (bad) {
-		json_object_put(j);
+	json_object *j;
+	struct sbx_err e = {0};
+	if (sbx_json_parse_object(body, len, &j, &e) < 0) {
+		char why[sizeof(e.msg) + 64];
+		snprintf(why, sizeof(why), "the message is not a JSON object (%s)", e.msg);
 		if (*streaming)
-			serve_connect_end(o, "invalid_argument", "the message is not a JSON object");
+			serve_connect_end(o, "invalid_argument", why);
 		else
-			serve_connect_unary_err(o, "invalid_argument", "the message is not a JSON object");
+			serve_connect_unary_err(o, "invalid_argument", "%s", why);
 		return NULL;
 	}
 	return j;

@@ -186,3 +186,37 @@ build_fixture() {
 	run "$CHECK" --top "$T" length
 	assert_success
 }
+
+@test "bang: a bare '! cmd' line that is not a body's last line fails; run !, a last line, '! a || b' and heredocs pass" {
+	mkdir -p "$BATS_TEST_TMPDIR/t/tests/sub"
+	T="$BATS_TEST_TMPDIR/t"
+	cat >"$T/tests/sub/x.bats" <<-'EOF'
+		gone() {
+			! ls "$1"
+		}
+		TEST "x" {
+			# a comment
+			! grep -q x file
+
+			run ! grep -q x file
+			! kill -0 1 || grep -q zombie file
+			for i in 1 2; do
+				! true
+			done
+			cat >f <<-'END'
+				! not a command
+			END
+			! grep -q x file
+		}
+	EOF
+	sed -i 's/^TEST /@test /' "$T/tests/sub/x.bats"   # bats would take it for one of its own
+	run "$CHECK" --top "$T" bang
+	assert_failure
+	assert_equal "$(printf '%s\n' "$output" | wc -l)" 2
+	assert_line --index 0 --partial "tests/sub/x.bats:6 a bare '! cmd' line"
+	assert_line --index 1 --partial "tests/sub/x.bats:11 "
+	sed -i '6d;11d' "$T/tests/sub/x.bats"
+	run "$CHECK" --top "$T" bang
+	assert_success
+	assert_output ""
+}

@@ -7,6 +7,7 @@
 # clean Debian 12 guest).
 
 load lib/helpers
+bats_require_minimum_version 1.5.0
 
 setup_file() {
 	sbx_setup_file
@@ -101,13 +102,13 @@ mode_of() { awk -v p="$1" '$2 == p {print $1}' "$DEB_DIR/contents"; }
 	grep -q 'deb-systemd-invoke start sbx.service' "$c/postinst"
 	# No restart of it anywhere, no stop in preinst (upgrade), and prerm's
 	# stop only under "remove".
-	! grep -E 'restart.*sbx\.service' "$c/postinst" "$c/prerm" "$c/postrm"
-	! grep -qs 'sbx\.service' "$c/preinst"
+	run ! grep -E 'restart.*sbx\.service' "$c/postinst" "$c/prerm" "$c/postrm"
+	run ! grep -qs 'sbx\.service' "$c/preinst"
 	run awk '/deb-systemd-invoke stop/ && /sbx\.service/ {print FILENAME}' "$c/prerm"
 	assert_output "$c/prerm"
 	grep -q '"$1" = remove' "$c/prerm"
 	# The reaper's timer and sbx-serve: disabled on install, stopped on remove.
-	! grep -q "deb-systemd-helper enable 'sbx-reap.timer'" <(sed -n '/was-enabled .sbx-reap.timer/,$!p' "$c/postinst")
+	run ! grep -q "deb-systemd-helper enable 'sbx-reap.timer'" <(sed -n '/was-enabled .sbx-reap.timer/,$!p' "$c/postinst")
 	grep -q "deb-systemd-invoke stop 'sbx-reap.timer' 'sbx-serve.service'" "$c/prerm"
 }
 
@@ -123,5 +124,42 @@ mode_of() { awk -v p="$1" '$2 == p {print $1}' "$DEB_DIR/contents"; }
 	[ "$found" = "$sb" ]
 	sbx-ctl kill --id "$sb" >/dev/null
 	found=$(state=$SBX_STATE_DIR; . "$SBX_TEST_DIR/fn.sh"; running_sandboxes)
+	[ -z "$found" ]
+}
+
+# prerm decides whether removing the package may stop sbx.service (which
+# kills every sandbox in it) by the same records, not by a cgroup path it
+# guesses: on a hybrid host the v2 tree is /sys/fs/cgroup/unified, and a
+# host may keep sandboxes in v1 controllers only.
+@test "prerm's running-sandbox check asks the records, on this host's layout and from v1 cgroups alone; the same function as postrm's" {
+	local sb found rec
+	local_only "prerm reads the local backend's records"
+	sed -n '/^running_sandboxes()/,/^}/p' "$DEB_DIR/control/prerm" >"$SBX_TEST_DIR/prerm-fn.sh"
+	sed -n '/^running_sandboxes()/,/^}/p' "$DEB_DIR/control/postrm" >"$SBX_TEST_DIR/postrm-fn.sh"
+	[ -s "$SBX_TEST_DIR/prerm-fn.sh" ]
+	cmp "$SBX_TEST_DIR/prerm-fn.sh" "$SBX_TEST_DIR/postrm-fn.sh"
+	run ! grep -q 'system.slice/sbx.service' "$DEB_DIR/control/prerm"
+	sb=$(sbx-create | jq -er .sandbox.id)
+	rec="$SBX_STATE_DIR/local/sandboxes/$sb/sandbox.json"
+	if [ -d /sys/fs/cgroup/unified ]; then
+		# Hybrid: the record's v2 cgroup is under unified/, where the old
+		# guess (system.slice/sbx.service/*/) never looked.
+		[[ "$(jq -r '.. | .v2? // empty' "$rec" | head -1)" == /sys/fs/cgroup/unified/* ]]
+	fi
+	found=$(state=$SBX_STATE_DIR; . "$SBX_TEST_DIR/prerm-fn.sh"; running_sandboxes)
+	[ "$found" = "$sb" ]
+	# A record that names v1 controllers only (no "v2"): still found
+	# while the host has one of them.
+	if [ -n "$(jq -r '.. | .pids? // .memory? // empty | strings' "$rec" | grep '^/sys/fs/cgroup/' | head -1)" ]; then
+		mkdir -p "$SBX_TEST_DIR/v1/local/sandboxes/$sb"
+		sed 's/"v2":"[^"]*",\{0,1\}//' "$rec" >"$SBX_TEST_DIR/v1/local/sandboxes/$sb/sandbox.json"
+		run ! grep -q '"v2"' "$SBX_TEST_DIR/v1/local/sandboxes/$sb/sandbox.json"
+		found=$(state=$SBX_TEST_DIR/v1; . "$SBX_TEST_DIR/prerm-fn.sh"; running_sandboxes)
+		[ "$found" = "$sb" ]
+	fi
+	sbx-ctl kill --id "$sb" >/dev/null
+	found=$(state=$SBX_STATE_DIR; . "$SBX_TEST_DIR/prerm-fn.sh"; running_sandboxes)
+	[ -z "$found" ]
+	found=$(state=$SBX_TEST_DIR/v1; . "$SBX_TEST_DIR/prerm-fn.sh"; running_sandboxes)
 	[ -z "$found" ]
 }

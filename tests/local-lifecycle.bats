@@ -27,7 +27,7 @@ assert_no_trace() {
 	[ ! -e "$SBX_STATE_DIR/local/sandboxes/$id" ]
 	run ls -d /sys/fs/cgroup/*/sbx/"$id" /sys/fs/cgroup/*/"$id"
 	[ "$status" -ne 0 ]
-	! grep -q "$id" /proc/mounts
+	run ! grep -q "$id" /proc/mounts
 	! grep -qs "$id" /proc/[0-9]*/mountinfo
 }
 

@@ -210,7 +210,7 @@ foreign_root() {
 		cat "$out"
 		[ "$rc" -ne 0 ]
 		[ "$(jq -r .error.kind "$out")" = terminal ]
-		! grep -q foreign "$out"
+		run ! grep -q foreign "$out"
 		[ ! -e "$FAKE/workspace/planted" ]
 		kill -9 "$FOREIGN"
 		FOREIGN=

@@ -8,6 +8,7 @@
 
 load lib/helpers
 load lib/session
+bats_require_minimum_version 1.5.0
 
 setup_file() { sbx_setup_file; }
 teardown_file() { sbx_teardown_file; }
@@ -46,7 +47,7 @@ age() { touch -d "$2" "$SBX_STATE_DIR/local/sandboxes/$1/activity"; }
 	[ "$(jqo --arg id "$held" '.reap.skipped[] | select(.id == $id) | .reason')" = locked ]
 	grep -qx 'sbx_reap_retired 1' "$BATS_TEST_TMPDIR/m.prom"
 	# Ended whole: no sandbox, no binding, no member, no fence counter.
-	! sbx-ls --id "$idle" >/dev/null 2>&1
+	run ! sbx-ls --id "$idle"
 	[ "$(rcli exists "$(skey ret idle binding)")" = 0 ]
 	[ "$(rcli exists "$(skey ret idle fence)")" = 0 ]
 	[ "$(rcli sismember "$(bound_key ret)" "$idle")" = 0 ]

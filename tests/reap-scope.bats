@@ -4,6 +4,7 @@
 # prefixes or different Redis servers, never reap each other's sandboxes.
 
 load lib/helpers
+bats_require_minimum_version 1.5.0
 
 setup_file() {
 	sbx_setup_file
@@ -47,7 +48,7 @@ reason_of() { jqo --arg id "$2" ".reap.$1[] | select(.id == \$id) | .reason"; }
 		exists "$a"
 		[ "$(reason_of kept "$a")" = other-keyspace ]
 	done
-	! exists "$b"                    # B's own orphan went
+	run ! exists "$b"                    # B's own orphan went
 	run sbx-create -p pa --tenant t1 --session s1
 	[ "$(jqo .sandbox.id)" = "$a" ]
 	[ "$(jqo .sandbox.metadata.\"sbx.keyspace\")" = "$(rcli GET a:keyspace)" ]

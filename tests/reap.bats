@@ -6,6 +6,7 @@
 # bound sets and listings of one test never leak into another.
 
 load lib/helpers
+bats_require_minimum_version 1.5.0
 
 # The reaper's lease: one per keyspace, and one per host on a backend whose
 # sandboxes live on one host (capability host_local: the local backend).
@@ -67,8 +68,8 @@ wait_no_key() { while [ "$(rcli EXISTS "$1")" != 0 ]; do sleep 0.05; done; }
 	[ "$(ids deleted | tr '\n' ' ')" = "$(printf '%s\n' "$run" "$paused" | sort | tr '\n' ' ')" ]
 	[ "$(reason_of kept "$bound")" = bound ]
 	[ "$(jqo .reap.seen)" = 3 ]
-	! exists "$run"
-	! exists "$paused"
+	run ! exists "$run"
+	run ! exists "$paused"
 	exists "$bound"
 	# The survivor is still the session's sandbox.
 	[ "$(mk_session t1 bound)" = "$bound" ]
@@ -301,7 +302,7 @@ crashed_resolve() {
 	run sbx-reap --tenant t13 --grace 0
 	assert_success
 	[ "$(ids deleted)" = "$x" ]
-	! exists "$x"
+	run ! exists "$x"
 	run sbx-create --tenant t13 --session s
 	assert_success
 	[ "$(jqo .resolved)" = created ]
@@ -339,7 +340,7 @@ crashed_resolve() {
 		else
 			# reaped: deleted exactly once, and the resolve made another
 			[ "$deleted" = "$x" ]
-			! exists "$x"
+			run ! exists "$x"
 		fi
 		exists "$got"
 		[ "$(rcli GET "sbx:{$t}:sess:s:binding" | jq -r .sandbox_id)" = "$got" ]

@@ -18,8 +18,16 @@ ALLOWED_SERVE="libmicrohttpd.so.12 libz.so.1"
 	for p in "$BUILD"/bin/sbx "$BUILD"/bin/sbx-*; do
 		local allowed=$ALLOWED
 		[ "$(basename "$p")" != sbx-serve ] || allowed="$ALLOWED $ALLOWED_SERVE"
+		# A program compiled with the sanitizers (make SANITIZE=1: it calls
+		# __asan_init) needs their runtimes, and only those beside the rest.
+		local san=
+		if readelf --dyn-syms -W "$p" | grep -qE ' (__asan_init|__ubsan_handle_[a-z_]+)(@.*)?$'; then
+			san=1
+		fi
 		for lib in $(readelf -d "$p" | sed -nE 's/.*\(NEEDED\).*\[(.*)\]/\1/p'); do
-			case " $allowed " in *" $lib "*) ;; *) extra="$extra $(basename "$p"):$lib" ;; esac
+			case " $allowed " in *" $lib "*) continue ;; esac
+			[ -n "$san" ] && [[ "$lib" =~ ^lib(asan|ubsan)\.so\.[0-9]+$ ]] && continue
+			extra="$extra $(basename "$p"):$lib"
 		done
 	done
 	[ -z "$extra" ] || { echo "libraries loaded at start beyond the allowance:$extra"; false; }

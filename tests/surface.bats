@@ -3,6 +3,7 @@
 # it; the man page and the completions must agree with it.
 
 load lib/helpers
+bats_require_minimum_version 1.5.0
 
 programs() { for p in "$BUILD"/bin/sbx "$BUILD"/bin/sbx-*; do [ -x "$p" ] && basename "$p"; done; }
 flags_of() { "$BUILD/bin/$1" --help | sed -nE 's/^  (-[A-Za-z0-9], |    )--([a-z0-9-]+).*/\2/p'; }
@@ -52,8 +53,8 @@ flags_of() { "$BUILD/bin/$1" --help | sed -nE 's/^  (-[A-Za-z0-9], |    )--([a-z
 	run make -s -n -B -C "$SBX_TOP" BUILD="$BUILD" "$BUILD/obj/common/app.o" "$BUILD/obj/cmd/sbx.o" "$BUILD/obj/backends/local.o"
 	assert_success
 	[ "$(grep -c -- ' -c ' <<<"$output")" -eq 3 ]
-	! grep -- 'common/app.c' <<<"$output" | grep -q -- -Ibackends
-	! grep -- 'cmd/sbx.c' <<<"$output" | grep -q -- -Ibackends
+	[ -z "$(grep -- 'common/app.c' <<<"$output" | grep -- -Ibackends)" ]
+	[ -z "$(grep -- 'cmd/sbx.c' <<<"$output" | grep -- -Ibackends)" ]
 	grep -- 'backends/local.c' <<<"$output" | grep -q -- -Ibackends
 }
 

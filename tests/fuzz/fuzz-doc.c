@@ -10,7 +10,11 @@
  *   - every document it returns is an object, and writing it with
  *     sbx_doc_write and reading that back gives one document that
  *     serialises to the same text (the writer's output is always readable
- *     by the reader). */
+ *     by the reader);
+ *   - sbx_json_parse_object (the in-memory reader: request bodies, records)
+ *     accepts the input exactly when the stream reader reads it as one
+ *     document, and then to the same text; its errors are invalid_request
+ *     naming the offset. */
 // fuzz-sources: common/doc.c common/err.c common/util.c
 // fuzz-libs: -ljson-c
 #include <stdint.h>
@@ -82,6 +86,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sbx_doc_reader_init(r, fd, max);
 	struct sbx_err err = {0};
 	size_t docs = 0;
+	int bad = 0;
+	json_object *first = NULL;
 	for (;;) {
 		json_object *doc = NULL;
 		int rc = sbx_doc_read(r, &doc, &err);
@@ -92,13 +98,37 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				fprintf(stderr, "unexpected error: %s %s\n", sbx_kind_name(err.kind), err.msg);
 				abort();
 			}
+			bad = 1;
 			break;
 		}
 		if (!json_object_is_type(doc, json_type_object) || ++docs > size)
 			abort();
 		round_trip(doc);
-		json_object_put(doc);
+		if (docs == 1)
+			first = doc;
+		else
+			json_object_put(doc);
 	}
+	json_object *one = NULL;
+	struct sbx_err e2 = {0};
+	int rc = sbx_json_parse_object((const char *)data, size, &one, &e2);
+	int same = !bad && docs == 1;
+	if (!max && (rc == 0) != same) {
+		fprintf(stderr, "in-memory reader %s what the stream reader %s (%s / %s)\n",
+			rc == 0 ? "accepts" : "refuses", same ? "reads as one document" : "does not",
+			e2.msg, err.msg);
+		abort();
+	}
+	if (rc < 0 && (e2.kind != SBX_INVALID_REQUEST || strncmp(e2.msg, "at offset ", 10) != 0)) {
+		fprintf(stderr, "unexpected in-memory error: %s %s\n", sbx_kind_name(e2.kind), e2.msg);
+		abort();
+	}
+	if (rc == 0 && first &&
+	    strcmp(json_object_to_json_string_ext(one, JSON_C_TO_STRING_PLAIN),
+		   json_object_to_json_string_ext(first, JSON_C_TO_STRING_PLAIN)) != 0)
+		abort();
+	json_object_put(one);
+	json_object_put(first);
 	sbx_doc_reader_free(r);
 	free(r);
 	close(fd);
