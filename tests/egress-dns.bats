@@ -75,7 +75,9 @@ teardown_file() {
 	sbx-ls --all 2>/dev/null | sbx-ctl kill >/dev/null 2>&1 || true
 	local p
 	for p in dns http; do
-		[ -s "${SBX_TEST_DIR:-/nonexistent}/$p.pid" ] && kill "$(cat "$SBX_TEST_DIR/$p.pid")" 2>/dev/null
+		if [ -s "${SBX_TEST_DIR:-/nonexistent}/$p.pid" ]; then
+			kill "$(cat "$SBX_TEST_DIR/$p.pid")" 2>/dev/null || true
+		fi
 	done
 	[ -z "${NS:-}" ] || umount "$NS" 2>/dev/null || true
 	sbx_teardown_file
