@@ -71,9 +71,6 @@ static const char *const refused6[] = {
 	"2001:db8::/32", "2002::/16", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
 };
 
-/* slirp4netns's built-in DNS forwarder (its default --cidr 10.0.2.0/24). */
-#define SLIRP_DNS "10.0.2.3"
-
 static void add(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 static void add(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
@@ -108,8 +105,8 @@ char *local_egress_rules(char *const *allow, char *const *host)
 	    "\tchain output {\n"
 	    "\t\ttype filter hook output priority filter; policy accept;\n"
 	    "\t\toifname \"lo\" accept\n"
-	    "\t\tip daddr " SLIRP_DNS " udp dport 53 accept\n"
-	    "\t\tip daddr " SLIRP_DNS " tcp dport 53 accept\n");
+	    "\t\tip daddr " LOCAL_SANDBOX_RESOLVER " udp dport 53 accept\n"
+	    "\t\tip daddr " LOCAL_SANDBOX_RESOLVER " tcp dport 53 accept\n");
 	for (char *const *a = allow; a && *a; a++)
 		add(&b, &len, &cap, "\t\t%s daddr %s accept\n", is_v6(*a) ? "ip6" : "ip", *a);
 	for (size_t i = 0; i < SBX_ARRAY_LEN(refused4); i++)

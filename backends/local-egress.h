@@ -22,6 +22,16 @@
 
 #include "err.h"
 
+/* The sandbox's resolver: the one nameserver of every local sandbox's
+ * /etc/resolv.conf (written at create, local-layer.c), and the one
+ * destination of slirp's network the filter lets through (port 53, UDP
+ * and TCP).  It is slirp4netns's DNS forwarder (its default --cidr
+ * 10.0.2.0/24), which asks the host's resolver from the host's network
+ * namespace, wherever that resolver sits (127.0.0.53, 169.254.169.253, a
+ * 10.x address): the sandbox never talks to the host's resolver itself.
+ * Without egress there is no route to it, and a lookup fails at once. */
+#define LOCAL_SANDBOX_RESOLVER "10.0.2.3"
+
 /* Install the filter in the network namespace of the init `pid` (host
  * pid, started at `start` per local_pid_start), letting `allow` (a
  * NULL-terminated list of canonical CIDRs, or NULL) through.  The host's

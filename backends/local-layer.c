@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "doc.h"
+#include "local-egress.h"
 #include "local-hostview.h"
 #include "local-image.h"
 #include "local-quota.h"
@@ -147,8 +148,34 @@ static int upper_account(const char *upper, const struct local_layers *l, const 
 	return 0;
 }
 
+/* /etc/resolv.conf names the sandbox's resolver and nothing of the
+ * template's: a template's file (the host's, or one a build host left in
+ * an image) names a resolver the sandbox cannot reach, since the egress
+ * filter refuses every private, loopback and link-local address, and its
+ * search domains are the build host's.  The file is the sandbox's own
+ * from here on (root inside may change it; the filter still judges where
+ * a query goes).  A template's resolv.conf that is a symlink (to
+ * systemd-resolved's stub file) is shadowed, never followed: the file is
+ * made new in the upper layer, which holds nothing yet.  /etc/hosts and
+ * nsswitch.conf stay the template's. */
+static int upper_resolv_conf(const char *upper, const struct local_layers *l, struct sbx_err *err)
+{
+	static const char text[] =
+		"# Written by sbx when this sandbox was created: its resolver.  With\n"
+		"# egress it answers through sbx's egress path (it asks the host's resolver,\n"
+		"# wherever that is); without egress nothing answers and lookups fail at once.\n"
+		"nameserver " LOCAL_SANDBOX_RESOLVER "\n";
+	if (upper_mkdirs(upper, l, "etc", err) < 0)
+		return -1;
+	SBX_AUTOFREE char *dst = sbx_xasprintf("%s/etc/resolv.conf", upper);
+	SBX_AUTOCLOSE int fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 || sbx_write_all(fd, text, sizeof(text) - 1) < 0 || fchmod(fd, 0644) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "create", "write %s", dst);
+	return 0;
+}
+
 /* Everything the sandbox's root needs in its own layer: the standard
- * directories and the account.  (What a sandbox over the host must not see
+ * directories, the account and the resolver.  (What a sandbox over the host must not see
  * is hidden below this layer, by the host mask: local-hostview.c.) */
 int local_upper_prepare(const char *upper, const struct local_layers *l, struct sbx_err *err)
 {
@@ -172,7 +199,8 @@ int local_upper_prepare(const char *upper, const struct local_layers *l, struct 
 	    upper_dir(upper, l, "root", 0700, 0, 0, 0, err) < 0)
 		return -1;
 	if (upper_account(upper, l, "passwd", "user:x:1000:1000:user:/home/user:/bin/sh\n", err) < 0 ||
-	    upper_account(upper, l, "group", "user:x:1000:\n", err) < 0)
+	    upper_account(upper, l, "group", "user:x:1000:\n", err) < 0 ||
+	    upper_resolv_conf(upper, l, err) < 0)
 		return -1;
 	return 0;
 }

@@ -35,6 +35,8 @@ int main(void)
 	ok(dns_udp > 0 && dns_udp < first_refuse && dns_tcp > 0 && dns_tcp < first_refuse,
 	   "slirp's DNS (udp and tcp port 53 only) before the refusals");
 	ok(at(r, "10.0.2.3 accept") < 0, "... and not the whole address");
+	ok(strcmp(LOCAL_SANDBOX_RESOLVER, "10.0.2.3") == 0,
+	   "the one exception is the resolver every sandbox's resolv.conf names");
 	long a4 = at(r, "ip daddr 10.1.0.0/16 accept"), a6 = at(r, "ip6 daddr fd00::/64 accept");
 	ok(a4 > 0 && a4 < first_refuse && a6 > 0 && a6 < first_refuse,
 	   "allow-listed CIDRs are accepted before the refusals, each in its family");
