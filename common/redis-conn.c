@@ -10,9 +10,11 @@
  * the server by `where`, never by anything holding a password. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "redis-int.h"
@@ -40,6 +42,22 @@ int sbx_redis__ctx_fail(struct sbx_redis *r, redisContext **c, const char *where
 		redisFree(dead);
 	}
 	return sbx_fail(err, kind, "redis", "redis unavailable at %s: %s", where, detail);
+}
+
+int sbx_redis__ctx_usable(const redisContext *c)
+{
+	if (!c || c->err || c->fd < 0)
+		return 0;
+	/* Between exchanges nothing is owed on the stream: anything to read
+	 * (an EOF from a peer that closed or died, an RST, stray bytes) means
+	 * the context can no longer be trusted. */
+	struct pollfd pfd = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
+	int n = poll(&pfd, 1, 0);
+	if (n == 0)
+		return 1;
+	if (n < 0)
+		return errno == EINTR;
+	return 0;
 }
 
 static struct timeval tv_of(int64_t ms)

@@ -52,6 +52,14 @@ int sbx_redis__exchange(struct sbx_redis *r, redisContext **c, const char *where
 			int argc, const char **argv, const size_t *lens, int wait_n,
 			redisReply **rep, redisReply **wrep, struct sbx_err *err);
 
+/* 1 when a cached context can carry the next exchange: no error, and
+ * nothing waiting on its socket (no EOF or reset from a peer that closed
+ * or died, no unread bytes).  One poll(2), no round trip.  A context that
+ * is not usable is freed by the caller and a new one opened: sending on
+ * it would make a command that never reached a server look like one that
+ * broke after it was sent. */
+int sbx_redis__ctx_usable(const redisContext *c);
+
 /* The error of a broken context (kind unavailable, or timeout when no reply
  * came in time); frees it and sets *c NULL.  Returns -1. */
 int sbx_redis__ctx_fail(struct sbx_redis *r, redisContext **c, const char *where,
@@ -79,8 +87,12 @@ int sbx_redis__scan_page(redisReply *rep, char **cursor, sbx_redis_key_fn fn, vo
 /* Cluster mode (redis-cluster.c). */
 int sbx_cluster_open(struct sbx_redis *r, struct sbx_err *err);
 void sbx_cluster_free(struct sbx_redis *r);
+/* One command to its slot's master (redis-cluster.c's promises).  `resend`:
+ * the command may run twice without harm (sbx_script.resend), so it is
+ * sent again after its connection broke, like a read-only one. */
 int sbx_cluster_exec(struct sbx_redis *r, int argc, const char **argv, const size_t *lens,
-		     int wait_n, redisReply **rep, redisReply **wrep, struct sbx_err *err);
+		     int wait_n, int resend, redisReply **rep, redisReply **wrep,
+		     struct sbx_err *err);
 int sbx_cluster_append(struct sbx_redis *r, int argc, const char **argv, const size_t *lens,
 		       struct sbx_err *err);
 int sbx_cluster_read(struct sbx_redis *r, redisReply **rep, struct sbx_err *err);

@@ -408,15 +408,22 @@ static int not_connected(struct sbx_redis *r, struct sbx_err *err)
 
 /* One server or Sentinel: one context.  A single server is never
  * reconnected (a CLI run is short, and the old behaviour is relied on); a
- * Sentinel master is looked up again after a broken connection or a
- * READONLY/LOADING refusal, within the failover budget. */
+ * Sentinel master is looked up again after a broken connection, a cached
+ * connection the master closed (sbx_redis__ctx_usable) or a
+ * READONLY/LOADING refusal, within the failover budget.  A command broken
+ * after it was sent is resent only when read-only or `resend`. */
 static int one_exec(struct sbx_redis *r, int argc, const char **argv, const size_t *lens,
-		    int wait_n, redisReply **rep, redisReply **wrep, struct sbx_err *err)
+		    int wait_n, int resend, redisReply **rep, redisReply **wrep,
+		    struct sbx_err *err)
 {
 	int64_t deadline = sbx_mono_ms() + sbx_redis__failover_ms();
-	int ro = sbx_redis__read_only(argv[0], lens ? lens[0] : strlen(argv[0]));
+	int ro = resend || sbx_redis__read_only(argv[0], lens ? lens[0] : strlen(argv[0]));
 	for (int attempt = 0;; attempt++) {
 		int late = attempt > 0 && sbx_mono_ms() >= deadline;
+		if (r->c && r->mode == SBX_REDIS_SENTINEL && !sbx_redis__ctx_usable(r->c)) {
+			redisFree(r->c);
+			r->c = NULL;
+		}
 		if (!r->c) {
 			if (r->mode != SBX_REDIS_SENTINEL)
 				return not_connected(r, err);
@@ -450,7 +457,8 @@ static int one_exec(struct sbx_redis *r, int argc, const char **argv, const size
 
 /* Route one command by mode, after the one-slot check. */
 static int exec_cmd(struct sbx_redis *r, int argc, const char **argv, const size_t *lens,
-		    int wait_n, redisReply **rep, redisReply **wrep, struct sbx_err *err)
+		    int wait_n, int resend, redisReply **rep, redisReply **wrep,
+		    struct sbx_err *err)
 {
 	*rep = NULL;
 	if (wrep)
@@ -458,8 +466,8 @@ static int exec_cmd(struct sbx_redis *r, int argc, const char **argv, const size
 	if (sbx_redis_command_slot(argc, argv, lens, err) == -2)
 		return -1;
 	if (r->mode == SBX_REDIS_CLUSTER)
-		return sbx_cluster_exec(r, argc, argv, lens, wait_n, rep, wrep, err);
-	return one_exec(r, argc, argv, lens, wait_n, rep, wrep, err);
+		return sbx_cluster_exec(r, argc, argv, lens, wait_n, resend, rep, wrep, err);
+	return one_exec(r, argc, argv, lens, wait_n, resend, rep, wrep, err);
 }
 
 /* The command's name for messages (argv[0] may not be NUL-terminated). */
@@ -474,7 +482,7 @@ int sbx_redis_cmd(struct sbx_redis *r, redisReply **reply, struct sbx_err *err,
 {
 	*reply = NULL;
 	redisReply *rep;
-	if (exec_cmd(r, argc, argv, lens, 0, &rep, NULL, err) < 0)
+	if (exec_cmd(r, argc, argv, lens, 0, 0, &rep, NULL, err) < 0)
 		return -1;
 	if (rep->type == REDIS_REPLY_ERROR) {
 		char cmd[32];
@@ -606,7 +614,8 @@ static int check_wait(struct sbx_redis *r, redisReply *rep, redisReply *wrep, st
  * script for next time.  An error raised by the script is an `internal`
  * error carrying Redis's text (e.g. WRONGTYPE), so callers can tell a
  * script failure from a broken connection by kind.  A durable script is
- * followed by WAIT in the same round trip (check_wait). */
+ * followed by WAIT in the same round trip (check_wait).  A `resend`
+ * script is sent again when its connection broke after it was sent. */
 int sbx_redis_eval(struct sbx_redis *r, struct sbx_script *s, redisReply **reply,
 		   int nkeys, const char **keys, int nargs, const char **args,
 		   struct sbx_err *err)
@@ -626,7 +635,7 @@ int sbx_redis_eval(struct sbx_redis *r, struct sbx_script *s, redisReply **reply
 		argv[3 + nkeys + i] = args[i];
 	int wait_n = s->durable ? r->wait_replicas : 0;
 	redisReply *rep, *wrep;
-	if (exec_cmd(r, argc, argv, NULL, wait_n, &rep, &wrep, err) < 0)
+	if (exec_cmd(r, argc, argv, NULL, wait_n, s->resend, &rep, &wrep, err) < 0)
 		return -1;
 	if (rep->type == REDIS_REPLY_ERROR && rep->str && sbx_str_starts(rep->str, "NOSCRIPT")) {
 		freeReplyObject(rep);
@@ -634,7 +643,7 @@ int sbx_redis_eval(struct sbx_redis *r, struct sbx_script *s, redisReply **reply
 			freeReplyObject(wrep);
 		argv[0] = "EVAL";
 		argv[1] = s->src;
-		if (exec_cmd(r, argc, argv, NULL, wait_n, &rep, &wrep, err) < 0)
+		if (exec_cmd(r, argc, argv, NULL, wait_n, s->resend, &rep, &wrep, err) < 0)
 			return -1;
 	}
 	if (check_wait(r, rep, wrep, err) < 0)
@@ -651,10 +660,9 @@ int sbx_redis_eval(struct sbx_redis *r, struct sbx_script *s, redisReply **reply
 int sbx_redis_scan(struct sbx_redis *r, const char *pattern, int count, sbx_redis_key_fn fn,
 		   void *ctx, struct sbx_err *err)
 {
-	/* On a cluster, every master: while a slot migrates its keys sit on
-	 * two nodes, and the slot's master alone would miss the moved ones.
-	 * SCAN walks a server's whole keyspace whatever MATCH says, so this
-	 * costs the cluster what one server would. */
+	/* On a cluster, the nodes of the pattern's slot (its master, and the
+	 * importing node while the slot migrates: its keys then sit on two
+	 * nodes), or every master for a pattern without a fixed hash tag. */
 	if (r->mode == SBX_REDIS_CLUSTER)
 		return sbx_cluster_scan_all(r, pattern, fn, ctx, err);
 	char cnt[16];
