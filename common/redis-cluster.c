@@ -11,6 +11,11 @@
  *     the slot (and reloads the whole map when it names a node we did not
  *     know), ASK sends ASKING then the command to the named node, once.
  *     At most 16 redirections per command, then `unavailable`.
+ *   - Only nodes the configuration allows are connected to and get the
+ *     password (sbx_redis__node_allowed: the URL's hosts and their
+ *     addresses, the profile's redis_nodes, never a link-local or metadata
+ *     address): a node that CLUSTER SLOTS or a redirect names elsewhere
+ *     fails the command at once, `unavailable`, naming it.
  *   - A node that refuses connections, or a reply that says "not executed"
  *     (TRYAGAIN, CLUSTERDOWN, LOADING, MASTERDOWN, READONLY), makes the
  *     call reload the map and try again, with backoff, for the failover
@@ -182,6 +187,9 @@ struct cnode {
 	char *where;          /* "host:port (of <cluster url>)" for messages */
 	redisContext *c;
 	int owns;             /* slots this node serves in the current map */
+	const char *by;       /* who named it first: the URL, CLUSTER SLOTS, a redirect */
+	int allowed;          /* sbx_redis__node_allowed said yes (checked once) */
+	int refused;          /* ... said no: never connected to */
 };
 
 struct qcmd {
@@ -202,7 +210,7 @@ struct sbx_redis_cluster {
 	size_t nout, opos;
 };
 
-static int node_get(struct sbx_redis *r, const char *host, int port)
+static int node_get(struct sbx_redis *r, const char *host, int port, const char *by)
 {
 	struct sbx_redis_cluster *cl = r->cl;
 	for (size_t i = 0; i < cl->nnodes; i++)
@@ -215,6 +223,7 @@ static int node_get(struct sbx_redis *r, const char *host, int port)
 	memset(n, 0, sizeof(*n));
 	n->host = sbx_xstrdup(host);
 	n->port = port;
+	n->by = by;
 	n->where = sbx_xasprintf("%s:%d (%s)", host, port, r->safe_url);
 	return (int)cl->nnodes++;
 }
@@ -222,10 +231,17 @@ static int node_get(struct sbx_redis *r, const char *host, int port)
 /* The node's context, opened on first use and opened again when the cached
  * one is no longer usable (the node closed it or died since: see
  * sbx_redis__ctx_usable), so a command is never written to a socket whose
- * peer is known to be gone. */
+ * peer is known to be gone.  A node the configuration does not allow
+ * (sbx_redis__node_allowed) is never connected to: -1 with n->refused set,
+ * and callers fail at once instead of waiting for a failover. */
 static int node_ctx(struct sbx_redis *r, int i, struct sbx_err *err)
 {
 	struct cnode *n = &r->cl->nodes[i];
+	if (!n->allowed) {
+		if (sbx_redis__node_allowed(r, n->host, n->port, n->by, err) < 0)
+			return n->refused = 1, -1;
+		n->allowed = 1;
+	}
 	if (n->c && !sbx_redis__ctx_usable(n->c)) {
 		if (r->c == n->c)
 			r->c = NULL;
@@ -260,7 +276,7 @@ static int apply_slots(struct sbx_redis *r, int asked, redisReply *rep)
 		const char *host = m->element[0]->str;
 		if (!*host || !strcmp(host, "?"))
 			host = cl->nodes[asked].host;
-		int n = node_get(r, host, (int)m->element[1]->integer);
+		int n = node_get(r, host, (int)m->element[1]->integer, "CLUSTER SLOTS");
 		long long lo = e->element[0]->integer, hi = e->element[1]->integer;
 		if (n < 0 || lo < 0 || hi >= NSLOTS || lo > hi)
 			continue;
@@ -285,7 +301,7 @@ static int load_slots(struct sbx_redis *r, struct sbx_err *err)
 {
 	struct sbx_redis_cluster *cl = r->cl;
 	for (size_t i = 0; i < r->addr->nseeds; i++)
-		node_get(r, r->addr->seeds[i].host, r->addr->seeds[i].port);
+		node_get(r, r->addr->seeds[i].host, r->addr->seeds[i].port, "the URL");
 	int tried = 0;
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < cl->nnodes; i++) {
@@ -422,7 +438,7 @@ static int redirect_of(struct sbx_redis *r, const redisReply *rep, int *slot, in
 		return 0;
 	SBX_AUTOFREE char *host = strndup(hp, (size_t)(colon - hp));
 	*slot = (int)s;
-	*node = node_get(r, host, (int)port);
+	*node = node_get(r, host, (int)port, "a MOVED/ASK redirect");
 	return *node < 0 ? 0 : kind;
 }
 
@@ -470,6 +486,8 @@ int sbx_cluster_exec(struct sbx_redis *r, int argc, const char **argv, const siz
 		int late = attempt > 0 && sbx_mono_ms() >= deadline;
 		int n = ask >= 0 ? ask : slot >= 0 ? cl->slot_node[slot] : any_master(cl);
 		if (n < 0 || node_ctx(r, n, err) < 0) {
+			if (n >= 0 && cl->nodes[n].refused)
+				return -1;
 			if (n < 0)
 				sbx_fail(err, SBX_UNAVAILABLE, "redis", "redis at %s: slot %d has no "
 					 "master", r->safe_url, slot);
@@ -663,8 +681,9 @@ static int scan_node(struct sbx_redis *r, int n, const char *pattern, sbx_redis_
 	do {
 		const char *argv[] = {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"};
 		redisReply *rep;
-		if (node_ctx(r, n, err) < 0 ||
-		    sbx_redis__exchange(r, &nd->c, nd->where, 0, 6, argv, NULL, 0, &rep, NULL, err) < 0)
+		if (node_ctx(r, n, err) < 0)
+			return *fatal = nd->refused, -1;
+		if (sbx_redis__exchange(r, &nd->c, nd->where, 0, 6, argv, NULL, 0, &rep, NULL, err) < 0)
 			return -1;
 		if (rep->type == REDIS_REPLY_ERROR) {
 			sbx_fail(err, SBX_UNAVAILABLE, "redis", "redis SCAN at %s: %.100s", nd->where,
@@ -684,9 +703,10 @@ static int scan_node(struct sbx_redis *r, int n, const char *pattern, sbx_redis_
  * One probe in the slot (EXISTS of a key no one writes, whose tag is the
  * slot's) asks the master the map names: MOVED corrects the map, ASK
  * names the importing node (a migrating master answers ASK for a key it
- * lacks).  -1 when the master cannot be reached or is not known. */
+ * lacks).  -1 when the master cannot be reached or is not known (*fatal
+ * set when the configuration refuses it). */
 static int slot_nodes(struct sbx_redis *r, int slot, const char *tag, size_t tlen, int *owner,
-		      int *importing, struct sbx_err *err)
+		      int *importing, int *fatal, struct sbx_err *err)
 {
 	struct sbx_redis_cluster *cl = r->cl;
 	SBX_AUTOFREE char *probe = sbx_xasprintf("sbx-scan-probe:{%.*s}", (int)tlen, tag);
@@ -701,7 +721,7 @@ static int slot_nodes(struct sbx_redis *r, int slot, const char *tag, size_t tle
 		if (node_ctx(r, n, err) < 0 ||
 		    sbx_redis__exchange(r, &cl->nodes[n].c, cl->nodes[n].where, 0, 2, argv, NULL, 0,
 					&rep, NULL, err) < 0)
-			return -1;
+			return *fatal = cl->nodes[n].refused, -1;
 		int rs, to, kind = redirect_of(r, rep, &rs, &to);
 		int transient = sbx_redis__transient(rep);
 		if (transient || (kind && hops >= MAX_REDIRECTS))
@@ -730,7 +750,7 @@ static int scan_pass(struct sbx_redis *r, int slot, const char *tag, size_t tlen
 	struct sbx_redis_cluster *cl = r->cl;
 	if (slot >= 0) {
 		int owner = -1, importing = -1;
-		if (slot_nodes(r, slot, tag, tlen, &owner, &importing, err) < 0 ||
+		if (slot_nodes(r, slot, tag, tlen, &owner, &importing, fatal, err) < 0 ||
 		    scan_node(r, owner, pattern, fn, ctx, fatal, err) < 0)
 			return -1;
 		return importing >= 0 ? scan_node(r, importing, pattern, fn, ctx, fatal, err) : 0;

@@ -34,7 +34,22 @@ struct sbx_redis_addr {
 	struct sbx_redis_seed *seeds;   /* cluster nodes / sentinels named by the URL */
 	size_t nseeds;
 	char *master;        /* sentinel: the master's name */
+	char **nodes;        /* the profile's redis_nodes (CIDRs), NULL-terminated, or NULL */
+	int refused;         /* the last lookup met a node sbx_redis__node_allowed refused */
 };
+
+/* May `host` (named by `by`: "CLUSTER SLOTS", "a MOVED/ASK redirect", "a
+ * sentinel") be connected to and get the password?  Yes for a host the
+ * URL names (a seed, by its spelling), else only for an IP address that
+ * is not link-local, metadata or otherwise never allowed (ssrf.h's
+ * classes) and that is one of the seeds' addresses (a seed name is
+ * resolved) or inside one of the profile's redis_nodes CIDRs.  A host
+ * name that is not a seed is refused: its address could change between
+ * this check and the connection.  0, or -1 with `unavailable` naming the
+ * node and why; r->addr->refused is then set.  Nothing is sent either
+ * way. */
+int sbx_redis__node_allowed(struct sbx_redis *r, const char *host, int port, const char *by,
+			    struct sbx_err *err);
 
 /* Open a context to host:port (or the unix socket `path`) with the
  * connection's timeouts, FD_CLOEXEC, AUTH (when `auth`: sentinels are asked

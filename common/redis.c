@@ -37,6 +37,7 @@ static void addr_free(struct sbx_redis_addr *a)
 		free(a->seeds[i].host);
 	free(a->seeds);
 	free(a->master);
+	sbx_strv_free(a->nodes);
 	free(a);
 }
 
@@ -256,6 +257,20 @@ static int parse_url(const char *url, struct sbx_redis_addr *a, char **safe, str
 
 /* ---- opening ------------------------------------------------------------- */
 
+/* A copy of a NULL-terminated list (NULL stays NULL). */
+static char **strv_dup(char *const *v)
+{
+	if (!v)
+		return NULL;
+	size_t n = 0;
+	while (v[n])
+		n++;
+	char **c = sbx_xcalloc(n + 1, sizeof(*c));
+	for (size_t i = 0; i < n; i++)
+		c[i] = sbx_xstrdup(v[i]);
+	return c;
+}
+
 static void wait_config(struct sbx_redis *r)
 {
 	const char *e = getenv("SBX_REDIS_WAIT");
@@ -295,8 +310,9 @@ static int redis_open_addr(struct sbx_redis_addr *a, char *safe, int64_t timeout
 	return 0;
 }
 
-int sbx_redis_open_url(const char *url, const char *password_file, int64_t timeout_ms,
-		       struct sbx_redis **out, struct sbx_err *err)
+/* sbx_redis_open_url, with the profile's redis_nodes (copied; may be NULL). */
+static int open_url_nodes(const char *url, const char *password_file, char *const *nodes,
+			  int64_t timeout_ms, struct sbx_redis **out, struct sbx_err *err)
 {
 	*out = NULL;
 	if (!url || !*url)
@@ -324,7 +340,14 @@ int sbx_redis_open_url(const char *url, const char *password_file, int64_t timeo
 			pw[--len] = '\0';
 		a->password = pw;
 	}
+	a->nodes = strv_dup(nodes);
 	return redis_open_addr(a, safe, timeout_ms, NULL, out, err);
+}
+
+int sbx_redis_open_url(const char *url, const char *password_file, int64_t timeout_ms,
+		       struct sbx_redis **out, struct sbx_err *err)
+{
+	return open_url_nodes(url, password_file, NULL, timeout_ms, out, err);
 }
 
 int sbx_redis_open(const struct sbx_profile *p, struct sbx_redis **out, struct sbx_err *err)
@@ -335,7 +358,8 @@ int sbx_redis_open(const struct sbx_profile *p, struct sbx_redis **out, struct s
 		return -1;
 	/* config.c folded $SBX_REDIS_URL into the profile already. */
 	const char *url = p ? p->redis_url : NULL;
-	if (sbx_redis_open_url(url, p ? p->redis_password_file : NULL, 0, out, err) < 0)
+	if (open_url_nodes(url, p ? p->redis_password_file : NULL, p ? p->redis_nodes : NULL, 0,
+			   out, err) < 0)
 		return -1;
 	free((*out)->prefix);
 	(*out)->prefix = sbx_xstrdup(prefix);
@@ -358,6 +382,7 @@ int sbx_redis_dup(const struct sbx_redis *r, struct sbx_redis **out, struct sbx_
 	for (size_t i = 0; i < s->nseeds; i++)
 		a->seeds[i] = (struct sbx_redis_seed){sbx_xstrdup(s->seeds[i].host), s->seeds[i].port};
 	a->nseeds = s->nseeds;
+	a->nodes = strv_dup(s->nodes);
 	if (redis_open_addr(a, sbx_xstrdup(r->safe_url), r->timeout_ms, r->prefix, out, err) < 0)
 		return -1;
 	(*out)->wait_replicas = r->wait_replicas;
@@ -428,7 +453,7 @@ static int one_exec(struct sbx_redis *r, int argc, const char **argv, const size
 			if (r->mode != SBX_REDIS_SENTINEL)
 				return not_connected(r, err);
 			if (sbx_sentinel_connect(r, err) < 0) {
-				if (late)
+				if (late || r->addr->refused)
 					return -1;
 				sbx_redis__backoff(attempt);
 				continue;
