@@ -337,6 +337,11 @@ static void migration_tests(struct sbx_redis *r)
 	ok(sbx_redis_cmdf(r, &rep, &err, "GET %s", key) == 0 && rep->str &&
 	   strcmp(rep->str, "before") == 0, "an old key is still read at the source");
 	freeReplyObject(rep);
+	long found = 0;
+	int src = sbx_redis_scan(r, "sbx:{mig}:*", 100, count_key, &found, &err);
+	ok(src == 0 && found == 2,
+	   "a scan of the migrating slot finds the old key at the source and the new one at the "
+	   "target (%ld)", found);
 	sh("%s/tests/lib/cluster.sh migrate %s/c %u keys", top, dir, slot);
 	sh("%s/tests/lib/cluster.sh migrate %s/c %u end", top, dir, slot);
 	red = r->redirects;
