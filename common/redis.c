@@ -571,6 +571,10 @@ int sbx_redis_append(struct sbx_redis *r, int argc, const char **argv, const siz
 		return -1;
 	if (r->mode == SBX_REDIS_CLUSTER)
 		return sbx_cluster_append(r, argc, argv, lens, err);
+	if (r->c && r->mode == SBX_REDIS_SENTINEL && !r->unflushed && !sbx_redis__ctx_usable(r->c)) {
+		redisFree(r->c);         /* the master closed it: look it up again */
+		r->c = NULL;
+	}
 	if (!r->c) {
 		/* A Sentinel master is looked up again, but only between
 		 * pipelines: replies already owed were lost with the context. */

@@ -231,7 +231,7 @@ C_live_port() {
 	sbx-ctl kill <"$doc" >/dev/null
 }
 
-@test "a master that holds none of the tenant's keys is down: stale --tenant and an install's publish mark the tenant at once" {
+@test "stale marking with a master down: one that holds none of the tenant's keys stops neither stale --tenant nor an install's publish; the tenant's own is waited for" {
 	T=stl
 	local s mine other doc=$BATS_TEST_TMPDIR/inst
 	for s in 1 2 3; do sbx-create --tenant $T --session "s$s" >/dev/null; done
@@ -266,6 +266,18 @@ C_live_port() {
 	[ "$(sbx-snap ls --tenant $T | jq -r 'select(.skill.skill == "u") | .skill | "\(.state) \(.published)"')" = "ready true" ]
 	revive "$other"
 	sbx-ctl kill <"$doc" >/dev/null
+
+	# The tenant's own master killed: the scan waits for the failover
+	# (SBX_REDIS_FAILOVER_WAIT) instead of failing at the refused node.
+	T=stl3
+	for s in 1 2; do sbx-create --tenant $T --session "s$s" >/dev/null; done
+	mine=$(C master-of "$REDIS_CLUSTER_DIR" "sbx:{$T}:bound")
+	C kill "$REDIS_CLUSTER_DIR" "$mine"
+	run sbx-lease stale --tenant $T
+	assert_success
+	[ "$(jqo .lease.marked)" = 2 ]
+	failed_over "$mine"
+	revive "$mine"
 }
 
 @test "a lock given back while its master dies is released on the new master, not left for its TTL" {
