@@ -16,6 +16,9 @@ listens; its pid to DIR/pid) and serves, one connection at a time:
   sink      a cluster node that serves everything: CLUSTER SLOTS names
             itself for every slot, PING is PONG, ROLE is master, others +OK
   sentinel  SENTINEL get-master-addr-by-name answers TARGET
+  drop-once a sink whose first script (EVALSHA/EVAL) is read and then the
+            connection closed without a reply, as a master killed after
+            the command reached it; later scripts answer :1
 
 Every connection is logged to DIR/log as "CONNECT", and every command as
 its name ("AUTH" for a password, never the password itself), so a test can
@@ -90,6 +93,7 @@ def main():
     os.rename(os.path.join(d, "port.tmp"), os.path.join(d, "port"))
     th, tp = (target.rsplit(":", 1) + [""])[:2] if target else ("", "")
     slots_asked = 0
+    dropped = False
     while True:
         c, _ = srv.accept()
         log.write("CONNECT\n")
@@ -103,7 +107,12 @@ def main():
                     continue
                 name = argv[0].upper()
                 log.write(name.decode("ascii", "replace") + "\n")
-                if name == b"CLUSTER" and len(argv) > 1 and argv[1].upper() == b"SLOTS":
+                if role == "drop-once" and name in (b"EVALSHA", b"EVAL"):
+                    if not dropped:
+                        dropped = True
+                        break
+                    f.write(b":1\r\n")
+                elif name == b"CLUSTER" and len(argv) > 1 and argv[1].upper() == b"SLOTS":
                     away = role == "seed" and (slots_to or slots_asked > 0)
                     slots_asked += 1
                     h, p = (th, int(tp)) if away else (host, me_port)

@@ -246,6 +246,31 @@ static void credential_tests(void)
 	is_int(fake_saw("w", "AUTH"), 1, "... and gets the password");
 	sbx_redis_close(r);
 
+	/* A script whose connection broke after it was sent: resent only
+	 * when it says it is safe to run twice (a token-checked release). */
+	struct sbx_script keep = {.src = "return 1"}, again = {.src = "return 1", .resend = 1};
+	const char *keys[] = {"{f}lock"};
+	int d1 = fake_start("d1", "drop-once", "127.0.0.1", "");
+	snprintf(url, sizeof(url), "redis+cluster://127.0.0.1:%d", d1);
+	sbx_err_clear(&err);
+	ok(open_with(url, NULL, &r, &err) == 0 && sbx_redis_eval(r, &again, &rep, 1, keys, 0, NULL,
+	   &err) == 0 && rep->integer == 1, "a resend script broken after the send: sent again, "
+	   "answered (%s)", err.msg);
+	if (rep)
+		freeReplyObject(rep);
+	rep = NULL;
+	is_int(fake_saw("d1", "EVALSHA"), 2, "... the node saw it twice");
+	sbx_redis_close(r);
+	r = NULL;
+	int d2 = fake_start("d2", "drop-once", "127.0.0.1", "");
+	snprintf(url, sizeof(url), "redis+cluster://127.0.0.1:%d", d2);
+	ok(open_with(url, NULL, &r, &err) == 0 && sbx_redis_eval(r, &keep, &rep, 1, keys, 0, NULL,
+	   &err) < 0 && err.kind == SBX_UNAVAILABLE, "any other script: not resent, unavailable (%s)",
+	   err.msg);
+	is_int(fake_saw("d2", "EVALSHA"), 1, "... the node saw it once");
+	sbx_redis_close(r);
+	r = NULL;
+
 	unsetenv("SBX_REDIS_FAILOVER_WAIT");
 	sh("for f in %s/*/pid; do kill $(cat $f) 2>/dev/null; done; rm -rf %s", fdir, fdir);
 }
