@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "doc.h"
+#include "ssrf.h"
 #include "util.h"
 
 #define CONFIG_MAX (1u << 20)
@@ -31,9 +32,8 @@ void sbx_profile_free(struct sbx_profile *p)
 			 &p->api_key_env, &p->tls_cert_path, &p->cgroup_parent};
 	for (size_t i = 0; i < SBX_ARRAY_LEN(strs); i++)
 		free(*strs[i]);
-	for (char **a = p->egress_allow; a && *a; a++)
-		free(*a);
-	free(p->egress_allow);
+	sbx_strv_free(p->egress_allow);
+	sbx_strv_free(p->redis_nodes);
 	json_object_put(p->raw);
 	free(p);
 }
@@ -76,7 +76,7 @@ static const char *const profile_keys[] = {
 	"allow_internet", "allow_public", "allow_userns", "memory", "pids", "cpus",
 	"disk", "shm", "cgroup_parent",
 	"idle_timeout", "on_timeout", "auto_resume", "description", "options", "env",
-	"egress_allow", "domain", "proxy", "data_plane",
+	"egress_allow", "redis_nodes", "domain", "proxy", "data_plane",
 };
 
 /* "env": {"NAME": "value", ...}: names as a shell takes them, string
@@ -104,55 +104,43 @@ static int check_env(const struct sbx_profile *p, json_object *o, struct sbx_err
 	return 0;
 }
 
-/* One egress_allow entry: "ADDR/LEN", IPv4 or IPv6, LEN within the
- * family's width and no bit set past it (a typo such as "10.1.0.0/8"
- * would otherwise widen or narrow the hole silently).  On success *out is
- * the canonical text (inet_ntop + "/LEN"), which is all that ever reaches
- * the filter's rules: nothing of the profile's own spelling does. */
+/* One CIDR entry (egress_allow, redis_nodes): "ADDR/LEN" as
+ * sbx_cidr_parse reads it.  On success *out is the canonical text
+ * (inet_ntop + "/LEN"), which is all that is kept: nothing of the
+ * profile's own spelling reaches a filter rule or a comparison. */
 static int cidr_canon(const char *s, char **out)
 {
-	const char *slash = strchr(s, '/');
-	if (!slash || slash == s || slash - s >= INET6_ADDRSTRLEN || !slash[1])
+	unsigned char b[16];
+	int af, len;
+	if (sbx_cidr_parse(s, &af, b, &len) < 0)
 		return -1;
-	char addr[INET6_ADDRSTRLEN];
-	memcpy(addr, s, (size_t)(slash - s));
-	addr[slash - s] = '\0';
-	unsigned char b[16] = {0};
-	int af = strchr(addr, ':') ? AF_INET6 : AF_INET;
-	int width = af == AF_INET ? 32 : 128;
-	if (inet_pton(af, addr, b) != 1)
-		return -1;
-	char *end;
-	errno = 0;
-	long len = strtol(slash + 1, &end, 10);
-	if (*end || errno || len < 0 || len > width || slash[1] < '0' || slash[1] > '9')
-		return -1;
-	for (int i = (int)len; i < width; i++)
-		if (b[i / 8] & (0x80 >> (i % 8)))
-			return -1;
 	char canon[INET6_ADDRSTRLEN];
 	inet_ntop(af, b, canon, sizeof(canon));
-	*out = sbx_xasprintf("%s/%ld", canon, len);
+	*out = sbx_xasprintf("%s/%d", canon, len);
 	return 0;
 }
 
-static int load_egress_allow(struct sbx_profile *p, json_object *o, struct sbx_err *err)
+/* The profile's list `key` of CIDRs into *out (NULL-terminated, canonical);
+ * absent: *out stays NULL.  Anything but an array of CIDRs is a
+ * configuration error naming the entry. */
+static int load_cidrs(struct sbx_profile *p, json_object *o, const char *key, char ***out,
+		      struct sbx_err *err)
 {
 	json_object *a;
-	if (!json_object_object_get_ex(o, "egress_allow", &a))
+	if (!json_object_object_get_ex(o, key, &a))
 		return 0;
 	if (!json_object_is_type(a, json_type_array))
-		return sbx_fail_config(err, "config", "profile '%s': egress_allow must be an array of CIDRs",
-				       p->name);
+		return sbx_fail_config(err, "config", "profile '%s': %s must be an array of CIDRs",
+				       p->name, key);
 	size_t n = json_object_array_length(a);
-	p->egress_allow = sbx_xcalloc(n + 1, sizeof(char *));
+	*out = sbx_xcalloc(n + 1, sizeof(char *));
 	for (size_t i = 0; i < n; i++) {
 		json_object *e = json_object_array_get_idx(a, i);
 		const char *s = json_object_is_type(e, json_type_string) ? json_object_get_string(e) : NULL;
-		if (!s || cidr_canon(s, &p->egress_allow[i]) < 0)
+		if (!s || cidr_canon(s, &(*out)[i]) < 0)
 			return sbx_fail_config(err, "config",
-					       "profile '%s': egress_allow[%zu] is not a CIDR (ADDR/LEN, no host bits set)",
-					       p->name, i);
+					       "profile '%s': %s[%zu] is not a CIDR (ADDR/LEN, no host bits set)",
+					       p->name, key, i);
 	}
 	return 0;
 }
@@ -211,7 +199,9 @@ static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *
 	}
 	if (sbx_json_bool(o, "auto_resume", 0) && !p->on_timeout_pause)
 		return sbx_fail_config(err, "config", "profile '%s': auto_resume needs on_timeout pause", p->name);
-	return load_egress_allow(p, o, err);
+	if (load_cidrs(p, o, "redis_nodes", &p->redis_nodes, err) < 0)
+		return -1;
+	return load_cidrs(p, o, "egress_allow", &p->egress_allow, err);
 }
 
 int sbx_config_load(const char *name, struct sbx_profile **out, struct sbx_err *err)

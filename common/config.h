@@ -62,6 +62,11 @@ struct sbx_profile {
 	 * validated at load: an address with a prefix length, no host bits
 	 * set.  NULL-terminated; NULL when the profile has none. */
 	char **egress_allow;
+	/* redis_nodes: the Redis nodes (CIDRs, canonical as egress_allow)
+	 * that a cluster's CLUSTER SLOTS or MOVED/ASK, or a sentinel, may
+	 * name besides the URL's own hosts; only those are connected to and
+	 * get the password.  NULL-terminated; NULL when the profile has none. */
+	char **redis_nodes;
 	struct sbx_limits limits;
 	char *cgroup_parent;    /* local, cgroup v2: the delegated parent of
 				 * sandbox cgroups, relative to the cgroup2

@@ -1,6 +1,7 @@
 /* redis-cluster.c - Redis Cluster for hiredis 0.14 (which has none): the
  * slot of a command, the slot map, routing with MOVED and ASK, one
- * connection per node, pipelines split per node, and SCAN on every master.
+ * connection per node, pipelines split per node, and SCAN of a slot's
+ * nodes or of every master.
  *
  * Promises:
  *   - A command whose keys span slots is refused before it is sent, in
@@ -10,11 +11,20 @@
  *     the slot (and reloads the whole map when it names a node we did not
  *     know), ASK sends ASKING then the command to the named node, once.
  *     At most 16 redirections per command, then `unavailable`.
+ *   - Only nodes the configuration allows are connected to and get the
+ *     password (sbx_redis__node_allowed: the URL's hosts and their
+ *     addresses, the profile's redis_nodes, never a link-local or metadata
+ *     address): a node that CLUSTER SLOTS or a redirect names elsewhere
+ *     fails the command at once, `unavailable`, naming it.
  *   - A node that refuses connections, or a reply that says "not executed"
  *     (TRYAGAIN, CLUSTERDOWN, LOADING, MASTERDOWN, READONLY), makes the
  *     call reload the map and try again, with backoff, for the failover
  *     budget (sbx_redis__failover_ms).  A connection that breaks after a
- *     write was sent is not retried (the write may have run): `unavailable`.
+ *     write was sent is not retried (the write may have run): `unavailable`,
+ *     unless the caller says the command is safe to run twice (a
+ *     token-checked release or renewal).  A cached connection the node
+ *     closed (it died, or timed the client out) is opened again before use,
+ *     so a command is never lost to a socket known to be dead.
  *   - A pipeline costs one round trip whatever the number of nodes: every
  *     node's share is written before any reply is read.  Redirected
  *     commands of a pipeline are sent again one by one, in order of their
@@ -177,6 +187,9 @@ struct cnode {
 	char *where;          /* "host:port (of <cluster url>)" for messages */
 	redisContext *c;
 	int owns;             /* slots this node serves in the current map */
+	const char *by;       /* who named it first: the URL, CLUSTER SLOTS, a redirect */
+	int allowed;          /* sbx_redis__node_allowed said yes (checked once) */
+	int refused;          /* ... said no: never connected to */
 };
 
 struct qcmd {
@@ -197,7 +210,7 @@ struct sbx_redis_cluster {
 	size_t nout, opos;
 };
 
-static int node_get(struct sbx_redis *r, const char *host, int port)
+static int node_get(struct sbx_redis *r, const char *host, int port, const char *by)
 {
 	struct sbx_redis_cluster *cl = r->cl;
 	for (size_t i = 0; i < cl->nnodes; i++)
@@ -210,13 +223,31 @@ static int node_get(struct sbx_redis *r, const char *host, int port)
 	memset(n, 0, sizeof(*n));
 	n->host = sbx_xstrdup(host);
 	n->port = port;
+	n->by = by;
 	n->where = sbx_xasprintf("%s:%d (%s)", host, port, r->safe_url);
 	return (int)cl->nnodes++;
 }
 
+/* The node's context, opened on first use and opened again when the cached
+ * one is no longer usable (the node closed it or died since: see
+ * sbx_redis__ctx_usable), so a command is never written to a socket whose
+ * peer is known to be gone.  A node the configuration does not allow
+ * (sbx_redis__node_allowed) is never connected to: -1 with n->refused set,
+ * and callers fail at once instead of waiting for a failover. */
 static int node_ctx(struct sbx_redis *r, int i, struct sbx_err *err)
 {
 	struct cnode *n = &r->cl->nodes[i];
+	if (!n->allowed) {
+		if (sbx_redis__node_allowed(r, n->host, n->port, n->by, err) < 0)
+			return n->refused = 1, -1;
+		n->allowed = 1;
+	}
+	if (n->c && !sbx_redis__ctx_usable(n->c)) {
+		if (r->c == n->c)
+			r->c = NULL;
+		redisFree(n->c);
+		n->c = NULL;
+	}
 	if (n->c)
 		return 0;
 	return sbx_redis__connect(r, n->host, n->port, NULL, 0, 1, n->where, &n->c, err);
@@ -245,7 +276,7 @@ static int apply_slots(struct sbx_redis *r, int asked, redisReply *rep)
 		const char *host = m->element[0]->str;
 		if (!*host || !strcmp(host, "?"))
 			host = cl->nodes[asked].host;
-		int n = node_get(r, host, (int)m->element[1]->integer);
+		int n = node_get(r, host, (int)m->element[1]->integer, "CLUSTER SLOTS");
 		long long lo = e->element[0]->integer, hi = e->element[1]->integer;
 		if (n < 0 || lo < 0 || hi >= NSLOTS || lo > hi)
 			continue;
@@ -270,7 +301,7 @@ static int load_slots(struct sbx_redis *r, struct sbx_err *err)
 {
 	struct sbx_redis_cluster *cl = r->cl;
 	for (size_t i = 0; i < r->addr->nseeds; i++)
-		node_get(r, r->addr->seeds[i].host, r->addr->seeds[i].port);
+		node_get(r, r->addr->seeds[i].host, r->addr->seeds[i].port, "the URL");
 	int tried = 0;
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < cl->nnodes; i++) {
@@ -407,7 +438,7 @@ static int redirect_of(struct sbx_redis *r, const redisReply *rep, int *slot, in
 		return 0;
 	SBX_AUTOFREE char *host = strndup(hp, (size_t)(colon - hp));
 	*slot = (int)s;
-	*node = node_get(r, host, (int)port);
+	*node = node_get(r, host, (int)port, "a MOVED/ASK redirect");
 	return *node < 0 ? 0 : kind;
 }
 
@@ -443,18 +474,20 @@ static int follow(struct sbx_redis *r, int kind, int slot, int to, int *ask, int
 }
 
 int sbx_cluster_exec(struct sbx_redis *r, int argc, const char **argv, const size_t *lens,
-		     int wait_n, redisReply **rep, redisReply **wrep, struct sbx_err *err)
+		     int wait_n, int resend, redisReply **rep, redisReply **wrep, struct sbx_err *err)
 {
 	struct sbx_redis_cluster *cl = r->cl;
 	struct sbx_err ignored = {0};
 	int slot = sbx_redis_command_slot(argc, argv, lens, err);
-	int ro = sbx_redis__read_only(argv[0], lens ? lens[0] : strlen(argv[0]));
+	int ro = resend || sbx_redis__read_only(argv[0], lens ? lens[0] : strlen(argv[0]));
 	int64_t deadline = sbx_mono_ms() + sbx_redis__failover_ms();
 	int ask = -1, redirects = 0;
 	for (int attempt = 0;; attempt++) {
 		int late = attempt > 0 && sbx_mono_ms() >= deadline;
 		int n = ask >= 0 ? ask : slot >= 0 ? cl->slot_node[slot] : any_master(cl);
 		if (n < 0 || node_ctx(r, n, err) < 0) {
+			if (n >= 0 && cl->nodes[n].refused)
+				return -1;
 			if (n < 0)
 				sbx_fail(err, SBX_UNAVAILABLE, "redis", "redis at %s: slot %d has no "
 					 "master", r->safe_url, slot);
@@ -600,7 +633,7 @@ static void batch_run(struct sbx_redis *r)
 			continue;
 		}
 		sbx_err_clear(&cl->out_err[i]);
-		if (sbx_cluster_exec(r, q->argc, (const char **)q->argv, q->lens, 0, &cl->out[i],
+		if (sbx_cluster_exec(r, q->argc, (const char **)q->argv, q->lens, 0, 0, &cl->out[i],
 				     NULL, &cl->out_err[i]) < 0) {
 			cl->out[i] = NULL;
 			if (n >= 0 && (size_t)n < ndead)
@@ -634,28 +667,128 @@ int sbx_cluster_read(struct sbx_redis *r, redisReply **rep, struct sbx_err *err)
 	return 0;
 }
 
-/* ---- every master -------------------------------------------------------- */
+/* ---- SCAN ------------------------------------------------------------------ */
 
+/* SCAN `pattern` on node n to the end of its cursor.  0; -1 with *fatal
+ * set when fn failed or a reply was not a SCAN reply (nothing to retry);
+ * -1 with *fatal clear when the node could not be reached or refused the
+ * page unexecuted (LOADING, ...): the caller may start again. */
+static int scan_node(struct sbx_redis *r, int n, const char *pattern, sbx_redis_key_fn fn,
+		     void *ctx, int *fatal, struct sbx_err *err)
+{
+	struct cnode *nd = &r->cl->nodes[n];
+	SBX_AUTOFREE char *cursor = sbx_xstrdup("0");
+	do {
+		const char *argv[] = {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"};
+		redisReply *rep;
+		if (node_ctx(r, n, err) < 0)
+			return *fatal = nd->refused, -1;
+		if (sbx_redis__exchange(r, &nd->c, nd->where, 0, 6, argv, NULL, 0, &rep, NULL, err) < 0)
+			return -1;
+		if (rep->type == REDIS_REPLY_ERROR) {
+			sbx_fail(err, SBX_UNAVAILABLE, "redis", "redis SCAN at %s: %.100s", nd->where,
+				 rep->str ? rep->str : "");
+			*fatal = !sbx_redis__transient(rep);
+			freeReplyObject(rep);
+			return -1;
+		}
+		if (sbx_redis__scan_page(rep, &cursor, fn, ctx, err) < 0)
+			return *fatal = 1, -1;
+	} while (strcmp(cursor, "0") != 0);
+	return 0;
+}
+
+/* The nodes that hold slot `slot`'s keys now: its master (*owner) and,
+ * while the slot migrates, the node importing it (*importing, else -1).
+ * One probe in the slot (EXISTS of a key no one writes, whose tag is the
+ * slot's) asks the master the map names: MOVED corrects the map, ASK
+ * names the importing node (a migrating master answers ASK for a key it
+ * lacks).  -1 when the master cannot be reached or is not known (*fatal
+ * set when the configuration refuses it). */
+static int slot_nodes(struct sbx_redis *r, int slot, const char *tag, size_t tlen, int *owner,
+		      int *importing, int *fatal, struct sbx_err *err)
+{
+	struct sbx_redis_cluster *cl = r->cl;
+	SBX_AUTOFREE char *probe = sbx_xasprintf("sbx-scan-probe:{%.*s}", (int)tlen, tag);
+	const char *argv[] = {"EXISTS", probe};
+	*importing = -1;
+	for (int hops = 0;; hops++) {
+		int n = cl->slot_node[slot];
+		if (n < 0)
+			return sbx_fail(err, SBX_UNAVAILABLE, "redis", "redis at %s: slot %d has no "
+					"master", r->safe_url, slot);
+		redisReply *rep;
+		if (node_ctx(r, n, err) < 0 ||
+		    sbx_redis__exchange(r, &cl->nodes[n].c, cl->nodes[n].where, 0, 2, argv, NULL, 0,
+					&rep, NULL, err) < 0)
+			return *fatal = cl->nodes[n].refused, -1;
+		int rs, to, kind = redirect_of(r, rep, &rs, &to);
+		int transient = sbx_redis__transient(rep);
+		if (transient || (kind && hops >= MAX_REDIRECTS))
+			sbx_fail(err, SBX_UNAVAILABLE, "redis", "redis at %s: %.100s",
+				 cl->nodes[n].where, rep->str ? rep->str : "");
+		freeReplyObject(rep);
+		if (transient || (kind && hops >= MAX_REDIRECTS))
+			return -1;
+		if (kind == 1 && rs == slot) {
+			r->redirects++;
+			cl->slot_node[slot] = (int16_t)to;
+			continue;
+		}
+		*owner = n;
+		if (kind == 2 && to != n)
+			*importing = to, r->redirects++;
+		return 0;
+	}
+}
+
+/* One pass: the slot's nodes, or (slot < 0) every master of a fresh map. */
+static int scan_pass(struct sbx_redis *r, int slot, const char *tag, size_t tlen,
+		     const char *pattern, sbx_redis_key_fn fn, void *ctx, int *fatal,
+		     struct sbx_err *err)
+{
+	struct sbx_redis_cluster *cl = r->cl;
+	if (slot >= 0) {
+		int owner = -1, importing = -1;
+		if (slot_nodes(r, slot, tag, tlen, &owner, &importing, fatal, err) < 0 ||
+		    scan_node(r, owner, pattern, fn, ctx, fatal, err) < 0)
+			return -1;
+		return importing >= 0 ? scan_node(r, importing, pattern, fn, ctx, fatal, err) : 0;
+	}
+	if (load_slots(r, err) < 0)       /* the masters of now, not of the open */
+		return -1;
+	for (size_t n = 0; n < cl->nnodes; n++)
+		if (cl->nodes[n].owns && scan_node(r, (int)n, pattern, fn, ctx, fatal, err) < 0)
+			return -1;
+	return 0;
+}
+
+/* SCAN MATCH `pattern` where its keys can be.  A pattern whose hash tag
+ * holds no glob (a tenant's: "sbx:{acme}:sess:*:binding") names one slot:
+ * only that slot's master is scanned (and the node importing the slot,
+ * while it migrates), so a master that holds none of the keys may be down.
+ * Any other pattern scans every master.  A pass that cannot reach a node
+ * (it died, a failover runs) starts again from a fresh map, with backoff,
+ * for the failover budget (sbx_redis__failover_ms), as every command does;
+ * fn may see a key again after a restart (SCAN's own contract too). */
 int sbx_cluster_scan_all(struct sbx_redis *r, const char *pattern, sbx_redis_key_fn fn,
 			 void *ctx, struct sbx_err *err)
 {
-	struct sbx_redis_cluster *cl = r->cl;
-	if (load_slots(r, err) < 0)       /* the masters of now, not of the open */
-		return -1;
-	for (size_t n = 0; n < cl->nnodes; n++) {
-		if (!cl->nodes[n].owns)
-			continue;
-		SBX_AUTOFREE char *cursor = sbx_xstrdup("0");
-		do {
-			const char *argv[] = {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"};
-			redisReply *rep;
-			if (node_ctx(r, (int)n, err) < 0 ||
-			    sbx_redis__exchange(r, &cl->nodes[n].c, cl->nodes[n].where, 0, 6, argv,
-						NULL, 0, &rep, NULL, err) < 0)
-				return -1;
-			if (sbx_redis__scan_page(rep, &cursor, fn, ctx, err) < 0)
-				return -1;
-		} while (strcmp(cursor, "0") != 0);
+	const char *argv[] = {"SCAN", "0", "MATCH", pattern};
+	struct sbx_err ignored = {0};
+	int slot = sbx_redis_command_slot(4, argv, NULL, &ignored);
+	const char *tag = strchr(pattern, '{');
+	size_t tlen = slot >= 0 ? strcspn(tag + 1, "}") : 0;
+	int64_t deadline = sbx_mono_ms() + sbx_redis__failover_ms();
+	for (int attempt = 0;; attempt++) {
+		int fatal = 0;
+		if (attempt > 0)
+			load_slots(r, &ignored);     /* a failover may have moved it */
+		if (scan_pass(r, slot, slot >= 0 ? tag + 1 : NULL, tlen, pattern, fn, ctx, &fatal,
+			      err) == 0)
+			return 0;
+		if (fatal || sbx_mono_ms() >= deadline)
+			return -1;
+		sbx_redis__backoff(attempt);
 	}
-	return 0;
 }

@@ -8,14 +8,19 @@
  * Promises: a context that broke is freed at once and never reused (after
  * an I/O error hiredis cannot tell where the stream stands); messages name
  * the server by `where`, never by anything holding a password. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "redis-int.h"
+#include "ssrf.h"
 #include "util.h"
 
 /* ---- one context ------------------------------------------------------- */
@@ -40,6 +45,22 @@ int sbx_redis__ctx_fail(struct sbx_redis *r, redisContext **c, const char *where
 		redisFree(dead);
 	}
 	return sbx_fail(err, kind, "redis", "redis unavailable at %s: %s", where, detail);
+}
+
+int sbx_redis__ctx_usable(const redisContext *c)
+{
+	if (!c || c->err || c->fd < 0)
+		return 0;
+	/* Between exchanges nothing is owed on the stream: anything to read
+	 * (an EOF from a peer that closed or died, an RST, stray bytes) means
+	 * the context can no longer be trusted. */
+	struct pollfd pfd = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
+	int n = poll(&pfd, 1, 0);
+	if (n == 0)
+		return 1;
+	if (n < 0)
+		return errno == EINTR;
+	return 0;
 }
 
 static struct timeval tv_of(int64_t ms)
@@ -156,6 +177,96 @@ int sbx_redis__exchange(struct sbx_redis *r, redisContext **c, const char *where
 			freeReplyObject(x);
 	}
 	return 0;
+}
+
+/* ---- which nodes get credentials ----------------------------------------- */
+
+/* An IP literal (no name resolution) into *ss; 0, or -1 when `host` is not one. */
+static int ip_literal(const char *host, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+	if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		return 0;
+	}
+	return -1;
+}
+
+/* The same address (an IPv4-mapped IPv6 address equals its IPv4 one). */
+static int same_addr(const struct sockaddr *a, const struct sockaddr *b)
+{
+	char ta[INET6_ADDRSTRLEN + 8], tb[INET6_ADDRSTRLEN + 8];
+	const struct sockaddr *x[2] = {a, b};
+	char *t[2] = {ta, tb};
+	for (int i = 0; i < 2; i++) {
+		const void *p = x[i]->sa_family == AF_INET
+					? (const void *)&((const struct sockaddr_in *)x[i])->sin_addr
+					: (const void *)&((const struct sockaddr_in6 *)x[i])->sin6_addr;
+		if (!inet_ntop(x[i]->sa_family, p, t[i], INET6_ADDRSTRLEN))
+			return 0;
+		if (sbx_str_starts(t[i], "::ffff:") && strchr(t[i], '.'))
+			memmove(t[i], t[i] + 7, strlen(t[i] + 7) + 1);
+	}
+	return strcmp(ta, tb) == 0;
+}
+
+/* Is `sa` the address of a seed (a literal one, or one its name resolves to)? */
+static int seed_addr(const struct sbx_redis_addr *a, const struct sockaddr *sa)
+{
+	for (size_t i = 0; i < a->nseeds; i++) {
+		struct sockaddr_storage ss;
+		if (ip_literal(a->seeds[i].host, &ss) == 0) {
+			if (same_addr((struct sockaddr *)&ss, sa))
+				return 1;
+			continue;
+		}
+		struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+		struct addrinfo *res = NULL;
+		if (getaddrinfo(a->seeds[i].host, NULL, &hints, &res) != 0)
+			continue;
+		int hit = 0;
+		for (struct addrinfo *ai = res; ai && !hit; ai = ai->ai_next)
+			hit = same_addr(ai->ai_addr, sa);
+		freeaddrinfo(res);
+		if (hit)
+			return 1;
+	}
+	return 0;
+}
+
+int sbx_redis__node_allowed(struct sbx_redis *r, const char *host, int port, const char *by,
+			    struct sbx_err *err)
+{
+	struct sbx_redis_addr *a = r->addr;
+	for (size_t i = 0; i < a->nseeds; i++)
+		if (strcasecmp(a->seeds[i].host, host) == 0)
+			return 0;
+	struct sockaddr_storage ss;
+	const char *cls = NULL, *why;
+	if (ip_literal(host, &ss) < 0) {
+		why = "a host name the URL does not name";
+	} else if (sbx_ssrf_classify((struct sockaddr *)&ss, &cls) == SBX_SSRF_NEVER) {
+		why = "an address that is never allowed";
+	} else {
+		if (seed_addr(a, (struct sockaddr *)&ss))
+			return 0;
+		for (char **c = a->nodes; c && *c; c++)
+			if (sbx_cidr_contains(*c, (struct sockaddr *)&ss))
+				return 0;
+		why = "neither a seed's address nor inside the profile's redis_nodes";
+		cls = NULL;
+	}
+	a->refused = 1;
+	int v6 = strchr(host, ':') != NULL;
+	return sbx_fail(err, SBX_UNAVAILABLE, "redis", "redis at %s: %s names node %s%.64s%s:%d, "
+			"%s%s%s%s; refused, no credentials sent", r->safe_url, by, v6 ? "[" : "", host,
+			v6 ? "]" : "", port, why, cls ? " (" : "", cls ? cls : "", cls ? ")" : "");
 }
 
 /* ---- retry rules --------------------------------------------------------- */

@@ -34,7 +34,22 @@ struct sbx_redis_addr {
 	struct sbx_redis_seed *seeds;   /* cluster nodes / sentinels named by the URL */
 	size_t nseeds;
 	char *master;        /* sentinel: the master's name */
+	char **nodes;        /* the profile's redis_nodes (CIDRs), NULL-terminated, or NULL */
+	int refused;         /* the last lookup met a node sbx_redis__node_allowed refused */
 };
+
+/* May `host` (named by `by`: "CLUSTER SLOTS", "a MOVED/ASK redirect", "a
+ * sentinel") be connected to and get the password?  Yes for a host the
+ * URL names (a seed, by its spelling), else only for an IP address that
+ * is not link-local, metadata or otherwise never allowed (ssrf.h's
+ * classes) and that is one of the seeds' addresses (a seed name is
+ * resolved) or inside one of the profile's redis_nodes CIDRs.  A host
+ * name that is not a seed is refused: its address could change between
+ * this check and the connection.  0, or -1 with `unavailable` naming the
+ * node and why; r->addr->refused is then set.  Nothing is sent either
+ * way. */
+int sbx_redis__node_allowed(struct sbx_redis *r, const char *host, int port, const char *by,
+			    struct sbx_err *err);
 
 /* Open a context to host:port (or the unix socket `path`) with the
  * connection's timeouts, FD_CLOEXEC, AUTH (when `auth`: sentinels are asked
@@ -51,6 +66,14 @@ int sbx_redis__connect(struct sbx_redis *r, const char *host, int port, const ch
 int sbx_redis__exchange(struct sbx_redis *r, redisContext **c, const char *where, int asking,
 			int argc, const char **argv, const size_t *lens, int wait_n,
 			redisReply **rep, redisReply **wrep, struct sbx_err *err);
+
+/* 1 when a cached context can carry the next exchange: no error, and
+ * nothing waiting on its socket (no EOF or reset from a peer that closed
+ * or died, no unread bytes).  One poll(2), no round trip.  A context that
+ * is not usable is freed by the caller and a new one opened: sending on
+ * it would make a command that never reached a server look like one that
+ * broke after it was sent. */
+int sbx_redis__ctx_usable(const redisContext *c);
 
 /* The error of a broken context (kind unavailable, or timeout when no reply
  * came in time); frees it and sets *c NULL.  Returns -1. */
@@ -79,8 +102,12 @@ int sbx_redis__scan_page(redisReply *rep, char **cursor, sbx_redis_key_fn fn, vo
 /* Cluster mode (redis-cluster.c). */
 int sbx_cluster_open(struct sbx_redis *r, struct sbx_err *err);
 void sbx_cluster_free(struct sbx_redis *r);
+/* One command to its slot's master (redis-cluster.c's promises).  `resend`:
+ * the command may run twice without harm (sbx_script.resend), so it is
+ * sent again after its connection broke, like a read-only one. */
 int sbx_cluster_exec(struct sbx_redis *r, int argc, const char **argv, const size_t *lens,
-		     int wait_n, redisReply **rep, redisReply **wrep, struct sbx_err *err);
+		     int wait_n, int resend, redisReply **rep, redisReply **wrep,
+		     struct sbx_err *err);
 int sbx_cluster_append(struct sbx_redis *r, int argc, const char **argv, const size_t *lens,
 		       struct sbx_err *err);
 int sbx_cluster_read(struct sbx_redis *r, redisReply **rep, struct sbx_err *err);

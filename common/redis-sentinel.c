@@ -7,7 +7,10 @@
  * the lookup is tried again, with backoff, for the failover budget
  * (sbx_redis__failover_ms), then fails `unavailable`.  A master name no
  * sentinel knows is a configuration error.  The sentinels are asked
- * without the master's password: it is never sent to them. */
+ * without the master's password: it is never sent to them, nor to a
+ * master address the configuration does not allow (redis-int.h,
+ * sbx_redis__node_allowed): such an answer fails the lookup at once,
+ * `unavailable`, after the other sentinels were asked. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,11 +49,15 @@ static int ask_sentinel(struct sbx_redis *r, const struct sbx_redis_seed *s, cha
 	return rc;
 }
 
-/* Connect to host:port and keep the context only if ROLE says master. */
+/* Connect to host:port and keep the context only if ROLE says master.
+ * The address a sentinel gives is checked first (sbx_redis__node_allowed):
+ * the password goes only to a node the configuration allows. */
 static int connect_master(struct sbx_redis *r, const char *host, int port, struct sbx_err *err)
 {
 	SBX_AUTOFREE char *where = sbx_xasprintf("%s:%d (%s)", host, port, r->safe_url);
 	redisContext *c = NULL;
+	if (sbx_redis__node_allowed(r, host, port, "a sentinel", err) < 0)
+		return -1;
 	if (sbx_redis__connect(r, host, port, NULL, r->addr->db, 1, where, &c, err) < 0)
 		return -1;
 	const char *argv[] = {"ROLE"};
@@ -80,6 +87,7 @@ int sbx_sentinel_connect(struct sbx_redis *r, struct sbx_err *err)
 		redisFree(r->c);
 		r->c = NULL;
 	}
+	r->addr->refused = 0;
 	for (int attempt = 0;; attempt++) {
 		int known = 0;
 		for (size_t i = 0; i < r->addr->nseeds; i++) {
@@ -104,7 +112,7 @@ int sbx_sentinel_connect(struct sbx_redis *r, struct sbx_err *err)
 			err->exit_status = SBX_EXIT_CONFIG;
 			return -1;
 		}
-		if (sbx_mono_ms() >= deadline)
+		if (r->addr->refused || sbx_mono_ms() >= deadline)
 			return -1;
 		sbx_redis__backoff(attempt);
 	}

@@ -37,6 +37,7 @@ static void addr_free(struct sbx_redis_addr *a)
 		free(a->seeds[i].host);
 	free(a->seeds);
 	free(a->master);
+	sbx_strv_free(a->nodes);
 	free(a);
 }
 
@@ -256,6 +257,20 @@ static int parse_url(const char *url, struct sbx_redis_addr *a, char **safe, str
 
 /* ---- opening ------------------------------------------------------------- */
 
+/* A copy of a NULL-terminated list (NULL stays NULL). */
+static char **strv_dup(char *const *v)
+{
+	if (!v)
+		return NULL;
+	size_t n = 0;
+	while (v[n])
+		n++;
+	char **c = sbx_xcalloc(n + 1, sizeof(*c));
+	for (size_t i = 0; i < n; i++)
+		c[i] = sbx_xstrdup(v[i]);
+	return c;
+}
+
 static void wait_config(struct sbx_redis *r)
 {
 	const char *e = getenv("SBX_REDIS_WAIT");
@@ -295,8 +310,9 @@ static int redis_open_addr(struct sbx_redis_addr *a, char *safe, int64_t timeout
 	return 0;
 }
 
-int sbx_redis_open_url(const char *url, const char *password_file, int64_t timeout_ms,
-		       struct sbx_redis **out, struct sbx_err *err)
+/* sbx_redis_open_url, with the profile's redis_nodes (copied; may be NULL). */
+static int open_url_nodes(const char *url, const char *password_file, char *const *nodes,
+			  int64_t timeout_ms, struct sbx_redis **out, struct sbx_err *err)
 {
 	*out = NULL;
 	if (!url || !*url)
@@ -324,7 +340,14 @@ int sbx_redis_open_url(const char *url, const char *password_file, int64_t timeo
 			pw[--len] = '\0';
 		a->password = pw;
 	}
+	a->nodes = strv_dup(nodes);
 	return redis_open_addr(a, safe, timeout_ms, NULL, out, err);
+}
+
+int sbx_redis_open_url(const char *url, const char *password_file, int64_t timeout_ms,
+		       struct sbx_redis **out, struct sbx_err *err)
+{
+	return open_url_nodes(url, password_file, NULL, timeout_ms, out, err);
 }
 
 int sbx_redis_open(const struct sbx_profile *p, struct sbx_redis **out, struct sbx_err *err)
@@ -335,7 +358,8 @@ int sbx_redis_open(const struct sbx_profile *p, struct sbx_redis **out, struct s
 		return -1;
 	/* config.c folded $SBX_REDIS_URL into the profile already. */
 	const char *url = p ? p->redis_url : NULL;
-	if (sbx_redis_open_url(url, p ? p->redis_password_file : NULL, 0, out, err) < 0)
+	if (open_url_nodes(url, p ? p->redis_password_file : NULL, p ? p->redis_nodes : NULL, 0,
+			   out, err) < 0)
 		return -1;
 	free((*out)->prefix);
 	(*out)->prefix = sbx_xstrdup(prefix);
@@ -358,6 +382,7 @@ int sbx_redis_dup(const struct sbx_redis *r, struct sbx_redis **out, struct sbx_
 	for (size_t i = 0; i < s->nseeds; i++)
 		a->seeds[i] = (struct sbx_redis_seed){sbx_xstrdup(s->seeds[i].host), s->seeds[i].port};
 	a->nseeds = s->nseeds;
+	a->nodes = strv_dup(s->nodes);
 	if (redis_open_addr(a, sbx_xstrdup(r->safe_url), r->timeout_ms, r->prefix, out, err) < 0)
 		return -1;
 	(*out)->wait_replicas = r->wait_replicas;
@@ -408,20 +433,27 @@ static int not_connected(struct sbx_redis *r, struct sbx_err *err)
 
 /* One server or Sentinel: one context.  A single server is never
  * reconnected (a CLI run is short, and the old behaviour is relied on); a
- * Sentinel master is looked up again after a broken connection or a
- * READONLY/LOADING refusal, within the failover budget. */
+ * Sentinel master is looked up again after a broken connection, a cached
+ * connection the master closed (sbx_redis__ctx_usable) or a
+ * READONLY/LOADING refusal, within the failover budget.  A command broken
+ * after it was sent is resent only when read-only or `resend`. */
 static int one_exec(struct sbx_redis *r, int argc, const char **argv, const size_t *lens,
-		    int wait_n, redisReply **rep, redisReply **wrep, struct sbx_err *err)
+		    int wait_n, int resend, redisReply **rep, redisReply **wrep,
+		    struct sbx_err *err)
 {
 	int64_t deadline = sbx_mono_ms() + sbx_redis__failover_ms();
-	int ro = sbx_redis__read_only(argv[0], lens ? lens[0] : strlen(argv[0]));
+	int ro = resend || sbx_redis__read_only(argv[0], lens ? lens[0] : strlen(argv[0]));
 	for (int attempt = 0;; attempt++) {
 		int late = attempt > 0 && sbx_mono_ms() >= deadline;
+		if (r->c && r->mode == SBX_REDIS_SENTINEL && !sbx_redis__ctx_usable(r->c)) {
+			redisFree(r->c);
+			r->c = NULL;
+		}
 		if (!r->c) {
 			if (r->mode != SBX_REDIS_SENTINEL)
 				return not_connected(r, err);
 			if (sbx_sentinel_connect(r, err) < 0) {
-				if (late)
+				if (late || r->addr->refused)
 					return -1;
 				sbx_redis__backoff(attempt);
 				continue;
@@ -450,7 +482,8 @@ static int one_exec(struct sbx_redis *r, int argc, const char **argv, const size
 
 /* Route one command by mode, after the one-slot check. */
 static int exec_cmd(struct sbx_redis *r, int argc, const char **argv, const size_t *lens,
-		    int wait_n, redisReply **rep, redisReply **wrep, struct sbx_err *err)
+		    int wait_n, int resend, redisReply **rep, redisReply **wrep,
+		    struct sbx_err *err)
 {
 	*rep = NULL;
 	if (wrep)
@@ -458,8 +491,8 @@ static int exec_cmd(struct sbx_redis *r, int argc, const char **argv, const size
 	if (sbx_redis_command_slot(argc, argv, lens, err) == -2)
 		return -1;
 	if (r->mode == SBX_REDIS_CLUSTER)
-		return sbx_cluster_exec(r, argc, argv, lens, wait_n, rep, wrep, err);
-	return one_exec(r, argc, argv, lens, wait_n, rep, wrep, err);
+		return sbx_cluster_exec(r, argc, argv, lens, wait_n, resend, rep, wrep, err);
+	return one_exec(r, argc, argv, lens, wait_n, resend, rep, wrep, err);
 }
 
 /* The command's name for messages (argv[0] may not be NUL-terminated). */
@@ -474,7 +507,7 @@ int sbx_redis_cmd(struct sbx_redis *r, redisReply **reply, struct sbx_err *err,
 {
 	*reply = NULL;
 	redisReply *rep;
-	if (exec_cmd(r, argc, argv, lens, 0, &rep, NULL, err) < 0)
+	if (exec_cmd(r, argc, argv, lens, 0, 0, &rep, NULL, err) < 0)
 		return -1;
 	if (rep->type == REDIS_REPLY_ERROR) {
 		char cmd[32];
@@ -538,6 +571,10 @@ int sbx_redis_append(struct sbx_redis *r, int argc, const char **argv, const siz
 		return -1;
 	if (r->mode == SBX_REDIS_CLUSTER)
 		return sbx_cluster_append(r, argc, argv, lens, err);
+	if (r->c && r->mode == SBX_REDIS_SENTINEL && !r->unflushed && !sbx_redis__ctx_usable(r->c)) {
+		redisFree(r->c);         /* the master closed it: look it up again */
+		r->c = NULL;
+	}
 	if (!r->c) {
 		/* A Sentinel master is looked up again, but only between
 		 * pipelines: replies already owed were lost with the context. */
@@ -606,7 +643,8 @@ static int check_wait(struct sbx_redis *r, redisReply *rep, redisReply *wrep, st
  * script for next time.  An error raised by the script is an `internal`
  * error carrying Redis's text (e.g. WRONGTYPE), so callers can tell a
  * script failure from a broken connection by kind.  A durable script is
- * followed by WAIT in the same round trip (check_wait). */
+ * followed by WAIT in the same round trip (check_wait).  A `resend`
+ * script is sent again when its connection broke after it was sent. */
 int sbx_redis_eval(struct sbx_redis *r, struct sbx_script *s, redisReply **reply,
 		   int nkeys, const char **keys, int nargs, const char **args,
 		   struct sbx_err *err)
@@ -626,7 +664,7 @@ int sbx_redis_eval(struct sbx_redis *r, struct sbx_script *s, redisReply **reply
 		argv[3 + nkeys + i] = args[i];
 	int wait_n = s->durable ? r->wait_replicas : 0;
 	redisReply *rep, *wrep;
-	if (exec_cmd(r, argc, argv, NULL, wait_n, &rep, &wrep, err) < 0)
+	if (exec_cmd(r, argc, argv, NULL, wait_n, s->resend, &rep, &wrep, err) < 0)
 		return -1;
 	if (rep->type == REDIS_REPLY_ERROR && rep->str && sbx_str_starts(rep->str, "NOSCRIPT")) {
 		freeReplyObject(rep);
@@ -634,7 +672,7 @@ int sbx_redis_eval(struct sbx_redis *r, struct sbx_script *s, redisReply **reply
 			freeReplyObject(wrep);
 		argv[0] = "EVAL";
 		argv[1] = s->src;
-		if (exec_cmd(r, argc, argv, NULL, wait_n, &rep, &wrep, err) < 0)
+		if (exec_cmd(r, argc, argv, NULL, wait_n, s->resend, &rep, &wrep, err) < 0)
 			return -1;
 	}
 	if (check_wait(r, rep, wrep, err) < 0)
@@ -651,10 +689,9 @@ int sbx_redis_eval(struct sbx_redis *r, struct sbx_script *s, redisReply **reply
 int sbx_redis_scan(struct sbx_redis *r, const char *pattern, int count, sbx_redis_key_fn fn,
 		   void *ctx, struct sbx_err *err)
 {
-	/* On a cluster, every master: while a slot migrates its keys sit on
-	 * two nodes, and the slot's master alone would miss the moved ones.
-	 * SCAN walks a server's whole keyspace whatever MATCH says, so this
-	 * costs the cluster what one server would. */
+	/* On a cluster, the nodes of the pattern's slot (its master, and the
+	 * importing node while the slot migrates: its keys then sit on two
+	 * nodes), or every master for a pattern without a fixed hash tag. */
 	if (r->mode == SBX_REDIS_CLUSTER)
 		return sbx_cluster_scan_all(r, pattern, fn, ctx, err);
 	char cnt[16];

@@ -63,8 +63,10 @@ struct sbx_redis {
  *     refused unexecuted (TRYAGAIN, CLUSTERDOWN, LOADING, MASTERDOWN,
  *     READONLY) is retried, with the map (or the sentinels) asked again,
  *     for up to $SBX_REDIS_FAILOVER_WAIT (default 5 s).  A command whose
- *     connection broke after it was sent is retried only if it is read-only:
- *     a write may have run, so it fails `unavailable` (retryable) instead.
+ *     connection broke after it was sent is retried only if it is read-only
+ *     or a script marked `resend`: a write may have run, so it fails
+ *     `unavailable` (retryable) instead.  A cached connection the server
+ *     closed (it died) is opened again before a command is sent on it.
  *   - Durable scripts (struct sbx_script.durable: the lock's fence, binding
  *     writes) are followed by WAIT on the same connection, in the same
  *     round trip; fewer than wait_replicas acknowledgements within wait_ms
@@ -114,20 +116,29 @@ struct sbx_script {
 	const char *src;
 	char sha[41];            /* computed on first use */
 	int durable;             /* acknowledged by wait_replicas replicas before it counts */
+	/* Safe to run twice (a token-checked release or renewal: the second
+	 * run finds the key gone, or holding another token, and changes
+	 * nothing), so it is resent, to the new master after a failover, when
+	 * its connection broke after it was sent.  Other writes are not. */
+	int resend;
 };
 int sbx_redis_eval(struct sbx_redis *r, struct sbx_script *s, redisReply **reply,
 		   int nkeys, const char **keys, int nargs, const char **args,
 		   struct sbx_err *err);
 
 /* SCAN MATCH `pattern` (COUNT count) to the end of the cursor, fn(key) for
- * each key (SCAN may return one twice).  On a cluster it scans every
- * master: during a slot migration a tenant's keys sit on two nodes. */
+ * each key (SCAN may return one twice).  On a cluster a pattern with a
+ * fixed hash tag (a tenant's) scans that slot's master only, and the node
+ * importing the slot while it migrates (its keys then sit on two nodes);
+ * any other pattern scans every master.  A node that cannot be reached is
+ * waited for within $SBX_REDIS_FAILOVER_WAIT, the scan then starts again. */
 int sbx_redis_scan(struct sbx_redis *r, const char *pattern, int count, sbx_redis_key_fn fn,
 		   void *ctx, struct sbx_err *err);
-/* SCAN MATCH `pattern` on every master (one server: that server), every
- * cursor to its end; fn(key) for each key (a key may come twice while a
- * slot migrates).  Stops at the first fn failure.  (sbx_redis_scan is the
- * same on a cluster; this one keeps COUNT 1000.) */
+/* SCAN MATCH `pattern` on every master that can hold its keys (one server:
+ * that server), every cursor to its end; fn(key) for each key (a key may
+ * come twice while a slot migrates or after a retry).  Stops at the first
+ * fn failure.  (sbx_redis_scan is the same on a cluster; this one keeps
+ * COUNT 1000.) */
 int sbx_redis_scan_all(struct sbx_redis *r, const char *pattern, sbx_redis_key_fn fn,
 		       void *ctx, struct sbx_err *err);
 /* The number of masters (1 for one server or Sentinel). */

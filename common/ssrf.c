@@ -11,6 +11,8 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdint.h>
@@ -143,6 +145,52 @@ int sbx_ssrf_check_addr(const struct sockaddr *sa, int allow_private, struct sbx
 				"unsafe URL: address %s is not allowed without allow_private (%s)", ip, why);
 	return sbx_fail(err, SBX_INVALID_REQUEST, "ssrf",
 			"unsafe URL: address %s is never allowed (%s)", ip, why);
+}
+
+int sbx_cidr_parse(const char *s, int *af, unsigned char addr[16], int *len)
+{
+	const char *slash = strchr(s, '/');
+	if (!slash || slash == s || slash - s >= INET6_ADDRSTRLEN || !slash[1])
+		return -1;
+	char a[INET6_ADDRSTRLEN];
+	memcpy(a, s, (size_t)(slash - s));
+	a[slash - s] = '\0';
+	memset(addr, 0, 16);
+	*af = strchr(a, ':') ? AF_INET6 : AF_INET;
+	int width = *af == AF_INET ? 32 : 128;
+	if (inet_pton(*af, a, addr) != 1)
+		return -1;
+	char *end;
+	errno = 0;
+	long l = strtol(slash + 1, &end, 10);
+	if (*end || errno || l < 0 || l > width || slash[1] < '0' || slash[1] > '9')
+		return -1;
+	for (int i = (int)l; i < width; i++)
+		if (addr[i / 8] & (0x80 >> (i % 8)))
+			return -1;
+	*len = (int)l;
+	return 0;
+}
+
+int sbx_cidr_contains(const char *cidr, const struct sockaddr *sa)
+{
+	static const uint8_t mapped[16] = {[10] = 0xff, [11] = 0xff};
+	unsigned char net[16], a[16] = {0};
+	int af, len, saf;
+	if (!sa || sbx_cidr_parse(cidr, &af, net, &len) < 0)
+		return 0;
+	if (sa->sa_family == AF_INET) {
+		memcpy(a, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		saf = AF_INET;
+	} else if (sa->sa_family == AF_INET6) {
+		const uint8_t *b = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+		int m = v6_in(b, mapped, 96);
+		memcpy(a, m ? b + 12 : b, m ? 4 : 16);
+		saf = m ? AF_INET : AF_INET6;
+	} else {
+		return 0;
+	}
+	return saf == af && v6_in(a, net, len);
 }
 
 static int ends_with_label(const char *host, const char *label)

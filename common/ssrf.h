@@ -51,6 +51,18 @@ enum sbx_ssrf_verdict sbx_ssrf_classify(const struct sockaddr *sa, const char **
  * invalid_request naming the address and the reason. */
 int sbx_ssrf_check_addr(const struct sockaddr *sa, int allow_private, struct sbx_err *err);
 
+/* Parse "ADDR/LEN" (IPv4 or IPv6, LEN within the family's width, no bit
+ * set past LEN: a typo such as "10.1.0.0/8" is refused rather than read as
+ * a wider or narrower range).  *af gets AF_INET or AF_INET6, addr the
+ * address (4 or 16 bytes), *len the prefix length.  0, or -1 when `s` is
+ * not such a CIDR. */
+int sbx_cidr_parse(const char *s, int *af, unsigned char addr[16], int *len);
+
+/* 1 when `sa` (AF_INET or AF_INET6; an IPv4-mapped IPv6 address counts as
+ * its IPv4 address) lies inside `cidr` (as sbx_cidr_parse reads it), else
+ * 0, also for a malformed CIDR. */
+int sbx_cidr_contains(const char *cidr, const struct sockaddr *sa);
+
 /* Check a URL before it is stored or used:
  *   - scheme http or https, non-empty host (userinfo is accepted and never
  *     echoed);

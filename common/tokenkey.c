@@ -10,9 +10,13 @@
 
 #include "util.h"
 
-static struct sbx_script renew_script = {.src = SBX_TOKENKEY_RENEW_LUA};
+/* Both are token-checked, so running one twice changes nothing more than
+ * running it once: resent to the new master when a failover broke the
+ * connection after sending (a release lost there would hold the key for
+ * its whole TTL). */
+static struct sbx_script renew_script = {.src = SBX_TOKENKEY_RENEW_LUA, .resend = 1};
 
-static struct sbx_script release_script = {.src = SBX_TOKENKEY_RELEASE_LUA};
+static struct sbx_script release_script = {.src = SBX_TOKENKEY_RELEASE_LUA, .resend = 1};
 
 int sbx_tokenkey_init(struct sbx_tokenkey *k, struct sbx_redis *r, char *key, int64_t ttl_ms,
 		      const char *what, struct sbx_err *err)

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # tests/lib/cluster.sh - start and stop a real Redis Cluster (3 masters, 3
-# replicas) or a Sentinel set (1 master, 2 replicas, 3 sentinels) on
-# loopback ports, for tests/scale/ and the benchmarks.  Timeouts are short
-# (cluster-node-timeout and down-after-milliseconds 1000) so that a
-# failover takes seconds, not half a minute.
+# replicas; 3 masters and 6 replicas with SBX_CLUSTER_REPLICAS=2) or a
+# Sentinel set (1 master, 2 replicas, 3 sentinels) on loopback ports, for
+# tests/scale/ and the benchmarks.  Timeouts are short (cluster-node-timeout
+# and down-after-milliseconds 1000) so that a failover takes seconds, not
+# half a minute.  With two replicas a master killed leaves its successor a
+# replica, so durable writes (WAIT 1) are acknowledged again at once.
 #
-#   cluster.sh start DIR      -> DIR/url holds redis+cluster://..., DIR/ports the 6 ports
+#   cluster.sh start DIR      -> DIR/url holds redis+cluster://..., DIR/ports the 6 (9) ports
 #   cluster.sh sentinel DIR   -> DIR/url holds redis+sentinel://.../sbxm
 #   cluster.sh stop DIR       stops every server it started in DIR (by pidfile)
 #   cluster.sh master-of DIR KEY   -> the port of the master serving KEY
+#   cluster.sh other-master DIR PORT -> the port of a live master other than PORT
 #   cluster.sh wait-ok DIR    waits until every live node says cluster_state:ok
 #
 # Sourcing it gives the same as functions (scale_cluster_start ...).
@@ -23,7 +26,7 @@ _scale_free_base() {
 	while :; do
 		base=$((20000 + (RANDOM % 54) * 50))
 		local p busy=0
-		for p in $(seq "$base" $((base + 19))) $(seq $((base + 10000)) $((base + 10005))); do
+		for p in $(seq "$base" $((base + 19))) $(seq $((base + 10000)) $((base + 10008))); do
 			if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then busy=1; break; fi
 		done
 		[ "$busy" = 0 ] && { echo "$base"; return 0; }
@@ -77,18 +80,19 @@ scale_cluster_wait_ok() { # DIR
 	return 1
 }
 
-scale_cluster_start() { # DIR
-	local dir=$1 base p
+scale_cluster_start() { # DIR   ($SBX_CLUSTER_REPLICAS: 1 or 2 per master)
+	local dir=$1 base p reps=${SBX_CLUSTER_REPLICAS:-1}
+	case $reps in 1 | 2) ;; *) echo "# cluster.sh: SBX_CLUSTER_REPLICAS is 1 or 2" >&2; return 1 ;; esac
 	mkdir -p "$dir"
 	base=$(_scale_free_base) || return 1
 	: >"$dir/ports"
-	for p in $(seq "$base" $((base + 5))); do
+	for p in $(seq "$base" $((base + 3 * (reps + 1) - 1))); do
 		_scale_server "$dir" "$p" --cluster-enabled yes --cluster-config-file nodes.conf \
 			--cluster-node-timeout 1000 || return 1
 		echo "$p" >>"$dir/ports"
 	done
 	# shellcheck disable=SC2046
-	redis-cli --cluster create $(sed 's/^/127.0.0.1:/' "$dir/ports") --cluster-replicas 1 \
+	redis-cli --cluster create $(sed 's/^/127.0.0.1:/' "$dir/ports") --cluster-replicas "$reps" \
 		--cluster-yes >"$dir/create.log" 2>&1 || { sed 's/^/#   /' "$dir/create.log" >&2; return 1; }
 	scale_cluster_wait_ok "$dir" || {
 		echo "# cluster.sh: the cluster did not reach cluster_state:ok" >&2
@@ -267,7 +271,8 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	wait-ok) scale_cluster_wait_ok "$2" ;;
 	migrate) scale_migrate "$2" "$3" "${4:-all}" ;;
 	kill) scale_kill "$2" "$3" ;;
+	other-master) scale_other_master "$2" "$3" ;;
 	restart) scale_node_restart "$2" "$3" ;;
-	*) echo "usage: $0 start|sentinel|stop|master-of|wait-ok|migrate|kill|restart DIR [ARG...]" >&2; exit 64 ;;
+	*) echo "usage: $0 start|sentinel|stop|master-of|other-master|wait-ok|migrate|kill|restart DIR [ARG...]" >&2; exit 64 ;;
 	esac
 fi

@@ -1,17 +1,19 @@
 #!/usr/bin/env bats
-# sbx on a real Redis Cluster (3 masters, 3 replicas, node timeout 1 s;
+# sbx on a real Redis Cluster (3 masters, 2 replicas each, node timeout 1 s;
 # tests/lib/cluster.sh): every program, a slot migration in the middle of a
 # resolve storm (MOVED/ASK followed, one sandbox per session), a master
 # killed with -9 in the middle of a resolve storm and of a skill install
-# (the failover is waited for, nothing acknowledged is lost), and --all-tenants
-# work over tenants on every master.  Run by `make check-scale`.
+# (the failover is waited for, nothing acknowledged is lost), marking a
+# tenant stale while another master is down, a lock given back while its
+# master dies, and --all-tenants work over tenants on every master.  Run by
+# `make check-scale`.
 
 load ../lib/helpers
 load ../lib/session
 load ../lib/skills
 
 setup_file() {
-	export SBX_TEST_REDIS=cluster
+	export SBX_TEST_REDIS=cluster SBX_CLUSTER_REPLICAS=2
 	skills_setup_file sbx-scale-state
 	export SBX_REDIS_FAILOVER_WAIT=20s
 }
@@ -160,6 +162,17 @@ revive() {
 		sleep 0.1
 	done
 }
+# Wait (up to 20 s) until the killed node on PORT serves no slot: a
+# replica took its place.
+failed_over() { # PORT
+	local i n
+	for i in $(seq 1 200); do
+		n=$(redis-cli -p "$(C_live_port)" cluster nodes | awk -v a="127.0.0.1:$1@" 'index($2, a) == 1 { print NF }')
+		[ -n "$n" ] && [ "$n" -le 8 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
 C_live_port() {
 	local p
 	for p in $(cat "$REDIS_CLUSTER_DIR/ports"); do
@@ -216,4 +229,71 @@ C_live_port() {
 	run sbx-create --tenant $T --session user
 	assert_success
 	sbx-ctl kill <"$doc" >/dev/null
+}
+
+@test "stale marking with a master down: one that holds none of the tenant's keys stops neither stale --tenant nor an install's publish; the tenant's own is waited for" {
+	T=stl
+	local s mine other doc=$BATS_TEST_TMPDIR/inst
+	for s in 1 2 3; do sbx-create --tenant $T --session "s$s" >/dev/null; done
+	mine=$(C master-of "$REDIS_CLUSTER_DIR" "sbx:{$T}:bound")
+	other=$(C other-master "$REDIS_CLUSTER_DIR" "$mine")
+	C kill "$REDIS_CLUSTER_DIR" "$other"
+	# The failover of the other master takes seconds (node timeout 1 s);
+	# this runs at once, while its slots still name the dead node.
+	run sbx-lease stale --tenant $T
+	assert_success
+	[ "$(jqo .lease.marked)" = 3 ]
+	[ "$(jqo .lease.failed)" = 0 ]
+	failed_over "$other"
+	revive "$other"
+
+	# An install whose publish step runs while an unrelated master is down.
+	T=stl2
+	for s in 1 2; do sbx-create --tenant $T --session "s$s" >/dev/null; done
+	sbx-create --tenant $T --skill-image \
+		| sbx-exec --root --check -- sh -c 'mkdir -p /opt/sbx/skills/u/bin && echo u >/opt/sbx/skills/u/bin/run' >"$doc"
+	mine=$(C master-of "$REDIS_CLUSTER_DIR" "sbx:{$T}:bound")
+	other=$(C other-master "$REDIS_CLUSTER_DIR" "$mine")
+	SBX_STOP=snap:after-pointer sbx-snap --tenant $T --skill u <"$doc" >"$doc.out" 2>"$doc.err" &
+	local pid=$!
+	wait_stopped "$pid"
+	C kill "$REDIS_CLUSTER_DIR" "$other"
+	kill -CONT "$pid"
+	wait "$pid"
+	failed_over "$other"
+	[ "$(jq -r '.snapshot.stale | "\(.marked) \(.failed)"' "$doc.out")" = "2 0" ]
+	[ "$(jq -r '.snapshot.warning // "none"' "$doc.out")" = none ]
+	[ "$(sbx-snap ls --tenant $T | jq -r 'select(.skill.skill == "u") | .skill | "\(.state) \(.published)"')" = "ready true" ]
+	revive "$other"
+	sbx-ctl kill <"$doc" >/dev/null
+
+	# The tenant's own master killed: the scan waits for the failover
+	# (SBX_REDIS_FAILOVER_WAIT) instead of failing at the refused node.
+	T=stl3
+	for s in 1 2; do sbx-create --tenant $T --session "s$s" >/dev/null; done
+	mine=$(C master-of "$REDIS_CLUSTER_DIR" "sbx:{$T}:bound")
+	C kill "$REDIS_CLUSTER_DIR" "$mine"
+	run sbx-lease stale --tenant $T
+	assert_success
+	[ "$(jqo .lease.marked)" = 2 ]
+	failed_over "$mine"
+	revive "$mine"
+}
+
+@test "a lock given back while its master dies is released on the new master, not left for its TTL" {
+	T=lkf
+	local p
+	sbx-create --tenant $T --session s >/dev/null
+	p=$(C master-of "$REDIS_CLUSTER_DIR" "sbx:{$T}:bound")
+	# The held command kills the lock's master; the release that follows
+	# meets the connection the dead master closed.
+	run sbx-lease lock --tenant $T --session s -- "$SBX_TOP/tests/lib/cluster.sh" kill "$REDIS_CLUSTER_DIR" "$p"
+	assert_success
+	[[ $output != *error* ]]
+	failed_over "$p"
+	revive "$p"
+	[ "$(rcli exists "$(skey $T s lock)")" = 0 ]
+	# The next resolve of the session takes the lock at once: it was given back.
+	run env SBX_LOCK_WAIT=1s sbx-create --tenant $T --session s
+	assert_success
 }

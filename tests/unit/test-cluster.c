@@ -1,7 +1,10 @@
 /* Redis Cluster client: CRC16 slots against the reference vector and the
  * server's own CLUSTER KEYSLOT, the one-slot check (every sbx key family of
  * a tenant in one slot; a multi-key command across slots refused before it
- * is sent), and, against a real 6-node cluster started by
+ * is sent), which nodes get the password (fake nodes, tests/lib/
+ * fake-redis-node.py: a redirect, CLUSTER SLOTS or a sentinel naming a node
+ * the configuration does not allow is refused and the node never sees a
+ * connection; the profile's redis_nodes lets one in), and, against a real 6-node cluster started by
  * tests/lib/cluster.sh (only with SBX_SCALE=1: `make check-scale`): routing,
  * pipelines split per node in one round trip, MOVED after a slot migration,
  * ASK during one, SCAN on every master, WAIT-acknowledged scripts, and a
@@ -13,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "keys.h"
 #include "redis.h"
 #include "tap.h"
@@ -104,6 +108,173 @@ static void offline_tests(void)
 		free(k[i]);
 }
 
+/* ---- fake nodes: who gets credentials ---------------------------------- */
+
+static char fdir[] = "/tmp/sbx-test-fake.XXXXXX";
+
+/* Start a fake node NAME (role, listening on host) in fdir/NAME; its port,
+ * or 0 when it did not come up. */
+static int fake_start(const char *name, const char *role, const char *host, const char *target)
+{
+	sh("mkdir -p %s/%s && python3 %s/tests/lib/fake-redis-node.py %s %s %s/%s %s "
+	   "</dev/null >/dev/null 2>&1 &", fdir, name, top, role, host, fdir, name, target);
+	for (int i = 0; i < 400; i++) {
+		SBX_AUTOFREE char *p = sh_out("cat %s/%s/port 2>/dev/null", fdir, name);
+		if (atoi(p) > 0)
+			return atoi(p);
+		usleep(25000);
+	}
+	return 0;
+}
+
+/* How many lines of fake node NAME's log are `what` (CONNECT, AUTH, GET). */
+static int fake_saw(const char *name, const char *what)
+{
+	SBX_AUTOFREE char *n = sh_out("grep -cx '%s' %s/%s/log 2>/dev/null || true", what, fdir,
+				      name);
+	return atoi(n);
+}
+
+/* A profile for sbx_redis_open: the URL and its redis_nodes (or none). */
+static int open_with(const char *url, const char *nodes_cidr, struct sbx_redis **r,
+		     struct sbx_err *err)
+{
+	char *nodes[] = {(char *)nodes_cidr, NULL};
+	struct sbx_profile p = {.redis_url = (char *)url, .prefix = "sbx",
+				.redis_nodes = nodes_cidr ? nodes : NULL};
+	return sbx_redis_open(&p, r, err);
+}
+
+static void credential_tests(void)
+{
+	struct sbx_err err = {0};
+	struct sbx_redis *r = NULL;
+	redisReply *rep = NULL;
+	char url[256], tgt[64];
+	if (!mkdtemp(fdir))
+		return;
+	setenv("SBX_REDIS_FAILOVER_WAIT", "1s", 1);
+
+	/* An ASK to a node elsewhere (127.0.0.2: loopback, but not the
+	 * seed's address, and no redis_nodes). */
+	int x = fake_start("x", "sink", "127.0.0.2", "");
+	snprintf(tgt, sizeof(tgt), "127.0.0.2:%d", x);
+	int s = fake_start("s", "seed-ask", "127.0.0.1", tgt);
+	ok(x && s, "fake nodes: a seed at 127.0.0.1:%d, a node at %s", s, tgt);
+	snprintf(url, sizeof(url), "redis+cluster://:hunter2@127.0.0.1:%d", s);
+	ok(open_with(url, NULL, &r, &err) == 0, "open the fake cluster (%s)", err.msg);
+	long long rt = r ? r->round_trips : 0;
+	ok(r && sbx_redis_cmdf(r, &rep, &err, "GET %s", "{a}k") < 0 && err.kind == SBX_UNAVAILABLE &&
+	   strstr(err.msg, "a MOVED/ASK redirect names node 127.0.0.2:") &&
+	   strstr(err.msg, "no credentials sent"), "an ASK to a node not allowed: unavailable (%s)",
+	   err.msg);
+	ok(r && r->round_trips - rt == 1, "... at once, not after the failover budget (%lld round "
+	   "trips)", r ? r->round_trips - rt : -1);
+	is_int(fake_saw("x", "CONNECT"), 0, "... and the node never saw a connection");
+	is_int(fake_saw("s", "AUTH"), 1, "the seed itself got the password");
+	sbx_redis_close(r);
+	r = NULL;
+
+	/* The same with the profile's redis_nodes naming it: let in. */
+	sbx_err_clear(&err);
+	ok(open_with(url, "127.0.0.2/32", &r, &err) == 0 && sbx_redis_cmdf(r, &rep, &err, "GET %s",
+	   "{a}k") == 0, "redis_nodes [127.0.0.2/32]: the ASK is followed (%s)", err.msg);
+	if (rep)
+		freeReplyObject(rep);
+	rep = NULL;
+	ok(fake_saw("x", "AUTH") == 1 && fake_saw("x", "GET") == 1,
+	   "... and the node got the password, then the command");
+	sbx_redis_close(r);
+	r = NULL;
+
+	/* A MOVED (the map then agrees: CLUSTER SLOTS names the new node). */
+	int y = fake_start("y", "sink", "127.0.0.2", "");
+	snprintf(tgt, sizeof(tgt), "127.0.0.2:%d", y);
+	int m = fake_start("m", "seed", "127.0.0.1", tgt);
+	snprintf(url, sizeof(url), "redis+cluster://:hunter2@127.0.0.1:%d", m);
+	ok(open_with(url, NULL, &r, &err) == 0 && sbx_redis_cmdf(r, &rep, &err, "SET %s v", "{b}k") < 0 &&
+	   err.kind == SBX_UNAVAILABLE && strstr(err.msg, "MOVED/ASK redirect names node 127.0.0.2:"),
+	   "a MOVED to a node not allowed: unavailable (%s)", err.msg);
+	is_int(fake_saw("y", "CONNECT"), 0, "... and the node never saw a connection");
+	sbx_redis_close(r);
+	r = NULL;
+
+	/* CLUSTER SLOTS naming a node elsewhere. */
+	int z = fake_start("z", "sink", "127.0.0.2", "");
+	snprintf(tgt, sizeof(tgt), "slots=127.0.0.2:%d", z);
+	int c = fake_start("c", "seed", "127.0.0.1", tgt);
+	snprintf(url, sizeof(url), "redis+cluster://:hunter2@127.0.0.1:%d", c);
+	ok(open_with(url, NULL, &r, &err) == 0 && sbx_redis_cmdf(r, &rep, &err, "GET %s", "{c}k") < 0 &&
+	   strstr(err.msg, "CLUSTER SLOTS names node 127.0.0.2:"), "CLUSTER SLOTS naming a node not "
+	   "allowed: refused (%s)", err.msg);
+	is_int(fake_saw("z", "CONNECT"), 0, "... and the node never saw a connection");
+	sbx_redis_close(r);
+	r = NULL;
+
+	/* Never a link-local (metadata) address, whatever redis_nodes says;
+	 * never a host name the URL does not name.  Nothing listens there:
+	 * the refusal comes before any connection. */
+	int k = fake_start("k", "seed-ask", "127.0.0.1", "169.254.169.254:6379");
+	snprintf(url, sizeof(url), "redis+cluster://:hunter2@127.0.0.1:%d", k);
+	ok(open_with(url, "0.0.0.0/0", &r, &err) == 0 && sbx_redis_cmdf(r, &rep, &err, "GET %s",
+	   "{d}k") < 0 && strstr(err.msg, "169.254.169.254:6379, an address that is never allowed "
+	   "(link-local"), "an ASK to 169.254.169.254 with redis_nodes [0.0.0.0/0]: refused (%s)",
+	   err.msg);
+	sbx_redis_close(r);
+	r = NULL;
+	int h = fake_start("h", "seed-ask", "127.0.0.1", "redis.evil.example:6379");
+	snprintf(url, sizeof(url), "redis+cluster://:hunter2@127.0.0.1:%d", h);
+	ok(open_with(url, "0.0.0.0/0", &r, &err) == 0 && sbx_redis_cmdf(r, &rep, &err, "GET %s",
+	   "{e}k") < 0 && strstr(err.msg, "a host name the URL does not name"),
+	   "an ASK to a host name: refused (%s)", err.msg);
+	sbx_redis_close(r);
+	r = NULL;
+
+	/* A sentinel naming a master elsewhere. */
+	int w = fake_start("w", "sink", "127.0.0.2", "");
+	snprintf(tgt, sizeof(tgt), "127.0.0.2:%d", w);
+	int sn = fake_start("sn", "sentinel", "127.0.0.1", tgt);
+	snprintf(url, sizeof(url), "redis+sentinel://:hunter2@127.0.0.1:%d/m", sn);
+	ok(open_with(url, NULL, &r, &err) < 0 && err.kind == SBX_UNAVAILABLE &&
+	   strstr(err.msg, "a sentinel names node 127.0.0.2:"), "a sentinel naming a master not "
+	   "allowed: unavailable (%s)", err.msg);
+	is_int(fake_saw("w", "CONNECT"), 0, "... and that master never saw a connection");
+	is_int(fake_saw("sn", "AUTH"), 0, "... nor the sentinel the password");
+	sbx_err_clear(&err);
+	ok(open_with(url, "127.0.0.0/8", &r, &err) == 0, "redis_nodes [127.0.0.0/8]: the master is "
+	   "used (%s)", err.msg);
+	is_int(fake_saw("w", "AUTH"), 1, "... and gets the password");
+	sbx_redis_close(r);
+
+	/* A script whose connection broke after it was sent: resent only
+	 * when it says it is safe to run twice (a token-checked release). */
+	struct sbx_script keep = {.src = "return 1"}, again = {.src = "return 1", .resend = 1};
+	const char *keys[] = {"{f}lock"};
+	int d1 = fake_start("d1", "drop-once", "127.0.0.1", "");
+	snprintf(url, sizeof(url), "redis+cluster://127.0.0.1:%d", d1);
+	sbx_err_clear(&err);
+	ok(open_with(url, NULL, &r, &err) == 0 && sbx_redis_eval(r, &again, &rep, 1, keys, 0, NULL,
+	   &err) == 0 && rep->integer == 1, "a resend script broken after the send: sent again, "
+	   "answered (%s)", err.msg);
+	if (rep)
+		freeReplyObject(rep);
+	rep = NULL;
+	is_int(fake_saw("d1", "EVALSHA"), 2, "... the node saw it twice");
+	sbx_redis_close(r);
+	r = NULL;
+	int d2 = fake_start("d2", "drop-once", "127.0.0.1", "");
+	snprintf(url, sizeof(url), "redis+cluster://127.0.0.1:%d", d2);
+	ok(open_with(url, NULL, &r, &err) == 0 && sbx_redis_eval(r, &keep, &rep, 1, keys, 0, NULL,
+	   &err) < 0 && err.kind == SBX_UNAVAILABLE, "any other script: not resent, unavailable (%s)",
+	   err.msg);
+	is_int(fake_saw("d2", "EVALSHA"), 1, "... the node saw it once");
+	sbx_redis_close(r);
+	r = NULL;
+
+	unsetenv("SBX_REDIS_FAILOVER_WAIT");
+	sh("for f in %s/*/pid; do kill $(cat $f) 2>/dev/null; done; rm -rf %s", fdir, fdir);
+}
+
 static struct sbx_redis *open_cluster(const char *url)
 {
 	struct sbx_redis *r = NULL;
@@ -191,6 +362,11 @@ static void migration_tests(struct sbx_redis *r)
 	ok(sbx_redis_cmdf(r, &rep, &err, "GET %s", key) == 0 && rep->str &&
 	   strcmp(rep->str, "before") == 0, "an old key is still read at the source");
 	freeReplyObject(rep);
+	long found = 0;
+	int src = sbx_redis_scan(r, "sbx:{mig}:*", 100, count_key, &found, &err);
+	ok(src == 0 && found == 2,
+	   "a scan of the migrating slot finds the old key at the source and the new one at the "
+	   "target (%ld)", found);
 	sh("%s/tests/lib/cluster.sh migrate %s/c %u keys", top, dir, slot);
 	sh("%s/tests/lib/cluster.sh migrate %s/c %u end", top, dir, slot);
 	red = r->redirects;
@@ -288,6 +464,12 @@ int main(void)
 	offline_tests();
 	const char *b = getenv("SBX_TOP");
 	snprintf(top, sizeof(top), "%s", b ? b : ".");
+	char fake[1100];
+	snprintf(fake, sizeof(fake), "%s/tests/lib/fake-redis-node.py", top);
+	if (system("command -v python3 >/dev/null") == 0 && access(fake, R_OK) == 0)
+		credential_tests();
+	else
+		printf("# credential tests: no python3 or no %s for the fake nodes\n", fake);
 	if (!getenv("SBX_SCALE") || strcmp(getenv("SBX_SCALE"), "1") != 0 ||
 	    system("command -v redis-server >/dev/null") != 0) {
 		printf("# cluster tests: only with SBX_SCALE=1 (make check-scale)\n");

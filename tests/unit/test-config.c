@@ -52,7 +52,10 @@ int main(void)
 		 "\"eg_long\": {\"egress_allow\": [\"10.1.0.0/33\"]},"
 		 "\"eg_inject\": {\"egress_allow\": [\"10.0.0.0/8 accept; flush ruleset\"]},"
 		 "\"eg_notarray\": {\"egress_allow\": \"10.0.0.0/8\"},"
-		 "\"eg_notstr\": {\"egress_allow\": [8]}}}", keyfile);
+		 "\"eg_notstr\": {\"egress_allow\": [8]},"
+		 "\"nodes\": {\"redis_nodes\": [\"10.20.0.0/16\", \"FD00:0:0:1::/64\"]},"
+		 "\"nodes_bad\": {\"redis_nodes\": [\"10.20.0.1/16\"]},"
+		 "\"nodes_str\": {\"redis_nodes\": \"10.20.0.0/16\"}}}", keyfile);
 	write_config(text);
 
 	ok(sbx_config_load(NULL, &p, &err) == 0, "the file's default profile loads");
@@ -132,6 +135,22 @@ int main(void)
 	for (size_t i = 0; i < sizeof(bad_eg) / sizeof(bad_eg[0]); i++) {
 		ok(sbx_config_load(bad_eg[i], &p, &err) < 0 && strstr(err.msg, "egress_allow"),
 		   "egress_allow refused in profile %s: %s", bad_eg[i], err.msg);
+		is_int(sbx_err_exit_status(&err), 78, "... a configuration error");
+	}
+
+	ok(sbx_config_load("nodes", &p, &err) == 0, "redis_nodes loads (%s)", err.msg);
+	ok(p->redis_nodes && p->redis_nodes[0] && p->redis_nodes[1] && !p->redis_nodes[2],
+	   "... two entries");
+	is_str(p->redis_nodes[0], "10.20.0.0/16", "... IPv4 kept");
+	is_str(p->redis_nodes[1], "fd00:0:0:1::/64", "... IPv6 in canonical form");
+	ok(!p->egress_allow, "... and opens nothing in egress_allow");
+	sbx_profile_free(p);
+	ok(sbx_config_load("a", &p, &err) == 0 && !p->redis_nodes, "no redis_nodes: none");
+	sbx_profile_free(p);
+	const char *bad_nodes[] = {"nodes_bad", "nodes_str"};
+	for (size_t i = 0; i < sizeof(bad_nodes) / sizeof(bad_nodes[0]); i++) {
+		ok(sbx_config_load(bad_nodes[i], &p, &err) < 0 && strstr(err.msg, "redis_nodes"),
+		   "redis_nodes refused in profile %s: %s", bad_nodes[i], err.msg);
 		is_int(sbx_err_exit_status(&err), 78, "... a configuration error");
 	}
 

@@ -244,8 +244,36 @@ static void test_rebinding(void)
 	close(lfd);
 }
 
+/* CIDR parsing and membership (config.c's egress_allow and redis_nodes,
+ * redis-conn.c's node check). */
+static void test_cidr(void)
+{
+	struct sockaddr_in s4 = {.sin_family = AF_INET};
+	struct sockaddr_in6 s6 = {.sin6_family = AF_INET6};
+	unsigned char b[16];
+	int af, len;
+	ok(sbx_cidr_parse("10.20.0.0/16", &af, b, &len) == 0 && af == AF_INET && len == 16,
+	   "cidr: 10.20.0.0/16 parses");
+	ok(sbx_cidr_parse("10.20.0.1/16", &af, b, &len) < 0, "cidr: host bits set: refused");
+	ok(sbx_cidr_parse("10.20.0.0", &af, b, &len) < 0, "cidr: no length: refused");
+	ok(sbx_cidr_parse("fd00::/129", &af, b, &len) < 0, "cidr: /129: refused");
+	inet_pton(AF_INET, "10.20.3.4", &s4.sin_addr);
+	ok(sbx_cidr_contains("10.20.0.0/16", (struct sockaddr *)&s4), "cidr: 10.20.3.4 in 10.20.0.0/16");
+	ok(!sbx_cidr_contains("10.21.0.0/16", (struct sockaddr *)&s4), "cidr: ... not in 10.21.0.0/16");
+	ok(sbx_cidr_contains("0.0.0.0/0", (struct sockaddr *)&s4), "cidr: ... in 0.0.0.0/0");
+	ok(!sbx_cidr_contains("::/0", (struct sockaddr *)&s4), "cidr: ... not in ::/0 (other family)");
+	inet_pton(AF_INET6, "::ffff:10.20.3.4", &s6.sin6_addr);
+	ok(sbx_cidr_contains("10.20.0.0/16", (struct sockaddr *)&s6),
+	   "cidr: a mapped ::ffff:10.20.3.4 is its IPv4 address");
+	inet_pton(AF_INET6, "fd00:0:0:1::5", &s6.sin6_addr);
+	ok(sbx_cidr_contains("fd00:0:0:1::/64", (struct sockaddr *)&s6) &&
+	   !sbx_cidr_contains("fd00:0:0:2::/64", (struct sockaddr *)&s6), "cidr: IPv6 /64");
+	ok(!sbx_cidr_contains("garbage", (struct sockaddr *)&s6), "cidr: a malformed CIDR holds nothing");
+}
+
 int main(void)
 {
+	test_cidr();
 	test_tables();
 	test_addr();
 	test_rebinding();
