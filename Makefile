@@ -7,7 +7,7 @@
 #   make check-vm        the limits, lifecycle and isolation suites inside a
 #                        stock Debian 12 guest (cgroup v2 only; qemu, cached
 #                        image in build/vm; docs/vm-notes.md)
-#   make check-scale     sbx on a real Redis Cluster (3+3 nodes) and Sentinel set,
+#   make check-scale     sbx on a real Redis Cluster (3+3 nodes; 3+6 for failover) and Sentinel set,
 #                        started on loopback by the tests (tests/scale/run)
 #   make bench           benchmarks, side by side with baselines, as ratios
 #   make demo            the main job: skill install -> snapshot -> sessions -> reap
