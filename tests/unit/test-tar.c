@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -745,6 +746,15 @@ static int deep_dir_archive(int depth)
 	return fd;
 }
 
+/* CPU time of this process (user and system), for the log only. */
+static int64_t cpu_ms(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (int64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+}
+
 static int fresh_root(const char *name, char *out, size_t n)
 {
 	snprintf(out, n, "%s/%s", T, name);
@@ -771,9 +781,9 @@ static void test_budget(void)
 	a = deep_dir_archive(depth);
 	rfd = fresh_root("budget-deep-all", root, sizeof(root));
 	o.max_bytes = 0;
-	int64_t t0 = sbx_mono_ms();
+	int64_t t0 = cpu_ms();
 	rc = sbx_tar_extract(a, rfd, &o, &err);
-	printf("# %d nested directories extracted in %lld ms\n", depth, (long long)(sbx_mono_ms() - t0));
+	printf("# %d nested directories extracted in %lld ms of CPU\n", depth, (long long)(cpu_ms() - t0));
 	ok(rc == 0, "%d nested directories without a budget (%s)", depth, rc ? err.msg : "ok");
 	is_int(count_dirs(root), depth, "every one of them made");
 	close(rfd);
