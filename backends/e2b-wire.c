@@ -278,6 +278,15 @@ void e2b_wire_dirent(json_object *e, struct sbx_dirent *d)
 
 /* ---- errors ------------------------------------------------------------ */
 
+/* A message that quotes a server: control characters become spaces, so
+ * no server puts a line of its own into sbx's stderr. */
+static void plain(char *msg)
+{
+	for (char *c = msg; *c; c++)
+		if ((unsigned char)*c < ' ' || *c == 127)
+			*c = ' ';
+}
+
 enum sbx_kind e2b_connect_kind(const char *code)
 {
 	static const struct { const char *code; enum sbx_kind kind; } map[] = {
@@ -313,6 +322,7 @@ int e2b_status_err(const char *op, const struct sbx_http_resp *r, struct sbx_err
 		sbx_fail(err, k, op, "HTTP %d: %s", r->status, r->body);
 	else
 		sbx_fail(err, k, op, "HTTP %d", r->status);
+	plain(err->msg);
 	sbx_trim(err->msg);
 	err->http_status = r->status;
 	json_object_put(j);
@@ -422,6 +432,7 @@ static void on_trailer(struct e2b_exec_stream *s, json_object *m)
 	s->end_error = 1;
 	sbx_fail(&s->end_err, e2b_connect_kind(code), "exec", "envd: %s%s%s", code ? code : "error",
 		 msg ? ": " : "", msg ? msg : "");
+	plain(s->end_err.msg);
 }
 
 int e2b_exec_stream_feed(struct e2b_exec_stream *s, const char *data, size_t len,
