@@ -55,12 +55,15 @@ static void rm_tree(const char *path)
 	nftw(path, rm_one, 64, FTW_PHYS | FTW_DEPTH);
 }
 
+static void rm_top(void) { rmdir(top); }
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (!*top) {
 		snprintf(top, sizeof(top), "/tmp/fuzz-tar-XXXXXX");
 		if (!mkdtemp(top))
 			abort();
+		atexit(rm_top);
 	}
 	int64_t max = 0;
 	if (size >= 2 && data[0] == 'M') {
