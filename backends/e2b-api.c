@@ -60,7 +60,7 @@ static int read_plane(struct e2b_conn *c, const struct sbx_profile *p, struct sb
 	const char *px = p->raw ? sbx_json_str(p->raw, "proxy") : NULL;
 	const char *mode = p->raw ? sbx_json_str(p->raw, "data_plane") : NULL;
 	if (d && *d) {
-		if (strpbrk(d, "/:@?# ") || d[0] == '.')
+		if (!e2b_dns_name(d))
 			return sbx_fail_config(err, "config", "profile '%s': domain must be a bare DNS name", p->name);
 		c->domain = sbx_xstrdup(d);
 	}
@@ -124,49 +124,6 @@ int e2b_conn_open(struct sbx_backend *b, int cube, struct sbx_err *err)
 	return 0;
 }
 
-/* ---- errors ------------------------------------------------------------ */
-
-enum sbx_kind e2b_connect_kind(const char *code)
-{
-	static const struct { const char *code; enum sbx_kind kind; } map[] = {
-		{"not_found", SBX_NOT_FOUND}, {"already_exists", SBX_CONFLICT},
-		{"invalid_argument", SBX_INVALID_REQUEST}, {"failed_precondition", SBX_INVALID_REQUEST},
-		{"unauthenticated", SBX_AUTHENTICATION}, {"permission_denied", SBX_AUTHENTICATION},
-		{"deadline_exceeded", SBX_TIMEOUT}, {"resource_exhausted", SBX_CAPACITY},
-		{"unavailable", SBX_UNAVAILABLE}, {"unimplemented", SBX_UNSUPPORTED},
-		{"aborted", SBX_CONFLICT}, {"canceled", SBX_UNAVAILABLE},
-	};
-	for (size_t i = 0; code && i < SBX_ARRAY_LEN(map); i++)
-		if (!strcmp(code, map[i].code))
-			return map[i].kind;
-	return SBX_INTERNAL;
-}
-
-int e2b_status_err(const char *op, const struct sbx_http_resp *r, struct sbx_err *err)
-{
-	json_object *j = r->body && r->len ? json_tokener_parse(r->body) : NULL;
-	const char *msg = j ? sbx_json_str(j, "message") : NULL;
-	json_object *code = NULL;
-	enum sbx_kind k = sbx_kind_from_http(op, r->status);
-	/* A Connect unary error: {"code": "not_found", "message": ...}. */
-	if (j && json_object_object_get_ex(j, "code", &code) && json_object_is_type(code, json_type_string))
-		k = e2b_connect_kind(json_object_get_string(code));
-	if (r->status == 401 || r->status == 403)
-		k = SBX_AUTHENTICATION;
-	if (r->status == 501)
-		k = SBX_UNSUPPORTED;                 /* the server has no such thing */
-	if (msg)
-		sbx_fail(err, k, op, "HTTP %d: %s", r->status, msg);
-	else if (r->body && r->len && r->len < 200 && sbx_utf8_valid(r->body, r->len))
-		sbx_fail(err, k, op, "HTTP %d: %s", r->status, r->body);
-	else
-		sbx_fail(err, k, op, "HTTP %d", r->status);
-	sbx_trim(err->msg);
-	err->http_status = r->status;
-	json_object_put(j);
-	return -1;
-}
-
 /* ---- control plane ----------------------------------------------------- */
 
 /* Seconds the server asks us to wait; -1 when it does not say. */
@@ -225,6 +182,12 @@ int e2b_api(struct sbx_backend *b, const char *op, const char *method, const cha
 	if (next && *next && !**next) {
 		free(*next);
 		*next = NULL;
+	}
+	if (next && *next && e2b_reply_token(*next, E2B_TOKEN_MAX, "X-Next-Token", op, err) < 0) {
+		free(*next);
+		*next = NULL;
+		sbx_http_resp_clear(&resp);
+		return -1;
 	}
 	if (out && resp.body && resp.len) {
 		*out = json_tokener_parse(resp.body);
@@ -296,15 +259,41 @@ static int open_plane(struct e2b_conn *c, const char *id, const char *domain, st
 	return sbx_http_open(&o, h, err);
 }
 
+/* The domain the data plane of a sandbox may use: the server's when the
+ * profile allows it, else the profile's (NULL: header or path mode). */
+static int plane_domain(const struct e2b_conn *c, const char *id, const char *server,
+			const char **out, struct sbx_err *err)
+{
+	*out = c->domain;
+	if (!server || !*server || c->path_mode)
+		return 0;
+	if (!e2b_dns_name(server))
+		return sbx_fail(err, SBX_INTERNAL, "envd", "sandbox %s: its domain is not a DNS name (refused)", id);
+	if (!c->domain)
+		return sbx_fail(err, SBX_INTERNAL, "envd", "the server puts sandbox %s under domain %s, and this "
+				"profile names no domain: refused, the access token stays with the endpoint "
+				"(set the profile's domain to accept it)", id, server);
+	if (!e2b_domain_within(server, c->domain))
+		return sbx_fail(err, SBX_INTERNAL, "envd", "the server puts sandbox %s under domain %s, "
+				"outside the profile's domain %s: refused, no token is sent there", id, server,
+				c->domain);
+	*out = server;
+	return 0;
+}
+
 int e2b_envd_bind(struct sbx_backend *b, const struct sbx_sandbox *sb, const char *token,
 		  struct sbx_err *err)
 {
 	struct e2b_conn *c = e2b_conn(b);
-	const char *dom = sb->extra ? sbx_json_str(sb->extra, "domain") : NULL;
+	const char *dom = NULL;
 	const char *traffic = sb->extra ? sbx_json_str(sb->extra, "traffic_token") : NULL;
-	if (!dom || !*dom)
-		dom = c->domain;
-	if (!c->envd || !c->envd_id || strcmp(c->envd_id, sb->id) != 0) {
+	if (e2b_check_id(sb->id, "sandbox id", "envd", err) < 0 ||
+	    plane_domain(c, sb->id, sb->extra ? sbx_json_str(sb->extra, "domain") : NULL, &dom, err) < 0 ||
+	    (token && *token && e2b_reply_token(token, E2B_TOKEN_MAX, "envdAccessToken", "envd", err) < 0) ||
+	    (traffic && *traffic && e2b_reply_token(traffic, E2B_TOKEN_MAX, "traffic token", "envd", err) < 0))
+		return -1;
+	if (!c->envd || !c->envd_id || strcmp(c->envd_id, sb->id) != 0 ||
+	    (dom ? !c->envd_domain || strcmp(dom, c->envd_domain) : c->envd_domain != NULL)) {
 		sbx_http_close(c->envd);
 		c->envd = NULL;
 		free(c->envd_id);

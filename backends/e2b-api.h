@@ -24,7 +24,9 @@
  *                           E2b-Sandbox-Id/E2b-Sandbox-Port (E2B's
  *                           E2B_SANDBOX_URL form; what sbx-serve answers)
  *   domain D                host mode: https://49983-<id>.D (a sandbox's
- *                           own `domain` from the API wins)
+ *                           own `domain` from the API wins when it is D
+ *                           or below D; any other is refused, and so is
+ *                           any domain when the profile names none)
  *   domain D + proxy URL    host mode through a proxy node: the URL keeps
  *                           49983-<id>.D (Host, TLS name) while TCP goes to
  *                           the proxy's address (CURLOPT_CONNECT_TO), with
@@ -38,6 +40,7 @@
 #include <json-c/json.h>
 
 #include "backend.h"
+#include "e2b-wire.h"
 #include "http.h"
 
 #define E2B_ENVD_PORT 49983
@@ -83,7 +86,11 @@ int e2b_api(struct sbx_backend *b, const char *op, const char *method, const cha
 
 /* Point the data plane at sandbox `sb` (its id; extra.domain and
  * extra.traffic_token from the handle) with the access token `token`
- * (NULL: none).  Reuses the handle when it is the same sandbox. */
+ * (NULL: none).  Reuses the handle when it is the same sandbox.  Nothing
+ * is sent, and -1 returned, unless the id is an id, the tokens are tokens
+ * (e2b-wire.h) and, in host mode, the sandbox's domain is the profile's
+ * `domain` or below it: a server cannot send the data plane, and the
+ * tokens with it, to a host of its choosing (internal). */
 int e2b_envd_bind(struct sbx_backend *b, const struct sbx_sandbox *sb, const char *token,
 		  struct sbx_err *err);
 /* A data-plane request to the bound sandbox: the routing, token and
@@ -104,10 +111,6 @@ int e2b_rpc_on(struct sbx_backend *b, int side, const char *op, const char *meth
  * authentication, ...). */
 int e2b_rpc(struct sbx_backend *b, const char *op, const char *method, json_object *in,
 	    const char *user, json_object **out, struct sbx_err *err);
-/* A non-2xx data-plane or API reply as an error; returns -1. */
-int e2b_status_err(const char *op, const struct sbx_http_resp *r, struct sbx_err *err);
-/* A Connect error code ("not_found") as a kind. */
-enum sbx_kind e2b_connect_kind(const char *code);
 /* "Authorization: Basic base64(user:)" (malloc'd). */
 char *e2b_basic_hdr(const char *user);
 

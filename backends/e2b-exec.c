@@ -6,18 +6,21 @@
  *     as_root, as root (Basic "root:"), in /workspace unless a cwd is given;
  *     argv is sent as cmd + args, never through a shell;
  *   - the timeout is envd's Connect-Timeout-Ms: envd kills the process at
- *     expiry; the result says timed_out, exit code -1;
+ *     expiry; the result says timed_out, exit code -1.  The stream itself
+ *     is bounded too, at the timeout and a grace (E2B_EXEC_GRACE_MS): a
+ *     server that stalls ends the same way, timed_out, and the process
+ *     may then still run in the sandbox;
  *   - output beyond the cap (per stream, default 1 MiB) is counted and
  *     dropped, the result says truncated; in raw mode it is written through;
  *   - stdin (data or an fd) goes through SendInput on a second connection
- *     once the start event names the pid, then CloseStdin; without stdin
+ *     once the first start event names the pid (a repeated start is
+ *     ignored: one feeder, one thread per handle), then CloseStdin; without stdin
  *     the request says "stdin": false (no pipe: a reading command sees EOF);
  *   - a stream that ends without the end event (a dropped connection, a
  *     proxy reset) is `unavailable` and says so; the sandbox is not
  *     touched: the command may still be running there. */
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,50 +32,17 @@
 #include "util.h"
 
 #define DEFAULT_CAP ((size_t)1 << 20)
-#define FRAME_MAX ((size_t)16 << 20)
+/* How long after its timeout a stream may still end on its own. */
+#define E2B_EXEC_GRACE_MS 2000
 
 struct stream {
 	struct sbx_backend *b;
 	const struct sbx_exec_req *req;
-	struct sbx_exec_result *res;
-	char *buf;                /* unparsed bytes */
-	size_t len, cap;
-	size_t out_cap;
-	int started, ended, pid;
-	int frames;
+	int pid;
 	pthread_t feeder;         /* stdin, while the stream is read */
 	int feeding;
-	struct sbx_err end_err;   /* an error in the end-of-stream message */
-	int end_error;
+	struct e2b_exec_stream rd;
 };
-
-static int decode_b64(const char *s, unsigned char **out, size_t *n)
-{
-	size_t l = strlen(s);
-	*out = sbx_xmalloc(l / 4 * 3 + 4);
-	long k = sbx_base64_decode(*out, s, l);
-	if (k < 0) {
-		free(*out);
-		*out = NULL;
-		return -1;
-	}
-	*n = (size_t)k;
-	return 0;
-}
-
-static void keep(char **dst, size_t *dlen, int *trunc, size_t cap, const unsigned char *d, size_t n)
-{
-	size_t room = *dlen < cap ? cap - *dlen : 0;
-	size_t take = n < room ? n : room;
-	if (take < n)
-		*trunc = 1;
-	if (!take)
-		return;
-	*dst = sbx_xrealloc(*dst, *dlen + take + 1);
-	memcpy(*dst + *dlen, d, take);
-	*dlen += take;
-	(*dst)[*dlen] = '\0';
-}
 
 /* Send all of stdin (data, or the fd to its end) and close it, on the
  * second data-plane handle, in a thread of its own: the stream goes on
@@ -142,8 +112,14 @@ static void *feeder_main(void *arg)
 	return NULL;
 }
 
-static int start_feeder(struct stream *s, struct sbx_err *err)
+/* The first start event: stdin's feeder starts, once (on_start is called
+ * once by the stream reader; `feeding` guards it all the same). */
+static int start_feeder(void *ctx, int pid, struct sbx_err *err)
 {
+	struct stream *s = ctx;
+	if (s->feeding || (!s->req->stdin_data && s->req->raw_in_fd < 0))
+		return 0;
+	s->pid = pid;
 	/* The second handle is opened here, before the thread uses it; the
 	 * stream keeps the first. */
 	if (e2b_envd_second(s->b, err) < 0)
@@ -165,111 +141,10 @@ static void stop_feeder(struct stream *s)
 	s->feeding = 0;
 }
 
-static int signal_of(const char *status)
-{
-	static const struct { const char *name; int sig; } names[] = {
-		{"killed", SIGKILL}, {"terminated", SIGTERM}, {"interrupt", SIGINT},
-		{"hangup", SIGHUP}, {"aborted", SIGABRT}, {"segmentation fault", SIGSEGV},
-		{"broken pipe", SIGPIPE}, {"quit", SIGQUIT}, {"alarm clock", SIGALRM},
-	};
-	if (!status || strncmp(status, "signal: ", 8) != 0)
-		return 0;
-	for (size_t i = 0; i < SBX_ARRAY_LEN(names); i++)
-		if (!strncmp(status + 8, names[i].name, strlen(names[i].name)))
-			return names[i].sig;
-	return SIGKILL;
-}
-
-static int on_event(struct stream *s, json_object *ev, struct sbx_err *err)
-{
-	json_object *x;
-	if ((x = sbx_json_obj(ev, "start"))) {
-		s->started = 1;
-		s->pid = (int)sbx_json_int(x, "pid", 0);
-		if (s->req->stdin_data || s->req->raw_in_fd >= 0)
-			return start_feeder(s, err);
-	} else if ((x = sbx_json_obj(ev, "data"))) {
-		const char *o = sbx_json_str(x, "stdout"), *e = sbx_json_str(x, "stderr");
-		const char *d = o ? o : e;
-		if (!d)
-			return 0;
-		unsigned char *raw;
-		size_t n;
-		if (decode_b64(d, &raw, &n) < 0)
-			return sbx_fail(err, SBX_INTERNAL, "exec", "envd sent output that is not base64");
-		int fd = o ? s->req->raw_out_fd : s->req->raw_err_fd;
-		int rc = 0;
-		if (fd >= 0) {
-			if (sbx_write_all(fd, raw, n) < 0)
-				rc = sbx_fail_errno(err, SBX_INTERNAL, "exec", "writing the command's output");
-		} else if (o) {
-			keep(&s->res->out, &s->res->out_len, &s->res->out_truncated, s->out_cap, raw, n);
-		} else {
-			keep(&s->res->err, &s->res->err_len, &s->res->err_truncated, s->out_cap, raw, n);
-		}
-		free(raw);
-		return rc;
-	} else if ((x = sbx_json_obj(ev, "end"))) {
-		s->ended = 1;
-		const char *st = sbx_json_str(x, "status");
-		int sig = signal_of(st);
-		s->res->signal = sig;
-		s->res->exit_code = sig ? -1 : (int)sbx_json_int(x, "exitCode", 0);
-	}
-	return 0;
-}
-
-/* The end-of-stream message: {} or {"error": {"code", "message"}}. */
-static void on_trailer(struct stream *s, json_object *m)
-{
-	json_object *e = sbx_json_obj(m, "error");
-	if (!e)
-		return;
-	const char *code = sbx_json_str(e, "code"), *msg = sbx_json_str(e, "message");
-	if (code && !strcmp(code, "deadline_exceeded")) {
-		s->res->timed_out = 1;
-		s->res->exit_code = -1;
-		return;
-	}
-	s->end_error = 1;
-	sbx_fail(&s->end_err, e2b_connect_kind(code), "exec", "envd: %s%s%s", code ? code : "error",
-		 msg ? ": " : "", msg ? msg : "");
-}
-
 static int on_body(void *ctx, const char *data, size_t len, struct sbx_err *err)
 {
 	struct stream *s = ctx;
-	if (s->len + len > s->cap) {
-		s->cap = (s->len + len) * 2;
-		s->buf = sbx_xrealloc(s->buf, s->cap);
-	}
-	memcpy(s->buf + s->len, data, len);
-	s->len += len;
-	size_t off = 0;
-	int rc = 0;
-	while (rc == 0 && s->len - off >= 5) {
-		unsigned char *h = (unsigned char *)s->buf + off;
-		uint32_t n = (uint32_t)h[1] << 24 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 8 | h[4];
-		if (n > FRAME_MAX)
-			return sbx_fail(err, SBX_INTERNAL, "exec", "envd sent a %u-byte frame", n);
-		if (s->len - off - 5 < n)
-			break;
-		json_tokener *tok = json_tokener_new();
-		json_object *m = json_tokener_parse_ex(tok, (char *)h + 5, (int)n);
-		json_tokener_free(tok);
-		off += 5 + n;
-		s->frames++;
-		if (!m)
-			return sbx_fail(err, SBX_INTERNAL, "exec", "envd sent a frame that is not JSON");
-		if (h[0] & 2)
-			on_trailer(s, m);
-		else if (sbx_json_obj(m, "event"))
-			rc = on_event(s, sbx_json_obj(m, "event"), err);
-		json_object_put(m);
-	}
-	memmove(s->buf, s->buf + off, s->len - off);
-	s->len -= off;
-	return rc;
+	return e2b_exec_stream_feed(&s->rd, data, len, err);
 }
 
 static json_object *start_body(const struct sbx_exec_req *req)
@@ -321,29 +196,42 @@ int e2b_exec(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_exe
 								    (long long)req->timeout_ms) : NULL;
 	const char *hdrs[] = {"Content-Type: application/connect+json", "Connect-Protocol-Version: 1",
 			      "Keepalive-Ping-Interval: 50", auth, tmo, NULL};
-	struct stream s = {.b = b, .req = req, .res = res,
-			   .out_cap = req->output_cap ? req->output_cap : DEFAULT_CAP};
+	struct stream s = {.b = b, .req = req,
+			   .rd = {.res = res, .raw_out_fd = req->raw_out_fd, .raw_err_fd = req->raw_err_fd,
+				  .out_cap = req->output_cap ? req->output_cap : DEFAULT_CAP,
+				  .on_start = start_feeder}};
+	s.rd.ctx = &s;
+	/* envd ends the stream at the timeout; a server that does not is
+	 * cut off a grace later, with the same result. */
+	int64_t limit = req->timeout_ms > 0 ? req->timeout_ms + E2B_EXEC_GRACE_MS : -1;
 	struct sbx_http_req hr = {.method = "POST", .path = "/process.Process/Start", .headers = hdrs,
-				  .body = frame, .body_len = n + 5, .timeout_ms = -1,
+				  .body = frame, .body_len = n + 5, .timeout_ms = limit,
 				  .on_body = on_body, .on_body_ctx = &s};
 	struct sbx_http_resp resp = {0};
 	int rc = e2b_envd_do(b, "exec", &hr, &resp, err);
 	stop_feeder(&s);
 	free(frame);
 	res->duration_ms = sbx_mono_ms() - t0;
-	free(s.buf);
-	if (rc == 0 && resp.status != 200)
+	e2b_exec_stream_free(&s.rd);
+	int cut = rc < 0 && err->kind == SBX_TIMEOUT && limit > 0 && res->duration_ms >= req->timeout_ms;
+	if (cut) {              /* our deadline, not envd's: the same result */
+		sbx_err_clear(err);
+		res->timed_out = 1;
+		res->exit_code = -1;
+		rc = 0;
+	}
+	if (rc == 0 && !cut && resp.status != 200)
 		rc = e2b_status_err("exec", &resp, err);
 	sbx_http_resp_clear(&resp);
-	if (rc == 0 && s.end_error) {
-		*err = s.end_err;
+	if (rc == 0 && s.rd.end_error) {
+		*err = s.rd.end_err;
 		rc = -1;
 	}
-	if (rc == 0 && !s.ended && !res->timed_out)
+	if (rc == 0 && !s.rd.ended && !res->timed_out)
 		rc = sbx_fail(err, SBX_UNAVAILABLE, "exec",
 			      "the exec stream of sandbox %s ended before the command did (%s); "
 			      "the sandbox is kept, the command may still run", sb->id,
-			      s.started ? "after its start" : "before its start");
+			      s.rd.started ? "after its start" : "before its start");
 	if (rc < 0 && err->kind == SBX_UNAVAILABLE && !strstr(err->msg, "sandbox is kept"))
 		sbx_err_prefix(err, "the exec stream of sandbox %s broke (the sandbox is kept)", sb->id);
 	if (rc < 0)

@@ -45,49 +45,6 @@ static int check_path(const char *path, const char *op, struct sbx_err *err)
 
 /* ---- entries ----------------------------------------------------------- */
 
-static unsigned owner_id(const char *o)
-{
-	if (!o || !strcmp(o, "root"))
-		return 0;
-	if (!strcmp(o, "user"))
-		return 1000;
-	return (unsigned)strtoul(o, NULL, 10);
-}
-
-static void dirent_from(json_object *e, struct sbx_dirent *d)
-{
-	memset(d, 0, sizeof(*d));
-	const char *type = sbx_json_str(e, "type"), *target = sbx_json_str(e, "symlinkTarget");
-	const char *perm = sbx_json_str(e, "permissions");
-	d->name = sbx_xstrdup(sbx_json_str(e, "name") ? sbx_json_str(e, "name") : "");
-	d->path = sbx_xstrdup(sbx_json_str(e, "path") ? sbx_json_str(e, "path") : "");
-	if (perm && perm[0] == 'L')
-		d->type = SBX_FT_SYMLINK;
-	else if (perm && perm[0] && !strchr("-dL", perm[0]))
-		d->type = SBX_FT_OTHER;              /* Go's mode letters: p, S, D, c, ? */
-	else if (target && *target)
-		d->type = SBX_FT_SYMLINK;
-	else if (type && !strcmp(type, "FILE_TYPE_DIRECTORY"))
-		d->type = SBX_FT_DIR;
-	else if (type && !strcmp(type, "FILE_TYPE_SYMLINK"))
-		d->type = SBX_FT_SYMLINK;
-	else if (type && !strcmp(type, "FILE_TYPE_FILE"))
-		d->type = SBX_FT_FILE;
-	else
-		d->type = SBX_FT_OTHER;
-	d->size = sbx_json_int(e, "size", 0);
-	const char *sz = sbx_json_str(e, "size");   /* int64 as a string (proto3 JSON) */
-	if (sz)
-		d->size = strtoll(sz, NULL, 10);
-	d->mode = (unsigned)sbx_json_int(e, "mode", 0) & 07777;
-	d->uid = owner_id(sbx_json_str(e, "owner"));
-	d->gid = owner_id(sbx_json_str(e, "group"));
-	int64_t t = sbx_time_parse_iso(sbx_json_str(e, "modifiedTime"));
-	d->mtime = t > 0 ? t : 0;
-	if (target)
-		d->link_target = sbx_xstrdup(target);
-}
-
 static int fs_rpc(struct sbx_backend *b, struct sbx_sandbox *sb, const char *op, const char *method,
 		  json_object *in, int as_root, json_object **out, struct sbx_err *err)
 {
@@ -115,7 +72,7 @@ static int stat_bound(struct sbx_backend *b, const char *path, int as_root, stru
 	int rc = e2b_rpc(b, "file_stat", "filesystem.Filesystem/Stat", in, user_of(as_root), &out, err);
 	json_object_put(in);
 	if (rc == 0)
-		dirent_from(sbx_json_obj(out, "entry"), d);
+		e2b_wire_dirent(sbx_json_obj(out, "entry"), d);
 	json_object_put(out);
 	return rc;
 }
@@ -144,7 +101,7 @@ int e2b_file_list(struct sbx_backend *b, struct sbx_sandbox *sb, const char *pat
 	size_t cnt = a && json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
 	*out = sbx_xcalloc(cnt ? cnt : 1, sizeof(**out));
 	for (size_t i = 0; i < cnt; i++)
-		dirent_from(json_object_array_get_idx(a, i), &(*out)[i]);
+		e2b_wire_dirent(json_object_array_get_idx(a, i), &(*out)[i]);
 	*n = cnt;
 	json_object_put(r);
 	return 0;

@@ -6,7 +6,9 @@
  *     help) and nothing is retried here, because the server may have taken
  *     the snapshot; sbx-snap's ledger row (planned name) finds it then;
  *   - snapshots are listed with E2B's paging (X-Next-Token back as
- *     nextToken; Cube's offset token the same way) and deleted through
+ *     nextToken; Cube's offset token the same way; every page through
+ *     pager.c, so a token seen before at any distance is an error) and
+ *     deleted through
  *     DELETE /templates/{id}, a missing one being gone, not an error;
  *   - template lists never show a snapshot: ids with Cube's "snap-" prefix
  *     and every id the snapshot listing names are left out. */
@@ -15,39 +17,10 @@
 
 #include "doc.h"
 #include "e2b-sandbox.h"
+#include "pager.h"
 #include "util.h"
 
 #define SNAP_PAGE 100
-#define SNAP_PAGES_MAX 1000
-
-/* "team/name:tag" -> "name" (the tag "default" is E2B's none). */
-static char *short_name(const char *n)
-{
-	const char *slash = strrchr(n, '/');
-	const char *s = slash ? slash + 1 : n;
-	const char *colon = strrchr(s, ':');
-	return colon && !strcmp(colon, ":default") ? strndup(s, (size_t)(colon - s)) : sbx_xstrdup(s);
-}
-
-static void ref_from(json_object *j, struct sbx_snapshot_ref *r)
-{
-	memset(r, 0, sizeof(*r));
-	const char *id = sbx_json_str(j, "snapshotID");
-	r->id = sbx_xstrdup(id ? id : "");
-	json_object *names = e2b_json_arr(j, "names");
-	json_object *n0 = names && json_object_is_type(names, json_type_array) &&
-			  json_object_array_length(names) ? json_object_array_get_idx(names, 0) : NULL;
-	const char *n = n0 ? json_object_get_string(n0) : NULL;
-	if (n && *n && strcmp(n, r->id) != 0)
-		r->name = short_name(n);
-	const char *sb = sbx_json_str(j, "sandboxID");
-	r->parent = sb ? sbx_xstrdup(sb) : NULL;
-	r->created_at = sbx_time_parse_iso(sbx_json_str(j, "createdAt"));
-	if (r->created_at < 0)
-		r->created_at = 0;
-	r->size_bytes = -1;
-	r->layers = -1;
-}
 
 int e2b_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const char *name,
 			struct sbx_snapshot_ref *out, struct sbx_err *err)
@@ -67,8 +40,10 @@ int e2b_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const cha
 				       "sbx-snap --recover looks for it by name)", sb->id);
 		return -1;
 	}
-	ref_from(resp, out);
+	rc = e2b_wire_snapshot(resp, out, err);
 	json_object_put(resp);
+	if (rc < 0)
+		return -1;
 	if (!*out->id) {
 		free(out->id);
 		free(out->name);
@@ -105,8 +80,16 @@ int e2b_snapshot_list(struct sbx_backend *b, const char *page_token, struct sbx_
 	}
 	size_t cnt = json_object_array_length(arr);
 	*out = sbx_xcalloc(cnt ? cnt : 1, sizeof(**out));
-	for (size_t i = 0; i < cnt; i++)
-		ref_from(json_object_array_get_idx(arr, i), &(*out)[i]);
+	for (size_t i = 0; i < cnt; i++) {
+		if (e2b_wire_snapshot(json_object_array_get_idx(arr, i), &(*out)[i], err) < 0) {
+			sbx_snapshot_refs_free(*out, i);
+			*out = NULL;
+			json_object_put(arr);
+			free(*next);
+			*next = NULL;
+			return -1;
+		}
+	}
 	*n = cnt;
 	json_object_put(arr);
 	return 0;
@@ -157,49 +140,18 @@ int e2b_template_delete(struct sbx_backend *b, const char *id, int *gone, struct
 
 /* ---- templates --------------------------------------------------------- */
 
-static void tpl_from(json_object *j, struct sbx_template *t)
-{
-	memset(t, 0, sizeof(*t));
-	const char *id = sbx_json_str(j, "templateID");
-	t->id = sbx_xstrdup(id ? id : "");
-	json_object *al = e2b_json_arr(j, "aliases");
-	json_object *a0 = al && json_object_is_type(al, json_type_array) && json_object_array_length(al)
-			  ? json_object_array_get_idx(al, 0) : NULL;
-	t->name = sbx_xstrdup(a0 ? json_object_get_string(a0) : t->id);
-	const char *k = sbx_json_str(j, "kind");
-	t->kind = sbx_xstrdup(k ? k : "template");
-	int64_t c = sbx_time_parse_iso(sbx_json_str(j, "createdAt"));
-	t->created_at = c > 0 ? c : 0;
-	t->size_bytes = -1;
-}
-
-/* Every snapshot id, all pages (a repeated token is an error). */
+/* Every snapshot id into `set`, through the one paging loop (pager.h:
+ * a page token seen before, at any distance, fails the listing). */
 static int snapshot_ids(struct sbx_backend *b, json_object *set, struct sbx_err *err)
 {
-	char *tok = NULL;
-	for (int page = 0; page < SNAP_PAGES_MAX; page++) {
-		struct sbx_snapshot_ref *v;
-		size_t n;
-		char *nx;
-		if (e2b_snapshot_list(b, tok, &v, &n, &nx, err) < 0) {
-			free(tok);
-			return -1;
-		}
-		for (size_t i = 0; i < n; i++)
-			json_object_object_add(set, v[i].id, NULL);
-		sbx_snapshot_refs_free(v, n);
-		int repeat = nx && tok && !strcmp(nx, tok);
-		free(tok);
-		tok = nx;
-		if (repeat) {
-			free(tok);
-			return sbx_fail(err, SBX_INTERNAL, "template_list", "the snapshot listing repeated its page token");
-		}
-		if (!tok)
-			return 0;
-	}
-	free(tok);
-	return sbx_fail(err, SBX_INTERNAL, "template_list", "the snapshot listing did not end");
+	struct sbx_snapshot_ref *v;
+	size_t n;
+	if (sbx_snapshots_all(b, &v, &n, err) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		json_object_object_add(set, v[i].id, NULL);
+	sbx_snapshot_refs_free(v, n);
+	return 0;
 }
 
 int e2b_template_list(struct sbx_backend *b, struct sbx_template **out, size_t *n,
@@ -220,7 +172,15 @@ int e2b_template_list(struct sbx_backend *b, struct sbx_template **out, size_t *
 		const char *id = sbx_json_str(j, "templateID");
 		if (!id || sbx_str_starts(id, "snap-") || json_object_object_get_ex(snaps, id, NULL))
 			continue;
-		tpl_from(j, &(*out)[(*n)++]);
+		if (e2b_wire_template(j, &(*out)[*n], err) < 0) {
+			sbx_templates_free(*out, *n);
+			*out = NULL;
+			*n = 0;
+			json_object_put(arr);
+			json_object_put(snaps);
+			return -1;
+		}
+		(*n)++;
 	}
 	json_object_put(arr);
 	json_object_put(snaps);
@@ -237,7 +197,7 @@ int e2b_template_get(struct sbx_backend *b, const char *id, struct sbx_template 
 	json_object *j = NULL;
 	if (e2b_api(b, "template_get", "GET", path, NULL, E2B_IDEMPOTENT, &j, NULL, err) < 0)
 		return -1;
-	tpl_from(j, out);
+	int rc = e2b_wire_template(j, out, err);
 	json_object_put(j);
-	return 0;
+	return rc;
 }

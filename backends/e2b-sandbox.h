@@ -8,24 +8,15 @@
 
 #include "backend.h"
 #include "e2b-api.h"
+#include "e2b-wire.h"
 
 /* E2B has no "never": a day, its plan maximum (Cube: -1). */
 #define E2B_NEVER_SECONDS 86400
 
-/* sbx's own metadata keys are "sbx.*"; on the wire they are "sbx_*"
- * (an E2B-compatible server may reserve "sbx." for itself, as sbx-serve
- * does, and a server that runs on sbx must not take its clients'
- * sandboxes for its own).  Both return a new object. */
-json_object *e2b_md_to_wire(json_object *md);
-json_object *e2b_md_from_wire(json_object *md);
-
-/* `key` of `o` when it is an array, else NULL. */
-json_object *e2b_json_arr(json_object *o, const char *key);
-
-/* Fill *sb from Sandbox, SandboxDetail or ListedSandbox JSON. */
-void e2b_fill(struct sbx_backend *b, struct sbx_sandbox *sb, json_object *j);
-/* Ids reach a URL only when they are [A-Za-z0-9-]{1,128}. */
-int e2b_check_id(const char *id, const char *what, const char *op, struct sbx_err *err);
+/* Fill *sb from Sandbox, SandboxDetail or ListedSandbox JSON
+ * (e2b_wire_fill with this backend's name and profile): -1 (internal)
+ * when the server's values fail their checks (e2b-wire.h). */
+int e2b_fill(struct sbx_backend *b, struct sbx_sandbox *sb, json_object *j, struct sbx_err *err);
 
 /* GET /sandboxes/{id} (the detail, with the access token) / POST
  * /sandboxes/{id}/connect (resumes, extends the end to now + the

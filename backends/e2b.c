@@ -149,8 +149,17 @@ int e2b_create(struct sbx_backend *b, const struct sbx_create_req *req, struct s
 		return -1;
 	}
 	memset(out, 0, sizeof(*out));
-	e2b_fill(b, out, resp);
+	const char *tok = sbx_json_str(resp, "trafficAccessToken");
+	if (e2b_fill(b, out, resp, err) < 0 ||
+	    (tok && *tok && e2b_reply_token(tok, E2B_TOKEN_MAX, "trafficAccessToken", "create", err) < 0)) {
+		/* The server made something we cannot name: say so (it may run). */
+		sbx_err_prefix(err, "the answer to the create (a sandbox may have been made)");
+		sbx_sandbox_clear(out);
+		json_object_put(resp);
+		return -1;
+	}
 	if (!out->id) {
+		sbx_sandbox_clear(out);
 		json_object_put(resp);
 		return sbx_fail(err, SBX_INTERNAL, "create", "the server returned no sandboxID");
 	}
@@ -170,7 +179,6 @@ int e2b_create(struct sbx_backend *b, const struct sbx_create_req *req, struct s
 	if (!out->extra)
 		out->extra = json_object_new_object();
 	sbx_json_set_int(out->extra, "idle_seconds", secs);
-	const char *tok = sbx_json_str(resp, "trafficAccessToken");
 	if (tok && *tok)   /* Cube gives it once, at create: the handle carries it */
 		sbx_json_set_str(out->extra, "traffic_token", tok);
 	json_object_put(resp);
@@ -183,11 +191,14 @@ int e2b_get(struct sbx_backend *b, const char *id, struct sbx_sandbox *out, stru
 {
 	json_object *j;
 	memset(out, 0, sizeof(*out));
-	if (e2b_detail(b, id, "get", &j, err) < 0)
+	if (e2b_check_id(id, "sandbox id", "get", err) < 0 || e2b_detail(b, id, "get", &j, err) < 0)
 		return -1;
-	e2b_fill(b, out, j);
+	out->id = sbx_xstrdup(id);
+	int rc = e2b_fill(b, out, j, err);
 	json_object_put(j);
-	return 0;
+	if (rc < 0)
+		sbx_sandbox_clear(out);
+	return rc;
 }
 
 int e2b_connect(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err)
@@ -199,9 +210,9 @@ int e2b_connect(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *e
 	json_object *j;
 	if (e2b_detail(b, sb->id, "connect", &j, err) < 0)
 		return -1;
-	e2b_fill(b, sb, j);
+	int rc = e2b_fill(b, sb, j, err);
 	json_object_put(j);
-	return 0;
+	return rc;
 }
 
 /* ---- list -------------------------------------------------------------- */
@@ -284,7 +295,14 @@ int e2b_list(struct sbx_backend *b, const struct sbx_list_filter *f, const char 
 	out->items = sbx_xcalloc(n ? n : 1, sizeof(*out->items));
 	for (size_t i = 0; i < n; i++) {
 		struct sbx_sandbox *sb = &out->items[out->n];
-		e2b_fill(b, sb, json_object_array_get_idx(arr, i));
+		if (e2b_fill(b, sb, json_object_array_get_idx(arr, i), err) < 0) {
+			/* A listing with an entry we refuse is not a listing. */
+			sbx_sandbox_clear(sb);
+			json_object_put(arr);
+			free(next);
+			sbx_page_clear(out);
+			return -1;
+		}
 		if (sb->id && matches(sb, f))
 			out->n++;
 		else

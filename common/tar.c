@@ -676,6 +676,17 @@ static int header_check(const struct ustar *h, long long entry, int64_t *size,
 	return 0;
 }
 
+/* The header budget (header_max): -1 (capacity) when `more` bytes of
+ * headers would pass it. */
+static int over_budget(const struct sbx_tar_reader *r, int64_t more, long long entry,
+		       struct sbx_err *err)
+{
+	if (r->header_max <= 0 || r->header_bytes + more <= r->header_max)
+		return 0;
+	return sbx_fail(err, SBX_CAPACITY, "tar", "entry %lld: the archive's headers add up to more "
+			"than the limit of %lld bytes", entry, (long long)r->header_max);
+}
+
 static int is_extended(char typeflag)
 {
 	return typeflag == 'x' || typeflag == 'g' || typeflag == 'L' || typeflag == 'K';
@@ -687,8 +698,11 @@ static int read_extended(struct sbx_tar_reader *r, const struct ustar *h, int64_
 			 struct pending *p, long long entry, struct sbx_err *err)
 {
 	char *data = NULL;
-	if (read_record(r, size, &data, err) < 0)
+	/* read_record refuses sizes outside 0..PAX_MAX */
+	int64_t padded = size >= 0 && (uint64_t)size <= PAX_MAX ? size + (BLK - size % BLK) % BLK : 0;
+	if (over_budget(r, padded, entry, err) < 0 || read_record(r, size, &data, err) < 0)
 		return -1;
+	r->header_bytes += padded;
 	int rc = 0;
 	if (h->typeflag == 'x' || h->typeflag == 'g') {
 		rc = parse_pax(data, (size_t)size, p, h->typeflag == 'g', entry, err);
@@ -826,6 +840,11 @@ int sbx_tar_next(struct sbx_tar_reader *r, struct sbx_tar_entry *e, struct sbx_e
 			r->done = got == 0;
 			pending_clear(&p);
 			return got;
+		}
+		r->header_bytes += BLK;
+		if (over_budget(r, 0, entry, err) < 0) {
+			pending_clear(&p);
+			return -1;
 		}
 		if (header_check(&h, entry, &size, err) < 0 ||
 		    (is_extended(h.typeflag) && read_extended(r, &h, size, &p, entry, err) < 0)) {
@@ -1010,7 +1029,7 @@ static enum sbx_kind kind_for_errno(int e)
 {
 	/* A path that does not resolve inside the root is the archive's fault. */
 	return e == ELOOP || e == EXDEV || e == ENOENT || e == ENOTDIR || e == EEXIST ||
-	       e == EISDIR ? SBX_INVALID_REQUEST : SBX_INTERNAL;
+	       e == EISDIR || e == ENAMETOOLONG ? SBX_INVALID_REQUEST : SBX_INTERNAL;
 }
 
 /* Open (O_PATH) the directory at the first `n` bytes of `path`, resolved in
@@ -1027,64 +1046,100 @@ static int open_prefix(int anchor, const char *path, size_t n)
 	return openat2_in(anchor, pre, O_PATH | O_DIRECTORY);
 }
 
+/* The directory fd for component `comp` of `cur` (no symlink followed),
+ * made (0755) first when missing and `create`; -1 with errno, and *link
+ * set when the component is a symlink (the caller resolves it). */
+static int step_dir(int cur, const char *comp, int create, int *link)
+{
+	struct stat st;
+	*link = 0;
+	int fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && create) {
+		if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST)
+			return -1;
+		fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+		return fd;
+	int saved = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
+	*link = S_ISLNK(st.st_mode);
+	close(fd);
+	errno = saved;
+	return -1;
+}
+
+#define PIECE_MAX 2048
+
 /* Open the directory `rel` (relative, clean) below rootfd, creating
- * missing components (0755) when `create`.  Each missing component is made
- * with mkdirat() in its parent, resolved in the root, and then resolved
- * again, so a symlink met on the way is followed inside the root and never
- * outside.  Paths longer than one syscall takes are walked in pieces of
- * whole components; each piece is resolved in the directory reached by the
- * ones before it (still inside the root). */
+ * missing components (0755) when `create`.  A path that exists and fits
+ * one syscall is one openat2 (RESOLVE_IN_ROOT).  Otherwise the path is
+ * walked one component at a time from the directory reached so far
+ * (openat with O_NOFOLLOW, mkdirat when missing): each step costs the
+ * same whatever the depth, so the walk is linear in the path's length.  A
+ * symlink met on the way is resolved by openat2 from the anchor (the
+ * root, or for paths longer than PIECE_MAX bytes the directory reached
+ * at the start of the current piece of at most PIECE_MAX bytes), with
+ * the path's text from the anchor to it: it is followed inside the root
+ * (the anchor is inside it) and never outside, and the kernel's limit of
+ * 40 links ends a chain of them. */
 static int open_dir_in_root(int rootfd, const char *rel, int create, struct sbx_err *err,
 			    const char *shown)
 {
+	size_t len = strlen(rel);
+	int cur = -1;
+	if (len <= PIECE_MAX) {
+		cur = open_prefix(rootfd, rel, len);
+		if (cur >= 0 || errno != ENOENT || !create)
+			goto done;
+	}
+	cur = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
 	int anchor = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
-	const char *p = rel;
-	while (anchor >= 0 && *p) {
-		size_t n = strlen(p);
-		if (n > 2048) {
-			const char *cut = p + 2048;
-			while (cut > p && *cut != '/')
-				cut--;
-			if (cut == p)       /* one component longer than 2048: NAME_MAX fails it */
-				cut = strchr(p, '/') ? strchr(p, '/') : p + n;
-			n = (size_t)(cut - p);
+	const char *piece = rel, *p = rel;
+	char comp[NAME_MAX + 1];
+	while (cur >= 0 && anchor >= 0 && *p) {
+		size_t n = strcspn(p, "/");
+		if (n > NAME_MAX) {
+			close(cur);
+			cur = -1;
+			errno = ENAMETOOLONG;
+			break;
 		}
-		int fd = open_prefix(anchor, p, n);
-		if (fd < 0 && errno == ENOENT && create) {
-			int parent = fcntl(anchor, F_DUPFD_CLOEXEC, 3);
-			size_t k = 0;
-			while (parent >= 0 && k < n) {
-				size_t start = k;
-				while (k < n && p[k] != '/')
-					k++;
-				int next = open_prefix(anchor, p, k);
-				if (next < 0 && errno == ENOENT) {
-					SBX_AUTOFREE char *comp = strndup(p + start, k - start);
-					if (comp && (mkdirat(parent, comp, 0755) == 0 || errno == EEXIST))
-						next = open_prefix(anchor, p, k);
-				}
-				int saved = errno;
-				close(parent);
-				parent = next;
-				errno = saved;
-				while (k < n && p[k] == '/')
-					k++;
-			}
-			fd = parent;
+		if ((size_t)(p + n - piece) > PIECE_MAX) {      /* a new piece from here */
+			int a = fcntl(cur, F_DUPFD_CLOEXEC, 3);
+			close(anchor);
+			anchor = a;
+			piece = p;
 		}
+		memcpy(comp, p, n);
+		comp[n] = 0;
+		int link;
+		int next = step_dir(cur, comp, create, &link);
+		if (next < 0 && link)
+			next = open_prefix(anchor, piece, (size_t)(p + n - piece));
 		int saved = errno;
-		close(anchor);
-		anchor = fd;
+		close(cur);
+		cur = next;
 		errno = saved;
 		p += n;
 		while (*p == '/')
 			p++;
 	}
-	if (anchor < 0)
+	if (anchor >= 0) {
+		int saved = errno;
+		close(anchor);
+		errno = saved;
+	} else if (cur >= 0) {
+		close(cur);
+		cur = -1;
+	}
+done:
+	if (cur < 0)
 		return sbx_fail_errno(err, kind_for_errno(errno), "extract",
 				      "%.*s: cannot open the parent directory inside the root",
 				      NAME_SHOW, shown);
-	return anchor;
+	return cur;
 }
 
 struct dirattr { char *path; unsigned mode, uid, gid; int chown; int64_t mtime; };
@@ -1173,11 +1228,6 @@ static ssize_t read_data_full(struct sbx_tar_reader *r, char *buf, size_t len, s
 static int x_file(struct xctx *x, struct sbx_tar_reader *r, const struct sbx_tar_entry *e,
 		  int parent, const char *base, struct sbx_err *err)
 {
-	x->bytes += e->size;
-	if (x->o.max_bytes > 0 && x->bytes > x->o.max_bytes)
-		return sbx_fail(err, SBX_CAPACITY, "extract",
-				"entry %lld (%.*s): the files add up to more than the limit of %lld bytes",
-				x->entry, NAME_SHOW, e->name, (long long)x->o.max_bytes);
 	if (clear_slot(parent, base, 0) < 0)
 		return xfail_errno(x, err, e->name, "cannot replace the existing entry");
 	SBX_AUTOCLOSE int fd = openat(parent, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
@@ -1411,6 +1461,7 @@ int sbx_tar_extract(int fd, int rootfd, const struct sbx_tar_extract_opts *o,
 		x.o = *o;
 	struct sbx_tar_reader r;
 	sbx_tar_reader_init(&r, fd);
+	r.header_max = x.o.max_bytes;
 	int ret = 0;
 	for (;;) {
 		struct sbx_tar_entry e;
@@ -1420,7 +1471,14 @@ int sbx_tar_extract(int fd, int rootfd, const struct sbx_tar_extract_opts *o,
 			break;
 		}
 		x.entry = r.entries;
-		rc = x_entry(&x, &r, &e, err);
+		if (e.type == SBX_TAR_FILE)   /* saturating: sizes are < 2^63 each */
+			x.bytes = e.size > INT64_MAX - x.bytes ? INT64_MAX : x.bytes + e.size;
+		if (x.o.max_bytes > 0 && (x.bytes > x.o.max_bytes - r.header_bytes))
+			rc = sbx_fail(err, SBX_CAPACITY, "extract", "entry %lld (%.*s): the archive adds up to "
+				      "more than the limit of %lld bytes (files and headers)", x.entry,
+				      NAME_SHOW, e.name, (long long)x.o.max_bytes);
+		else
+			rc = x_entry(&x, &r, &e, err);
 		sbx_tar_entry_clear(&e);
 		if (rc < 0) {
 			ret = -1;

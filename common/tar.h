@@ -65,6 +65,11 @@ struct sbx_tar_reader {
 	int64_t pad;
 	int done;                /* 1 once the end of the archive was read */
 	long long entries;       /* added: entries returned so far (for messages) */
+	int64_t header_bytes;    /* header blocks and extended records read so
+	                          * far (what the archive spends on metadata) */
+	int64_t header_max;      /* > 0: sbx_tar_next fails with `capacity`
+	                          * before header_bytes would pass it (set it
+	                          * after sbx_tar_reader_init) */
 };
 void sbx_tar_reader_init(struct sbx_tar_reader *r, int fd);
 /* 1 and *e / 0 at the end of the archive / -1 (invalid_request on a
@@ -84,9 +89,13 @@ struct sbx_tar_extract_opts {
 	int drop_devices;        /* skip device nodes other than whiteouts
 	                          * instead of refusing them (wins over
 	                          * allow_devices) */
-	int64_t max_bytes;       /* > 0: the regular files' sizes may add up to
-	                          * this much; the entry that would pass it
-	                          * fails with `capacity` before its data */
+	int64_t max_bytes;       /* > 0: the archive as a whole may add up to
+	                          * this much: the regular files' sizes plus
+	                          * every header block and extended record
+	                          * (so entries, directories and long names
+	                          * count, not only file bytes); the entry
+	                          * that would pass it fails with `capacity`
+	                          * before anything of it is made */
 };
 /* Extract the archive on fd below rootfd (confined, see above).  o may be
  * NULL (defaults).  Symlinks in an entry's parent path are followed as if

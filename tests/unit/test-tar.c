@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -709,6 +710,132 @@ static void test_truncated(void)
 	close(z);
 }
 
+/* ---- the budget: the archive as a whole ----------------------------- */
+
+/* Directories below `path` (itself not counted), by find (which walks
+ * any depth). */
+static long count_dirs(const char *path)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "find %s -mindepth 1 -type d | wc -l", path);
+	FILE *f = popen(cmd, "r");
+	long n = -1;
+	if (!f || fscanf(f, "%ld", &n) != 1)
+		n = -1;
+	if (f)
+		pclose(f);
+	return n;
+}
+
+/* One directory entry named a/a/.../a, `depth` components (a pax path). */
+static int deep_dir_archive(int depth)
+{
+	struct sbx_err err = {0};
+	char *name = sbx_xmalloc((size_t)depth * 2 + 1);
+	for (int i = 0; i < depth; i++)
+		memcpy(name + 2 * i, "a/", 2);
+	name[depth * 2 - 1] = 0;
+	int fd = tmpfile_fd();
+	struct sbx_tar_writer w;
+	sbx_tar_writer_init(&w, fd);
+	struct sbx_tar_entry e = {.name = name, .type = SBX_TAR_DIR, .mode = 0755, .mtime = 1700000000};
+	if (sbx_tar_write_header(&w, &e, &err) < 0 || sbx_tar_write_end(&w, &err) < 0)
+		printf("# deep_dir_archive: %s\n", err.msg);
+	free(name);
+	lseek(fd, 0, SEEK_SET);
+	return fd;
+}
+
+/* CPU time of this process (user and system), for the log only. */
+static int64_t cpu_ms(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (int64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+}
+
+static int fresh_root(const char *name, char *out, size_t n)
+{
+	snprintf(out, n, "%s/%s", T, name);
+	mkdir(out, 0755);
+	return open_dir(out);
+}
+
+static void test_budget(void)
+{
+	struct sbx_err err = {0};
+	char root[128];
+	const int depth = getenv("TAR_DEPTH") ? atoi(getenv("TAR_DEPTH")) : 5000;
+	/* 10 KB of one name (the issue's was 200 KB): a directory per 2 bytes,
+	 * made for 1 KiB of budget before. */
+	int a = deep_dir_archive(depth);
+	int rfd = fresh_root("budget-deep", root, sizeof(root));
+	struct sbx_tar_extract_opts o = {.force_uid = -1, .force_gid = -1, .max_bytes = 1024};
+	int rc = sbx_tar_extract(a, rfd, &o, &err);
+	ok(rc < 0 && err.kind == SBX_CAPACITY, "deep empty directories over --max 1024: capacity (%s)", err.msg);
+	is_int(count_dirs(root), 0, "no directory made for an archive over the budget");
+	close(rfd);
+	close(a);
+	/* Without a budget the same archive is made in full, one walk. */
+	a = deep_dir_archive(depth);
+	rfd = fresh_root("budget-deep-all", root, sizeof(root));
+	o.max_bytes = 0;
+	int64_t t0 = cpu_ms();
+	rc = sbx_tar_extract(a, rfd, &o, &err);
+	printf("# %d nested directories extracted in %lld ms of CPU\n", depth, (long long)(cpu_ms() - t0));
+	ok(rc == 0, "%d nested directories without a budget (%s)", depth, rc ? err.msg : "ok");
+	is_int(count_dirs(root), depth, "every one of them made");
+	close(rfd);
+	close(a);
+	/* Entries count: four empty directories are 2 KiB of headers. */
+	const struct ent dirs[] = {{"d1", SBX_TAR_DIR, NULL, 0}, {"d2", SBX_TAR_DIR, NULL, 0},
+				   {"d3", SBX_TAR_DIR, NULL, 0}, {"d4", SBX_TAR_DIR, NULL, 0}};
+	a = build(dirs, 4);
+	rfd = fresh_root("budget-entries", root, sizeof(root));
+	o.max_bytes = 1024;
+	rc = sbx_tar_extract(a, rfd, &o, &err);
+	ok(rc < 0 && err.kind == SBX_CAPACITY, "four empty directories over 1 KiB: capacity (%s)", err.msg);
+	ok(count_dirs(root) <= 2, "at most the two that fit were made");
+	close(rfd);
+	close(a);
+	/* A file and its header within the budget: fine. */
+	const struct ent small[] = {{"f", SBX_TAR_FILE, "hello", 0}};
+	a = build(small, 1);
+	rfd = fresh_root("budget-small", root, sizeof(root));
+	rc = sbx_tar_extract(a, rfd, &o, &err);
+	ok(rc == 0, "a 5-byte file under 1 KiB of budget (%s)", rc ? err.msg : "ok");
+	close(rfd);
+	close(a);
+	/* Extended headers alone are counted as they come: a chain of pax
+	 * records never ends the budget's reach. */
+	int g = tmpfile_fd();
+	struct sbx_tar_writer w;
+	sbx_tar_writer_init(&w, g);
+	char longname[300];
+	memset(longname, 'n', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = 0;
+	struct sbx_tar_entry e = {.name = longname, .type = SBX_TAR_FILE, .mode = 0644};
+	for (int i = 0; i < 8; i++) {
+		sbx_tar_write_header(&w, &e, &err);
+	}
+	sbx_tar_write_end(&w, &err);
+	lseek(g, 0, SEEK_SET);
+	struct sbx_tar_reader r;
+	sbx_tar_reader_init(&r, g);
+	r.header_max = 2048;
+	struct sbx_tar_entry got;
+	int n = 0;
+	while ((rc = sbx_tar_next(&r, &got, &err)) == 1) {
+		sbx_tar_entry_clear(&got);
+		n++;
+	}
+	ok(rc < 0 && err.kind == SBX_CAPACITY && n < 8, "the reader's header budget stops a run of entries "
+	   "after %d (%s)", n, err.msg);
+	ok(r.header_bytes <= 2048, "no more headers read than the budget (%lld)", (long long)r.header_bytes);
+	close(g);
+}
+
 int main(void)
 {
 	is_root = geteuid() == 0;
@@ -727,6 +854,7 @@ int main(void)
 	unsetenv("SBX_TAR_NO_OPENAT2");
 	test_writer_misuse();
 	test_truncated();
+	test_budget();
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "chmod -R u+rwx %s; rm -rf %s", T, T);
 	sh(cmd);
