@@ -234,7 +234,10 @@ static int create(const struct serve_req *r, struct serve_out *o, int v2)
 		 serve_open_backend(r, &b, &err) == 0 &&
 		 (lock = serve_team_lock(r->serve_dir, r->team, &err)) >= 0 &&
 		 team_count(r, b, &have, &err) == 0) {
-		if (have >= r->cfg->max_sandboxes_per_key) {
+		if (serve_tpl_usable(r, b, tpl, &err) < 0) {
+			serve_reply_err(o, &err);        /* 404 as E2B's, or the failure */
+			rc = 1;
+		} else if (have >= r->cfg->max_sandboxes_per_key) {
 			serve_out_header(o, "Retry-After", "5");
 			serve_reply_error(o, 429, "the key has %zu sandboxes, its limit", have);
 			rc = 1;

@@ -135,6 +135,13 @@ int serve_team_lock(const char *dir, const char *team, struct sbx_err *err);
 int serve_snap_note(const char *dir, const char *snap_id, const char *sandbox_id,
 		    const char *team, struct sbx_err *err);
 int serve_snap_owner(const char *dir, const char *snap_id, char sandbox[72], char team[17]);
+/* Whether the request's key may boot template `id` (serve-tpl.c): `base`,
+ * a backend template that is not a snapshot, or a snapshot taken from one
+ * of the key's own sandboxes.  Another key's snapshot, a backend snapshot
+ * this server did not take and a missing template are SBX_NOT_FOUND
+ * ("template '<id>' not found", E2B's 404); -1 on any failure. */
+int serve_tpl_usable(const struct serve_req *r, struct sbx_backend *b, const char *id,
+		     struct sbx_err *err);
 
 /* ---- Handlers, run in the worker (serve-api.c, serve-envd.c, serve-proc.c) ---- */
 int serve_open_backend(const struct serve_req *r, struct sbx_backend **b, struct sbx_err *err);
