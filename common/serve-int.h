@@ -26,8 +26,7 @@
 #define SERVE_ENVD_VERSION "0.6.13"
 #define SERVE_CLIENT_ID "6532622b"
 #define SERVE_MAX_HEADERS 96
-#define SERVE_HOME "/home/user"      /* E2B's home of `user` ... */
-#define SERVE_WORKSPACE "/workspace" /* ... is sbx's /workspace */
+#define SERVE_HOME "/home/user"      /* E2B's home of `user`: the files', ~'s, HOME */
 
 struct serve_kv { char *k, *v; };
 
@@ -161,11 +160,11 @@ int serve_sweep_once(const char *dir, struct sbx_profile *p, struct sbx_err *err
 /* The envd user of a request (`name`, else Basic "<user>:"): 1 root, 0
  * user, -1 unknown (its name in `who`; the caller answers 401). */
 int serve_envd_user(const struct serve_req *r, const char *name, char who[65]);
-/* Map an E2B path (relative, "~", or under /home/user) onto the sandbox:
- * returns a malloc'd absolute path; *aliased says /home/user was mapped to
- * /workspace, so that answers can say /home/user again. */
-char *serve_map_path(const char *p, int as_root, int *aliased);
-char *serve_unmap_path(const char *p, int aliased);
+/* An E2B path made absolute as envd does: "", "~", "~/x" and relative
+ * paths start at the user's home (SERVE_HOME, /root for root); an
+ * absolute path is itself (no aliasing: /home/user is the sandbox's own
+ * /home/user, the commands' HOME).  Returns a malloc'd string. */
+char *serve_map_path(const char *p, int as_root);
 /* Absolute and without ".." components: what may reach the backend. */
 int serve_path_ok(const char *p);
 /* Equal strings, in time that depends on the length only. */
