@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "doc.h"
 #include "util.h"
@@ -499,19 +500,53 @@ static json_object *metadata_filter(const char *q, struct sbx_err *err)
 	return m;
 }
 
-/* Page token: base64 of "<created_at>__<id>", the last item sent. */
-static char *page_token(const struct sbx_sandbox *sb)
+/* Page token: base64 of "<created_at>__<id>" (E2B's "__asc" appended
+ * in ascending order), the last item sent. */
+static char *page_token(const struct sbx_sandbox *sb, int asc)
 {
-	SBX_AUTOFREE char *raw = sbx_xasprintf("%lld__%s", (long long)sb->created_at, sb->id);
+	SBX_AUTOFREE char *raw = sbx_xasprintf("%lld__%s%s", (long long)sb->created_at, sb->id,
+					       asc ? "__asc" : "");
 	char *t = serve_b64(raw, strlen(raw));
 	for (char *p = t; *p; p++)
 		*p = *p == '+' ? '-' : *p == '/' ? '_' : *p;
 	return t;
 }
 
-static int after_token(const struct sbx_sandbox *sb, int64_t tc, const char *tid)
+/* Whether `sb` comes after the token's item in the listing's order:
+ * newest first with ties by id, or (asc) that order reversed. */
+static int after_token(const struct sbx_sandbox *sb, int64_t tc, const char *tid, int asc)
 {
+	if (asc)
+		return sb->created_at > tc || (sb->created_at == tc && strcmp(sb->id, tid) < 0);
 	return sb->created_at < tc || (sb->created_at == tc && strcmp(sb->id, tid) > 0);
+}
+
+/* RFC 3339 (E2B's startedAfter: "2026-12-01T10:00:00Z", fractions and
+ * offsets allowed) to unix ms; -1 when it is not one. */
+static int64_t rfc3339_ms(const char *s)
+{
+	struct tm tm = {0};
+	const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!p)
+		return -1;
+	int64_t ms = 0, scale = 100;
+	if (*p == '.' || *p == ',') {
+		for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10)
+			ms += scale ? (*p - '0') * scale : 0;
+	}
+	int64_t off = 0;
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if ((*p == '+' || *p == '-') && strlen(p) == 6 && p[3] == ':') {
+		int h = atoi(p + 1), m = atoi(p + 4);
+		off = (*p == '-' ? -1 : 1) * (h * 3600 + m * 60);
+		p += 6;
+	} else {
+		return -1;
+	}
+	if (*p)
+		return -1;
+	return ((int64_t)timegm(&tm) - off) * 1000 + ms;
 }
 
 static int list(const struct serve_req *r, struct serve_out *o, int v2)
@@ -528,14 +563,22 @@ static int list(const struct serve_req *r, struct serve_out *o, int v2)
 			: cube ? 200 : 0;      /* Cube caps v1 at 200 */
 	if (v2 && (limit < 1 || limit > 100))
 		limit = 100;
+	/* order: E2B's v2 parameter; a token names the order it was made in */
+	const char *ord = v2 ? serve_query(r, "order") : NULL;
+	int asc = ord && !strcmp(ord, "asc");
+	if (ord && *ord && !asc && strcmp(ord, "desc") != 0)
+		return serve_reply_error(o, 400, "Invalid order parameter: must be 'asc' or 'desc'");
 	int64_t tc = 0;
 	char tid[80] = "";
 	const char *next = v2 && !cube ? serve_query(r, "nextToken") : NULL;
 	if (next && *next) {
 		char *raw;
 		size_t n;
-		char *sep;
-		if (serve_unb64(next, &raw, &n) < 0 || !(sep = strstr(raw, "__")) ||
+		char *sep, *tail = NULL;
+		if (serve_unb64(next, &raw, &n) == 0 && (sep = strstr(raw, "__")) &&
+		    (tail = strstr(sep + 2, "__")) && !strcmp(tail, "__asc"))
+			*tail = '\0';
+		if (!raw || !(sep = strstr(raw, "__")) || (tail != NULL) != asc ||
 		    snprintf(tid, sizeof(tid), "%s", sep + 2) >= (int)sizeof(tid) ||
 		    !serve_id_ok(tid)) {
 			if (raw)
@@ -545,6 +588,17 @@ static int list(const struct serve_req *r, struct serve_out *o, int v2)
 		tc = strtoll(raw, NULL, 10);
 		free(raw);
 	}
+	/* startedAfter, template: E2B's v2 list parameters */
+	const char *sa = v2 ? serve_query(r, "startedAfter") : NULL;
+	int64_t after_ms = sa && *sa ? rfc3339_ms(sa) : -1;
+	if (sa && *sa && after_ms < 0)
+		return serve_reply_error(o, 400, "Invalid startedAfter: not an RFC 3339 time");
+	const char *want_tpl = v2 ? serve_query(r, "template") : NULL;
+	if (want_tpl && !*want_tpl)
+		want_tpl = NULL;
+	if (want_tpl && strchr(want_tpl, ':'))
+		return serve_reply_error(o, 400, "Invalid template: tags are not supported here because "
+					 "sandboxes are not tag-scoped");
 	json_object *md = metadata_filter(serve_query(r, "metadata"), &err);
 	if (!md)
 		return serve_reply_err(o, &err);
@@ -561,29 +615,35 @@ static int list(const struct serve_req *r, struct serve_out *o, int v2)
 	size_t sent = 0, running = 0;
 	const struct sbx_sandbox *last = NULL;
 	int more = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct sbx_sandbox *sb = &v[i];
+	for (size_t k = 0; k < n; k++) {
+		struct sbx_sandbox *sb = &v[asc ? n - 1 - k : k];
 		if (sb->state == SBX_STATE_TERMINAL || sb->state == SBX_STATE_DEAD)
 			continue;
-		if (sb->state != SBX_STATE_PAUSED)
-			running++;
-		if (tid[0] && !after_token(sb, tc, tid))
-			continue;
-		if (limit && sent == (size_t)limit) {
-			more = 1;
-			continue;
-		}
 		struct serve_rec rec;
 		struct sbx_err e2 = {0};
 		if (serve_rec_load(r->serve_dir, sb->id, &rec, &e2) < 0)
 			continue;
+		int64_t started = rec.started_at_ms ? rec.started_at_ms : sb->created_at * 1000;
+		if ((after_ms >= 0 && started < after_ms) ||
+		    (want_tpl && !(rec.alias && !strcmp(rec.alias, want_tpl)) &&
+		     !(sb->template_id && !strcmp(sb->template_id, want_tpl)))) {
+			serve_rec_clear(&rec);
+			continue;
+		}
+		if (sb->state != SBX_STATE_PAUSED)
+			running++;
+		if ((tid[0] && !after_token(sb, tc, tid, asc)) || (limit && sent == (size_t)limit)) {
+			more |= !tid[0] || after_token(sb, tc, tid, asc);
+			serve_rec_clear(&rec);
+			continue;
+		}
 		json_object_array_add(arr, listed_json(r, sb, &rec, 0));
 		serve_rec_clear(&rec);
 		sent++;
 		last = sb;
 	}
 	if (more && last && !cube) {
-		char *t = page_token(last);
+		char *t = page_token(last, asc);
 		serve_out_header(o, "X-Next-Token", "%s", t);
 		free(t);
 	}

@@ -186,6 +186,9 @@ int serve_api_snapshots(const struct serve_req *r, struct serve_out *o)
 	struct sbx_err err = {0};
 	struct sbx_backend *b = NULL;
 	const char *want = serve_query(r, "sandboxID");
+	const char *want_name = serve_query(r, "name");      /* E2B: the snapshot's name */
+	if (want_name && !*want_name)
+		want_name = NULL;
 	const char *next = serve_query(r, "nextToken");
 	int cube = r->cfg->flavor == SBX_SERVE_CUBE;
 	const char *lq = serve_query(r, "limit");
@@ -237,7 +240,8 @@ int serve_api_snapshots(const struct serve_req *r, struct serve_out *o)
 		char sb[72], team[17];
 		if (serve_snap_owner(r->serve_dir, all[i].id, sb, team) < 0 || strcmp(team, r->team))
 			continue;
-		if ((want && strcmp(want, sb)) || (next && *next && strcmp(all[i].id, next) <= 0))
+		if ((want && strcmp(want, sb)) || (next && *next && strcmp(all[i].id, next) <= 0) ||
+		    (want_name && !(all[i].name && !strcmp(all[i].name, want_name))))
 			continue;
 		if (skip > 0) {
 			skip--;

@@ -198,3 +198,73 @@ new_sandbox() {
 	assert_equal "$(body | jq -c .)" '[]'
 	run api DELETE "/sandboxes/$ID"
 }
+
+@test "list: order, startedAfter and template as E2B's API description; tokens keep their order" {
+	local a b c t0 i
+	run api POST /v2/sandboxes -d '{"metadata":{"lq":"1"}}'
+	a=$(body | jq -r .sandboxID)
+	sleep 1.1      # created_at has one-second steps: three distinct times
+	run api POST /v2/sandboxes -d '{"metadata":{"lq":"1"}}'
+	b=$(body | jq -r .sandboxID)
+	t0=$(body | jq -r .sandboxID | xargs -I{} curl -sS "$SERVE_URL/sandboxes/{}" -H "X-API-Key: $SERVE_KEY" | jq -r .startedAt)
+	run api POST "/sandboxes/$a/snapshots" -d '{}'
+	local snap
+	snap=$(body | jq -r .snapshotID)
+	sleep 1.1
+	run api POST /v2/sandboxes -d "{\"metadata\":{\"lq\":\"1\"},\"templateID\":\"$snap\"}"
+	c=$(body | jq -r .sandboxID)
+	local q='metadata=lq%3D1'
+	run api GET "/v2/sandboxes?$q"
+	assert_equal "$(body | jq -r '[.[].sandboxID] | join(" ")')" "$c $b $a"
+	run api GET "/v2/sandboxes?$q&order=asc"
+	assert_equal "$(body | jq -r '[.[].sandboxID] | join(" ")')" "$a $b $c"
+	run api GET "/v2/sandboxes?$q&order=sideways"
+	assert_equal "$(status)" 400
+	# paging one at a time in each order: each once, in order
+	local order tok seen
+	for order in asc desc; do
+		tok= seen=
+		for i in 1 2 3 4; do
+			run curl -sS -D "$BATS_TEST_TMPDIR/h" "$SERVE_URL/v2/sandboxes?$q&order=$order&limit=1${tok:+&nextToken=$tok}" \
+				-H "X-API-Key: $SERVE_KEY"
+			seen="$seen $(printf '%s' "$output" | jq -r '.[].sandboxID')"
+			tok=$(sed -n 's/^[Xx]-[Nn]ext-[Tt]oken: *\([^\r]*\).*/\1/p' "$BATS_TEST_TMPDIR/h")
+			[ -n "$tok" ] || break
+		done
+		if [ $order = asc ]; then assert_equal "$seen" " $a $b $c"; else assert_equal "$seen" " $c $b $a"; fi
+	done
+	# a token of one order is refused by the other
+	run curl -sS -D "$BATS_TEST_TMPDIR/h" "$SERVE_URL/v2/sandboxes?$q&order=asc&limit=1" -H "X-API-Key: $SERVE_KEY"
+	tok=$(sed -n 's/^[Xx]-[Nn]ext-[Tt]oken: *\([^\r]*\).*/\1/p' "$BATS_TEST_TMPDIR/h")
+	run api GET "/v2/sandboxes?$q&order=desc&nextToken=$tok"
+	assert_equal "$(status)" 400
+	# startedAfter is inclusive
+	run api GET "/v2/sandboxes?$q&startedAfter=$(printf %s "$t0" | jq -sRr @uri)"
+	assert_equal "$(body | jq -r '[.[].sandboxID] | join(" ")')" "$c $b"
+	run api GET "/v2/sandboxes?$q&startedAfter=yesterday"
+	assert_equal "$(status)" 400
+	run api GET "/v2/sandboxes?$q&template=$snap"
+	assert_equal "$(body | jq -r '[.[].sandboxID] | join(" ")')" "$c"
+	run api GET "/v2/sandboxes?$q&template=base:v1"
+	assert_equal "$(status)" 400
+	for i in $a $b $c; do api DELETE "/sandboxes/$i" >/dev/null; done
+	api DELETE "/templates/$snap" >/dev/null
+}
+
+@test "listSnapshots: the name filter" {
+	new_sandbox
+	run api POST "/sandboxes/$ID/snapshots" -d '{"name":"first"}'
+	local s1 s2
+	s1=$(body | jq -r .snapshotID)
+	run api POST "/sandboxes/$ID/snapshots" -d '{"name":"second"}'
+	s2=$(body | jq -r .snapshotID)
+	run api GET "/snapshots?name=second"
+	assert_equal "$(body | jq -r '[.[].snapshotID] | join(" ")')" "$s2"
+	run api GET "/snapshots?name=nothing"
+	assert_equal "$(body | jq -c .)" '[]'
+	run api GET "/snapshots?sandboxID=$ID"
+	assert_equal "$(body | jq length)" 2
+	run api DELETE "/sandboxes/$ID"
+	api DELETE "/templates/$s1" >/dev/null
+	api DELETE "/templates/$s2" >/dev/null
+}
