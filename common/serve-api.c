@@ -13,9 +13,11 @@
  * 429 with Retry-After. */
 #include "serve-int.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "doc.h"
 #include "util.h"
@@ -182,6 +184,73 @@ static void cube_create_fields(json_object *in, json_object **env, int *pause, i
 	}
 }
 
+/* A field a client left unset: null, "", [], {} (SDKs send some of these
+ * for options the user did not give). */
+static int unset(json_object *v)
+{
+	if (!v)
+		return 1;
+	switch (json_object_get_type(v)) {
+	case json_type_string:
+		return json_object_get_string_len(v) == 0;
+	case json_type_array:
+		return json_object_array_length(v) == 0;
+	case json_type_object:
+		return json_object_object_length(v) == 0;
+	default:
+		return 0;
+	}
+}
+
+static int name_in(const char *k, const char *const *names)
+{
+	for (; *names; names++)
+		if (!strcmp(k, *names))
+			return 1;
+	return 0;
+}
+
+/* Create's fields, refused unless the server implements them: any field
+ * not in the lists below that is set (not null/empty) is a 400 naming it,
+ * and so are the implemented fields' values the server cannot honour
+ * (secure: false, autoPauseMemory: false).  Nothing a client asks for is
+ * silently dropped: a sandbox without the egress proxy, header rules or
+ * volume it asked for would look right and be wrong. */
+static int refuse_unimplemented(json_object *in, int cube, struct sbx_err *err)
+{
+	static const char *const top[] = {"templateID", "timeout", "autoPause", "autoResume",
+					  "secure", "allow_internet_access", "network", "metadata",
+					  "envVars", "autoPauseMemory", NULL};
+	static const char *const cube_top[] = {"lifecycle", "auto_pause", "auto_resume", "envs", NULL};
+	static const char *const network[] = {"allowPublicTraffic", "allowOut", "denyOut", NULL};
+	json_object_object_foreach(in, k, v) {
+		if (name_in(k, top) || (cube && name_in(k, cube_top)) || unset(v))
+			continue;
+		return sbx_fail(err, SBX_INVALID_REQUEST, "create",
+				"sbx-serve does not implement '%.64s'", k);
+	}
+	json_object *net = NULL;
+	if (json_object_object_get_ex(in, "network", &net) && net &&
+	    !json_object_is_type(net, json_type_object))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "create", "network must be an object");
+	if (net) {
+		json_object_object_foreach(net, k, v) {
+			if (name_in(k, network) || unset(v))
+				continue;
+			return sbx_fail(err, SBX_INVALID_REQUEST, "create",
+					"sbx-serve does not implement 'network.%.64s'", k);
+		}
+	}
+	json_object *flag;
+	if (json_object_object_get_ex(in, "secure", &flag) && flag && !json_object_get_boolean(flag))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "create",
+				"sbx-serve does not implement 'secure': false (envd always needs its token)");
+	if (json_object_object_get_ex(in, "autoPauseMemory", &flag) && flag && !json_object_get_boolean(flag))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "create",
+				"sbx-serve does not implement 'autoPauseMemory': false (a pause keeps memory)");
+	return 0;
+}
+
 /* Live sandboxes of the team (for the per-key limit). */
 static int team_count(const struct serve_req *r, struct sbx_backend *b, size_t *n,
 		      struct sbx_err *err);
@@ -229,11 +298,15 @@ static int create(const struct serve_req *r, struct serve_out *o, int v2)
 		sbx_fail(&err, SBX_INVALID_REQUEST, "create", "Timeout must be greater than 0");
 	else if (strlen(tpl) > 256 || strchr(tpl, '\n'))
 		sbx_fail(&err, SBX_INVALID_REQUEST, "create", "Invalid template ID");
-	else if (string_map(md, "metadata", 1, &err) == 0 && string_map(env, "envVars", 0, &err) == 0 &&
+	else if (refuse_unimplemented(in, cube, &err) == 0 &&
+		 string_map(md, "metadata", 1, &err) == 0 && string_map(env, "envVars", 0, &err) == 0 &&
 		 serve_open_backend(r, &b, &err) == 0 &&
 		 (lock = serve_team_lock(r->serve_dir, r->team, &err)) >= 0 &&
 		 team_count(r, b, &have, &err) == 0) {
-		if (have >= r->cfg->max_sandboxes_per_key) {
+		if (serve_tpl_usable(r, b, tpl, &err) < 0) {
+			serve_reply_err(o, &err);        /* 404 as E2B's, or the failure */
+			rc = 1;
+		} else if (have >= r->cfg->max_sandboxes_per_key) {
 			serve_out_header(o, "Retry-After", "5");
 			serve_reply_error(o, 429, "the key has %zu sandboxes, its limit", have);
 			rc = 1;
@@ -426,19 +499,53 @@ static json_object *metadata_filter(const char *q, struct sbx_err *err)
 	return m;
 }
 
-/* Page token: base64 of "<created_at>__<id>", the last item sent. */
-static char *page_token(const struct sbx_sandbox *sb)
+/* Page token: base64 of "<created_at>__<id>" (E2B's "__asc" appended
+ * in ascending order), the last item sent. */
+static char *page_token(const struct sbx_sandbox *sb, int asc)
 {
-	SBX_AUTOFREE char *raw = sbx_xasprintf("%lld__%s", (long long)sb->created_at, sb->id);
+	SBX_AUTOFREE char *raw = sbx_xasprintf("%lld__%s%s", (long long)sb->created_at, sb->id,
+					       asc ? "__asc" : "");
 	char *t = serve_b64(raw, strlen(raw));
 	for (char *p = t; *p; p++)
 		*p = *p == '+' ? '-' : *p == '/' ? '_' : *p;
 	return t;
 }
 
-static int after_token(const struct sbx_sandbox *sb, int64_t tc, const char *tid)
+/* Whether `sb` comes after the token's item in the listing's order:
+ * newest first with ties by id, or (asc) that order reversed. */
+static int after_token(const struct sbx_sandbox *sb, int64_t tc, const char *tid, int asc)
 {
+	if (asc)
+		return sb->created_at > tc || (sb->created_at == tc && strcmp(sb->id, tid) < 0);
 	return sb->created_at < tc || (sb->created_at == tc && strcmp(sb->id, tid) > 0);
+}
+
+/* RFC 3339 (E2B's startedAfter: "2026-12-01T10:00:00Z", fractions and
+ * offsets allowed) to unix ms; -1 when it is not one. */
+static int64_t rfc3339_ms(const char *s)
+{
+	struct tm tm = {0};
+	const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!p)
+		return -1;
+	int64_t ms = 0, scale = 100;
+	if (*p == '.' || *p == ',') {
+		for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10)
+			ms += scale ? (*p - '0') * scale : 0;
+	}
+	int64_t off = 0;
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if ((*p == '+' || *p == '-') && strlen(p) == 6 && p[3] == ':') {
+		int h = atoi(p + 1), m = atoi(p + 4);
+		off = (*p == '-' ? -1 : 1) * (h * 3600 + m * 60);
+		p += 6;
+	} else {
+		return -1;
+	}
+	if (*p)
+		return -1;
+	return ((int64_t)timegm(&tm) - off) * 1000 + ms;
 }
 
 static int list(const struct serve_req *r, struct serve_out *o, int v2)
@@ -455,14 +562,22 @@ static int list(const struct serve_req *r, struct serve_out *o, int v2)
 			: cube ? 200 : 0;      /* Cube caps v1 at 200 */
 	if (v2 && (limit < 1 || limit > 100))
 		limit = 100;
+	/* order: E2B's v2 parameter; a token names the order it was made in */
+	const char *ord = v2 ? serve_query(r, "order") : NULL;
+	int asc = ord && !strcmp(ord, "asc");
+	if (ord && *ord && !asc && strcmp(ord, "desc") != 0)
+		return serve_reply_error(o, 400, "Invalid order parameter: must be 'asc' or 'desc'");
 	int64_t tc = 0;
 	char tid[80] = "";
 	const char *next = v2 && !cube ? serve_query(r, "nextToken") : NULL;
 	if (next && *next) {
 		char *raw;
 		size_t n;
-		char *sep;
-		if (serve_unb64(next, &raw, &n) < 0 || !(sep = strstr(raw, "__")) ||
+		char *sep, *tail = NULL;
+		if (serve_unb64(next, &raw, &n) == 0 && (sep = strstr(raw, "__")) &&
+		    (tail = strstr(sep + 2, "__")) && !strcmp(tail, "__asc"))
+			*tail = '\0';
+		if (!raw || !(sep = strstr(raw, "__")) || (tail != NULL) != asc ||
 		    snprintf(tid, sizeof(tid), "%s", sep + 2) >= (int)sizeof(tid) ||
 		    !serve_id_ok(tid)) {
 			if (raw)
@@ -472,6 +587,17 @@ static int list(const struct serve_req *r, struct serve_out *o, int v2)
 		tc = strtoll(raw, NULL, 10);
 		free(raw);
 	}
+	/* startedAfter, template: E2B's v2 list parameters */
+	const char *sa = v2 ? serve_query(r, "startedAfter") : NULL;
+	int64_t after_ms = sa && *sa ? rfc3339_ms(sa) : -1;
+	if (sa && *sa && after_ms < 0)
+		return serve_reply_error(o, 400, "Invalid startedAfter: not an RFC 3339 time");
+	const char *want_tpl = v2 ? serve_query(r, "template") : NULL;
+	if (want_tpl && !*want_tpl)
+		want_tpl = NULL;
+	if (want_tpl && strchr(want_tpl, ':'))
+		return serve_reply_error(o, 400, "Invalid template: tags are not supported here because "
+					 "sandboxes are not tag-scoped");
 	json_object *md = metadata_filter(serve_query(r, "metadata"), &err);
 	if (!md)
 		return serve_reply_err(o, &err);
@@ -488,29 +614,35 @@ static int list(const struct serve_req *r, struct serve_out *o, int v2)
 	size_t sent = 0, running = 0;
 	const struct sbx_sandbox *last = NULL;
 	int more = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct sbx_sandbox *sb = &v[i];
+	for (size_t k = 0; k < n; k++) {
+		struct sbx_sandbox *sb = &v[asc ? n - 1 - k : k];
 		if (sb->state == SBX_STATE_TERMINAL || sb->state == SBX_STATE_DEAD)
 			continue;
-		if (sb->state != SBX_STATE_PAUSED)
-			running++;
-		if (tid[0] && !after_token(sb, tc, tid))
-			continue;
-		if (limit && sent == (size_t)limit) {
-			more = 1;
-			continue;
-		}
 		struct serve_rec rec;
 		struct sbx_err e2 = {0};
 		if (serve_rec_load(r->serve_dir, sb->id, &rec, &e2) < 0)
 			continue;
+		int64_t started = rec.started_at_ms ? rec.started_at_ms : sb->created_at * 1000;
+		if ((after_ms >= 0 && started < after_ms) ||
+		    (want_tpl && !(rec.alias && !strcmp(rec.alias, want_tpl)) &&
+		     !(sb->template_id && !strcmp(sb->template_id, want_tpl)))) {
+			serve_rec_clear(&rec);
+			continue;
+		}
+		if (sb->state != SBX_STATE_PAUSED)
+			running++;
+		if ((tid[0] && !after_token(sb, tc, tid, asc)) || (limit && sent == (size_t)limit)) {
+			more |= !tid[0] || after_token(sb, tc, tid, asc);
+			serve_rec_clear(&rec);
+			continue;
+		}
 		json_object_array_add(arr, listed_json(r, sb, &rec, 0));
 		serve_rec_clear(&rec);
 		sent++;
 		last = sb;
 	}
 	if (more && last && !cube) {
-		char *t = page_token(last);
+		char *t = page_token(last, asc);
 		serve_out_header(o, "X-Next-Token", "%s", t);
 		free(t);
 	}
@@ -542,6 +674,150 @@ static int set_end(const struct serve_req *r, struct sbx_backend *b, struct sbx_
 	return 0;
 }
 
+/* What a metric sample reads inside the sandbox, as "name value" lines:
+ * its own cgroup, which a sandbox with a cgroup namespace sees at
+ * /sys/fs/cgroup (v2: cpu.stat, memory.current; v1 as docker mounts it:
+ * cpuacct.usage, memory.usage_in_bytes): the CPU time twice, METRIC_GAP
+ * apart, the memory charge, limit and page cache; the CPUs, the machine's
+ * memory, the root filesystem.  Plain sh (busybox templates). */
+#define METRIC_GAP "0.5"
+static const char metric_script[] =
+	"cg=/sys/fs/cgroup\n"
+	"s() {\n"
+	"  if [ -r $cg/cpu.stat ]; then while read -r k v; do [ \"$k\" = usage_usec ] && echo \"usec$1 $v\"; done < $cg/cpu.stat\n"
+	"  elif [ -r $cg/cpuacct/cpuacct.usage ]; then read -r v < $cg/cpuacct/cpuacct.usage && echo \"usec$1 $((v / 1000))\"; fi\n"
+	"}\n"
+	"s 1; sleep " METRIC_GAP "; s 2\n"
+	"if [ -r $cg/memory.current ]; then read -r v < $cg/memory.current && echo \"cgmem $v\"\n"
+	"  read -r v < $cg/memory.max && echo \"cgmax $v\"\n"
+	"  while read -r k v; do [ \"$k\" = file ] && echo \"cgcache $v\"; done < $cg/memory.stat\n"
+	"elif [ -r $cg/memory/memory.usage_in_bytes ]; then read -r v < $cg/memory/memory.usage_in_bytes && echo \"cgmem $v\"\n"
+	"  read -r v < $cg/memory/memory.limit_in_bytes && echo \"cgmax $v\"\n"
+	"  while read -r k v; do [ \"$k\" = cache ] && echo \"cgcache $v\"; done < $cg/memory/memory.stat\n"
+	"fi\n"
+	"while read -r k v u; do [ \"$k\" = MemTotal: ] && echo \"memtotal $v\"; done < /proc/meminfo\n"
+	"echo \"ncpu $(nproc 2>/dev/null || grep -c ^processor /proc/cpuinfo)\"\n"
+	"df -kP / 2>/dev/null | while read -r f t u a rest; do [ \"$f\" = Filesystem ] || echo \"disk $t $u\"; done\n";
+
+static int64_t metric_val(const char *out, const char *name, int64_t dflt)
+{
+	size_t n = strlen(name);
+	for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (!strncmp(l, name, n) && l[n] == ' ') {
+			char *end;
+			long long v = strtoll(l + n + 1, &end, 10);
+			return end == l + n + 1 ? dflt : v;
+		}
+	return dflt;
+}
+
+/* One SandboxMetric of a running sandbox, sampled now by an exec in it.
+ * CPU: the share of the sandbox's CPUs its cgroup used over METRIC_GAP;
+ * memory: the cgroup's charge; memTotal: the profile's limit, else the
+ * cgroup's, else the machine's; disk: the root filesystem.  A sandbox that
+ * sees no cgroup of its own (the local backend on a cgroup v1 host) has no
+ * numbers to tell: SBX_UNSUPPORTED, never the machine's numbers as the
+ * sandbox's.  SBX_UNSUPPORTED too when the backend cannot exec. */
+static int metric_sample(const struct serve_req *r, struct sbx_backend *b, struct sbx_sandbox *sb,
+			 json_object **out, struct sbx_err *err)
+{
+	if (!b->ops->exec || !(b->ops->caps(b) & SBX_CAP_EXEC))
+		return sbx_fail(err, SBX_UNSUPPORTED, "metrics",
+				"the backend cannot run a command in the sandbox, so it has no metrics");
+	char *argv[] = {"/bin/sh", "-c", (char *)metric_script, NULL};
+	struct sbx_exec_req req = {.argv = argv, .timeout_ms = 10000, .output_cap = 4096,
+				   .raw_out_fd = -1, .raw_err_fd = -1, .raw_in_fd = -1};
+	struct sbx_exec_result res = {0};
+	if (sbx_call(b, exec, err, sb, &req, &res) < 0)
+		return -1;
+	if (res.exit_code < 0 || !res.out) {
+		sbx_exec_result_clear(&res);
+		return sbx_fail(err, SBX_INTERNAL, "metrics", "the metric sample did not finish");
+	}
+	const char *o = res.out;
+	const struct sbx_limits *l = &r->cfg->profile->limits;
+	int64_t ncpu = metric_val(o, "ncpu", 1), u1 = metric_val(o, "usec1", -1), u2 = metric_val(o, "usec2", -1);
+	int64_t mem = metric_val(o, "cgmem", -1);
+	if (u1 < 0 || u2 < 0 || mem < 0) {
+		sbx_exec_result_clear(&res);
+		return sbx_fail(err, SBX_UNSUPPORTED, "metrics",
+				"the sandbox sees no cgroup of its own (a cgroup v1 host?), so the backend "
+				"cannot tell its CPU and memory");
+	}
+	int64_t cpus = l->cpus > 0 ? (int64_t)(l->cpus + 0.999) : ncpu > 0 ? ncpu : 1;
+	double used_s = (double)(u2 - u1) / 1e6;
+	double share = l->cpus > 0 ? l->cpus : (double)cpus;
+	double pct = used_s < 0 ? 0 : used_s / atof(METRIC_GAP) / share * 100.0;
+	if (pct > 100)
+		pct = 100;
+	int64_t total = l->memory_bytes > 0 ? l->memory_bytes : metric_val(o, "cgmax", -1);
+	int64_t host = metric_val(o, "memtotal", 0) * 1024;
+	if (total <= 0 || (host > 0 && total > host))    /* "max", or v1's huge number */
+		total = host;
+	int64_t dt = 0, du = 0;
+	const char *d = strstr(o, "\ndisk ");
+	if (d)
+		sscanf(d + 6, "%" SCNd64 " %" SCNd64, &dt, &du);
+	json_object *j = json_object_new_object();
+	char t[48];
+	int64_t now = sbx_now_ms();
+	iso_ms(now, t, sizeof(t));
+	sbx_json_set_str(j, "timestamp", t);
+	sbx_json_set_int(j, "timestampUnix", now / 1000);
+	sbx_json_set_int(j, "cpuCount", cpus);
+	json_object_object_add(j, "cpuUsedPct", json_object_new_double((double)(int64_t)(pct * 100) / 100));
+	sbx_json_set_int(j, "memUsed", mem);
+	sbx_json_set_int(j, "memTotal", total);
+	sbx_json_set_int(j, "memCache", metric_val(o, "cgcache", 0));
+	sbx_json_set_int(j, "diskUsed", du * 1024);
+	sbx_json_set_int(j, "diskTotal", dt * 1024);
+	sbx_exec_result_clear(&res);
+	*out = j;
+	return 0;
+}
+
+/* GET /sandboxes/{id}/metrics?start&end: one sample, now, when now lies in
+ * [start, end] (unix seconds, either optional) and the sandbox runs; []
+ * otherwise (a paused sandbox uses no CPU; E2B's list may be empty).  The
+ * server keeps no history: E2B's series of past samples is not there. */
+static int metrics(const struct serve_req *r, struct sbx_backend *b, struct sbx_sandbox *sb,
+		   json_object **out, struct sbx_err *err)
+{
+	const char *qs = serve_query(r, "start"), *qe = serve_query(r, "end");
+	char *end;
+	int64_t now = sbx_now_ms() / 1000, start = 0, stop = INT64_MAX;
+	if (qs && *qs && ((start = strtoll(qs, &end, 10)), *end || start < 0))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "metrics", "start must be unix seconds");
+	if (qe && *qe && ((stop = strtoll(qe, &end, 10)), *end || stop < 0))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "metrics", "end must be unix seconds");
+	if (start > stop)
+		return sbx_fail(err, SBX_INVALID_REQUEST, "metrics", "start is after end");
+	json_object *arr = json_object_new_array();
+	if (sb->state == SBX_STATE_RUNNING && now >= start && now <= stop) {
+		json_object *m = NULL;
+		if (metric_sample(r, b, sb, &m, err) < 0) {
+			json_object_put(arr);
+			return -1;
+		}
+		json_object_array_add(arr, m);
+	}
+	*out = arr;
+	return 0;
+}
+
+/* The calls E2B has and this server does not: 501 with the call's name, so
+ * that an SDK reports an unsupported call, not a missing sandbox. */
+static const char *unimplemented_call(const char *method, const char *op)
+{
+	if (!strcmp(method, "POST") && !strcmp(op, "fork"))
+		return "fork";
+	if (!strcmp(method, "PUT") && !strcmp(op, "network"))
+		return "updateNetwork (PUT /sandboxes/{id}/network)";
+	if (!strcmp(method, "GET") && !strcmp(op, "logs"))
+		return "logs";
+	return NULL;
+}
+
 /* One sandbox, by id: get, delete, pause, resume, connect, timeout,
  * refreshes, metrics, snapshots. */
 static int one(const struct serve_req *r, struct serve_out *o, const char *id, const char *op)
@@ -571,7 +847,12 @@ static int one(const struct serve_req *r, struct serve_out *o, const char *id, c
 		if (rc == 0)
 			serve_rec_remove(r->serve_dir, id);
 	} else if (post && !strcmp(op, "pause")) {
-		if (sb.state == SBX_STATE_PAUSED) {
+		json_object *mem;
+		if (json_object_object_get_ex(in, "memory", &mem) && mem && !json_object_get_boolean(mem)) {
+			sbx_fail(&err, SBX_INVALID_REQUEST, "pause",
+				 "sbx-serve does not implement 'memory': false (a pause keeps memory)");
+			rc = -1;
+		} else if (sb.state == SBX_STATE_PAUSED) {
 			sbx_fail(&err, SBX_CONFLICT, "pause",
 				 "Error pausing sandbox - sandbox '%s' is already paused", id);
 			rc = -1;
@@ -604,8 +885,11 @@ static int one(const struct serve_req *r, struct serve_out *o, const char *id, c
 			rc = set_end(r, b, &sb, &rec, d, &err);
 		}
 	} else if (!strcmp(r->method, "GET") && !strcmp(op, "metrics")) {
-		out = json_object_new_array();
+		rc = metrics(r, b, &sb, &out, &err);
 		status = 200;
+	} else if (unimplemented_call(r->method, op)) {
+		serve_reply_error(o, 501, "sbx-serve does not implement %s", unimplemented_call(r->method, op));
+		rc = 2;
 	} else if (post && !strcmp(op, "snapshots")) {
 		struct sbx_snapshot_ref ref = {0};
 		const char *name = sbx_json_str(in, "name");
@@ -625,7 +909,9 @@ static int one(const struct serve_req *r, struct serve_out *o, const char *id, c
 	} else {
 		rc = 1;
 	}
-	if (rc == 1)
+	if (rc == 2)
+		;                                       /* answered */
+	else if (rc == 1)
 		serve_reply_error(o, 404, "no such route");
 	else if (rc < 0)
 		serve_reply_err(o, &err);
@@ -676,6 +962,8 @@ int serve_api(const struct serve_req *r, struct serve_out *o)
 		const char *op = slash ? slash + 1 : "";
 		if (v2 && strcmp(op, "connect") != 0 && strcmp(op, "logs") != 0)
 			return serve_reply_error(o, 404, "no such route");
+		if (!strcmp(id, "metrics") && !slash)   /* GET /sandboxes/metrics?sandbox_ids= */
+			return serve_reply_error(o, 501, "sbx-serve does not implement the metrics of several sandboxes at once");
 		return one(r, o, id, op);
 	}
 	if (!strcmp(p, "/snapshots") && !strcmp(m, "GET"))

@@ -4,12 +4,11 @@
  * Remove).  The process.Process service is serve-proc.c's.
  *
  * Users and homes: E2B's `user` is the sandbox user (uid 1000) and `root`
- * is root; no user named = `user`.  E2B's home of `user` is /home/user;
- * sbx's is /workspace (the session folder, the default working directory
- * of every command).  So a path that is relative, "~", or under /home/user
- * is mapped onto /workspace (for root, relative paths and "~" are /root),
- * and answers about a mapped path say /home/user again: a client sees
- * E2B's layout, the sandbox keeps sbx's.
+ * is root; no user named = `user`.  A user's home is one place for every
+ * call, as on E2B: /home/user (/root for root) is where "~", "~/x" and
+ * relative paths of /files and filesystem calls land, the HOME and the
+ * default working directory of commands (serve-proc.c).  Absolute paths
+ * are the sandbox's own; sbx's session folder is /workspace, by name.
  *
  * Promises: every path reaches the backend absolute and free of ".."
  * components (refused here, as sbx-fs's backend confinement refuses them),
@@ -33,7 +32,7 @@
 /* ---- /files ---- */
 
 static int files_get(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
-		     struct sbx_sandbox *sb, int as_root, const char *path, const char *shown)
+		     struct sbx_sandbox *sb, int as_root, const char *path)
 {
 	struct sbx_err err = {0};
 	char *data = NULL;
@@ -46,14 +45,14 @@ static int files_get(const struct serve_req *r, struct serve_out *o, struct sbx_
 			free(e.name);
 			free(e.path);
 			free(e.link_target);
-			return serve_reply_error(o, 400, "path '%s' is a directory", shown);
+			return serve_reply_error(o, 400, "path '%s' is a directory", path);
 		}
 		if (err.kind == SBX_NOT_FOUND)
-			return serve_reply_error(o, 404, "path '%s' does not exist", shown);
+			return serve_reply_error(o, 404, "path '%s' does not exist", path);
 		return serve_reply_err(o, &err);
 	}
-	const char *base = strrchr(shown, '/');
-	serve_out_header(o, "Content-Disposition", "inline; filename=\"%s\"", base ? base + 1 : shown);
+	const char *base = strrchr(path, '/');
+	serve_out_header(o, "Content-Disposition", "inline; filename=\"%s\"", base ? base + 1 : path);
 	int rc = serve_reply(o, 200, "application/octet-stream", data, len);
 	free(data);
 	return rc;
@@ -63,8 +62,7 @@ static int files_get(const struct serve_req *r, struct serve_out *o, struct sbx_
 static int put_one(struct serve_out *o, struct sbx_backend *b, struct sbx_sandbox *sb, int as_root,
 		   const char *dest, const char *data, size_t len, json_object *arr)
 {
-	int aliased;
-	SBX_AUTOFREE char *path = serve_map_path(dest, as_root, &aliased);
+	SBX_AUTOFREE char *path = serve_map_path(dest, as_root);
 	if (!serve_path_ok(path))
 		return serve_reply_error(o, 400, "invalid path '%s'", dest), -1;
 	struct sbx_err err = {0};
@@ -83,8 +81,7 @@ static int put_one(struct serve_out *o, struct sbx_backend *b, struct sbx_sandbo
 	json_object *e = json_object_new_object();
 	const char *base = strrchr(path, '/');
 	sbx_json_set_str(e, "name", base ? base + 1 : path);
-	SBX_AUTOFREE char *shown = serve_unmap_path(path, aliased);
-	sbx_json_set_str(e, "path", shown);
+	sbx_json_set_str(e, "path", path);
 	sbx_json_set_str(e, "type", "file");
 	json_object_array_add(arr, e);
 	return 0;
@@ -274,13 +271,11 @@ int serve_envd_files(const struct serve_req *r, struct serve_out *o, struct sbx_
 		return files_post(r, o, b, sb, as_root);
 	if (strcmp(r->method, "GET") != 0)
 		return serve_reply_error(o, 405, "method not allowed");
-	int aliased;
 	const char *q = serve_query(r, "path");
-	SBX_AUTOFREE char *path = serve_map_path(q, as_root, &aliased);
+	SBX_AUTOFREE char *path = serve_map_path(q, as_root);
 	if (!serve_path_ok(path))
 		return serve_reply_error(o, 400, "invalid path '%s'", q ? q : "");
-	SBX_AUTOFREE char *shown = serve_unmap_path(path, aliased);
-	return files_get(r, o, b, sb, as_root, path, shown);
+	return files_get(r, o, b, sb, as_root, path);
 }
 
 /* ---- the plane's entry ---- */

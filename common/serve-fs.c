@@ -32,14 +32,13 @@ static const char *who(unsigned id)
 	return id == 0 ? "root" : id == 1000 ? "user" : NULL;
 }
 
-static json_object *entry_json(const struct sbx_dirent *e, int aliased)
+static json_object *entry_json(const struct sbx_dirent *e)
 {
 	json_object *j = json_object_new_object();
 	sbx_json_set_str(j, "name", e->name);
 	const char *type = e->type == SBX_FT_DIR ? "FILE_TYPE_DIRECTORY" : "FILE_TYPE_FILE";
 	sbx_json_set_str(j, "type", type);
-	SBX_AUTOFREE char *p = serve_unmap_path(e->path, aliased);
-	sbx_json_set_str(j, "path", p);
+	sbx_json_set_str(j, "path", e->path);
 	serve_set_int64(j, "size", e->size);
 	sbx_json_set_int(j, "mode", e->mode & 07777);
 	char perm[11] = "----------";
@@ -65,15 +64,14 @@ static json_object *entry_json(const struct sbx_dirent *e, int aliased)
 }
 
 /* The request's path field, mapped; NULL with the reply written. */
-static char *req_path(struct serve_out *o, json_object *in, const char *field, int as_root,
-		      int *aliased)
+static char *req_path(struct serve_out *o, json_object *in, const char *field, int as_root)
 {
 	const char *p = sbx_json_str(in, field);
 	if (!p) {
 		serve_connect_unary_err(o, "invalid_argument", "%s is required", field);
 		return NULL;
 	}
-	char *m = serve_map_path(p, as_root, aliased);
+	char *m = serve_map_path(p, as_root);
 	if (!serve_path_ok(m)) {
 		free(m);
 		serve_connect_unary_err(o, "invalid_argument", "invalid path '%s'", p);
@@ -83,21 +81,21 @@ static char *req_path(struct serve_out *o, json_object *in, const char *field, i
 }
 
 static int stat_reply(struct serve_out *o, struct sbx_backend *b, struct sbx_sandbox *sb,
-		      const char *path, int as_root, int aliased)
+		      const char *path, int as_root)
 {
 	struct sbx_err err = {0};
 	struct sbx_dirent e = {0};
 	if (sbx_call(b, file_stat, &err, sb, path, as_root, &e) < 0)
 		return serve_connect_from_err(o, 0, &err);
 	json_object *out = json_object_new_object();
-	json_object_object_add(out, "entry", entry_json(&e, aliased));
+	json_object_object_add(out, "entry", entry_json(&e));
 	dirent_clear(&e);
 	return serve_connect_unary_ok(o, out);
 }
 
 /* Entries of `path` down to `depth` levels, appended to arr. */
 static int list_into(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path, int depth,
-		     int as_root, int aliased, json_object *arr, struct sbx_err *err)
+		     int as_root, json_object *arr, struct sbx_err *err)
 {
 	struct sbx_dirent *v = NULL;
 	size_t n = 0;
@@ -105,10 +103,10 @@ static int list_into(struct sbx_backend *b, struct sbx_sandbox *sb, const char *
 		return -1;
 	int rc = 0;
 	for (size_t i = 0; i < n && json_object_array_length(arr) < LIST_MAX; i++) {
-		json_object_array_add(arr, entry_json(&v[i], aliased));
+		json_object_array_add(arr, entry_json(&v[i]));
 		if (depth > 1 && v[i].type == SBX_FT_DIR) {
 			struct sbx_err e2 = {0};
-			list_into(b, sb, v[i].path, depth - 1, as_root, aliased, arr, &e2);
+			list_into(b, sb, v[i].path, depth - 1, as_root, arr, &e2);
 		}
 	}
 	sbx_dirents_free(v, n);
@@ -116,7 +114,7 @@ static int list_into(struct sbx_backend *b, struct sbx_sandbox *sb, const char *
 }
 
 static int listdir(struct serve_out *o, struct sbx_backend *b, struct sbx_sandbox *sb,
-		   const char *path, int depth, int as_root, int aliased)
+		   const char *path, int depth, int as_root)
 {
 	struct sbx_err err = {0};
 	struct sbx_dirent e = {0};
@@ -128,7 +126,7 @@ static int listdir(struct serve_out *o, struct sbx_backend *b, struct sbx_sandbo
 	if (!dir)
 		return serve_connect_unary_err(o, "invalid_argument", "path is not a directory");
 	json_object *arr = json_object_new_array();
-	if (list_into(b, sb, path, depth < 1 ? 1 : depth > 16 ? 16 : depth, as_root, aliased, arr,
+	if (list_into(b, sb, path, depth < 1 ? 1 : depth > 16 ? 16 : depth, as_root, arr,
 		      &err) < 0) {
 		json_object_put(arr);
 		return serve_connect_from_err(o, 0, &err);
@@ -149,20 +147,20 @@ int serve_envd_fs(const struct serve_req *r, struct serve_out *o, struct sbx_bac
 	json_object *in = serve_connect_request(r, o, &streaming);
 	if (!in)
 		return 0;
-	int aliased = 0, a2 = 0, rc;
+	int rc;
 	struct sbx_err err = {0};
 	SBX_AUTOFREE char *path = NULL, *to = NULL;
 	if (streaming) {
 		rc = serve_connect_end(o, "unimplemented", "file watching is not supported by sbx-serve");
 	} else if (!strcmp(method, "Stat")) {
-		rc = (path = req_path(o, in, "path", as_root, &aliased))
-			     ? stat_reply(o, b, sb, path, as_root, aliased) : 0;
+		rc = (path = req_path(o, in, "path", as_root))
+			     ? stat_reply(o, b, sb, path, as_root) : 0;
 	} else if (!strcmp(method, "ListDir")) {
-		rc = (path = req_path(o, in, "path", as_root, &aliased))
-			     ? listdir(o, b, sb, path, (int)sbx_json_int(in, "depth", 1), as_root, aliased) : 0;
+		rc = (path = req_path(o, in, "path", as_root))
+			     ? listdir(o, b, sb, path, (int)sbx_json_int(in, "depth", 1), as_root) : 0;
 	} else if (!strcmp(method, "MakeDir")) {
 		rc = 0;
-		if ((path = req_path(o, in, "path", as_root, &aliased))) {
+		if ((path = req_path(o, in, "path", as_root))) {
 			struct sbx_dirent e = {0};
 			if (sbx_call(b, file_stat, &err, sb, path, as_root, &e) == 0) {
 				int dir = e.type == SBX_FT_DIR;
@@ -173,21 +171,21 @@ int serve_envd_fs(const struct serve_req *r, struct serve_out *o, struct sbx_bac
 			} else if (sbx_call(b, file_mkdir, &err, sb, path, 0755, as_root) < 0) {
 				rc = serve_connect_from_err(o, 0, &err);
 			} else {
-				rc = stat_reply(o, b, sb, path, as_root, aliased);
+				rc = stat_reply(o, b, sb, path, as_root);
 			}
 		}
 	} else if (!strcmp(method, "Move")) {
 		rc = 0;
-		if ((path = req_path(o, in, "source", as_root, &aliased)) &&
-		    (to = req_path(o, in, "destination", as_root, &a2))) {
+		if ((path = req_path(o, in, "source", as_root)) &&
+		    (to = req_path(o, in, "destination", as_root))) {
 			if (sbx_call(b, file_move, &err, sb, path, to, as_root) < 0)
 				rc = serve_connect_from_err(o, 0, &err);
 			else
-				rc = stat_reply(o, b, sb, to, as_root, a2);
+				rc = stat_reply(o, b, sb, to, as_root);
 		}
 	} else if (!strcmp(method, "Remove")) {
 		rc = 0;
-		if ((path = req_path(o, in, "path", as_root, &aliased))) {
+		if ((path = req_path(o, in, "path", as_root))) {
 			if (sbx_call(b, file_remove, &err, sb, path, 1, as_root) < 0 && err.kind != SBX_NOT_FOUND)
 				rc = serve_connect_from_err(o, 0, &err);
 			else

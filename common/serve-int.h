@@ -26,8 +26,7 @@
 #define SERVE_ENVD_VERSION "0.6.13"
 #define SERVE_CLIENT_ID "6532622b"
 #define SERVE_MAX_HEADERS 96
-#define SERVE_HOME "/home/user"      /* E2B's home of `user` ... */
-#define SERVE_WORKSPACE "/workspace" /* ... is sbx's /workspace */
+#define SERVE_HOME "/home/user"      /* E2B's home of `user`: the files', ~'s, HOME */
 
 struct serve_kv { char *k, *v; };
 
@@ -135,6 +134,13 @@ int serve_team_lock(const char *dir, const char *team, struct sbx_err *err);
 int serve_snap_note(const char *dir, const char *snap_id, const char *sandbox_id,
 		    const char *team, struct sbx_err *err);
 int serve_snap_owner(const char *dir, const char *snap_id, char sandbox[72], char team[17]);
+/* Whether the request's key may boot template `id` (serve-tpl.c): `base`,
+ * a backend template that is not a snapshot, or a snapshot taken from one
+ * of the key's own sandboxes.  Another key's snapshot, a backend snapshot
+ * this server did not take and a missing template are SBX_NOT_FOUND
+ * ("template '<id>' not found", E2B's 404); -1 on any failure. */
+int serve_tpl_usable(const struct serve_req *r, struct sbx_backend *b, const char *id,
+		     struct sbx_err *err);
 
 /* ---- Handlers, run in the worker (serve-api.c, serve-envd.c, serve-proc.c) ---- */
 int serve_open_backend(const struct serve_req *r, struct sbx_backend **b, struct sbx_err *err);
@@ -154,11 +160,11 @@ int serve_sweep_once(const char *dir, struct sbx_profile *p, struct sbx_err *err
 /* The envd user of a request (`name`, else Basic "<user>:"): 1 root, 0
  * user, -1 unknown (its name in `who`; the caller answers 401). */
 int serve_envd_user(const struct serve_req *r, const char *name, char who[65]);
-/* Map an E2B path (relative, "~", or under /home/user) onto the sandbox:
- * returns a malloc'd absolute path; *aliased says /home/user was mapped to
- * /workspace, so that answers can say /home/user again. */
-char *serve_map_path(const char *p, int as_root, int *aliased);
-char *serve_unmap_path(const char *p, int aliased);
+/* An E2B path made absolute as envd does: "", "~", "~/x" and relative
+ * paths start at the user's home (SERVE_HOME, /root for root); an
+ * absolute path is itself (no aliasing: /home/user is the sandbox's own
+ * /home/user, the commands' HOME).  Returns a malloc'd string. */
+char *serve_map_path(const char *p, int as_root);
 /* Absolute and without ".." components: what may reach the backend. */
 int serve_path_ok(const char *p);
 /* Equal strings, in time that depends on the length only. */

@@ -87,10 +87,8 @@ static json_object *config_json(const struct sbx_proc_info *p)
 		sbx_json_set_str(envs, k, eq + 1);
 	}
 	json_object_object_add(c, "envs", envs);
-	if (p->cwd) {
-		SBX_AUTOFREE char *cwd = serve_unmap_path(p->cwd, !p->as_root);
-		sbx_json_set_str(c, "cwd", cwd);
-	}
+	if (p->cwd)
+		sbx_json_set_str(c, "cwd", p->cwd);
 	return c;
 }
 
@@ -270,15 +268,19 @@ static int start(const struct serve_req *r, struct serve_out *o, struct sbx_back
 	char **argv = make_argv(proc);
 	json_object *envs = sbx_json_obj(proc, "envs");
 	size_t ne = envs && json_object_is_type(envs, json_type_object) ? (size_t)json_object_object_length(envs) : 0;
-	char **env = sbx_xcalloc(ne + 1, sizeof(char *));
+	/* HOME first: the user's home, the one "~" of /files (the backend's
+	 * default may differ: docker takes the image's); the client's envs,
+	 * later, win.  The working directory defaults to it, as envd's. */
+	char **env = sbx_xcalloc(ne + 2, sizeof(char *));
 	size_t k = 0;
+	SBX_AUTOFREE char *home = serve_map_path("~", as_root);
+	env[k++] = sbx_xasprintf("HOME=%s", home);
 	if (ne) {
 		json_object_object_foreach(envs, ek, ev)
 			env[k++] = sbx_xasprintf("%s=%s", ek, json_object_get_string(ev));
 	}
-	int aliased;
 	const char *cwd_in = sbx_json_str(proc, "cwd");
-	SBX_AUTOFREE char *cwd = serve_map_path(cwd_in ? cwd_in : "", as_root, &aliased);
+	SBX_AUTOFREE char *cwd = serve_map_path(cwd_in ? cwd_in : "", as_root);
 	const char *tm = serve_hdr(r, "connect-timeout-ms");
 	struct sbx_proc_req req = {
 		.argv = argv, .env = env, .cwd = cwd, .as_root = as_root,

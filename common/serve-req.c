@@ -1,6 +1,6 @@
 /* serve-req.c - what a request names, as the handlers read it: headers
- * and query parameters, the envd user, and sandbox paths with E2B's home
- * mapped onto sbx's (serve-envd.c's opening says how).  Leaf functions:
+ * and query parameters, the envd user, and sandbox paths made absolute
+ * from the user's home (serve-envd.c's opening says how).  Leaf functions:
  * nothing here calls back into a plane.
  *
  * Promises: a path that serve_path_ok accepts is absolute and has no ".."
@@ -30,32 +30,15 @@ const char *serve_query(const struct serve_req *r, const char *name)
 	return NULL;
 }
 
-char *serve_map_path(const char *p, int as_root, int *aliased)
+char *serve_map_path(const char *p, int as_root)
 {
 	const char *home = as_root ? "/root" : SERVE_HOME;
-	SBX_AUTOFREE char *abs = NULL;
 	if (!p || !*p || !strcmp(p, "~"))
-		abs = sbx_xstrdup(home);
-	else if (!strncmp(p, "~/", 2))
-		abs = sbx_xasprintf("%s/%s", home, p + 2);
-	else if (p[0] != '/')
-		abs = sbx_xasprintf("%s/%s", home, p);
-	else
-		abs = sbx_xstrdup(p);
-	size_t hl = strlen(SERVE_HOME);
-	*aliased = 0;
-	if (!strncmp(abs, SERVE_HOME, hl) && (abs[hl] == '\0' || abs[hl] == '/')) {
-		*aliased = 1;
-		return sbx_xasprintf("%s%s", SERVE_WORKSPACE, abs + hl);
-	}
-	return sbx_xstrdup(abs);
-}
-
-char *serve_unmap_path(const char *p, int aliased)
-{
-	size_t wl = strlen(SERVE_WORKSPACE);
-	if (aliased && !strncmp(p, SERVE_WORKSPACE, wl) && (p[wl] == '\0' || p[wl] == '/'))
-		return sbx_xasprintf("%s%s", SERVE_HOME, p + wl);
+		return sbx_xstrdup(home);
+	if (!strncmp(p, "~/", 2))
+		return sbx_xasprintf("%s/%s", home, p + 2);
+	if (p[0] != '/')
+		return sbx_xasprintf("%s/%s", home, p);
 	return sbx_xstrdup(p);
 }
 

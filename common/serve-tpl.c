@@ -1,8 +1,11 @@
 /* serve-tpl.c - E2B's templates and snapshots over the backend: GET
  * /templates (and /v2/templates), GET and DELETE /templates/{id}, GET
- * /snapshots.  A snapshot is listed to, and deleted by, the key whose
- * sandbox it was taken from only (serve-state.c keeps that note); the
- * template `base` is the profile's own template.
+ * /snapshots.  A snapshot is listed to, described to, booted by and
+ * deleted by the key whose sandbox it was taken from only (serve-state.c
+ * keeps that note): to another key it does not exist (404), as on E2B;
+ * a backend snapshot this server did not take is no key's.  Templates
+ * that are not snapshots are every key's; `base` is the profile's own
+ * template.
  *
  * Promises: template ids from URLs are checked as sandbox ids are, plus
  * '.', '_' and ':' (image ids), before the backend sees them; snapshot
@@ -70,6 +73,46 @@ static int own_snapshot(const struct serve_req *r, const char *id)
 	return serve_snap_owner(r->serve_dir, id, sb, team) == 0 && !strcmp(team, r->team);
 }
 
+/* A listed or described template the key may see: not a snapshot, or a
+ * snapshot of its own. */
+static int tpl_visible(const struct serve_req *r, const char *id, const char *kind)
+{
+	char sb[72], team[17];
+	if (serve_snap_owner(r->serve_dir, id, sb, team) == 0)
+		return !strcmp(team, r->team);
+	return !kind || strcmp(kind, "snapshot") != 0;
+}
+
+int serve_tpl_usable(const struct serve_req *r, struct sbx_backend *b, const char *id,
+		     struct sbx_err *err)
+{
+	char sb[72], team[17];
+	if (!strcmp(id, "base"))
+		return 0;
+	if (serve_snap_owner(r->serve_dir, id, sb, team) == 0) {
+		if (!strcmp(team, r->team))
+			return 0;
+		return sbx_fail(err, SBX_NOT_FOUND, "template", "template '%s' not found", id);
+	}
+	if (!b->ops->template_get)
+		return 0;                       /* nothing tells a snapshot apart */
+	struct sbx_template t = {0};
+	struct sbx_err e2 = {0};
+	if (sbx_call(b, template_get, &e2, id, &t) < 0) {
+		if (e2.kind == SBX_NOT_FOUND || e2.kind == SBX_INVALID_REQUEST)
+			return sbx_fail(err, SBX_NOT_FOUND, "template", "template '%s' not found", id);
+		*err = e2;
+		return -1;
+	}
+	int snap = t.kind && !strcmp(t.kind, "snapshot");
+	free(t.id);
+	free(t.name);
+	free(t.kind);
+	if (snap)
+		return sbx_fail(err, SBX_NOT_FOUND, "template", "template '%s' not found", id);
+	return 0;
+}
+
 int serve_api_templates(const struct serve_req *r, struct serve_out *o, const char *rest);
 int serve_api_templates(const struct serve_req *r, struct serve_out *o, const char *rest)
 {
@@ -86,7 +129,8 @@ int serve_api_templates(const struct serve_req *r, struct serve_out *o, const ch
 		if ((rc = sbx_call(b, template_list, &err, &v, &n)) == 0) {
 			json_object *arr = json_object_new_array();
 			for (size_t i = 0; i < n; i++)
-				json_object_array_add(arr, tpl_json(r, &v[i]));
+				if (tpl_visible(r, v[i].id, v[i].kind))
+					json_object_array_add(arr, tpl_json(r, &v[i]));
 			sbx_templates_free(v, n);
 			serve_reply_json(o, 200, arr);
 		}
@@ -95,7 +139,10 @@ int serve_api_templates(const struct serve_req *r, struct serve_out *o, const ch
 		const char *id = !strcmp(rest, "base") && r->cfg->profile->template_id
 					 ? r->cfg->profile->template_id : rest;
 		if ((rc = sbx_call(b, template_get, &err, id, &t)) == 0) {
-			serve_reply_json(o, 200, tpl_json(r, &t));
+			if (tpl_visible(r, t.id, t.kind))
+				serve_reply_json(o, 200, tpl_json(r, &t));
+			else
+				rc = sbx_fail(&err, SBX_NOT_FOUND, "template", "template '%s' not found", rest);
 			free(t.id);
 			free(t.name);
 			free(t.kind);
@@ -139,6 +186,9 @@ int serve_api_snapshots(const struct serve_req *r, struct serve_out *o)
 	struct sbx_err err = {0};
 	struct sbx_backend *b = NULL;
 	const char *want = serve_query(r, "sandboxID");
+	const char *want_name = serve_query(r, "name");      /* E2B: the snapshot's name */
+	if (want_name && !*want_name)
+		want_name = NULL;
 	const char *next = serve_query(r, "nextToken");
 	int cube = r->cfg->flavor == SBX_SERVE_CUBE;
 	const char *lq = serve_query(r, "limit");
@@ -190,7 +240,8 @@ int serve_api_snapshots(const struct serve_req *r, struct serve_out *o)
 		char sb[72], team[17];
 		if (serve_snap_owner(r->serve_dir, all[i].id, sb, team) < 0 || strcmp(team, r->team))
 			continue;
-		if ((want && strcmp(want, sb)) || (next && *next && strcmp(all[i].id, next) <= 0))
+		if ((want && strcmp(want, sb)) || (next && *next && strcmp(all[i].id, next) <= 0) ||
+		    (want_name && !(all[i].name && !strcmp(all[i].name, want_name))))
 			continue;
 		if (skip > 0) {
 			skip--;

@@ -211,17 +211,17 @@ teardown_file() {
 		-H 'Transfer-Encoding: chunked' --data-binary "@$BATS_TEST_TMPDIR/big.bin"
 	[[ "$(status)" =~ ^(413|000)$ ]]
 	grep -q 'POST /files 413' "$SBX_TEST_DIR/serve-main.log"
-	run sbx-exec --id "$SB" -- test -e /workspace/big.bin
+	run sbx-exec --id "$SB" -- test -e /home/user/big.bin
 	assert_equal "$(jqo .exec.exit_code)" 1
 	run api GET "/sandboxes/$SB"
 	assert_equal "$(status)" 200
 }
 
-@test "/files: write and read through the home mapping, as user and root" {
+@test "/files: write and read in the home, as user and root" {
 	run envd "$SB" "$TOK" "/files?path=/home/user/hello.txt" -H 'Content-Type: application/octet-stream' --data-binary 'hi there'
 	assert_equal "$(status)" 200
 	assert_equal "$(body | jq -c .)" '[{"name":"hello.txt","path":"/home/user/hello.txt","type":"file"}]'
-	run sbx-exec --id "$SB" -- stat -c '%u %s' /workspace/hello.txt
+	run sbx-exec --id "$SB" -- stat -c '%u %s' /home/user/hello.txt
 	assert_equal "$(jqo .exec.stdout)" "1000 8"
 	run envd "$SB" "$TOK" "/files?path=hello.txt"
 	assert_equal "$(body)" "hi there"
@@ -247,7 +247,7 @@ teardown_file() {
 	assert_equal "$(status)" 400
 	[ ! -e /tmp/sbx-serve-escape ]
 	# a symlink planted inside to the host's root is resolved inside the sandbox
-	sbx-exec --id "$SB" -- ln -sfn / /workspace/up >/dev/null
+	sbx-exec --id "$SB" -- ln -sfn / /home/user/up >/dev/null
 	run envd "$SB" "$TOK" "/files?path=/home/user/up/tmp/sbx-serve-link" -H 'Content-Type: application/octet-stream' --data-binary inside
 	[ ! -e /tmp/sbx-serve-link ]
 	run envd "$SB" "$TOK" "/files?path=/home/user/up/proc/self/environ&username=root"
@@ -303,7 +303,7 @@ teardown_file() {
 	run bash -c "{ printf 'POST /files?path=/home/user/slow HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: $SB\r\nX-Access-Token: $TOK\r\nContent-Type: application/octet-stream\r\nContent-Length: 60\r\n\r\n'
 		for i in \$(seq 1 60); do printf x; sleep 0.5; done; } | timeout 60 curl -sS -o /dev/null -w '%{http_code}' telnet://127.0.0.1:${SERVE_URL##*:} 2>&1; true"
 	# the whole body would have arrived after 30 s: it never did
-	run sbx-exec --id "$SB" -- test -e /workspace/slow
+	run sbx-exec --id "$SB" -- test -e /home/user/slow
 	assert_equal "$(jqo .exec.exit_code)" 1
 	grep -q 'POST /files 0 .*(aborted)' "$SBX_TEST_DIR/serve-main.log"
 }
@@ -482,6 +482,6 @@ teardown_file() {
 		-H 'Content-Type: application/connect+json' --data-binary "@$BATS_TEST_TMPDIR/req" | frames >"$BATS_TEST_TMPDIR/ev"
 	run sh -c "grep -v '^END' '$BATS_TEST_TMPDIR/ev' | jq -r '.event.data.stdout // empty' | base64 -d"
 	assert_output "via /bin/sh
-/workspace"
+/home/user"
 	api DELETE "/sandboxes/$id" >/dev/null
 }

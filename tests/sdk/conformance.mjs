@@ -64,7 +64,8 @@ const groups = {
     const r = await sb.commands.run('echo out; echo err >&2')
     eq([r.stdout, r.stderr, r.exitCode], ['out\n', 'err\n', 0], 'commands.run: stdout, stderr, exit code 0')
     const w = await sb.commands.run('pwd; id -u')
-    eq(w.stdout, '/workspace\n1000\n', 'commands run in the home folder as uid 1000')
+    eq(w.stdout, '/home/user\n1000\n', 'commands run in the home folder as uid 1000')
+    eq((await sb.commands.run('echo $HOME')).stdout, '/home/user\n', "the command's HOME is /home/user")
     const root = await sb.commands.run('id -u', { user: 'root' })
     eq(root.stdout, '0\n', "user: 'root' runs as root")
     try {
@@ -102,9 +103,14 @@ const groups = {
     const sb = await create()
     await sb.files.write('/home/user/a.txt', 'hello')
     eq(await sb.files.read('/home/user/a.txt'), 'hello', 'files.write then files.read')
+    eq((await sb.commands.run('cat /home/user/a.txt')).stdout, 'hello',
+      "files.write('/home/user/x') then commands.run('cat /home/user/x'): one home")
     await sb.files.write('rel.txt', 'relative')
-    eq((await sb.commands.run('cat /workspace/rel.txt')).stdout, 'relative',
-      'relative paths and /home/user land in /workspace')
+    eq((await sb.commands.run('cat ~/rel.txt')).stdout, 'relative',
+      'a relative path of files.write is in the command\'s ~')
+    await sb.commands.run('echo hi > ~/a2.txt')
+    eq(await sb.files.read('~/a2.txt'), 'hi\n', "commands.run('echo hi > ~/a.txt') then files.read('~/a.txt')")
+    eq(await sb.files.read('/home/user/a2.txt'), 'hi\n', 'and ~ is /home/user')
     const list = await sb.files.list('/home/user')
     ok(list.some((e) => e.name === 'a.txt' && e.path === '/home/user/a.txt' && e.type === 'file'),
       'files.list shows the file under /home/user', list.map((e) => e.path))
