@@ -6,6 +6,7 @@
 # bound sets and listings of one test never leak into another.
 
 load lib/helpers
+bats_require_minimum_version 1.5.0
 
 # The reaper's lease: one per keyspace, and one per host on a backend whose
 # sandboxes live on one host (capability host_local: the local backend).
@@ -254,7 +255,7 @@ wait_no_key() { while [ "$(rcli EXISTS "$1")" != 0 ]; do sleep 0.05; done; }
 	[ "$(jqo '.reap.would_delete | length')" = 0 ]
 
 	# --force alone never judges another keyspace's; the admin names the id.
-	run sbx-reap --tenant t10 --grace 0 --force
+	run --separate-stderr sbx-reap --tenant t10 --grace 0 --force
 	[ "$status" -eq 75 ]
 	for i in "${s[@]}"; do exists "$i"; done
 	ks=$(jqo '.reap.keyspaces | keys[] | select(. != "none")')
