@@ -70,7 +70,9 @@ struct sbx_reap_opts {
  * are in reap.failed).
  *
  * Test points: the paging faults of pager.h (SBX_FAULT=list:...), and
- * SBX_FAULT=reap:before-delete (inside the session lock). */
+ * SBX_FAULT/SBX_STOP=reap:before-delete and reap:before-retire-delete
+ * (inside the session lock, before its token and fence are verified for
+ * the delete: session.h, sbx_session_remove). */
 int sbx_reap_run(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_reap_opts *o,
 		 json_object **report, struct sbx_err *err);
 
