@@ -3,6 +3,7 @@
  *
  *   sbx-reap (--tenant T | --all-tenants) [--grace DURATION] [--dry-run]
  *            [--max-delete N] [--metrics-file PATH] [--force] [--adopt-legacy]
+ *            [--adopt-keyspace ID]
  *            [--retire-idle DURATION]
  *            [--profile P]
  *
@@ -17,11 +18,12 @@
 #include "cliopt.h"
 #include "doc.h"
 #include "keys.h"
+#include "keyspace.h"
 #include "reap.h"
 #include "reap-metrics.h"
 #include "util.h"
 
-enum { O_PROFILE, O_TENANT, O_ALL, O_GRACE, O_DRY, O_MAX, O_METRICS, O_FORCE, O_ADOPT, O_RETIRE };
+enum { O_PROFILE, O_TENANT, O_ALL, O_GRACE, O_DRY, O_MAX, O_METRICS, O_FORCE, O_ADOPT, O_ADOPT_KS, O_RETIRE };
 
 static const struct sbx_opt opts[] = {
 	{"tenant", 0, "TENANT", "reap this tenant's sandboxes only", O_TENANT, SBX_ALL},
@@ -33,6 +35,7 @@ static const struct sbx_opt opts[] = {
 	{"force", 0, NULL, "delete even when a tenant looks like Redis lost its data", O_FORCE, SBX_ALL},
 	{"retire-idle", 0, "DURATION", "end bound sessions whose sandbox has been idle longer", O_RETIRE, SBX_ALL},
 	{"adopt-legacy", 0, NULL, "also judge sandboxes and snapshots that carry no keyspace id", O_ADOPT, SBX_ALL},
+	{"adopt-keyspace", 0, "ID", "this keyspace lost its id: take ID (see a dry run's reap.keyspaces)", O_ADOPT_KS, SBX_ALL},
 	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE, SBX_ALL},
 	{0},
 };
@@ -77,6 +80,12 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	case O_METRICS: c->metrics = arg; return 0;
 	case O_FORCE: c->o.force = 1; return 0;
 	case O_ADOPT: c->o.adopt_legacy = 1; return 0;
+	case O_ADOPT_KS:
+		if (!sbx_keyspace_valid(arg))
+			return sbx_usage_err(err, "--adopt-keyspace: a keyspace id (%d lowercase hex digits)",
+					     SBX_KEYSPACE_LEN);
+		c->o.adopt_keyspace = arg;
+		return 0;
 	case O_RETIRE:
 		if (sbx_parse_duration_ms(arg, &c->o.retire_idle_ms, err) < 0 || c->o.retire_idle_ms <= 0)
 			return sbx_usage_err(err, "--retire-idle: a duration above 0 (e.g. 30d)");

@@ -17,6 +17,11 @@ static int is_id(const char *s, size_t n)
 	return 1;
 }
 
+int sbx_keyspace_valid(const char *s)
+{
+	return s && is_id(s, strlen(s));
+}
+
 static int get_id(struct sbx_redis *r, const char *key, char *out, struct sbx_err *err)
 {
 	redisReply *rep = NULL;
@@ -65,4 +70,26 @@ int sbx_keyspace_id(struct sbx_redis *r, char *out, struct sbx_err *err)
 	if (rc == 0)
 		return sbx_fail(err, SBX_INTERNAL, "keyspace", "%s vanished right after it was set", key);
 	return rc < 0 ? -1 : 0;
+}
+
+int sbx_keyspace_adopt(struct sbx_redis *r, const char *id, struct sbx_err *err)
+{
+	if (!sbx_keyspace_valid(id))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "keyspace",
+				"'%s' is not a keyspace id (%d lowercase hex digits)", id,
+				SBX_KEYSPACE_LEN);
+	SBX_AUTOFREE char *key = sbx_key_keyspace(r->prefix);
+	redisReply *rep = NULL;
+	const char *set[] = {"SET", key, id, "NX"};
+	if (sbx_redis_cmd(r, &rep, err, 4, set, NULL) < 0)
+		return -1;
+	freeReplyObject(rep);
+	char now[SBX_KEYSPACE_LEN + 1];
+	int rc = get_id(r, key, now, err);
+	if (rc < 0)
+		return -1;
+	if (rc == 0 || strcmp(now, id))
+		return sbx_fail(err, SBX_CONFLICT, "keyspace",
+				"%s is %s, not %s: nothing was adopted", key, rc ? now : "gone", id);
+	return 0;
 }

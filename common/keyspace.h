@@ -29,4 +29,14 @@ int sbx_keyspace_id(struct sbx_redis *r, char *out, struct sbx_err *err);
  * lost its data, and the reaper must not mint one that disowns the past. */
 int sbx_keyspace_read(struct sbx_redis *r, char *out, struct sbx_err *err);
 
+/* Whether s is a keyspace id (SBX_KEYSPACE_LEN lowercase hex digits). */
+int sbx_keyspace_valid(const char *s);
+
+/* Give a keyspace that has no id the id `id` (sbx-reap --adopt-keyspace:
+ * its Redis lost its data, and the admin names the id its sandboxes
+ * carry).  SET NX then GET: 0 when the keyspace's id is now `id`; conflict
+ * when it has another (someone minted one first: nothing is overwritten);
+ * invalid_request when `id` is not an id. */
+int sbx_keyspace_adopt(struct sbx_redis *r, const char *id, struct sbx_err *err);
+
 #endif

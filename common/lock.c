@@ -135,8 +135,50 @@ int sbx_lock_acquire(struct sbx_redis *r, const char *tenant, size_t tlen,
 	return 0;
 }
 
+/* KEYS: lock, fence.  ARGV: token, fence, ttl_ms.  1 (and the lock's TTL
+ * back to a whole ttl) while the lock holds our token and the counter our
+ * fence; else 0.  Token and fence in one script: a lock that expired and
+ * was taken again fails on the token, a fence that moved on (a failover
+ * that lost the lock key, a later holder whose lock expired in turn) on
+ * the counter. */
+static struct sbx_script verify_script = {.src =
+	"if redis.call('GET', KEYS[1]) == ARGV[1] and\n"
+	"   tonumber(redis.call('GET', KEYS[2]) or -1) == tonumber(ARGV[2]) then\n"
+	"  redis.call('PEXPIRE', KEYS[1], ARGV[3])\n"
+	"  return 1\n"
+	"end\n"
+	"return 0\n"};
+
+int sbx_lock_verify(struct sbx_lock *l, const char *before, struct sbx_err *err)
+{
+	if (sbx_lock_check(l, err) < 0) {
+		sbx_err_prefix(err, "not %s", before);
+		return -1;
+	}
+	char fence[24], ttl[24];
+	snprintf(fence, sizeof(fence), "%lld", (long long)l->fence);
+	snprintf(ttl, sizeof(ttl), "%lld", (long long)l->tk.ttl_ms);
+	const char *keys[] = {l->tk.key, l->fence_key}, *args[] = {l->tk.token, fence, ttl};
+	redisReply *rep = NULL;
+	if (sbx_redis_eval(l->tk.r, &verify_script, &rep, 2, keys, 3, args, err) < 0) {
+		sbx_err_prefix(err, "not %s: the lifecycle lock could not be checked", before);
+		return -1;
+	}
+	int held = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
+	freeReplyObject(rep);
+	if (!held) {
+		l->verify_lost = 1;
+		return sbx_fail(err, SBX_CONFLICT, "lock",
+				"lock ownership lost (fence %lld is no longer the session's): not %s",
+				(long long)l->fence, before);
+	}
+	return 0;
+}
+
 int sbx_lock_check(struct sbx_lock *l, struct sbx_err *err)
 {
+	if (l->verify_lost)
+		return sbx_fail(err, SBX_CONFLICT, "lock", "lock ownership lost");
 	return sbx_tokenkey_check(&l->tk, err);
 }
 

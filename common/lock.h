@@ -15,6 +15,14 @@
  * past its TTL therefore cannot overwrite what a later holder wrote, even
  * though it still believes it holds the lock.
  *
+ * Backend deletes are fenced too, by a look rather than by the write:
+ * sbx_lock_verify asks Redis, in one script, whether the lock still holds
+ * our token and the counter our fence, right before each destructive
+ * backend call (resolve.c, session-end.c).  The local view (tk.lost,
+ * refreshed by the renewal thread every TTL/3) is not enough: SIGSTOP stops
+ * that thread with the rest of the process, so a holder continued after
+ * its TTL still sees "held" until the thread's next renewal.
+ *
  * Crash safety: a holder killed with -9 leaves the lock to expire after its
  * TTL; nothing else is needed. */
 #ifndef SBX_LOCK_H
@@ -35,6 +43,7 @@ struct sbx_lock {
 	 * same script, saving a round trip): NULL when there was none. */
 	char *binding_raw;
 	size_t binding_len;
+	int verify_lost;           /* sbx_lock_verify found the lock taken away */
 };
 
 /* $SBX_LOCK_TTL_MS, else 60000. */
@@ -50,8 +59,17 @@ int sbx_lock_acquire(struct sbx_redis *r, const char *tenant, size_t tlen,
 		     const char *session, size_t slen, int64_t wait_ms,
 		     struct sbx_lock **out, struct sbx_err *err);
 /* 0 while held as far as we know; -1 with conflict "lock ownership lost"
- * once the renewal thread saw the lock taken away.  No round trip. */
+ * once the renewal thread, or sbx_lock_verify, saw the lock taken away.
+ * No round trip. */
 int sbx_lock_check(struct sbx_lock *l, struct sbx_err *err);
+/* Right before a destructive backend call (`before` names it, "deleting
+ * sandbox X"): one round trip that checks the lock holds our token AND the
+ * session's fence counter still equals our fence, and if so extends the
+ * lock to a whole TTL, so the call that follows has that long before
+ * anyone else can take the session.  0 held; -1 with conflict "lock
+ * ownership lost ... not <before>" when not (the caller must not delete);
+ * -1 with Redis's error when it cannot tell (nor may the caller). */
+int sbx_lock_verify(struct sbx_lock *l, const char *before, struct sbx_err *err);
 /* Stop renewing and delete the lock if it still holds our token.  Returns
  * 0, or -1 with conflict "lock ownership lost" when the token was gone
  * (someone else may have acted meanwhile), or a Redis error (the lock then

@@ -96,6 +96,7 @@ struct run {
 	struct sbx_sset templates_in_use;  /* template ids of listed sandboxes */
 	char keyspace[SBX_KEYSPACE_LEN + 1];   /* ours (keyspace.h); "" = none */
 	long unknown_keyspace;  /* objects kept because ours has no id */
+	json_object *keyspaces;  /* id (or "none") -> {sandboxes, snapshots} seen */
 };
 
 static void note_failure(struct run *run, const char *id, const char *what,
@@ -207,21 +208,68 @@ static const char *meta(const struct sbx_sandbox *sb, const char *key)
 	return sb->metadata ? sbx_json_str(sb->metadata, key) : NULL;
 }
 
+/* Count an object (`what`: "sandboxes" or "snapshots") under its keyspace
+ * id in reap.keyspaces: what a dry run shows an admin choosing the id to
+ * adopt. */
+static void count_keyspace(struct run *run, const char *ks, const char *what)
+{
+	const char *k = ks ? ks : "none";
+	json_object *per = sbx_json_obj(run->keyspaces, k);
+	if (!per) {
+		per = json_object_new_object();
+		sbx_json_set_int(per, "sandboxes", 0);
+		sbx_json_set_int(per, "snapshots", 0);
+		json_object_object_add(run->keyspaces, k, per);
+	}
+	json_object *n = NULL;
+	json_object_object_get_ex(per, what, &n);
+	sbx_json_set_int(per, what, (n ? json_object_get_int64(n) : 0) + 1);
+}
+
 /* Whether an object that carries keyspace id `ks` (NULL: none) is ours to
  * judge: NULL when it is, else the reason to keep it.  When our keyspace
  * has no id (Redis lost its data, or never made anything), nothing that
- * carries one is judged, unless --force says this Redis lost its data. */
-static const char *keyspace_verdict(struct run *run, const char *ks)
+ * carries one is judged - force or not: only --adopt-keyspace (run_phases)
+ * names which id is ours, and every other id stays another keyspace's. */
+static const char *keyspace_verdict(struct run *run, const char *ks, const char *what)
 {
+	count_keyspace(run, ks, what);
 	if (!ks)
 		return run->o->adopt_legacy ? NULL : "no-keyspace";
 	if (!run->keyspace[0]) {
-		if (run->o->force)
-			return NULL;
 		run->unknown_keyspace++;
 		return "keyspace-unknown";
 	}
 	return strcmp(ks, run->keyspace) ? "other-keyspace" : NULL;
+}
+
+/* Our keyspace id into run->keyspace: read (never minted), or, when it has
+ * none and the admin named one, adopted (written, except in a dry run). */
+static int our_keyspace(struct run *run, struct sbx_err *err)
+{
+	const char *adopt = run->o->adopt_keyspace;
+	if (sbx_keyspace_read(run->r, run->keyspace, err) < 0) {
+		sbx_err_prefix(err, "reading the keyspace id (nothing was deleted)");
+		return -1;
+	}
+	if (!adopt)
+		return 0;
+	if (!sbx_keyspace_valid(adopt))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "reap",
+				"--adopt-keyspace '%s' is not a keyspace id (%d hex digits)", adopt,
+				SBX_KEYSPACE_LEN);
+	if (run->keyspace[0] && strcmp(run->keyspace, adopt))
+		return sbx_fail(err, SBX_CONFLICT, "reap",
+				"this keyspace already has the id %s; --adopt-keyspace %s names "
+				"another keyspace's sandboxes (nothing was deleted)", run->keyspace, adopt);
+	if (!run->keyspace[0] && !run->o->dry_run &&
+	    sbx_keyspace_adopt(run->r, adopt, err) < 0) {
+		sbx_err_prefix(err, "adopting the keyspace id (nothing was deleted)");
+		return -1;
+	}
+	memcpy(run->keyspace, adopt, SBX_KEYSPACE_LEN + 1);
+	sbx_json_set_str(run->rep, "adopted_keyspace", adopt);
+	return 0;
 }
 
 /* Read every page of the managed sandboxes (of o->tenant when given) into
@@ -299,7 +347,7 @@ static void classify_local(struct run *run)
 		 * may share this backend with its own Redis or prefix.  A sandbox
 		 * from before keyspace ids is left alone unless adopted. */
 		const char *ks = meta(&it->sb, SBX_MD_KEYSPACE);
-		const char *why = keyspace_verdict(run, ks);
+		const char *why = keyspace_verdict(run, ks, "sandboxes");
 		if (why) {
 			it->reason = why;
 			continue;
@@ -595,7 +643,7 @@ static const char *snap_keyspace(struct run *run, const char *name)
 	int tagged = n > k && name[n - k] == '-' && name[n - k + 1] == 'k';
 	for (size_t i = n - k + 2; tagged && i < n; i++)
 		tagged = (name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f');
-	return keyspace_verdict(run, tagged ? name + n - SBX_KEYSPACE_LEN : NULL);
+	return keyspace_verdict(run, tagged ? name + n - SBX_KEYSPACE_LEN : NULL, "snapshots");
 }
 
 static int snap_foreign(const char *reason)
@@ -828,10 +876,8 @@ static int run_phases(struct run *run, json_object *refused, struct sbx_err *err
 	int64_t t = sbx_mono_ms();
 #define PHASE(name) do { int64_t t_ = sbx_mono_ms(); \
 	sbx_json_set_int(timing, name, t_ - t); t = t_; } while (0)
-	if (sbx_keyspace_read(run->r, run->keyspace, err) < 0) {
-		sbx_err_prefix(err, "reading the keyspace id (nothing was deleted)");
+	if (our_keyspace(run, err) < 0)
 		return -1;
-	}
 	if (list_all(run, err) < 0)
 		return -1;
 	PHASE("list");
@@ -889,6 +935,8 @@ static void report_close(struct run *run, json_object *refused)
 		json_object_object_add(run->rep, "images", run->images);
 	if (run->keyspace[0])
 		sbx_json_set_str(run->rep, "keyspace", run->keyspace);
+	json_object_object_add(run->rep, "keyspaces", run->keyspaces);
+	run->keyspaces = NULL;
 }
 
 /* Whether the world is consistent after a run whose steps went through:
@@ -906,8 +954,10 @@ static int verdict(struct run *run, json_object *refused, struct sbx_err *err)
 		return sbx_fail(err, SBX_CONFLICT, "reap",
 				"this Redis keyspace has no id (%s) but %ld sandboxes or snapshots "
 				"carry one: it lost its data, or they belong to another keyspace. "
-				"Nothing of theirs was deleted; rerun with --force if this Redis "
-				"lost its data", kk, run->unknown_keyspace);
+				"Nothing of theirs was deleted (--force never crosses keyspaces); "
+				"if this Redis lost its data, pick its id from a --dry-run's "
+				"reap.keyspaces and rerun with --adopt-keyspace ID", kk,
+				run->unknown_keyspace);
 	}
 	int snaps = json_object_object_get_ex(sbx_json_obj(run->rep, "snapshots"), "refused", NULL);
 	if (json_object_object_length(refused) || snaps)
@@ -938,6 +988,7 @@ int sbx_reap_run(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_re
 		run.failed = json_object_new_array();
 		run.skipped = json_object_new_array();
 		run.would = json_object_new_array();
+		run.keyspaces = json_object_new_object();
 		json_object *refused = json_object_new_object();
 		rc = run_phases(&run, refused, err);
 		lease_release(&run);

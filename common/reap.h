@@ -16,7 +16,12 @@
  * Scope: only sandboxes and skill snapshots of this Redis keyspace
  * (keyspace.h) are judged; another keyspace's (another Redis, or another
  * prefix, on the same backend) are kept as "other-keyspace", and those that
- * carry no keyspace id as "no-keyspace" unless adopt_legacy.
+ * carry no keyspace id as "no-keyspace" unless adopt_legacy.  A keyspace
+ * that has no id (flushed, or never used) judges nothing that carries one
+ * ("keyspace-unknown", and the run fails), even with force: the admin
+ * names the id to adopt (adopt_keyspace), which a dry run lists with its
+ * counts (reap.keyspaces); everything of every other id stays
+ * "other-keyspace".
  *
  * The library never prints: the outcome is one JSON report document. */
 #ifndef SBX_REAP_H
@@ -40,9 +45,13 @@ struct sbx_reap_opts {
 	int64_t grace_ms;        /* age below which nothing is deleted */
 	int dry_run;             /* plan only: report would_delete, delete nothing */
 	long long max_delete;    /* deletions per run (sandboxes + snapshots); < 0: no cap */
-	int force;               /* override the mostly-unbound refusal */
+	int force;               /* override the mostly-unbound refusal (never the
+				  * keyspace scope: see adopt_keyspace) */
 	int adopt_legacy;        /* also judge sandboxes and skill snapshots that carry
 				  * no keyspace id (made before ids existed) */
+	const char *adopt_keyspace;  /* our keyspace has no id (its Redis lost its data):
+				  * take this one (written, unless dry_run) and judge
+				  * what carries it; NULL: judge nothing that carries one */
 	int64_t retire_idle_ms;  /* > 0: end bound sessions whose sandbox has been idle
 				  * longer (sandbox, binding and fence; reap.retired) */
 };
@@ -61,7 +70,9 @@ struct sbx_reap_opts {
  * are in reap.failed).
  *
  * Test points: the paging faults of pager.h (SBX_FAULT=list:...), and
- * SBX_FAULT=reap:before-delete (inside the session lock). */
+ * SBX_FAULT/SBX_STOP=reap:before-delete and reap:before-retire-delete
+ * (inside the session lock, before its token and fence are verified for
+ * the delete: session.h, sbx_session_remove). */
 int sbx_reap_run(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_reap_opts *o,
 		 json_object **report, struct sbx_err *err);
 

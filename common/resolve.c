@@ -59,11 +59,15 @@ static void fill_owner(struct rs *c, struct sbx_sandbox *sb)
 		sb->session = sbx_xstrdup(c->session);
 }
 
-/* Remove a sandbox, treating "already gone" as done. */
-static int remove_sandbox(struct rs *c, const char *id, struct sbx_err *err)
+/* Remove a sandbox under lock `l` (sbx_session_remove: `where` is the test
+ * point, the lock's token and fence are verified right before the delete),
+ * treating "already gone" as done.  -1 when the lock was lost (conflict,
+ * nothing deleted) or the backend failed. */
+static int remove_sandbox(struct rs *c, struct sbx_lock *l, const char *id, const char *where,
+			  struct sbx_err *err)
 {
 	int gone = 0;
-	if (sbx_call(c->b, remove, err, id, &gone) < 0)
+	if (sbx_session_remove(c->b, l, id, where, &gone, err) < 0)
 		return sbx_err_may_replace_binding(err) ? 0 : -1;
 	return 0;
 }
@@ -236,7 +240,8 @@ static int use_binding(struct rs *c, const struct sbx_binding *bd, const struct 
 			/* Sandbox first, binding second: a crash in between leaves
 			 * a binding to a gone sandbox (dropped next time), never an
 			 * unbound stale sandbox that a claim would re-adopt. */
-			if (remove_sandbox(c, bd->sandbox_id, err) < 0) {
+			if (remove_sandbox(c, c->lock, bd->sandbox_id, "resolve:before-rebuild-delete",
+					   err) < 0) {
 				sbx_sandbox_clear(&sb);
 				return -1;
 			}
@@ -329,20 +334,21 @@ static int claim(struct rs *c, struct sbx_sandbox *out, struct sbx_err *err)
 	}
 	if (rc == 0 && adopted >= 0) {
 		/* Duplicates: every other live candidate.  Deleting them is best
-		 * effort (the reaper finishes the job), but stops if we lost the
-		 * lock - they may be someone else's by now. */
-		for (size_t i = 0; i < n; i++) {
+		 * effort (the reaper finishes the job), but a lost lock ends the
+		 * resolve: they, and the one we meant to adopt, may be the next
+		 * holder's by now. */
+		for (size_t i = 0; rc == 0 && i < n; i++) {
 			if ((ssize_t)i == adopted || !all[i].id || gone_state(all[i].state))
 				continue;
-			struct sbx_err ignored = {0};
-			if (sbx_lock_check(c->lock, &ignored) < 0)
-				break;
-			remove_sandbox(c, all[i].id, &ignored);
+			struct sbx_err e = {0}, lost = {0};
+			if (remove_sandbox(c, c->lock, all[i].id, "resolve:before-duplicate-delete",
+					   &e) < 0 && sbx_lock_check(c->lock, &lost) < 0) {
+				*err = e;
+				rc = -1;
+			}
 		}
-		if (bind_session(c, &all[adopted], NULL, err) < 0)
-			rc = -1;        /* keep it: it is findable by metadata */
-		else
-			rc = 1;
+		if (rc == 0)    /* on failure keep it: it is findable by metadata */
+			rc = bind_session(c, &all[adopted], NULL, err) < 0 ? -1 : 1;
 	}
 	if (rc == 1) {
 		*out = all[adopted];
@@ -371,7 +377,9 @@ static void request_from(const struct sbx_resolve_req *req, const struct sbx_bac
  * still nobody's: a holder that lost its lock (SIGSTOP past the TTL) may
  * find that the next holder has meanwhile claimed this very sandbox by its
  * metadata.  So decide under the lock: our own when we still hold it, a
- * fresh one (2 s) when ours was lost.  When the binding cannot be read, or
+ * fresh one (2 s) when ours was lost; and the delete itself verifies that
+ * lock's token and fence first (sbx_session_remove), since "still hold it"
+ * is only the renewal thread's last word.  When the binding cannot be read, or
  * the lock cannot be had, keep the sandbox: it carries ownership metadata,
  * so the next resolve claims it or the reaper removes it. */
 static void cleanup_ours(struct rs *c, const char *id)
@@ -402,8 +410,8 @@ static void cleanup_ours(struct rs *c, const char *id)
 	int bound_to_it = found > 0 && cur.sandbox_id && strcmp(cur.sandbox_id, id) == 0;
 	if (found > 0)
 		sbx_binding_clear(&cur);
-	if (readable && !bound_to_it && sbx_lock_check(l, &e) == 0)
-		remove_sandbox(c, id, &e);
+	if (readable && !bound_to_it)
+		remove_sandbox(c, l, id, "resolve:before-cleanup-delete", &e);
 	if (fresh)
 		sbx_lock_release(fresh, &e);
 }

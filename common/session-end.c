@@ -7,9 +7,12 @@
  * another sandbox meanwhile is kept); an orphan is deleted only under its
  * session's lifecycle lock, after the binding and the bound set were read
  * again under that lock, so a resolve can never bind a sandbox that is
- * being deleted as an orphan. */
+ * being deleted as an orphan.  Every delete under a lock goes through
+ * sbx_session_remove, which asks Redis for the lock's token and fence right
+ * before it: a holder frozen past its TTL deletes nothing. */
 #include "session.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "binding.h"
@@ -36,6 +39,30 @@ int sbx_session_of(struct sbx_backend *b, struct sbx_sandbox *sb, const char **t
 	return sbx_binding_owner(sb, tenant, session);
 }
 
+int sbx_session_remove(struct sbx_backend *b, struct sbx_lock *l, const char *id,
+		       const char *point, int *gone, struct sbx_err *err)
+{
+	char what[160];
+	snprintf(what, sizeof(what), "deleting sandbox %s", id);
+	*gone = 0;
+	sbx_fault(point);
+	if (sbx_lock_verify(l, what, err) < 0)
+		return -1;
+	return sbx_call(b, remove, err, id, gone);
+}
+
+/* Kept rather than failed: a reaper that lost the session's lock leaves
+ * the sandbox to whoever holds it now (the next run judges it again).
+ * 1 when that is why sbx_session_remove failed (*why set), else 0. */
+static int lost_lock(struct sbx_lock *l, const char **why)
+{
+	struct sbx_err e = {0};
+	if (sbx_lock_check(l, &e) == 0)
+		return 0;
+	*why = "lock-lost";
+	return 1;
+}
+
 /* The session's lock, tried once: 1 taken, 0 busy (*why "locked": someone
  * is working on the session), -1 err. */
 static int lock_once(struct sbx_redis *r, const char *tenant, const char *session,
@@ -58,18 +85,15 @@ static int end_orphan(struct sbx_backend *b, struct sbx_redis *r, const struct s
 		      struct sbx_err *err)
 {
 	struct sbx_lock *l = NULL;
-	struct sbx_err e = {0};
 	int got = lock_once(r, tenant, session, &l, why, err);
 	if (got <= 0)
 		return got;
 	int rc = sbx_binding_holds(r, l, tenant, session, sb->id, why, err);
-	if (rc == 0 && sbx_lock_check(l, &e) < 0) {
-		*why = "locked";
-		rc = 1;
-	}
 	if (rc == 0) {
-		sbx_fault("reap:before-delete");
-		rc = sbx_call(b, remove, err, sb->id, gone) < 0 ? -1 : 2;
+		if (sbx_session_remove(b, l, sb->id, "reap:before-delete", gone, err) == 0)
+			rc = 2;
+		else
+			rc = lost_lock(l, why) ? 1 : -1;
 	}
 	struct sbx_err ignored = {0};
 	sbx_lock_release(l, &ignored);
@@ -118,19 +142,14 @@ int sbx_session_retire(struct sbx_backend *b, struct sbx_redis *r, const struct 
 		return 0;
 	}
 	struct sbx_lock *l = NULL;
-	struct sbx_err e = {0};
 	int got = lock_once(r, tenant, session, &l, why, err);
 	if (got <= 0)
 		return got;
 	int rc = still_idle(b, l, sb, tenant, session, idle_ms, why, err);
-	if (rc == 1 && sbx_lock_check(l, &e) < 0) {
-		*why = "locked";
-		rc = 0;
-	}
 	/* Sandbox first, binding second: a crash between leaves a binding to a
 	 * gone sandbox, which the next resolve drops. */
-	if (rc == 1 && sbx_call(b, remove, err, sb->id, gone) < 0)
-		rc = -1;
+	if (rc == 1 && sbx_session_remove(b, l, sb->id, "reap:before-retire-delete", gone, err) < 0)
+		rc = lost_lock(l, why) ? 0 : -1;
 	if (rc == 1 && sbx_binding_end(r, l, tenant, session, sb->id, err) < 0)
 		rc = -1;
 	struct sbx_err ignored = {0};

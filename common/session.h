@@ -8,7 +8,11 @@
  * lock expires).  Points, in order: resolve:after-lock,
  * resolve:during-rebuild (old sandbox deleted, binding not yet),
  * resolve:before-create (claim found nothing), resolve:after-backend-create,
- * resolve:before-bind, resolve:after-bind. */
+ * resolve:before-bind, resolve:after-bind.  Inside each destructive window,
+ * right before the lock is verified for the backend delete
+ * (sbx_session_remove): resolve:before-rebuild-delete,
+ * resolve:before-duplicate-delete, resolve:before-cleanup-delete, and the
+ * reaper's reap:before-delete and reap:before-retire-delete. */
 #ifndef SBX_SESSION_H
 #define SBX_SESSION_H
 
@@ -35,6 +39,21 @@ int sbx_session_resolve(struct sbx_backend *b, struct sbx_redis *r,
 			const struct sbx_resolve_req *req, struct sbx_sandbox *out,
 			const char **how, struct sbx_err *err);
 
+struct sbx_lock;
+
+/* The one way a lock holder deletes a session's sandbox: test point
+ * `point` (fault.h: a test freezes the holder there, inside the window
+ * between its decision and the delete), then sbx_lock_verify (token and
+ * fence, one round trip, the lock extended to a whole TTL), then the
+ * backend's remove.  A holder paused past its TTL, or whose lock a
+ * failover lost, therefore never deletes what the next holder may be
+ * using.  Returns 0 deleted (*gone: the backend had it no more), -1 with
+ * err: conflict "lock ownership lost" (nothing was deleted, and
+ * sbx_lock_check fails from now on), Redis's error (nothing was deleted),
+ * or the backend's. */
+int sbx_session_remove(struct sbx_backend *b, struct sbx_lock *l, const char *id,
+		       const char *point, int *gone, struct sbx_err *err);
+
 /* When a session sandbox ends (session-end.c), the one policy of sbx-ctl
  * kill and the reaper:
  *   SBX_END_KILL    the sandbox is deleted (one already gone is success);
@@ -49,7 +68,8 @@ int sbx_session_resolve(struct sbx_backend *b, struct sbx_redis *r,
  *                   is simply deleted.  SBX_FAULT point reap:before-delete
  *                   sits inside the lock, right before the delete.
  * Returns 1 deleted (*gone: the backend had it no more), 0 kept (*why:
- * "locked", "bound" or "binding-unreadable"), -1 with err. */
+ * "locked", "bound", "binding-unreadable", or "lock-lost": the lock went while the
+ * reaper held it, see sbx_session_remove), -1 with err. */
 enum sbx_end { SBX_END_KILL, SBX_END_ORPHAN };
 /* Retire a bound session whose sandbox has been idle longer than idle_ms
  * (sbx-reap --retire-idle): under the session's lifecycle lock (tried
@@ -57,7 +77,8 @@ enum sbx_end { SBX_END_KILL, SBX_END_ORPHAN };
  * asked again under the lock, still reports it idle that long; then the
  * sandbox is deleted and the binding, its bound-set member and its fence
  * counter go in one fenced script (sbx_binding_end).  Returns 1 retired,
- * 0 kept (*why: "locked", "rebound", "active", "idle-unknown"), -1 err. */
+ * 0 kept (*why: "locked", "rebound", "active", "idle-unknown", "lock-lost"),
+ * -1 err.  Test point reap:before-retire-delete. */
 int sbx_session_retire(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_sandbox *sb,
 		       int64_t idle_ms, int *gone, const char **why, struct sbx_err *err);
 int sbx_session_end(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_sandbox *sb,

@@ -69,20 +69,81 @@ reason_of() { jqo --arg id "$2" ".reap.$1[] | select(.id == \$id) | .reason"; }
 	sbx-ctl -p pc kill --id "$c" >/dev/null
 }
 
-@test "a reaper whose keyspace has no id judges nothing that carries one, unless --force" {
+@test "a reaper whose keyspace has no id judges nothing that carries one, --force or not" {
 	profiles
 	local a
 	a=$(sbx-create -p pa --tenant t3 --session s1 | jq -er .sandbox.id)
 	# A Redis that has never been used by this profile (prefix z): no id.
 	jq '.profiles.pz = (.profiles.pa + {prefix: "z"})' "$SBX_CONFIG" >"$BATS_TEST_TMPDIR/z.json"
 	export SBX_CONFIG="$BATS_TEST_TMPDIR/z.json"
-	run sbx-reap -p pz --tenant t3 --grace 0
-	[ "$status" -eq 75 ]
-	[[ "$(jqo .error.message)" == *"keyspace has no id"* ]]
-	[ "$(reason_of kept "$a")" = keyspace-unknown ]
-	exists "$a"
+	for force in "" --force; do
+		run sbx-reap -p pz --tenant t3 --grace 0 $force
+		[ "$status" -eq 75 ]
+		[[ "$(jqo .error.message)" == *"keyspace has no id"* ]]
+		[[ "$(jqo .error.message)" == *"--adopt-keyspace"* ]]
+		[ "$(reason_of kept "$a")" = keyspace-unknown ]
+		exists "$a"
+	done
 	[ "$(rcli EXISTS z:keyspace)" = 0 ]    # the reaper never mints one
 	sbx-ctl -p pa kill --id "$a" >/dev/null
+}
+
+# Issue 26: staging's Redis was flushed (or staging never ran); prod shares
+# the backend.  `sbx-reap -p staging --force` deleted prod's bound sandbox.
+@test "--force stays in its keyspace: staging (no id) never deletes prod's bound sandbox; --adopt-keyspace takes staging's own" {
+	profiles
+	jq '.profiles.prod = .profiles.pa | .profiles.staging = (.profiles.pa + {prefix: "stg"})' \
+		"$SBX_CONFIG" >"$BATS_TEST_TMPDIR/ps.json"
+	export SBX_CONFIG="$BATS_TEST_TMPDIR/ps.json"
+	local p s1 s2 ks pks
+	p=$(sbx-create -p prod --tenant t5 --session live | jq -er .sandbox.id)
+	pks=$(rcli GET a:keyspace)
+	s1=$(sbx-create -p staging --tenant t5 --session old1 | jq -er .sandbox.id)
+	s2=$(sbx-create -p staging --tenant t5 --session old2 | jq -er .sandbox.id)
+	ks=$(rcli GET stg:keyspace)
+	[ -n "$ks" ] && [ "$ks" != "$pks" ]
+	# Staging's Redis data is lost (its keys flushed; prod's are kept).
+	rcli --scan --pattern 'stg:*' | while read -r k; do rcli DEL "$k" >/dev/null; done
+	[ "$(rcli EXISTS stg:keyspace)" = 0 ]
+
+	for scope in "--all-tenants" "--tenant t5"; do
+		run sbx-reap -p staging $scope --grace 0 --force
+		exists "$p"                                  # prod's session survives
+		[ "$status" -eq 75 ]
+		[ "$(reason_of kept "$p")" = keyspace-unknown ]
+		exists "$s1"
+	done
+	# A dry run lists the ids with their counts; it adopts nothing.
+	run sbx-reap -p staging --all-tenants --grace 0 --dry-run
+	[ "$status" -eq 75 ]
+	[ "$(jqo --arg k "$ks" '.reap.keyspaces[$k].sandboxes')" = 2 ]
+	[ "$(jqo --arg k "$pks" '.reap.keyspaces[$k].sandboxes')" = 1 ]
+	run sbx-reap -p staging --all-tenants --grace 0 --dry-run --adopt-keyspace "$ks"
+	assert_success
+	[ "$(jqo '[.reap.would_delete[].id] | sort | join(" ")')" = "$(printf '%s\n' "$s1" "$s2" | sort | paste -sd' ')" ]
+	[ "$(reason_of kept "$p")" = other-keyspace ]
+	[ "$(rcli EXISTS stg:keyspace)" = 0 ]
+	# For real: staging's own go, prod's is kept, and staging has its id back.
+	run sbx-reap -p staging --all-tenants --grace 0 --adopt-keyspace "$ks"
+	assert_success
+	[ "$(jqo .reap.adopted_keyspace)" = "$ks" ]
+	[ "$(reason_of kept "$p")" = other-keyspace ]
+	run ! exists "$s1"
+	run ! exists "$s2"
+	exists "$p"
+	[ "$(rcli GET stg:keyspace)" = "$ks" ]
+	run sbx-create -p prod --tenant t5 --session live
+	[ "$(jqo .sandbox.id)" = "$p" ]
+	[ "$(jqo .resolved)" = bound ]
+	# An id the keyspace does not have is refused; so is a malformed one.
+	run sbx-reap -p staging --all-tenants --grace 0 --adopt-keyspace "$pks"
+	[ "$status" -eq 75 ]
+	[[ "$(jqo .error.message)" == *"already has the id $ks"* ]]
+	exists "$p"
+	run sbx-reap -p staging --all-tenants --adopt-keyspace nothex
+	[ "$status" -eq 64 ]
+	sbx-reap --help | grep -q -- '--adopt-keyspace ID'
+	sbx-ctl -p prod kill --id "$p" >/dev/null
 }
 
 @test "a sandbox from before keyspace ids is kept unless --adopt-legacy" {

@@ -8,6 +8,7 @@ complete -c sbx-reap -l metrics-file -r -d 'also write Prometheus text metrics h
 complete -c sbx-reap -l force -d 'delete even when a tenant looks like Redis lost its data'
 complete -c sbx-reap -l retire-idle -r -d 'end bound sessions whose sandbox has been idle longer'
 complete -c sbx-reap -l adopt-legacy -d 'also judge sandboxes and snapshots that carry no keyspace id'
+complete -c sbx-reap -l adopt-keyspace -r -d 'this keyspace lost its id: take ID (see a dry run\'s reap.keyspaces)'
 complete -c sbx-reap -l profile -s p -r -d 'use this configuration profile'
 complete -c sbx-reap -l help -s h -d 'show help'
 complete -c sbx-reap -l version -d 'show the version'
