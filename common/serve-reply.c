@@ -16,15 +16,20 @@
 
 #include "util.h"
 
+/* A name that is not a token (a sandbox's answer can carry any bytes) is
+ * dropped and a control character in a value becomes a space: a header
+ * line never becomes two lines of the pipe, nor of the response. */
 void serve_out_header(struct serve_out *o, const char *name, const char *fmt, ...)
 {
+	if (!serve_header_name_ok(name))
+		return;
 	char v[512];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(v, sizeof(v), fmt, ap);
 	va_end(ap);
 	for (char *p = v; *p; p++)          /* no header splitting */
-		if (*p == '\r' || *p == '\n')
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = ' ';
 	int n = snprintf(o->extra + o->extra_len, sizeof(o->extra) - o->extra_len, "%s: %s\n",
 			 name, v);
@@ -41,7 +46,7 @@ static int head(struct serve_out *o, int status, const char *ctype, long long le
 	char h[1400];
 	int n = snprintf(h, sizeof(h), "%d\n%.*s", status, (int)o->extra_len, o->extra);
 	if (ctype)
-		n += snprintf(h + n, sizeof(h) - (size_t)n, "Content-Type: %s\n", ctype);
+		n += snprintf(h + n, sizeof(h) - (size_t)n, "Content-Type: %.256s\n", ctype);   /* 5 + 1023 + 271 + 35 + 1 < 1400 */
 	if (len >= 0)
 		n += snprintf(h + n, sizeof(h) - (size_t)n, "X-Sbx-Length: %lld\n", len);
 	n += snprintf(h + n, sizeof(h) - (size_t)n, "\n");
