@@ -620,8 +620,9 @@ static int check_head(struct MHD_Connection *c, struct conn *q, enum MHD_Result 
 	struct serve_req *r = &q->r;
 	int st = serve_head_check(r->method, r->path, r->hdr, r->nhdr);
 	if (st)
-		return *rc = reply_error(c, q, st, st == 414 ? "the request target is too long"
-							   : "the request head is too large", NULL), 1;
+		return *rc = reply_error(c, q, st, st == 400 ? "malformed request method"
+						   : st == 414 ? "the request target is too long"
+						   : "the request head is too large", NULL), 1;
 	if (serve_route(r, s->cfg.domain) < 0) {
 		r->sandbox_id[0] = '\0';
 		return *rc = reply_gone(c, q, 502, "The sandbox was not found"), 1;

@@ -82,8 +82,9 @@ int serve_stream_begin(struct serve_out *o, int status, const char *ctype);
 int serve_stream_write(struct serve_out *o, const void *data, size_t len);
 
 /* ---- The wire texts (serve-wire.c): pure, fuzzed ---- */
-/* 0 when the head fits, else the status to refuse it with: 414 for a
- * target over SERVE_URL_MAX, 431 for a head over SERVE_HEAD_MAX. */
+/* 0 when the head fits, else the status to refuse it with: 400 for a
+ * method that is not a token, 414 for a target over SERVE_URL_MAX, 431
+ * for a head over SERVE_HEAD_MAX. */
 int serve_head_check(const char *method, const char *url, const struct serve_kv *hdr, size_t nhdr);
 /* An RFC 9110 token of at most 128 bytes: what may name a header that
  * crosses into a response, the pipe or a proxied request. */

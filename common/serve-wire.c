@@ -29,7 +29,7 @@ struct wbuf { char *p; size_t n, cap; };
 
 static void wb_put(struct wbuf *b, const void *s, size_t len)
 {
-	if (len > b->cap - b->n) {
+	if (!b->p || len >= b->cap - b->n) {   /* room for the NUL too */
 		size_t want = b->n + len + 1;
 		size_t cap = b->cap ? b->cap : 256;
 		while (cap < want)
@@ -65,8 +65,18 @@ static void wb_encoded(struct wbuf *b, const char *s, const char *extra)
 
 /* ---- the request head ---- */
 
+static int serve_token_char(unsigned char c)
+{
+	return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
 int serve_head_check(const char *method, const char *url, const struct serve_kv *hdr, size_t nhdr)
 {
+	if (!*method)
+		return 400;
+	for (const unsigned char *m = (const unsigned char *)method; *m; m++)
+		if (!serve_token_char(*m))
+			return 400;
 	size_t ul = strlen(url);
 	if (ul > SERVE_URL_MAX)
 		return 414;
@@ -76,10 +86,6 @@ int serve_head_check(const char *method, const char *url, const struct serve_kv 
 	return total > SERVE_HEAD_MAX ? 431 : 0;
 }
 
-int serve_token_char(unsigned char c)
-{
-	return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c));
-}
 
 int serve_header_name_ok(const char *name)
 {
