@@ -87,8 +87,9 @@ int serve_stream_write(struct serve_out *o, const void *data, size_t len);
  * for a head over SERVE_HEAD_MAX. */
 int serve_head_check(const char *method, const char *url, const struct serve_kv *hdr, size_t nhdr);
 /* An RFC 9110 token of at most 128 bytes: what may name a header that
- * crosses into a response, the pipe or a proxied request. */
+ * crosses into a response, the pipe or a proxied request (serve-req.c). */
 int serve_header_name_ok(const char *name);
+int serve_token_char(unsigned char c);      /* tchar of RFC 9110 */
 /* The plane, port and sandbox id of r from its Host ("<port>-<id>.<domain>")
  * or its E2b-Sandbox-Id / E2b-Sandbox-Port headers.  0, or -1 when it names
  * a sandbox plane with an invalid id or port (the caller answers 502). */

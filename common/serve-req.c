@@ -7,6 +7,7 @@
  * component; serve_ct_eq takes time that depends on the lengths only. */
 #include "serve-int.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,21 @@ int serve_id_ok(const char *id)
 		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (i > 0 && c == '-')))
 			return 0;
 	}
+	return 1;
+}
+
+int serve_token_char(unsigned char c)
+{
+	return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+int serve_header_name_ok(const char *name)
+{
+	if (!*name || strlen(name) > 128)
+		return 0;
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		if (!serve_token_char(*p))
+			return 0;
 	return 1;
 }
 

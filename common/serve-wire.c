@@ -65,10 +65,6 @@ static void wb_encoded(struct wbuf *b, const char *s, const char *extra)
 
 /* ---- the request head ---- */
 
-static int serve_token_char(unsigned char c)
-{
-	return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c));
-}
 
 int serve_head_check(const char *method, const char *url, const struct serve_kv *hdr, size_t nhdr)
 {
@@ -87,15 +83,6 @@ int serve_head_check(const char *method, const char *url, const struct serve_kv 
 }
 
 
-int serve_header_name_ok(const char *name)
-{
-	if (!*name || strlen(name) > 128)
-		return 0;
-	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-		if (!serve_token_char(*p))
-			return 0;
-	return 1;
-}
 
 /* "<port>-<id>.<domain>" (or "<port>-<id>" followed by anything when no
  * domain is configured).  1 and the parts, or 0. */
