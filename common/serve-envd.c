@@ -51,7 +51,7 @@ static int files_get(const struct serve_req *r, struct serve_out *o, struct sbx_
 		free(st.link_target);
 		if (file && size > (int64_t)max)
 			return serve_reply_error(o, 413, "path '%s' is larger than %zu bytes, the server's --max-body",
-						 shown, max);
+						 path, max);
 	}
 	if (sbx_call(b, file_read, &err, sb, path, max, as_root, &data, &len) < 0) {
 		struct sbx_dirent e = {0};
