@@ -151,7 +151,7 @@ while time.time() < end:
 	for i in 1 2 3 4 5 6; do
 		curl -sS -o /dev/null -w '%{http_code}\n' -H "E2b-Sandbox-Id: $id" -H 'Expect:' \
 			-H 'Content-Type: application/octet-stream' --data-binary "@$BATS_TEST_TMPDIR/big" \
-			"$url/files?path=/home/user/big$i" >"$BATS_TEST_TMPDIR/st$i" 2>/dev/null &
+			"$url/files?path=/tmp/big$i" >"$BATS_TEST_TMPDIR/st$i" 2>/dev/null &
 		pids+=($!)
 	done
 	wait "${pids[@]}"
@@ -162,7 +162,7 @@ while time.time() < end:
 	grep -q 'POST /files 401' "$SBX_TEST_DIR/serve-rss.log"
 	echo "# peak RSS $before kB -> $after kB" >&3
 	[ $((after - before)) -lt 20000 ]
-	run sbx-exec --id "$id" -- test -e /workspace/big1
+	run sbx-exec --id "$id" -- test -e /tmp/big1
 	assert_equal "$(jqo .exec.exit_code)" 1
 	curl -sS -X DELETE "$url/sandboxes/$id" -H "X-API-Key: $SERVE_KEY"
 	serve_stop rss
@@ -216,13 +216,14 @@ while time.time() < end:
 }
 
 @test "GET /files of a sparse file past --max-body is 413 before it is read" {
-	sbx-exec --id "$SB" -- truncate -s 100M /workspace/sparse >/dev/null
-	run envd "$SB" "$TOK" "/files?path=/home/user/sparse" -o /dev/null
+	# /tmp: outside the home, so no home mapping is involved
+	sbx-exec --id "$SB" -- truncate -s 100M /tmp/sparse >/dev/null
+	run envd "$SB" "$TOK" "/files?path=/tmp/sparse" -o /dev/null
 	assert_equal "$(status)" 413
-	sbx-exec --id "$SB" -- truncate -s 1M /workspace/sparse >/dev/null
-	run envd "$SB" "$TOK" "/files?path=/home/user/sparse" -o /dev/null
+	sbx-exec --id "$SB" -- truncate -s 1M /tmp/sparse >/dev/null
+	run envd "$SB" "$TOK" "/files?path=/tmp/sparse" -o /dev/null
 	assert_equal "$(status)" 200
-	sbx-exec --id "$SB" -- rm -f /workspace/sparse >/dev/null
+	sbx-exec --id "$SB" -- rm -f /tmp/sparse >/dev/null
 }
 
 @test "a sandbox's server answering hostile header names injects nothing" {
@@ -236,10 +237,10 @@ while True:
               b"Bad Name: v\r\nX-Ctl\x01: v\r\nX-Val: a\x0bb\r\nContent-Type: text/plain\r\n\r\nthe-body")
     c.close()
 PY
-	run envd "$SB" "$TOK" "/files?path=/home/user/evil.py" -H 'Content-Type: application/octet-stream' \
+	run envd "$SB" "$TOK" "/files?path=/tmp/evil.py" -H 'Content-Type: application/octet-stream' \
 		--data-binary "@$BATS_TEST_TMPDIR/evil.py"
 	assert_equal "$(status)" 200
-	sbx-proc --id "$SB" start -- python3 /workspace/evil.py >/dev/null
+	sbx-proc --id "$SB" start -- python3 /tmp/evil.py >/dev/null
 	wait_port "$SB" 8009
 	run curl -sS -D "$BATS_TEST_TMPDIR/h" -w '\nHTTP %{http_code}\n' -H "E2b-Sandbox-Id: $SB" -H 'E2b-Sandbox-Port: 8009' "$SERVE_URL/"
 	assert_equal "$(status)" 200
