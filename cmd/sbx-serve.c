@@ -23,7 +23,8 @@
 #include "util.h"
 
 enum { O_PROFILE, O_LISTEN, O_KEYFILE, O_DOMAIN, O_STATE_DIR, O_FLAVOR, O_TLS_CERT, O_TLS_KEY,
-       O_MAX_BODY, O_MAX_SANDBOXES, O_MAX_STREAMS, O_MAX_CONNS, O_CLIENT_TIMEOUT, O_UPLOAD_DEADLINE,
+       O_MAX_BODY, O_MAX_SANDBOXES, O_MAX_STREAMS, O_MAX_STREAMS_KEY, O_MAX_WORKERS,
+       O_MAX_WORKERS_KEY, O_MAX_CONNS, O_CLIENT_TIMEOUT, O_HEAD_TIMEOUT, O_UPLOAD_DEADLINE,
        O_GRACE, O_QUIET };
 
 static const struct sbx_opt opts[] = {
@@ -37,9 +38,13 @@ static const struct sbx_opt opts[] = {
 	{"tls-key-file", 0, "FILE", "the PEM private key for --tls-cert-file", O_TLS_KEY, SBX_ALL},
 	{"max-body", 0, "SIZE", "largest /files upload (default 64M)", O_MAX_BODY, SBX_ALL},
 	{"max-sandboxes", 0, "N", "live sandboxes per API key (default 100)", O_MAX_SANDBOXES, SBX_ALL},
-	{"max-streams", 0, "N", "open process streams per sandbox (default 32)", O_MAX_STREAMS, SBX_ALL},
+	{"max-streams", 0, "N", "open process streams per sandbox (default 16)", O_MAX_STREAMS, SBX_ALL},
+	{"max-streams-per-key", 0, "N", "open process streams per API key (default 3/4 of --max-workers-per-key)", O_MAX_STREAMS_KEY, SBX_ALL},
+	{"max-workers", 0, "N", "requests in flight (default 64)", O_MAX_WORKERS, SBX_ALL},
+	{"max-workers-per-key", 0, "N", "requests in flight per API key (default half of --max-workers)", O_MAX_WORKERS_KEY, SBX_ALL},
 	{"max-connections", 0, "N", "concurrent connections (default 256)", O_MAX_CONNS, SBX_ALL},
 	{"client-timeout", 0, "DURATION", "close a connection silent this long (default 30s)", O_CLIENT_TIMEOUT, SBX_ALL},
+	{"head-timeout", 0, "DURATION", "close a connection whose request head, or idle keep-alive, takes this long (default 10s)", O_HEAD_TIMEOUT, SBX_ALL},
 	{"upload-deadline", 0, "DURATION", "cut off a request body still arriving after this long (default 2m)", O_UPLOAD_DEADLINE, SBX_ALL},
 	{"grace", 0, "DURATION", "on SIGTERM, wait this long for requests in flight (default 10s)", O_GRACE, SBX_ALL},
 	{"quiet", 'q', NULL, "no request log", O_QUIET, SBX_ALL},
@@ -102,7 +107,10 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 		o->cfg.max_body = (size_t)v;
 		return 0;
 	case O_MAX_SANDBOXES: return count_arg(arg, "--max-sandboxes", &o->cfg.max_sandboxes_per_key, err);
-	case O_MAX_STREAMS: return count_arg(arg, "--max-streams", &o->cfg.max_streams_per_key, err);
+	case O_MAX_STREAMS: return count_arg(arg, "--max-streams", &o->cfg.max_streams_per_sandbox, err);
+	case O_MAX_STREAMS_KEY: return count_arg(arg, "--max-streams-per-key", &o->cfg.max_streams_per_key, err);
+	case O_MAX_WORKERS: return count_arg(arg, "--max-workers", &o->cfg.max_workers, err);
+	case O_MAX_WORKERS_KEY: return count_arg(arg, "--max-workers-per-key", &o->cfg.max_workers_per_key, err);
 	case O_MAX_CONNS: return count_arg(arg, "--max-connections", &o->cfg.max_conns, err);
 	case O_CLIENT_TIMEOUT:
 		if (sbx_parse_duration_ms(arg, &v, err) < 0)
@@ -110,6 +118,13 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 		if (v < 1000)
 			return sbx_usage_err(err, "--client-timeout must be at least 1s");
 		o->cfg.client_timeout_s = (unsigned)(v / 1000);
+		return 0;
+	case O_HEAD_TIMEOUT:
+		if (sbx_parse_duration_ms(arg, &v, err) < 0)
+			return -1;
+		if (v < 1000)
+			return sbx_usage_err(err, "--head-timeout must be at least 1s");
+		o->cfg.head_timeout_s = (unsigned)(v / 1000);
 		return 0;
 	case O_UPLOAD_DEADLINE:
 		if (sbx_parse_duration_ms(arg, &v, err) < 0)

@@ -732,18 +732,27 @@ static int upgrade_send(struct sbx_http *h, int s, const struct sbx_http_req *re
 			const char *method, const char *path, struct sbx_err *err)
 {
 	SBX_AUTOFREE char *host = host_header(h->base_url);
-	size_t cap = 1024 + strlen(path), len = 0;
+	/* The size is the sum of what goes in (the fixed text is under 128
+	 * bytes, a length under 24): no write can pass it, whatever the
+	 * lengths of the method, host, path and headers. */
+	size_t cap = 160 + strlen(method) + strlen(host) + strlen(path), len = 0;
 	for (const char *const *l = req->headers; l && *l; l++)
 		cap += strlen(*l) + 2;
 	SBX_AUTOFREE char *head = sbx_xmalloc(cap);
-	len += (size_t)snprintf(head + len, cap - len,
-				"%s %s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: sbx\r\n"
-				"Connection: Upgrade\r\nUpgrade: tcp\r\n",
-				method, *path == '/' ? "" : "/", path, host);
-	for (const char *const *l = req->headers; l && *l; l++)
-		len += (size_t)snprintf(head + len, cap - len, "%s\r\n", *l);
-	len += (size_t)snprintf(head + len, cap - len, "Content-Length: %zu\r\n\r\n",
-				req->body ? req->body_len : 0);
+	int n = snprintf(head, cap,
+			 "%s %s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: sbx\r\n"
+			 "Connection: Upgrade\r\nUpgrade: tcp\r\n",
+			 method, *path == '/' ? "" : "/", path, host);
+	len = n > 0 ? (size_t)n : 0;
+	for (const char *const *l = req->headers; l && *l; l++) {
+		size_t ll = strlen(*l);
+		memcpy(head + len, *l, ll);
+		memcpy(head + len + ll, "\r\n", 2);
+		len += ll + 2;
+	}
+	n = snprintf(head + len, cap - len, "Content-Length: %zu\r\n\r\n",
+		     req->body ? req->body_len : 0);
+	len += n > 0 ? (size_t)n : 0;
 	if (send_all(s, head, len, err) < 0 ||
 	    (req->body && req->body_len && send_all(s, req->body, req->body_len, err) < 0)) {
 		sbx_err_prefix(err, "%s %s%s: sending the request", method, h->shown_url, path);

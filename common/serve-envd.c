@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <time.h>
 
 #include <zlib.h>
@@ -27,18 +28,31 @@
 #include "sha.h"
 #include "util.h"
 
-#define FILES_MAX ((size_t)1 << 30)
-
 /* ---- /files ---- */
 
+/* A download is bounded as an upload is (max_body): a file the stat finds
+ * larger is 413 before a byte is read, and the read itself stops at the
+ * bound (a file that grew meanwhile), so that no sandbox, sparse files
+ * included, makes a worker hold more. */
 static int files_get(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
 		     struct sbx_sandbox *sb, int as_root, const char *path)
 {
 	struct sbx_err err = {0};
 	char *data = NULL;
-	size_t len = 0;
-	(void)r;
-	if (sbx_call(b, file_read, &err, sb, path, FILES_MAX, as_root, &data, &len) < 0) {
+	size_t len = 0, max = r->cfg->max_body;
+	struct sbx_dirent st = {0};
+	struct sbx_err se = {0};
+	if (sbx_call(b, file_stat, &se, sb, path, as_root, &st) == 0) {
+		int64_t size = st.size;
+		int file = st.type != SBX_FT_DIR;
+		free(st.name);
+		free(st.path);
+		free(st.link_target);
+		if (file && size > (int64_t)max)
+			return serve_reply_error(o, 413, "path '%s' is larger than %zu bytes, the server's --max-body",
+						 path, max);
+	}
+	if (sbx_call(b, file_read, &err, sb, path, max, as_root, &data, &len) < 0) {
 		struct sbx_dirent e = {0};
 		struct sbx_err e2 = {0};
 		if (sbx_call(b, file_stat, &e2, sb, path, as_root, &e) == 0 && e.type == SBX_FT_DIR) {
@@ -163,10 +177,16 @@ static int gunzip(const char *in, size_t len, size_t max, char **out, size_t *ol
 		return -1;
 	size_t cap = len * 4 + 4096 < max ? len * 4 + 4096 : max;
 	char *buf = sbx_xmalloc(cap + 1);
+	/* zlib counts in uInt: the input and the room are handed over in
+	 * pieces of at most UINT_MAX, never a length cast down. */
+	size_t in_left = len;
 	z.next_in = (Bytef *)in;
-	z.avail_in = (uInt)len;
 	int rc;
 	do {
+		if (!z.avail_in && in_left) {
+			z.avail_in = in_left > UINT_MAX ? UINT_MAX : (uInt)in_left;
+			in_left -= z.avail_in;
+		}
 		if (z.total_out == cap) {
 			if (cap >= max) {
 				rc = Z_BUF_ERROR;
@@ -175,9 +195,14 @@ static int gunzip(const char *in, size_t len, size_t max, char **out, size_t *ol
 			cap = cap * 2 < max ? cap * 2 : max;
 			buf = sbx_xrealloc(buf, cap + 1);
 		}
+		size_t room = cap - z.total_out;
 		z.next_out = (Bytef *)buf + z.total_out;
-		z.avail_out = (uInt)(cap - z.total_out);
+		z.avail_out = room > UINT_MAX ? UINT_MAX : (uInt)room;
 		rc = inflate(&z, Z_NO_FLUSH);
+		if (rc == Z_BUF_ERROR && z.avail_out && !z.avail_in && !in_left)
+			break;                  /* truncated input */
+		if (rc == Z_BUF_ERROR)
+			rc = Z_OK;              /* no progress this round: more room or input */
 	} while (rc == Z_OK);
 	*olen = z.total_out;
 	inflateEnd(&z);
@@ -280,15 +305,18 @@ int serve_envd_files(const struct serve_req *r, struct serve_out *o, struct sbx_
 
 /* ---- the plane's entry ---- */
 
-static int token_ok(const struct serve_req *r, const char *id, int files, char tok[65])
+const char *serve_envd_denied(const struct serve_req *r, const char *id)
 {
+	static const char msg[] = "unauthorized access, please provide a valid access token or method signing if supported";
+	char tok[65];
 	struct sbx_err err = {0};
+	int files = !strcmp(r->path, "/files");
 	if (serve_token(r->serve_dir, "envd", id, tok, &err) < 0)
-		return 0;
+		return msg;
 	const char *t = serve_hdr(r, "x-access-token");
-	if (!t)
-		return files && signature_ok(r, tok);
-	return serve_ct_eq(t, tok);
+	int ok = t ? serve_ct_eq(t, tok) : files && signature_ok(r, tok);
+	explicit_bzero(tok, sizeof(tok));
+	return ok ? NULL : msg;
 }
 
 static int proxy_gone(struct serve_out *o, const char *id, unsigned port)
@@ -303,14 +331,10 @@ static int proxy_gone(struct serve_out *o, const char *id, unsigned port)
 	return serve_reply_json(o, 502, j);
 }
 
-int serve_proxy(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
-		struct sbx_sandbox *sb, const struct serve_rec *rec);
-
 int serve_envd(const struct serve_req *r, struct serve_out *o)
 {
 	const char *id = r->sandbox_id;
-	char tok[65];
-	int files = !strncmp(r->path, "/files", 6) && (r->path[6] == '\0' || r->path[6] == '?');
+	int files = !strcmp(r->path, "/files");
 	struct sbx_err err = {0};
 	struct serve_rec rec = {0};
 	if (serve_rec_load(r->serve_dir, id, &rec, &err) < 0)
@@ -320,9 +344,10 @@ int serve_envd(const struct serve_req *r, struct serve_out *o)
 		serve_out_header(o, "Cache-Control", "no-store");
 		return serve_reply(o, 204, NULL, NULL, 0);
 	}
-	if (r->plane == PLANE_ENVD && !token_ok(r, id, files, tok)) {
+	const char *denied = r->plane == PLANE_ENVD ? serve_envd_denied(r, id) : NULL;
+	if (denied) {
 		serve_rec_clear(&rec);
-		return serve_reply_error(o, 401, "unauthorized access, please provide a valid access token or method signing if supported");
+		return serve_reply_error(o, 401, "%s", denied);
 	}
 	struct sbx_backend *b = NULL;
 	struct sbx_sandbox sb = {0};

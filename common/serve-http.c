@@ -3,12 +3,19 @@
  * process that serves each request (serve.h says why processes).
  *
  * Promises: a connection thread never calls the backend, Redis or OpenSSL
- * (so a fork never copies a lock another thread holds in them); a request
- * body larger than its limit is answered 413 before it is read; a client
- * that stalls is cut off after client_timeout_s of silence, and an upload
- * that has not finished after request_deadline_s is cut off however
- * steadily it trickles; an API request without a known key never reaches a
- * worker; every request gets one log line. */
+ * (so a fork never copies a lock another thread holds in them); a head
+ * over SERVE_URL_MAX / SERVE_HEAD_MAX is 414 / 431 before anything is
+ * built from it; the key, the sandbox's record and its envd or traffic
+ * token are checked on the head, before a byte of body is buffered, a
+ * worker forked or a backend opened; a request body larger than its limit
+ * is answered 413 before it is read; a client that stalls is cut off
+ * after client_timeout_s of silence, a head (or an idle keep-alive) not
+ * whole after head_timeout_s and an upload not finished after
+ * request_deadline_s are cut off however steadily they trickle, and when
+ * the server is full the oldest connection still sending its head makes
+ * room for a new one; one key holds at most max_workers_per_key workers
+ * and max_streams_per_key streams, one sandbox max_streams_per_sandbox;
+ * every request gets one log line. */
 #include "serve.h"
 #include "serve-int.h"
 #include "fault.h"
@@ -40,6 +47,24 @@
 
 struct key { char *key; size_t len; char team[17]; };
 
+/* What one key (or, at index nkeys, a sandbox of no loaded key) holds. */
+struct key_use { unsigned workers, streams; };
+
+/* Open streams of one sandbox, by its exact id. */
+struct sb_use { char id[72]; unsigned streams; };
+
+/* A connection, for the watchdog: which phase it is in since when.  Lives
+ * from MHD's STARTED to its CLOSED notice (before the socket is closed), so
+ * that a shutdown() under `mu` always hits this connection's socket. */
+enum sock_phase { SOCK_HEAD, SOCK_BODY, SOCK_WORK };
+struct sock {
+	int fd;
+	enum sock_phase phase;
+	int64_t since_ms;
+	int cut;
+	struct sock *prev, *next;
+};
+
 struct sbx_serve {
 	struct sbx_serve_cfg cfg;
 	struct MHD_Daemon *d;
@@ -52,10 +77,14 @@ struct sbx_serve {
 	pid_t workers[1024];
 	size_t nworkers;
 	unsigned inflight;
-	unsigned streams_sb[64];     /* open streams, by sandbox id hash bucket */
+	struct key_use *kuse;        /* nkeys + 1 */
+	struct sb_use *sbuse;
+	size_t nsbuse;
+	struct sock *socks;          /* every open connection */
+	unsigned nsocks;             /* of them, not yet cut */
 	int stopping;
-	pthread_t sweeper;
-	int sweeper_on;
+	pthread_t sweeper, watchdog;
+	int sweeper_on, watchdog_on;
 };
 
 /* ---- keys ---- */
@@ -104,22 +133,32 @@ static int ct_equal(const char *a, size_t alen, const char *b, size_t blen)
 	return d == 0;
 }
 
-/* The team of the key the request carries (X-API-Key, or Authorization:
- * Bearer), or NULL. */
-static const char *auth_team(const struct sbx_serve *s, const struct serve_req *r)
+/* The index of the key the request carries (X-API-Key, or Authorization:
+ * Bearer), or -1. */
+static long auth_key(const struct sbx_serve *s, const struct serve_req *r)
 {
 	const char *k = serve_hdr(r, "x-api-key");
 	const char *a = serve_hdr(r, "authorization");
 	if (!k && a && strncasecmp(a, "Bearer ", 7) == 0)
 		k = a + 7;
 	if (!k || !*k)
-		return NULL;
+		return -1;
 	size_t n = strlen(k);
-	const char *found = NULL;
+	long found = -1;
 	for (size_t i = 0; i < s->nkeys; i++)     /* all of them: constant time */
-		if (ct_equal(k, n, s->keys[i].key, s->keys[i].len))
-			found = s->keys[i].team;
+		if (ct_equal(k, n, s->keys[i].key, s->keys[i].len) && found < 0)
+			found = (long)i;
 	return found;
+}
+
+/* The index of the first key of `team`, else nkeys (the bucket of
+ * sandboxes whose key is no longer loaded). */
+static size_t key_of_team(const struct sbx_serve *s, const char *team)
+{
+	for (size_t i = 0; i < s->nkeys; i++)
+		if (!strcmp(s->keys[i].team, team))
+			return i;
+	return s->nkeys;
 }
 
 /* ---- the request ---- */
@@ -132,8 +171,10 @@ struct conn {
 	int64_t start_ms;
 	int status;
 	uint64_t bytes;
-	int counted;
-	int stream_bucket;           /* >= 0: holds a stream slot */
+	int counted;                 /* holds a worker slot (global and its key's) */
+	int streaming;               /* holds a stream slot (its key's and sandbox's) */
+	size_t key;                  /* index into kuse */
+	struct sock *sock;
 };
 
 static enum MHD_Result add_hdr(void *ctx, enum MHD_ValueKind kind, const char *k, const char *v)
@@ -177,39 +218,6 @@ static void req_free(struct serve_req *r)
 	free(r->body);
 }
 
-/* "<port>-<id>.<domain>" (or "<port>-<id>" followed by anything when no
- * domain is configured and the host is not an address).  1 and the parts,
- * or 0. */
-static int host_route(const struct sbx_serve *s, const char *host, unsigned *port, char *id,
-		      size_t idlen)
-{
-	if (!host)
-		return 0;
-	char h[256];
-	snprintf(h, sizeof(h), "%s", host);
-	char *colon = strrchr(h, ':');
-	if (colon && !strchr(h, ']'))
-		*colon = '\0';
-	char *dot = strchr(h, '.');
-	if (!dot)
-		return 0;
-	if (s->cfg.domain && strcasecmp(dot + 1, s->cfg.domain) != 0)
-		return 0;
-	*dot = '\0';
-	char *dash = strchr(h, '-');
-	if (!dash || dash == h || dash - h > 5)
-		return 0;
-	for (char *p = h; p < dash; p++)
-		if (!isdigit((unsigned char)*p))
-			return 0;
-	unsigned long pt = strtoul(h, NULL, 10);
-	if (pt == 0 || pt > 65535 || strlen(dash + 1) >= idlen)
-		return 0;
-	*port = (unsigned)pt;
-	snprintf(id, idlen, "%s", dash + 1);
-	return 1;
-}
-
 /* ---- responses built in the connection thread ---- */
 
 static enum MHD_Result reply_text(struct MHD_Connection *c, struct conn *q, int status,
@@ -229,12 +237,37 @@ static enum MHD_Result reply_text(struct MHD_Connection *c, struct conn *q, int 
 	return rc;
 }
 
+static enum MHD_Result reply_json(struct MHD_Connection *c, struct conn *q, int status,
+				  json_object *j, const char *retry_after)
+{
+	enum MHD_Result rc = reply_text(c, q, status, "application/json",
+					json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN),
+					retry_after);
+	json_object_put(j);
+	return rc;
+}
+
 static enum MHD_Result reply_error(struct MHD_Connection *c, struct conn *q, int status,
 				   const char *msg, const char *retry_after)
 {
-	char body[512];
-	snprintf(body, sizeof(body), "{\"code\":%d,\"message\":\"%s\"}", status, msg);
-	return reply_text(c, q, status, "application/json", body, retry_after);
+	json_object *j = json_object_new_object();
+	json_object_object_add(j, "code", json_object_new_int(status));
+	json_object_object_add(j, "message", json_object_new_string(msg));
+	return reply_json(c, q, status, j, retry_after);
+}
+
+/* E2B's answer for a sandbox plane request that reaches no sandbox. */
+static enum MHD_Result reply_gone(struct MHD_Connection *c, struct conn *q, int status,
+				  const char *msg)
+{
+	const struct serve_req *r = &q->r;
+	json_object *j = json_object_new_object();
+	json_object_object_add(j, "sandboxId", json_object_new_string(r->sandbox_id));
+	json_object_object_add(j, "message", json_object_new_string(msg));
+	if (status == 502 && r->plane == PLANE_PROXY)
+		json_object_object_add(j, "port", json_object_new_int((int)r->port));
+	json_object_object_add(j, "code", json_object_new_int(status));
+	return reply_json(c, q, status, j, NULL);
 }
 
 /* ---- workers ---- */
@@ -258,15 +291,26 @@ static void worker_del(struct sbx_serve *s, pid_t pid)
 	pthread_mutex_unlock(&s->mu);
 }
 
-/* Wait for a worker; one still running (a client gone mid-stream) is
- * ended first. */
+#define WORKER_TERM_MS 2000          /* SIGTERM to SIGKILL */
+
+/* Wait for a worker; one still running (a client gone mid-stream) gets
+ * SIGTERM, and SIGKILL if it has not exited WORKER_TERM_MS later, so that
+ * no worker (nor the connection thread reaping it) outlives its request
+ * for long whatever it does with SIGTERM. */
 static void worker_reap(struct sbx_serve *s, pid_t pid)
 {
 	int st;
 	if (waitpid(pid, &st, WNOHANG) == 0) {
 		kill(pid, SIGTERM);
-		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-			;
+		int64_t until = sbx_mono_ms() + WORKER_TERM_MS;
+		pid_t got;
+		while ((got = waitpid(pid, &st, WNOHANG)) == 0 && sbx_mono_ms() < until)
+			usleep(10 * 1000);
+		if (got == 0) {
+			kill(pid, SIGKILL);
+			while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+				;
+		}
 	}
 	worker_del(s, pid);
 }
@@ -290,7 +334,9 @@ static int worker_spawn(struct sbx_serve *s, int (*fn)(const struct serve_req *,
 		sigset_t all;
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
-		signal(SIGTERM, SIG_DFL);
+		/* serve:worker-ignores-term: a worker stuck where SIGTERM
+		 * does not reach it, for the SIGKILL escalation's test. */
+		signal(SIGTERM, sbx_fault_on("serve:worker-ignores-term") ? SIG_IGN : SIG_DFL);
 		signal(SIGINT, SIG_DFL);
 		if (p[1] != 3) {
 			dup2(p[1], 3);
@@ -375,7 +421,9 @@ static void body_free(void *cls)
 	free(b);
 }
 
-/* Read the worker's head (status, headers) and queue the response. */
+/* Read the worker's head (status, headers) and queue the response.  The
+ * worker's pipe and process are owned by the response from here on (its
+ * free callback closes and reaps them); on any failure before that, here. */
 static enum MHD_Result relay(struct MHD_Connection *c, struct conn *q, int fd, pid_t pid)
 {
 	char *head = sbx_xmalloc(HEAD_MAX + 1);
@@ -391,13 +439,15 @@ static enum MHD_Result relay(struct MHD_Connection *c, struct conn *q, int fd, p
 		head[n] = '\0';
 		end = strstr(head, "\n\n");
 	}
-	if (!end) {
+	struct serve_pipe_head ph;
+	if (end)
+		end[1] = '\0';
+	if (!end || serve_pipe_head(head, &ph) < 0) {
 		free(head);
 		close(fd);
 		worker_reap(q->s, pid);
 		return reply_error(c, q, 500, "the worker failed", NULL);
 	}
-	*end = '\0';
 	struct body *b = sbx_xcalloc(1, sizeof(*b));
 	b->s = q->s;
 	b->fd = fd;
@@ -409,39 +459,26 @@ static enum MHD_Result relay(struct MHD_Connection *c, struct conn *q, int fd, p
 	b->plen = n - (size_t)(end + 2 - head);
 	b->pending = sbx_xmalloc(b->plen + 1);
 	memcpy(b->pending, end + 2, b->plen);
-	int status = atoi(head);
-	uint64_t size = MHD_SIZE_UNKNOWN;
-	char *save = NULL;
-	strtok_r(head, "\n", &save);
-	char *hdrs[64];
-	size_t nh = 0;
-	for (char *l = strtok_r(NULL, "\n", &save); l && nh < 64; l = strtok_r(NULL, "\n", &save)) {
-		if (strncmp(l, "X-Sbx-Length: ", 14) == 0)
-			size = strtoull(l + 14, NULL, 10);
-		else
-			hdrs[nh++] = l;
-	}
 	struct MHD_Response *resp;
-	if (size == 0) {
+	if (ph.length == 0) {
 		body_free(b);
+		b = NULL;
 		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 	} else {
-		resp = MHD_create_response_from_callback(size, 32 * 1024, body_read, b, body_free);
+		resp = MHD_create_response_from_callback(ph.length < 0 ? MHD_SIZE_UNKNOWN : (uint64_t)ph.length,
+							 32 * 1024, body_read, b, body_free);
 	}
 	if (!resp) {
+		if (b)
+			body_free(b);
 		free(head);
 		return MHD_NO;
 	}
-	for (size_t i = 0; i < nh; i++) {
-		char *colon = strstr(hdrs[i], ": ");
-		if (!colon)
-			continue;
-		*colon = '\0';
-		MHD_add_response_header(resp, hdrs[i], colon + 2);
-	}
+	for (size_t i = 0; i < ph.n; i++)
+		MHD_add_response_header(resp, ph.name[i], ph.value[i]);
 	free(head);
-	q->status = status;
-	enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, resp);
+	q->status = ph.status;
+	enum MHD_Result rc = MHD_queue_response(c, (unsigned)ph.status, resp);
 	MHD_destroy_response(resp);
 	return rc;
 }
@@ -489,68 +526,167 @@ static int injected_fault(struct MHD_Connection *c, struct conn *q, enum MHD_Res
 	return 0;
 }
 
-/* Classify the request, check the key, take the limits' slots and hand it
- * to a worker. */
-static enum MHD_Result dispatch(struct MHD_Connection *c, struct conn *q)
+/* The stream slots of sandbox `id` (exact id, not a bucket); NULL when
+ * none is held and `make` is 0.  Under s->mu. */
+static struct sb_use *sb_use(struct sbx_serve *s, const char *id, int make)
 {
-	struct sbx_serve *s = q->s;
-	struct serve_req *r = &q->r;
-	const char *sid = serve_hdr(r, "e2b-sandbox-id");
-	if (host_route(s, serve_hdr(r, "host"), &r->port, r->sandbox_id, sizeof(r->sandbox_id))) {
-		r->plane = r->port == SERVE_ENVD_PORT ? PLANE_ENVD : PLANE_PROXY;
-	} else if (sid) {
-		const char *port = serve_hdr(r, "e2b-sandbox-port");
-		r->port = port ? (unsigned)strtoul(port, NULL, 10) : SERVE_ENVD_PORT;
-		snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", sid);
-		r->plane = r->port == SERVE_ENVD_PORT ? PLANE_ENVD : PLANE_PROXY;
-	} else {
-		r->plane = PLANE_API;
-	}
-	if (r->plane != PLANE_API && !serve_id_ok(r->sandbox_id)) {
-		char body[160];
-		snprintf(body, sizeof(body),
-			 "{\"sandboxId\":\"\",\"message\":\"The sandbox was not found\",\"code\":502}");
-		return reply_text(c, q, 502, "application/json", body, NULL);
-	}
-	if (r->plane == PLANE_API) {
-		if (strcmp(r->path, "/health") == 0 && strcmp(r->method, "GET") == 0)
-			return reply_text(c, q, 200, "text/plain", "Health check successful", NULL);
-		const char *team = auth_team(s, r);
-		if (!team)
-			return reply_error(c, q, 401, "Invalid API key, it must start with 'e2b_'", NULL);
-		snprintf(r->team, sizeof(r->team), "%s", team);
-		enum MHD_Result frc;
-		if (injected_fault(c, q, &frc))
-			return frc;
-	}
+	for (size_t i = 0; i < s->nsbuse; i++)
+		if (!strcmp(s->sbuse[i].id, id))
+			return &s->sbuse[i];
+	if (!make)
+		return NULL;
+	s->sbuse = sbx_xrealloc(s->sbuse, (s->nsbuse + 1) * sizeof(*s->sbuse));
+	struct sb_use *u = &s->sbuse[s->nsbuse++];
+	snprintf(u->id, sizeof(u->id), "%s", id);
+	u->streams = 0;
+	return u;
+}
+
+static void sb_release(struct sbx_serve *s, const char *id)
+{
+	struct sb_use *u = sb_use(s, id, 0);
+	if (u && !--u->streams)
+		*u = s->sbuse[--s->nsbuse];
+}
+
+/* Take the request's slots: a worker (the server's and its key's), and
+ * for a process stream a stream (its key's and its sandbox's).  0, or the
+ * message of the 429. */
+static const char *take_slots(struct sbx_serve *s, struct conn *q)
+{
+	const char *busy = NULL;
+	struct key_use *k = &s->kuse[q->key];
+	int stream = q->r.plane == PLANE_ENVD && is_stream_rpc(&q->r);
 	pthread_mutex_lock(&s->mu);
-	int busy = s->inflight >= s->cfg.max_workers;
-	if (!busy && r->plane == PLANE_ENVD && is_stream_rpc(r)) {
-		/* Open streams are bounded per sandbox (by a hash bucket of
-		 * its id: the thread does not know its key). */
-		unsigned h = 0;
-		for (const char *p = r->sandbox_id; *p; p++)
-			h = h * 31 + (unsigned char)*p;
-		h %= 64;
-		if (s->streams_sb[h] >= s->cfg.max_streams_per_key)
-			busy = 2;
-		else {
-			s->streams_sb[h]++;
-			q->stream_bucket = (int)h;
+	if (s->inflight >= s->cfg.max_workers)
+		busy = "the server is at capacity";
+	else if (k->workers >= s->cfg.max_workers_per_key)
+		busy = "too many requests in flight for this key";
+	else if (stream && k->streams >= s->cfg.max_streams_per_key)
+		busy = "too many open streams for this key";
+	else if (stream) {
+		struct sb_use *u = sb_use(s, q->r.sandbox_id, 1);
+		if (u->streams >= s->cfg.max_streams_per_sandbox) {
+			busy = "too many open streams";
+			if (!u->streams)
+				*u = s->sbuse[--s->nsbuse];
+		} else {
+			u->streams++;
+			k->streams++;
+			q->streaming = 1;
 		}
 	}
 	if (!busy) {
 		s->inflight++;
+		k->workers++;
 		q->counted = 1;
 	}
 	pthread_mutex_unlock(&s->mu);
+	return busy;
+}
+
+static void give_slots(struct sbx_serve *s, struct conn *q)
+{
+	pthread_mutex_lock(&s->mu);
+	if (q->counted) {
+		s->inflight--;
+		s->kuse[q->key].workers--;
+	}
+	if (q->streaming) {
+		s->kuse[q->key].streams--;
+		sb_release(s, q->r.sandbox_id);
+	}
+	q->counted = q->streaming = 0;
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void sock_phase(struct sbx_serve *s, struct sock *k, enum sock_phase ph)
+{
+	if (!k)
+		return;
+	pthread_mutex_lock(&s->mu);
+	k->phase = ph;
+	k->since_ms = sbx_mono_ms();
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* The checks of a whole head, before any body is read: its size, its
+ * plane, the key (API) or the sandbox's record and token (envd, proxy),
+ * the body's declared length.  Returns 1 with a response queued in *rc
+ * when the request is answered here, else 0. */
+static int check_head(struct MHD_Connection *c, struct conn *q, enum MHD_Result *rc)
+{
+	struct sbx_serve *s = q->s;
+	struct serve_req *r = &q->r;
+	int st = serve_head_check(r->method, r->path, r->hdr, r->nhdr);
+	if (st)
+		return *rc = reply_error(c, q, st, st == 400 ? "malformed request method"
+						   : st == 414 ? "the request target is too long"
+						   : "the request head is too large", NULL), 1;
+	if (serve_route(r, s->cfg.domain) < 0) {
+		r->sandbox_id[0] = '\0';
+		return *rc = reply_gone(c, q, 502, "The sandbox was not found"), 1;
+	}
+	if (r->plane == PLANE_API) {
+		if (strcmp(r->path, "/health") == 0 && strcmp(r->method, "GET") == 0)
+			return *rc = reply_text(c, q, 200, "text/plain", "Health check successful", NULL), 1;
+		long k = auth_key(s, r);
+		if (k < 0)
+			return *rc = reply_error(c, q, 401, "Invalid API key, it must start with 'e2b_'", NULL), 1;
+		q->key = (size_t)k;
+		snprintf(r->team, sizeof(r->team), "%s", s->keys[k].team);
+		if (injected_fault(c, q, rc))
+			return 1;
+	} else {
+		struct serve_rec rec;
+		struct sbx_err err = {0};
+		if (serve_rec_load(s->dir, r->sandbox_id, &rec, &err) < 0)
+			return *rc = reply_gone(c, q, 502, r->plane == PLANE_ENVD ? "The sandbox was not found"
+						   : "The sandbox is running but port is not open"), 1;
+		q->key = key_of_team(s, rec.team);
+		int public = rec.allow_public;
+		serve_rec_clear(&rec);
+		if (r->plane == PLANE_ENVD && !strcmp(r->path, "/health")) {
+			struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+			if (!resp)
+				return *rc = MHD_NO, 1;
+			MHD_add_response_header(resp, "Cache-Control", "no-store");
+			*rc = MHD_queue_response(c, 204, resp);
+			MHD_destroy_response(resp);
+			q->status = 204;
+			return 1;
+		}
+		const char *denied = r->plane == PLANE_ENVD ? serve_envd_denied(r, r->sandbox_id)
+							    : serve_proxy_denied(r, r->sandbox_id, public);
+		if (denied && r->plane == PLANE_ENVD)
+			return *rc = reply_error(c, q, 401, denied, NULL), 1;
+		if (denied)
+			return *rc = reply_gone(c, q, 403, denied), 1;
+	}
+	q->limit = serve_body_limit(r->path, &s->cfg);
+	const char *cl = serve_hdr(r, "content-length");
+	if (cl && strtoull(cl, NULL, 10) > q->limit) {
+		char msg[96];
+		snprintf(msg, sizeof(msg), "the request body is larger than %zu bytes", q->limit);
+		return *rc = reply_error(c, q, 413, msg, NULL), 1;
+	}
+	return 0;
+}
+
+/* Take the limits' slots and hand the request to a worker. */
+static enum MHD_Result dispatch(struct MHD_Connection *c, struct conn *q)
+{
+	struct sbx_serve *s = q->s;
+	sock_phase(s, q->sock, SOCK_WORK);
+	const char *busy = take_slots(s, q);
 	if (busy)
-		return reply_error(c, q, 429, busy == 2 ? "too many open streams" : "the server is at capacity",
-				   "1");
+		return reply_error(c, q, 429, busy, "1");
 	pid_t pid;
-	int fd = worker_spawn(s, serve_worker, r, &pid);
-	if (fd < 0)
+	int fd = worker_spawn(s, serve_worker, &q->r, &pid);
+	if (fd < 0) {
+		give_slots(s, q);
 		return reply_error(c, q, 503, "cannot start a worker", "1");
+	}
 	return relay(c, q, fd, pid);
 }
 
@@ -564,9 +700,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (!q) {
 		q = sbx_xcalloc(1, sizeof(*q));
 		q->s = s;
-		q->stream_bucket = -1;
 		q->start_ms = sbx_mono_ms();
 		*con_cls = q;
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+		q->sock = ci ? ci->socket_context : NULL;
+		sock_phase(s, q->sock, SOCK_BODY);
 		snprintf(q->r.method, sizeof(q->r.method), "%s", method);
 		q->r.path = sbx_xstrdup(url);
 		q->r.cfg = &s->cfg;
@@ -575,35 +713,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		    q->r.nhdr >= SERVE_MAX_HEADERS)
 			return reply_error(c, q, 431, "too many headers", NULL);
 		MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_query, &q->r);
-		q->limit = strncmp(url, "/files", 6) == 0 ? s->cfg.max_body : s->cfg.max_json;
-		const char *cl = serve_hdr(&q->r, "content-length");
-		if (cl && strtoull(cl, NULL, 10) > q->limit) {
-			char msg[96];
-			snprintf(msg, sizeof(msg), "the request body is larger than %zu bytes", q->limit);
-			return reply_error(c, q, 413, msg, NULL);
+		enum MHD_Result rc;
+		if (check_head(c, q, &rc)) {
+			sock_phase(s, q->sock, SOCK_WORK);
+			return rc;
 		}
 		return MHD_YES;
 	}
 	if (q->status)               /* answered early: discard the rest */
 		return (*upload_size = 0), MHD_YES;
 	if (*upload_size) {
-		if (sbx_mono_ms() - q->start_ms > (int64_t)s->cfg.request_deadline_s * 1000)
-			return MHD_NO;       /* a trickling upload: cut off */
-		if (q->r.body_len + *upload_size > q->limit) {
+		if (serve_body_add(&q->r, &q->cap, upload, *upload_size, q->limit) < 0) {
 			char msg[96];
 			snprintf(msg, sizeof(msg), "the request body is larger than %zu bytes", q->limit);
 			*upload_size = 0;
+			sock_phase(s, q->sock, SOCK_WORK);
 			return reply_error(c, q, 413, msg, NULL);
 		}
-		if (q->r.body_len + *upload_size + 1 > q->cap) {
-			q->cap = (q->r.body_len + *upload_size + 1) * 2;
-			if (q->cap > q->limit + 1)
-				q->cap = q->limit + 1;
-			q->r.body = sbx_xrealloc(q->r.body, q->cap);
-		}
-		memcpy(q->r.body + q->r.body_len, upload, *upload_size);
-		q->r.body_len += *upload_size;
-		q->r.body[q->r.body_len] = '\0';
 		*upload_size = 0;
 		return MHD_YES;
 	}
@@ -613,17 +739,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
 		    enum MHD_RequestTerminationCode why)
 {
-	(void)c;
 	struct sbx_serve *s = cls;
 	struct conn *q = *con_cls;
 	if (!q)
 		return;
-	pthread_mutex_lock(&s->mu);
-	if (q->counted)
-		s->inflight--;
-	if (q->stream_bucket >= 0)
-		s->streams_sb[q->stream_bucket]--;
-	pthread_mutex_unlock(&s->mu);
+	give_slots(s, q);
+	/* keep-alive: the next head's clock; the connection's own context,
+	 * NULL once MHD has noticed its close */
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	sock_phase(s, ci ? ci->socket_context : NULL, SOCK_HEAD);
 	if (s->cfg.log) {
 		char line[768];
 		snprintf(line, sizeof(line), "%s %.256s %d %llu %lldms %s%s%s%s", q->r.method, q->r.path,
@@ -639,26 +763,90 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
 	*con_cls = NULL;
 }
 
-/* URL and query unescaping for MHD: %XX decoded, except %00, which stays
- * as it is (three literal bytes), so that a NUL can never cut an id or a
- * path short: "sb-x%00y" is an invalid id, not "sb-x". */
+/* URL and query unescaping for MHD: serve_unescape's (%00 kept). */
 static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
 {
 	(void)cls;
 	(void)c;
-	char *w = s;
-	for (char *r = s; *r; r++) {
-		unsigned v;
-		if (r[0] == '%' && isxdigit((unsigned char)r[1]) && isxdigit((unsigned char)r[2]) &&
-		    sscanf(r + 1, "%2x", &v) == 1 && v != 0) {
-			*w++ = (char)v;
-			r += 2;
-		} else {
-			*w++ = *r;
+	return serve_unescape(s);
+}
+
+/* ---- connections: the head deadline and room when full ---- */
+
+/* MHD's notice of a connection opened or closed.  A new one past
+ * max_conns makes room: the oldest connection still in its head phase
+ * (a slow or idle keep-alive client) is shut down, else the new one. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct sbx_serve *s = cls;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		struct sock *k = sbx_xcalloc(1, sizeof(*k));
+		k->fd = ci ? ci->connect_fd : -1;
+		k->phase = SOCK_HEAD;
+		k->since_ms = sbx_mono_ms();
+		pthread_mutex_lock(&s->mu);
+		k->next = s->socks;
+		if (s->socks)
+			s->socks->prev = k;
+		s->socks = k;
+		if (++s->nsocks > s->cfg.max_conns) {
+			struct sock *old = NULL;
+			for (struct sock *o = k->next; o; o = o->next)
+				if (!o->cut && o->phase == SOCK_HEAD && (!old || o->since_ms <= old->since_ms))
+					old = o;
+			old = old ? old : k;
+			old->cut = 1;
+			s->nsocks--;
+			shutdown(old->fd, SHUT_RDWR);
 		}
+		pthread_mutex_unlock(&s->mu);
+		*socket_context = k;
+		return;
 	}
-	*w = '\0';
-	return (size_t)(w - s);
+	struct sock *k = *socket_context;
+	if (!k)
+		return;
+	pthread_mutex_lock(&s->mu);
+	if (k->prev)
+		k->prev->next = k->next;
+	else
+		s->socks = k->next;
+	if (k->next)
+		k->next->prev = k->prev;
+	if (!k->cut)
+		s->nsocks--;
+	pthread_mutex_unlock(&s->mu);
+	free(k);
+	*socket_context = NULL;
+}
+
+/* Every 200 ms: shut down each connection whose head (or idle keep-alive)
+ * has taken head_timeout_s, or whose body request_deadline_s.  MHD's own
+ * timeout only sees silence; this sees a client that trickles. */
+static void *watchdog_main(void *arg)
+{
+	struct sbx_serve *s = arg;
+	for (;;) {
+		usleep(200 * 1000);
+		pthread_mutex_lock(&s->mu);
+		if (s->stopping) {
+			pthread_mutex_unlock(&s->mu);
+			return NULL;
+		}
+		int64_t now = sbx_mono_ms();
+		for (struct sock *k = s->socks; k; k = k->next) {
+			int64_t limit = k->phase == SOCK_HEAD ? (int64_t)s->cfg.head_timeout_s * 1000
+				      : k->phase == SOCK_BODY ? (int64_t)s->cfg.request_deadline_s * 1000 : -1;
+			if (!k->cut && limit >= 0 && now - k->since_ms > limit) {
+				k->cut = 1;
+				s->nsocks--;
+				shutdown(k->fd, SHUT_RDWR);
+			}
+		}
+		pthread_mutex_unlock(&s->mu);
+	}
 }
 
 /* ---- listen, start, stop ---- */
@@ -754,7 +942,10 @@ static void set_defaults(struct sbx_serve_cfg *c)
 	if (!c->max_json) c->max_json = 1u << 20;
 	if (!c->max_conns) c->max_conns = 256;
 	if (!c->max_workers) c->max_workers = 64;
-	if (!c->max_streams_per_key) c->max_streams_per_key = 32;
+	if (!c->max_workers_per_key) c->max_workers_per_key = (c->max_workers + 1) / 2;
+	if (!c->max_streams_per_key) c->max_streams_per_key = c->max_workers_per_key * 3 / 4 ? c->max_workers_per_key * 3 / 4 : 1;
+	if (!c->max_streams_per_sandbox) c->max_streams_per_sandbox = 16;
+	if (!c->head_timeout_s) c->head_timeout_s = 10;
 	if (!c->max_sandboxes_per_key) c->max_sandboxes_per_key = 100;
 	if (!c->client_timeout_s) c->client_timeout_s = 30;
 	if (!c->request_deadline_s) c->request_deadline_s = 120;
@@ -765,6 +956,8 @@ static void serve_free(struct sbx_serve *s)
 	for (size_t i = 0; i < s->nkeys; i++)
 		sbx_secret_free(s->keys[i].key);
 	free(s->keys);
+	free(s->kuse);
+	free(s->sbuse);
 	free(s->dir);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
@@ -786,6 +979,7 @@ int sbx_serve_start(const struct sbx_serve_cfg *cfg, struct sbx_serve **out, str
 		serve_free(s);
 		return -1;
 	}
+	s->kuse = sbx_xcalloc(s->nkeys + 1, sizeof(*s->kuse));
 	SBX_AUTOFREE char *cert = NULL, *key = NULL;
 	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC;
 	if (cfg->tls_cert_file || cfg->tls_key_file) {
@@ -808,9 +1002,12 @@ int sbx_serve_start(const struct sbx_serve_cfg *cfg, struct sbx_serve **out, str
 	};
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
 				MHD_OPTION_LISTEN_SOCKET, s->lfd,
-				MHD_OPTION_CONNECTION_LIMIT, s->cfg.max_conns,
+				/* room past max_conns, for on_connection to
+				 * make room in: */
+				MHD_OPTION_CONNECTION_LIMIT, s->cfg.max_conns + s->cfg.max_conns / 8 + 8,
 				MHD_OPTION_CONNECTION_TIMEOUT, s->cfg.client_timeout_s,
 				MHD_OPTION_NOTIFY_COMPLETED, on_done, s,
+				MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
 				MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
 				MHD_OPTION_ARRAY, cert ? tls : tls + 2,
 				MHD_OPTION_END);
@@ -824,6 +1021,8 @@ int sbx_serve_start(const struct sbx_serve_cfg *cfg, struct sbx_serve **out, str
 	}
 	if (pthread_create(&s->sweeper, NULL, sweeper_main, s) == 0)
 		s->sweeper_on = 1;
+	if (pthread_create(&s->watchdog, NULL, watchdog_main, s) == 0)
+		s->watchdog_on = 1;
 	*out = s;
 	return 0;
 }
@@ -843,6 +1042,8 @@ void sbx_serve_stop(struct sbx_serve *s, int64_t grace_ms)
 	pthread_mutex_unlock(&s->mu);
 	if (s->sweeper_on)
 		pthread_join(s->sweeper, NULL);
+	if (s->watchdog_on)
+		pthread_join(s->watchdog, NULL);
 	int64_t until = sbx_mono_ms() + grace_ms;
 	for (;;) {
 		pthread_mutex_lock(&s->mu);
@@ -852,10 +1053,24 @@ void sbx_serve_stop(struct sbx_serve *s, int64_t grace_ms)
 			break;
 		usleep(20 * 1000);
 	}
-	pthread_mutex_lock(&s->mu);
-	for (size_t i = 0; i < s->nworkers; i++)
-		kill(s->workers[i], SIGTERM);
-	pthread_mutex_unlock(&s->mu);
+	/* SIGTERM, then SIGKILL for what is left WORKER_TERM_MS later: the
+	 * connection threads reap them, and MHD_stop_daemon joins those. */
+	for (int sig = SIGTERM;; sig = SIGKILL) {
+		pthread_mutex_lock(&s->mu);
+		for (size_t i = 0; i < s->nworkers; i++)
+			kill(s->workers[i], sig);
+		pthread_mutex_unlock(&s->mu);
+		if (sig == SIGKILL)
+			break;
+		for (int64_t end = sbx_mono_ms() + WORKER_TERM_MS; sbx_mono_ms() < end;) {
+			pthread_mutex_lock(&s->mu);
+			size_t left = s->nworkers;
+			pthread_mutex_unlock(&s->mu);
+			if (!left)
+				break;
+			usleep(20 * 1000);
+		}
+	}
 	MHD_stop_daemon(s->d);
 	serve_free(s);
 }

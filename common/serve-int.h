@@ -26,6 +26,8 @@
 #define SERVE_ENVD_VERSION "0.6.13"
 #define SERVE_CLIENT_ID "6532622b"
 #define SERVE_MAX_HEADERS 96
+#define SERVE_URL_MAX 8192           /* a longer request target is 414 */
+#define SERVE_HEAD_MAX 16384         /* a larger request head is 431 */
 #define SERVE_HOME "/home/user"      /* E2B's home of `user`: the files', ~'s, HOME */
 
 struct serve_kv { char *k, *v; };
@@ -77,6 +79,50 @@ int serve_status_of(const struct sbx_err *err);
 /* A streamed body: the head now, then chunks. */
 int serve_stream_begin(struct serve_out *o, int status, const char *ctype);
 int serve_stream_write(struct serve_out *o, const void *data, size_t len);
+
+/* ---- The wire texts (serve-wire.c): pure, fuzzed ---- */
+/* 0 when the head fits, else the status to refuse it with: 400 for a
+ * method that is not a token, 414 for a target over SERVE_URL_MAX, 431
+ * for a head over SERVE_HEAD_MAX. */
+int serve_head_check(const char *method, const char *url, const struct serve_kv *hdr, size_t nhdr);
+/* An RFC 9110 token of at most 128 bytes: what may name a header that
+ * crosses into a response, the pipe or a proxied request (serve-req.c). */
+int serve_header_name_ok(const char *name);
+int serve_token_char(unsigned char c);      /* tchar of RFC 9110 */
+/* The plane, port and sandbox id of r from its Host ("<port>-<id>.<domain>")
+ * or its E2b-Sandbox-Id / E2b-Sandbox-Port headers.  0, or -1 when it names
+ * a sandbox plane with an invalid id or port (the caller answers 502). */
+int serve_route(struct serve_req *r, const char *domain);
+/* %XX decoded in place, except %00 (kept as three bytes, so that a NUL
+ * never cuts an id or path short).  Returns the new length. */
+size_t serve_unescape(char *s);
+/* The body limit of a request path: max_body for exactly /files, else
+ * max_json (Connect and JSON calls). */
+size_t serve_body_limit(const char *path, const struct sbx_serve_cfg *cfg);
+/* Append a piece of the body; -1 (nothing appended) when the body would
+ * pass `limit`.  r->body stays NUL-terminated. */
+int serve_body_add(struct serve_req *r, size_t *cap, const char *data, size_t len, size_t limit);
+int serve_hop_by_hop(const char *name);
+/* The request as a proxied sandbox server gets it: HTTP/1.0, Connection:
+ * close, path and query encoded again, hop-by-hop and the tokens dropped,
+ * the body as is.  Malloc'd, *len bytes. */
+char *serve_proxy_request(const struct serve_req *r, unsigned port, size_t *len);
+/* Relay a sandbox server's raw answer a[0..n) (status, headers that are
+ * tokens and not hop-by-hop, body); E2B's 502 when it is not HTTP. */
+int serve_proxy_answer(struct serve_out *o, const char *id, unsigned port, const char *a, size_t n);
+/* E2B's proxy error body {"sandboxId", "message", "port" (502), "code"}. */
+int serve_proxy_error(struct serve_out *o, const char *id, unsigned port, int status, const char *msg);
+/* The worker's response head (the pipe format above), parsed in place
+ * from a NUL-terminated text without its blank line: -1 when the status is
+ * not three digits in 100..599 or the length is malformed; header lines
+ * whose name is not a token are dropped. */
+struct serve_pipe_head {
+	int status;
+	long long length;            /* -1: streamed */
+	const char *name[64], *value[64];
+	size_t n;
+};
+int serve_pipe_head(char *head, struct serve_pipe_head *h);
 
 /* ---- Connect protocol (serve-connect.c) ---- */
 const char *serve_connect_code(const struct sbx_err *err);
@@ -149,6 +195,13 @@ int serve_load_sandbox(const struct serve_req *r, struct sbx_backend *b, const c
 		       struct sbx_sandbox *sb, struct serve_rec *rec, struct sbx_err *err);
 int serve_api(const struct serve_req *r, struct serve_out *o);
 int serve_envd(const struct serve_req *r, struct serve_out *o);
+/* The proxy plane's and the envd plane's access checks, cheap enough for
+ * the connection thread (a file read and an HMAC): NULL when r may reach
+ * sandbox `id`, else the message of its 403 (proxy) or 401 (envd). */
+const char *serve_proxy_denied(const struct serve_req *r, const char *id, int allow_public);
+const char *serve_envd_denied(const struct serve_req *r, const char *id);
+int serve_proxy(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
+		struct sbx_sandbox *sb, const struct serve_rec *rec);
 int serve_envd_files(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
 		     struct sbx_sandbox *sb);
 int serve_envd_fs(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,

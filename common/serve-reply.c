@@ -12,19 +12,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "util.h"
 
+/* A name that is not a token (a sandbox's answer can carry any bytes),
+ * or that is the pipe's own (X-Sbx-*), is dropped and a control character
+ * in a value becomes a space: a header line never becomes two lines of
+ * the pipe, nor of the response, nor changes the pipe's framing. */
 void serve_out_header(struct serve_out *o, const char *name, const char *fmt, ...)
 {
+	if (!serve_header_name_ok(name) || !strncasecmp(name, "x-sbx-", 6))
+		return;
 	char v[512];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(v, sizeof(v), fmt, ap);
 	va_end(ap);
 	for (char *p = v; *p; p++)          /* no header splitting */
-		if (*p == '\r' || *p == '\n')
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = ' ';
 	int n = snprintf(o->extra + o->extra_len, sizeof(o->extra) - o->extra_len, "%s: %s\n",
 			 name, v);
@@ -40,8 +47,13 @@ static int head(struct serve_out *o, int status, const char *ctype, long long le
 	o->status = status;
 	char h[1400];
 	int n = snprintf(h, sizeof(h), "%d\n%.*s", status, (int)o->extra_len, o->extra);
-	if (ctype)
-		n += snprintf(h + n, sizeof(h) - (size_t)n, "Content-Type: %s\n", ctype);
+	if (ctype) {                        /* a sandbox's own, when proxied */
+		int at = n + 14;
+		n += snprintf(h + n, sizeof(h) - (size_t)n, "Content-Type: %.256s\n", ctype);   /* 5 + 1023 + 271 + 35 + 1 < 1400 */
+		for (int i = at; i < n - 1; i++)
+			if ((unsigned char)h[i] < 0x20 || h[i] == 0x7f)
+				h[i] = ' ';
+	}
 	if (len >= 0)
 		n += snprintf(h + n, sizeof(h) - (size_t)n, "X-Sbx-Length: %lld\n", len);
 	n += snprintf(h + n, sizeof(h) - (size_t)n, "\n");

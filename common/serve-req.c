@@ -7,12 +7,41 @@
  * component; serve_ct_eq takes time that depends on the lengths only. */
 #include "serve-int.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 
 #include "util.h"
+
+int serve_id_ok(const char *id)
+{
+	size_t n = id ? strlen(id) : 0;
+	if (n == 0 || n > 64)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = id[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (i > 0 && c == '-')))
+			return 0;
+	}
+	return 1;
+}
+
+int serve_token_char(unsigned char c)
+{
+	return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+int serve_header_name_ok(const char *name)
+{
+	if (!*name || strlen(name) > 128)
+		return 0;
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		if (!serve_token_char(*p))
+			return 0;
+	return 1;
+}
 
 const char *serve_hdr(const struct serve_req *r, const char *lname)
 {

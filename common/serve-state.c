@@ -33,19 +33,6 @@
 #include "sha.h"
 #include "util.h"
 
-int serve_id_ok(const char *id)
-{
-	size_t n = id ? strlen(id) : 0;
-	if (n == 0 || n > 64)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		char c = id[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (i > 0 && c == '-')))
-			return 0;
-	}
-	return 1;
-}
-
 void serve_rec_clear(struct serve_rec *rec)
 {
 	free(rec->alias);

@@ -42,9 +42,15 @@ struct sbx_serve_cfg {
 	size_t max_json;             /* bytes of a JSON/RPC body (default 1 MiB) */
 	unsigned max_conns;          /* concurrent connections (default 256) */
 	unsigned max_workers;        /* requests in flight (default 64) */
-	unsigned max_streams_per_key;/* open process streams per key (default 32) */
+	unsigned max_workers_per_key;/* requests in flight of one key
+				      * (default half of max_workers) */
+	unsigned max_streams_per_key;/* open process streams per key (default
+				      * 3/4 of max_workers_per_key) */
+	unsigned max_streams_per_sandbox; /* ... per sandbox (default 16) */
 	unsigned max_sandboxes_per_key; /* live sandboxes per key (default 100) */
-	unsigned client_timeout_s;   /* idle connection; slow client (default 30) */
+	unsigned client_timeout_s;   /* silence on a connection (default 30) */
+	unsigned head_timeout_s;     /* a whole request head, and an idle
+				      * keep-alive (default 10) */
 	unsigned request_deadline_s; /* a whole request's upload (default 120) */
 	void (*log)(void *ctx, const char *line);
 	void *log_ctx;

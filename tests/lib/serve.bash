@@ -6,6 +6,7 @@
 #                                 exports SERVE_URL_<NAME>, SERVE_PID_<NAME>
 #                                 and, for the first one, SERVE_URL
 #   serve_stop NAME               SIGTERM, then wait for it to exit
+#   SERVE_BIN=PATH serve_start ...  run that sbx-serve (an ASan build)
 
 SERVE_KEY=e2b_00112233445566778899aabbccddeeff
 SERVE_KEY2=e2b_ffeeddccbbaa99887766554433221100
@@ -21,7 +22,7 @@ serve_start() {
 	shift
 	[ -f "${SERVE_KEYS:-}" ] || serve_keys
 	local log="$SBX_TEST_DIR/serve-$name.log"
-	sbx-serve --listen 127.0.0.1:0 --api-key-file "$SERVE_KEYS" \
+	"${SERVE_BIN:-sbx-serve}" --listen 127.0.0.1:0 --api-key-file "$SERVE_KEYS" \
 		--state-dir "$SBX_TEST_DIR/serve-$name" "$@" 2>"$log" &
 	local pid=$! i port=
 	for i in $(seq 1 200); do

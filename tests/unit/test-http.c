@@ -593,6 +593,32 @@ int main(void)
 	test_upgrade(h, "unix");
 	sbx_http_close(h);
 
+	/* A Host and a header longer than any fixed allowance: the upgrade
+	 * request is sized from what it holds (it once counted 1024 bytes for
+	 * the method, the host and the fixed lines, and wrote past them). */
+	{
+		char host[1601], *hdr = sbx_xmalloc(4100);
+		memset(host, 'h', 1600);
+		host[1600] = '\0';
+		char *longbase = sbx_xasprintf("http://%s/v1.41", host);
+		snprintf(hdr, 4100, "X-Long: %4000d", 1);
+		const char *hs[] = {hdr, hdr, NULL};
+		struct sbx_http_opts ol = {.base_url = longbase, .unix_socket = sock};
+		ok(sbx_http_open(&ol, &h, &err) == 0, "open a handle whose Host is 1600 bytes");
+		struct sbx_http_resp r;
+		int ufd = -1;
+		struct sbx_http_req q = {.method = "POST", .path = "/upgrade", .headers = hs,
+					 .body = "{}", .body_len = 2};
+		ok(sbx_http_upgrade(h, &q, &ufd, &r, &err) == 0 && r.status == 101,
+		   "an upgrade with a 1600-byte Host and two 4 KB headers is sent whole");
+		if (ufd >= 0)
+			close(ufd);
+		sbx_http_resp_clear(&r);
+		sbx_http_close(h);
+		free(longbase);
+		free(hdr);
+	}
+
 	/* Connection refused -> unavailable; userinfo never shows. */
 	int dead;
 	int dfd = listen_tcp(&dead);
