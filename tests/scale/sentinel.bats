@@ -35,8 +35,19 @@ scli() { redis-cli -p "$(master_port)" "$@"; }
 	assert_success
 	id=$(jqo .sandbox.id)
 	[ "$(scli get "$(skey acme s1 binding)" | jq -r .sandbox_id)" = "$id" ]
-	local p
+	# SBX_REDIS_WAIT (1 by default behind sentinels): one replica has the
+	# binding when the create returns; the other gets it by replication,
+	# which is asynchronous, so it is waited for (bounded).
+	local p n=0 i
 	for p in $(sed -n '2,3p' "$SN/ports"); do
+		[ "$(redis-cli -p "$p" get "$(skey acme s1 binding)" | jq -r .sandbox_id)" = "$id" ] && n=$((n + 1))
+	done
+	[ "$n" -ge 1 ]
+	for p in $(sed -n '2,3p' "$SN/ports"); do
+		for i in $(seq 1 100); do
+			[ "$(redis-cli -p "$p" get "$(skey acme s1 binding)" | jq -r .sandbox_id)" = "$id" ] && break
+			sleep 0.05
+		done
 		[ "$(redis-cli -p "$p" get "$(skey acme s1 binding)" | jq -r .sandbox_id)" = "$id" ]
 	done
 	run sbx-create --tenant acme --session s1
