@@ -40,6 +40,11 @@ for line in open(fixture):
     except urllib.error.HTTPError as e:
         status, body = e.code, e.read()
     ok = status == r["expect"]
+    # Metrics are sampled from the sandbox's own cgroup; where the backend
+    # cannot see one (the local backend on a cgroup v1 host) sbx-serve says
+    # so with 501 and that reason (docs/serve.md), never with made-up numbers.
+    if not ok and r["method"] == "GET" and path.endswith("/metrics") and status == 501:
+        ok = b"no cgroup of its own" in body
     if ok and sid is None and status == 201:
         j = json.loads(body)
         sid, token = j["sandboxID"], j.get("envdAccessToken")
