@@ -595,7 +595,11 @@ static int list(const struct serve_req *r, struct serve_out *o, int v2)
 	const char *want_tpl = v2 ? serve_query(r, "template") : NULL;
 	if (want_tpl && !*want_tpl)
 		want_tpl = NULL;
-	if (want_tpl && strchr(want_tpl, ':'))
+	/* A tag is E2B's 400; a snapshot's own id may hold a ':' (docker's
+	 * image references), so one this server took is not a tag. */
+	char snap_sb[72], snap_team[17];
+	if (want_tpl && strchr(want_tpl, ':') &&
+	    serve_snap_owner(r->serve_dir, want_tpl, snap_sb, snap_team) != 0)
 		return serve_reply_error(o, 400, "Invalid template: tags are not supported here because "
 					 "sandboxes are not tag-scoped");
 	json_object *md = metadata_filter(serve_query(r, "metadata"), &err);
