@@ -223,7 +223,9 @@ TREE='cd / && find bin etc home opt root tmp workspace usr sbin var -xdev 2>/dev
 	b=$(new_sb "$f")
 	sb "$a" --root sh -c "$TREE" >"$BATS_TEST_TMPDIR/stack"
 	sb "$b" --root sh -c "$TREE" >"$BATS_TEST_TMPDIR/flat"
-	run diff "$BATS_TEST_TMPDIR/stack" "$BATS_TEST_TMPDIR/flat"
+	# etc/resolv.conf is each sandbox's own, written at its create (its mtime
+	# is that second), not the image's
+	run diff <(grep -v '^etc/resolv.conf ' "$BATS_TEST_TMPDIR/stack") <(grep -v '^etc/resolv.conf ' "$BATS_TEST_TMPDIR/flat")
 	assert_success
 	grep -q '^workspace/b ' "$BATS_TEST_TMPDIR/flat"
 	grep -q '^opt/t/y ' "$BATS_TEST_TMPDIR/flat"
