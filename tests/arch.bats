@@ -192,24 +192,26 @@ build_fixture() {
 	T="$BATS_TEST_TMPDIR/t"
 	cat >"$T/tests/sub/x.bats" <<-'EOF'
 		gone() {
-			! ls "$1"
+			BANG ls "$1"
 		}
 		TEST "x" {
 			# a comment
-			! grep -q x file
+			BANG grep -q x file
 
 			run ! grep -q x file
-			! kill -0 1 || grep -q zombie file
+			BANG kill -0 1 || grep -q zombie file
 			for i in 1 2; do
-				! true
+				BANG true
 			done
 			cat >f <<-'END'
-				! not a command
+				BANG not a command
 			END
-			! grep -q x file
+			BANG grep -q x file
 		}
 	EOF
-	sed -i 's/^TEST /@test /' "$T/tests/sub/x.bats"   # bats would take it for one of its own
+	# TEST: bats would take it for one of its own; BANG: a '!' line here
+	# would be one of this file's own to any line checker
+	sed -i -e 's/^TEST /@test /' -e 's/^\(\t*\)BANG /\1! /' "$T/tests/sub/x.bats"
 	run "$CHECK" --top "$T" bang
 	assert_failure
 	assert_equal "$(printf '%s\n' "$output" | wc -l)" 2
