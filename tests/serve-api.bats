@@ -20,13 +20,6 @@ teardown_file() {
 	sbx_teardown_file
 }
 
-# api2 METHOD PATH [CURL ARGS...]: as `api`, with the second key.
-api2() {
-	local m=$1 p=$2
-	shift 2
-	curl -sS -X "$m" "$SERVE_URL$p" -H "X-API-Key: $SERVE_KEY2" -H 'Content-Type: application/json' \
-		-w '\nHTTP %{http_code}\n' "$@"
-}
 # new_sandbox [BODY]: create one with the first key; sets ID and TOKEN.
 new_sandbox() {
 	run api POST /v2/sandboxes -d "${1:-{\}}"

@@ -15,11 +15,7 @@ setup_file() {
 	sbx_setup_file
 	serve_start main --max-body 16M
 	serve_start slow --head-timeout 2s --client-timeout 30s --max-connections 20
-	local out
-	out=$(api POST /v2/sandboxes -d '{}')
-	SB=$(printf '%s' "$out" | head -1 | jq -r .sandboxID)
-	TOK=$(printf '%s' "$out" | head -1 | jq -r .envdAccessToken)
-	export SB TOK
+	serve_sandbox
 }
 
 # The servers a test starts for itself, stopped even when it fails.
@@ -32,17 +28,6 @@ teardown_file() {
 	serve_stop main
 	serve_stop slow
 	sbx_teardown_file
-}
-
-# Wait until something listens on port $2 inside sandbox $1.
-wait_port() {
-	local i
-	for i in $(seq 1 100); do
-		sbx-exec --id "$1" -- python3 -c "import socket; socket.create_connection(('127.0.0.1', $2))" |
-			jq -e '.exec.exit_code == 0' >/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
 }
 
 # The server's peak resident memory in kB.
