@@ -77,6 +77,18 @@ static int count_arg(const char *arg, const char *flag, unsigned *out, struct sb
 	return 0;
 }
 
+/* A DURATION of at least 1s into whole seconds (a fraction is dropped). */
+static int secs_arg(const char *arg, const char *flag, unsigned *out, struct sbx_err *err)
+{
+	int64_t v;
+	if (sbx_parse_duration_ms(arg, &v, err) < 0)
+		return -1;
+	if (v < 1000)
+		return sbx_usage_err(err, "%s must be at least 1s", flag);
+	*out = (unsigned)(v / 1000);
+	return 0;
+}
+
 static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 {
 	struct serve_opts *o = ctx;
@@ -112,27 +124,9 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	case O_MAX_WORKERS: return count_arg(arg, "--max-workers", &o->cfg.max_workers, err);
 	case O_MAX_WORKERS_KEY: return count_arg(arg, "--max-workers-per-key", &o->cfg.max_workers_per_key, err);
 	case O_MAX_CONNS: return count_arg(arg, "--max-connections", &o->cfg.max_conns, err);
-	case O_CLIENT_TIMEOUT:
-		if (sbx_parse_duration_ms(arg, &v, err) < 0)
-			return -1;
-		if (v < 1000)
-			return sbx_usage_err(err, "--client-timeout must be at least 1s");
-		o->cfg.client_timeout_s = (unsigned)(v / 1000);
-		return 0;
-	case O_HEAD_TIMEOUT:
-		if (sbx_parse_duration_ms(arg, &v, err) < 0)
-			return -1;
-		if (v < 1000)
-			return sbx_usage_err(err, "--head-timeout must be at least 1s");
-		o->cfg.head_timeout_s = (unsigned)(v / 1000);
-		return 0;
-	case O_UPLOAD_DEADLINE:
-		if (sbx_parse_duration_ms(arg, &v, err) < 0)
-			return -1;
-		if (v < 1000)
-			return sbx_usage_err(err, "--upload-deadline must be at least 1s");
-		o->cfg.request_deadline_s = (unsigned)(v / 1000);
-		return 0;
+	case O_CLIENT_TIMEOUT: return secs_arg(arg, "--client-timeout", &o->cfg.client_timeout_s, err);
+	case O_HEAD_TIMEOUT: return secs_arg(arg, "--head-timeout", &o->cfg.head_timeout_s, err);
+	case O_UPLOAD_DEADLINE: return secs_arg(arg, "--upload-deadline", &o->cfg.request_deadline_s, err);
 	case O_GRACE:
 		if (sbx_parse_duration_ms(arg, &o->grace_ms, err) < 0)
 			return -1;

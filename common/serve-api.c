@@ -701,18 +701,30 @@ static const char metric_script[] =
 	"fi\n"
 	"while read -r k v u; do [ \"$k\" = MemTotal: ] && echo \"memtotal $v\"; done < /proc/meminfo\n"
 	"echo \"ncpu $(nproc 2>/dev/null || grep -c ^processor /proc/cpuinfo)\"\n"
-	"df -kP / 2>/dev/null | while read -r f t u a rest; do [ \"$f\" = Filesystem ] || echo \"disk $t $u\"; done\n";
+	"df -kP / 2>/dev/null | while read -r f t u a rest; do [ \"$f\" = Filesystem ] || printf 'disktotal %s\\ndiskused %s\\n' \"$t\" \"$u\"; done\n";
 
-static int64_t metric_val(const char *out, const char *name, int64_t dflt)
+/* The sample's value for `name`: the line "name V", V decimal digits only
+ * and at most METRIC_MAX (1 PiB, whether bytes, kB or microseconds); -1
+ * when no line names it, -2 when V is anything else.  The sample comes from
+ * inside the sandbox, whose root may replace every program and file it
+ * reads: nothing in it is trusted further than this. */
+#define METRIC_MAX (1LL << 50)
+static int64_t metric_val(const char *out, const char *name)
 {
 	size_t n = strlen(name);
-	for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-		if (!strncmp(l, name, n) && l[n] == ' ') {
-			char *end;
-			long long v = strtoll(l + n + 1, &end, 10);
-			return end == l + n + 1 ? dflt : v;
-		}
-	return dflt;
+	for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		if (strncmp(l, name, n) || l[n] != ' ')
+			continue;
+		const char *p = l + n + 1;
+		int64_t v = 0;
+		if (*p < '0' || *p > '9')
+			return -2;
+		for (; *p >= '0' && *p <= '9'; p++)
+			if ((v = v * 10 + (*p - '0')) > METRIC_MAX)
+				return -2;
+		return *p == '\n' || !*p ? v : -2;
+	}
+	return -1;
 }
 
 /* One SandboxMetric of a running sandbox, sampled now by an exec in it.
@@ -740,8 +752,18 @@ static int metric_sample(const struct serve_req *r, struct sbx_backend *b, struc
 	}
 	const char *o = res.out;
 	const struct sbx_limits *l = &r->cfg->profile->limits;
-	int64_t ncpu = metric_val(o, "ncpu", 1), u1 = metric_val(o, "usec1", -1), u2 = metric_val(o, "usec2", -1);
-	int64_t mem = metric_val(o, "cgmem", -1);
+	int64_t ncpu = metric_val(o, "ncpu"), u1 = metric_val(o, "usec1"), u2 = metric_val(o, "usec2");
+	int64_t mem = metric_val(o, "cgmem"), cgmax = metric_val(o, "cgmax"), cache = metric_val(o, "cgcache");
+	int64_t host = metric_val(o, "memtotal"), dt = metric_val(o, "disktotal"), du = metric_val(o, "diskused");
+	int bad = res.out_truncated || ncpu > 65536;
+	const int64_t all[] = {ncpu, u1, u2, mem, cache, host, dt, du};   /* not cgmax: "max" */
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		bad |= all[i] == -2;
+	if (bad) {
+		sbx_exec_result_clear(&res);
+		return sbx_fail(err, SBX_INTERNAL, "metrics",
+				"the sandbox's metric sample is malformed (its programs or files changed?)");
+	}
 	if (u1 < 0 || u2 < 0 || mem < 0) {
 		sbx_exec_result_clear(&res);
 		return sbx_fail(err, SBX_UNSUPPORTED, "metrics",
@@ -754,14 +776,10 @@ static int metric_sample(const struct serve_req *r, struct sbx_backend *b, struc
 	double pct = used_s < 0 ? 0 : used_s / atof(METRIC_GAP) / share * 100.0;
 	if (pct > 100)
 		pct = 100;
-	int64_t total = l->memory_bytes > 0 ? l->memory_bytes : metric_val(o, "cgmax", -1);
-	int64_t host = metric_val(o, "memtotal", 0) * 1024;
+	host = host > 0 ? host * 1024 : 0;
+	int64_t total = l->memory_bytes > 0 ? l->memory_bytes : cgmax;
 	if (total <= 0 || (host > 0 && total > host))    /* "max", or v1's huge number */
 		total = host;
-	int64_t dt = 0, du = 0;
-	const char *d = strstr(o, "\ndisk ");
-	if (d)
-		sscanf(d + 6, "%" SCNd64 " %" SCNd64, &dt, &du);
 	json_object *j = json_object_new_object();
 	char t[48];
 	int64_t now = sbx_now_ms();
@@ -772,9 +790,9 @@ static int metric_sample(const struct serve_req *r, struct sbx_backend *b, struc
 	json_object_object_add(j, "cpuUsedPct", json_object_new_double((double)(int64_t)(pct * 100) / 100));
 	sbx_json_set_int(j, "memUsed", mem);
 	sbx_json_set_int(j, "memTotal", total);
-	sbx_json_set_int(j, "memCache", metric_val(o, "cgcache", 0));
-	sbx_json_set_int(j, "diskUsed", du * 1024);
-	sbx_json_set_int(j, "diskTotal", dt * 1024);
+	sbx_json_set_int(j, "memCache", cache > 0 ? cache : 0);
+	sbx_json_set_int(j, "diskUsed", du > 0 ? du * 1024 : 0);
+	sbx_json_set_int(j, "diskTotal", dt > 0 ? dt * 1024 : 0);
 	sbx_exec_result_clear(&res);
 	*out = j;
 	return 0;

@@ -203,21 +203,6 @@ static enum MHD_Result add_query(void *ctx, enum MHD_ValueKind kind, const char 
 	return MHD_YES;
 }
 
-static void req_free(struct serve_req *r)
-{
-	for (size_t i = 0; i < r->nhdr; i++) {
-		free(r->hdr[i].k);
-		free(r->hdr[i].v);
-	}
-	for (size_t i = 0; i < r->nquery; i++) {
-		free(r->query[i].k);
-		free(r->query[i].v);
-	}
-	free(r->query);
-	free(r->path);
-	free(r->body);
-}
-
 /* ---- responses built in the connection thread ---- */
 
 static enum MHD_Result reply_text(struct MHD_Connection *c, struct conn *q, int status,
@@ -758,7 +743,7 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
 			 why == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (aborted)");
 		s->cfg.log(s->cfg.log_ctx, line);
 	}
-	req_free(&q->r);
+	serve_req_clear(&q->r);
 	free(q);
 	*con_cls = NULL;
 }

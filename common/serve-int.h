@@ -54,6 +54,9 @@ struct serve_req {
 
 const char *serve_hdr(const struct serve_req *r, const char *lname);
 const char *serve_query(const struct serve_req *r, const char *name);
+/* Free what r owns (header and query strings, path, body) and zero it, so a
+ * second call is harmless; the borrowed cfg and serve_dir are left alone. */
+void serve_req_clear(struct serve_req *r);
 
 /* The worker's side of the pipe. */
 struct serve_out {

@@ -59,6 +59,22 @@ const char *serve_query(const struct serve_req *r, const char *name)
 	return NULL;
 }
 
+void serve_req_clear(struct serve_req *r)
+{
+	for (size_t i = 0; i < r->nhdr; i++) {
+		free(r->hdr[i].k);
+		free(r->hdr[i].v);
+	}
+	for (size_t i = 0; i < r->nquery; i++) {
+		free(r->query[i].k);
+		free(r->query[i].v);
+	}
+	free(r->query);
+	free(r->path);
+	free(r->body);
+	memset(r, 0, sizeof(*r));
+}
+
 char *serve_map_path(const char *p, int as_root)
 {
 	const char *home = as_root ? "/root" : SERVE_HOME;

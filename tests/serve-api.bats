@@ -20,13 +20,6 @@ teardown_file() {
 	sbx_teardown_file
 }
 
-# api2 METHOD PATH [CURL ARGS...]: as `api`, with the second key.
-api2() {
-	local m=$1 p=$2
-	shift 2
-	curl -sS -X "$m" "$SERVE_URL$p" -H "X-API-Key: $SERVE_KEY2" -H 'Content-Type: application/json' \
-		-w '\nHTTP %{http_code}\n' "$@"
-}
 # new_sandbox [BODY]: create one with the first key; sets ID and TOKEN.
 new_sandbox() {
 	run api POST /v2/sandboxes -d "${1:-{\}}"
@@ -203,6 +196,27 @@ new_sandbox() {
 	run api GET "/sandboxes/$ID/metrics"
 	assert_equal "$(body | jq -c .)" '[]'
 	run api DELETE "/sandboxes/$ID"
+}
+
+@test "metrics: a sandbox root that replaces what the sample runs gets 500, never its numbers as the sandbox's" {
+	# df printing numbers that overflow once turned into bytes, and nproc
+	# flooding the sample past its 4 KB cap: each is refused as malformed
+	local fake
+	for fake in "df:printf 'Filesystem x\\nx 9223372036854775807 9223372036854775807 0 0%% /\\n'" \
+		"nproc:head -c 100000 /dev/zero | tr '\\0' 7"; do
+		new_sandbox
+		run sbx-exec --root --id "$ID" -- sh -c \
+			'p=$(command -v "$1") && rm -f "$p" && printf "#!/bin/sh\n%s\n" "$2" >"$p" && chmod 755 "$p"' \
+			sh "${fake%%:*}" "${fake#*:}"
+		assert_equal "$(jqo .exec.exit_code)" 0
+		run api GET "/sandboxes/$ID/metrics"
+		assert_equal "$(status)" 500
+		assert_equal "$(body | jq -r .message)" \
+			"the sandbox's metric sample is malformed (its programs or files changed?)"
+		run api DELETE "/sandboxes/$ID"
+	done
+	run curl -sS "$SERVE_URL/health"
+	assert_output "Health check successful"
 }
 
 @test "list: order, startedAfter and template as E2B's API description; tokens keep their order" {

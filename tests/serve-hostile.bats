@@ -15,34 +15,19 @@ setup_file() {
 	sbx_setup_file
 	serve_start main --max-body 16M
 	serve_start slow --head-timeout 2s --client-timeout 30s --max-connections 20
-	local out
-	out=$(api POST /v2/sandboxes -d '{}')
-	SB=$(printf '%s' "$out" | head -1 | jq -r .sandboxID)
-	TOK=$(printf '%s' "$out" | head -1 | jq -r .envdAccessToken)
-	export SB TOK
+	serve_sandbox
 }
 
 # The servers a test starts for itself, stopped even when it fails.
 teardown() {
 	local n
-	for n in san rss fair term; do serve_stop "$n"; done
+	for n in san rss fair term evict; do serve_stop "$n"; done
 }
 
 teardown_file() {
 	serve_stop main
 	serve_stop slow
 	sbx_teardown_file
-}
-
-# Wait until something listens on port $2 inside sandbox $1.
-wait_port() {
-	local i
-	for i in $(seq 1 100); do
-		sbx-exec --id "$1" -- python3 -c "import socket; socket.create_connection(('127.0.0.1', $2))" |
-			jq -e '.exec.exit_code == 0' >/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
 }
 
 # The server's peak resident memory in kB.
@@ -138,6 +123,34 @@ while time.time() < end:
 	assert_equal "$(status)" 200
 	kill "$attacker"
 	wait "$attacker" || true
+}
+
+@test "a client past --max-connections evicts the oldest connection still in its head, no other" {
+	serve_start evict --head-timeout 60s --client-timeout 60s --max-connections 4
+	local port=${SERVE_URL_evict##*:}
+	run python3 -c '
+import socket, subprocess, sys
+port, url = int(sys.argv[1]), sys.argv[2]
+conns = []
+for i in range(4):   # four half-sent heads, oldest first, each seen by the server
+    c = socket.create_connection(("127.0.0.1", port)); c.sendall(b"GET /health HTTP/1.1\r\n")
+    conns.append(c)
+    subprocess.run(["sleep", "0.2"])
+out = subprocess.run(["curl", "-sS", "--max-time", "20", url + "/health"], capture_output=True, text=True).stdout
+print("served:", out)
+conns[0].settimeout(20)
+print("oldest:", "closed" if conns[0].recv(1) == b"" else "open")
+for c in conns[1:]:
+    c.settimeout(1)
+    try:
+        print("other:", "closed" if c.recv(1) == b"" else "data")
+    except socket.timeout:
+        print("other: open")
+' "$port" "$SERVE_URL_evict"
+	assert_success
+	assert_line "served: Health check successful"
+	assert_line "oldest: closed"
+	[ "$(grep -c '^other: open$' <<<"$output")" -eq 3 ]
 }
 
 @test "six anonymous 40 MB uploads to /files: 401 each, and the server does not grow" {

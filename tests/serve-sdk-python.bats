@@ -26,18 +26,8 @@ teardown_file() {
 	sbx_teardown_file
 }
 
-# Run one group of the conformance script; its TAP is the test's output.
-sdk() {
-	run "$PY_DIR/.venv/bin/python" "$PY_DIR/conformance.py" "$1"
-	printf '%s\n' "$output"
-	assert_success
-	refute_output --partial 'not ok'
-}
-
-need_proc() {
-	sbx-ctl caps 2>/dev/null | jq -e '.caps.process == true' >/dev/null ||
-		skip "the backend has no detached processes (SBX_CAP_PROCESS)"
-}
+# One group of the conformance script (lib/serve.bash).
+sdk() { sdk_conformance "$PY_DIR/.venv/bin/python" "$PY_DIR/conformance.py" "$1"; }
 
 @test "Python SDK: Sandbox.create with metadata and envs" { sdk create; }
 @test "Python SDK: commands.run: stdout, stderr, exit codes, CommandExitException, users, cwd, HOME" { sdk commands; }

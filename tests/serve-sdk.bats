@@ -28,19 +28,8 @@ teardown_file() {
 	sbx_teardown_file
 }
 
-# Run one group of the conformance script; its TAP is the test's output.
-sdk() {
-	run node "$SDK_DIR/conformance.mjs" "$1"
-	printf '%s\n' "$output"
-	assert_success
-	refute_output --partial 'not ok'
-}
-
-# The process groups need detached processes from the backend.
-need_proc() {
-	sbx-ctl caps 2>/dev/null | jq -e '.caps.process == true' >/dev/null ||
-		skip "the backend has no detached processes (SBX_CAP_PROCESS)"
-}
+# One group of the conformance script (lib/serve.bash).
+sdk() { sdk_conformance node "$SDK_DIR/conformance.mjs" "$1"; }
 
 @test "SDK: Sandbox.create with metadata and envs" { sdk create; }
 @test "SDK: commands.run: stdout, stderr, exit codes, CommandExitError, users, cwd" { sdk commands; }

@@ -15,23 +15,8 @@ setup_file() {
 	serve_start main --client-timeout 2s --upload-deadline 3s --max-body 64K --domain sbx.test
 	serve_start small --max-sandboxes 1
 	serve_start race --max-sandboxes 3
-	local out
-	out=$(api POST /v2/sandboxes -d '{"metadata":{"suite":"serve"}}')
-	SB=$(printf '%s' "$out" | head -1 | jq -r .sandboxID)
-	TOK=$(printf '%s' "$out" | head -1 | jq -r .envdAccessToken)
-	export SB TOK
+	serve_sandbox '{"metadata":{"suite":"serve"}}'
 }
-# Wait until something listens on port $2 inside sandbox $1.
-wait_port() {
-	local i
-	for i in $(seq 1 100); do
-		sbx-exec --id "$1" -- python3 -c "import socket; socket.create_connection(('127.0.0.1', $2))" |
-			jq -e '.exec.exit_code == 0' >/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 teardown_file() {
 	serve_stop main
 	serve_stop small
@@ -41,6 +26,14 @@ teardown_file() {
 	serve_stop term
 	serve_stop crash
 	sbx_teardown_file
+}
+
+@test "each timeout flag refuses a duration under a second, naming itself" {
+	local f
+	for f in --client-timeout --head-timeout --upload-deadline; do
+		run -64 sbx-serve --listen 127.0.0.1:0 --api-key-file "$SERVE_KEYS" "$f" 500ms
+		assert_output "sbx-serve: error: usage: $f must be at least 1s"
+	done
 }
 
 @test "health needs no key; a missing or wrong key is 401 with E2B's body" {

@@ -80,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *target = fz_req(&r, data, rl);
 	check_request(&r, target);
 	free(target);
-	fz_req_free(&r);
+	serve_req_clear(&r);
 	if (sep)
 		check_answer((const char *)sep + 4, size - rl - 4);
 	/* the pipe parser on its own, on anything */

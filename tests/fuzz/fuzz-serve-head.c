@@ -60,6 +60,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	free(b.body);
 	free(target);
-	fz_req_free(&r);
+	serve_req_clear(&r);
 	return 0;
 }

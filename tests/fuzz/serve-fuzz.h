@@ -28,22 +28,6 @@ static char *fz_line(const char **p, const char *end)
 	return s;
 }
 
-static void fz_req_free(struct serve_req *r)
-{
-	for (size_t i = 0; i < r->nhdr; i++) {
-		free(r->hdr[i].k);
-		free(r->hdr[i].v);
-	}
-	for (size_t i = 0; i < r->nquery; i++) {
-		free(r->query[i].k);
-		free(r->query[i].v);
-	}
-	free(r->query);
-	free(r->path);
-	free(r->body);
-	memset(r, 0, sizeof(*r));
-}
-
 /* Build r from data; returns the raw target (malloc'd) for head checks. */
 static char *fz_req(struct serve_req *r, const uint8_t *data, size_t size)
 {

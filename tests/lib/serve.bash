@@ -48,13 +48,49 @@ serve_stop() {
 	kill -KILL "$pid" 2>/dev/null || true
 }
 
-# api METHOD PATH [CURL ARGS...]: the control plane with the first key;
-# prints the body, then a last line "HTTP <status>".
-api() {
-	local m=$1 p=$2
-	shift 2
-	curl -sS -X "$m" "$SERVE_URL$p" -H "X-API-Key: $SERVE_KEY" -H 'Content-Type: application/json' \
+# api_as KEY METHOD PATH [CURL ARGS...]: the control plane with KEY;
+# prints the body, then a last line "HTTP <status>".  `api` uses the first
+# key, `api2` the second.
+api_as() {
+	local k=$1 m=$2 p=$3
+	shift 3
+	curl -sS -X "$m" "$SERVE_URL$p" -H "X-API-Key: $k" -H 'Content-Type: application/json' \
 		-w '\nHTTP %{http_code}\n' "$@"
+}
+api() { api_as "$SERVE_KEY" "$@"; }
+api2() { api_as "$SERVE_KEY2" "$@"; }
+# serve_sandbox [BODY]: create a sandbox on $SERVE_URL with the first key
+# (for setup_file); exports SB and TOK, fails if the server made none.
+serve_sandbox() {
+	local out
+	out=$(api POST /v2/sandboxes -d "${1:-{\}}") || return 1
+	SB=$(printf '%s' "$out" | head -1 | jq -r .sandboxID)
+	TOK=$(printf '%s' "$out" | head -1 | jq -r .envdAccessToken)
+	[ -n "$SB" ] && [ "$SB" != null ] || { printf '%s\n' "$out" >&2; return 1; }
+	export SB TOK
+}
+# wait_port ID PORT: wait until something listens on PORT inside sandbox ID.
+wait_port() {
+	local i
+	for i in $(seq 1 100); do
+		sbx-exec --id "$1" -- python3 -c "import socket; socket.create_connection(('127.0.0.1', $2))" |
+			jq -e '.exec.exit_code == 0' >/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# sdk_conformance CMD...: run one group of an SDK's conformance script; its
+# TAP is the test's output, and a "not ok" line fails the test.
+sdk_conformance() {
+	run "$@"
+	printf '%s\n' "$output"
+	assert_success
+	refute_output --partial 'not ok'
+}
+# need_proc: skip unless the backend has detached processes (SBX_CAP_PROCESS).
+need_proc() {
+	sbx-ctl caps 2>/dev/null | jq -e '.caps.process == true' >/dev/null ||
+		skip "the backend has no detached processes (SBX_CAP_PROCESS)"
 }
 # envd ID TOKEN PATH [CURL ARGS...]: the data plane, routed by header.
 envd() {
