@@ -35,8 +35,31 @@ void local_layers_free(struct local_layers *l)
 	memset(l, 0, sizeof(*l));
 }
 
+/* Whether layer `dir` hides `rel` (which it lacks) of every layer below,
+ * as overlayfs does: one of rel's parents there is not a directory (a
+ * whiteout, a file) or is an opaque directory. */
+static int layer_hides(const char *dir, const char *rel)
+{
+	char p[PATH_MAX];
+	int n = snprintf(p, sizeof(p), "%s/%s", strcmp(dir, "/") ? dir : "", rel);
+	if (n < 0 || (size_t)n >= sizeof(p))
+		return 1;
+	for (char *s = p + n - strlen(rel); (s = strchr(s, '/')); *s++ = '/') {
+		*s = '\0';
+		struct stat st;
+		char v;
+		if (lstat(p, &st) < 0)
+			return 0;
+		if (!S_ISDIR(st.st_mode) ||
+		    (lgetxattr(p, "trusted.overlay.opaque", &v, 1) == 1 && v == 'y'))
+			return 1;
+	}
+	return 0;
+}
+
 /* Where `rel` (no leading slash) is found in the layer stack: the first
- * (top-most) layer that has it.  0 and *st, or -1. */
+ * (top-most) layer that has it, unless a layer above hides it (an opaque
+ * or replaced parent: layer_hides).  0 and *st, or -1. */
 static int lower_stat(const struct local_layers *l, const char *rel, struct stat *st, char **found)
 {
 	for (size_t i = 0; i < l->n; i++) {
@@ -47,6 +70,8 @@ static int lower_stat(const struct local_layers *l, const char *rel, struct stat
 				*found = sbx_xstrdup(p);
 			return 0;
 		}
+		if (layer_hides(l->dir[i], rel))
+			return -1;
 	}
 	return -1;
 }
@@ -165,6 +190,21 @@ static int upper_resolv_conf(const char *upper, const struct local_layers *l, st
 		"# egress it answers through sbx's egress path (it asks the host's resolver,\n"
 		"# wherever that is); without egress nothing answers and lookups fail at once.\n"
 		"nameserver " LOCAL_SANDBOX_RESOLVER "\n";
+	/* A template made from a sandbox (a snapshot) has this very file
+	 * already (content, mode, owner): it is kept, mtime and all, and
+	 * nothing is written, so an image's tree is the same in every sandbox
+	 * made from it.  Anything else - a file its root rewrote, a symlink -
+	 * is shadowed. */
+	struct stat st;
+	SBX_AUTOFREE char *found = NULL, *have = NULL;
+	size_t len = 0;
+	struct sbx_err ignored = {0};
+	if (lower_stat(l, "etc/resolv.conf", &st, &found) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size == (off_t)sizeof(text) - 1 && (st.st_mode & 07777) == 0644 &&
+	    st.st_uid == geteuid() && st.st_gid == getegid() &&
+	    sbx_read_file(found, sizeof(text), &have, &len, &ignored) == 0 &&
+	    len == sizeof(text) - 1 && memcmp(have, text, len) == 0)
+		return 0;
 	if (upper_mkdirs(upper, l, "etc", err) < 0)
 		return -1;
 	SBX_AUTOFREE char *dst = sbx_xasprintf("%s/etc/resolv.conf", upper);

@@ -12,6 +12,7 @@
 # all of them.  That namespace has no route anywhere else.
 
 load lib/helpers
+load lib/netns
 bats_require_minimum_version 1.5.0
 
 PORT=8099
@@ -26,12 +27,8 @@ ALLOWED=10.98.0.1
 
 setup_file() {
 	sbx_setup_file
-	NS="$SBX_TEST_DIR/netns"
-	export NS
-	touch "$NS"
-	unshare --net="$NS" true
+	netns_setup
 	local a
-	in_ns ip link set lo up
 	for a in $REFUSED $ALLOWED; do
 		case $a in 10.0.2.*) continue ;; esac
 		in_ns ip addr add "$a/32" dev lo
@@ -90,17 +87,9 @@ while True:
 }
 
 teardown_file() {
-	# The sandboxes first (their slirp runs in the namespace), then the
-	# listener, then the namespace's mount, then the rest.
-	sbx-ls --all 2>/dev/null | sbx-ctl kill >/dev/null 2>&1 || true
-	if [ -s "${SBX_TEST_DIR:-/nonexistent}/listener.pid" ]; then
-		kill "$(cat "$SBX_TEST_DIR/listener.pid")" 2>/dev/null || true
-	fi
-	[ -z "${NS:-}" ] || umount "$NS" 2>/dev/null || true
+	netns_teardown listener.pid
 	sbx_teardown_file
 }
-
-in_ns() { nsenter --net="$NS" "$@"; }
 
 setup() {
 	command -v slirp4netns >/dev/null || skip "slirp4netns not installed"

@@ -17,6 +17,7 @@
 # creator's own, so the slirp4netns it starts reads it.
 
 load lib/helpers
+load lib/netns
 bats_require_minimum_version 1.5.0
 
 RESOLVERS="127.0.0.53 10.77.0.53 169.254.169.253"
@@ -24,11 +25,7 @@ PKG=10.98.0.80
 
 setup_file() {
 	sbx_setup_file
-	NS="$SBX_TEST_DIR/netns"
-	export NS
-	touch "$NS"
-	unshare --net="$NS" true
-	in_ns ip link set lo up
+	netns_setup
 	local a
 	for a in 10.77.0.53 169.254.169.253 "$PKG"; do in_ns ip addr add "$a/32" dev lo; done
 	for a in $RESOLVERS; do echo "nameserver $a" >"$SBX_TEST_DIR/resolv-$a"; done
@@ -72,18 +69,9 @@ s.serve_forever()' "$PKG" "$w" "$SBX_TEST_DIR/http.pid" >/dev/null 2>&1 3>&- &
 }
 
 teardown_file() {
-	sbx-ls --all 2>/dev/null | sbx-ctl kill >/dev/null 2>&1 || true
-	local p
-	for p in dns http; do
-		if [ -s "${SBX_TEST_DIR:-/nonexistent}/$p.pid" ]; then
-			kill "$(cat "$SBX_TEST_DIR/$p.pid")" 2>/dev/null || true
-		fi
-	done
-	[ -z "${NS:-}" ] || umount "$NS" 2>/dev/null || true
+	netns_teardown dns.pid http.pid
 	sbx_teardown_file
 }
-
-in_ns() { nsenter --net="$NS" "$@"; }
 
 setup() {
 	command -v slirp4netns >/dev/null || skip "slirp4netns not installed"

@@ -48,11 +48,7 @@ assert_refused_delete() {
 	sbx-lease stale --tenant fr1 >/dev/null
 	# The turn's first resolve spends the rebuild ticket, decides to
 	# rebuild, and is frozen right before the delete.
-	SBX_STOP=resolve:before-rebuild-delete SBX_LOCK_TTL_MS=400 \
-		sbx-create --tenant fr1 --session fr1 >"$BATS_TEST_TMPDIR/a.out" 2>"$BATS_TEST_TMPDIR/a.err" 3>&- &
-	a=$!
-	wait_stopped "$a"
-	wait_key_gone "$(skey fr1 fr1 lock)"
+	freeze_holder resolve:before-rebuild-delete fr1 fr1 sbx-create --tenant fr1 --session fr1
 	# The rest of the turn keeps the (stale) sandbox and uses it.
 	run resolve fr1 fr1
 	[ "$output" = "$old bound" ]
@@ -86,12 +82,8 @@ assert_refused_delete() {
 	[ -n "$y" ]
 	# A adopts X and is frozen before deleting Y.  Meanwhile X is killed,
 	# A's lock expires, and B claims Y.
-	SBX_STOP=resolve:before-duplicate-delete SBX_LOCK_TTL_MS=400 \
-		sbx-create --tenant fr2 --session fr2 >"$BATS_TEST_TMPDIR/a.out" 2>"$BATS_TEST_TMPDIR/a.err" 3>&- &
-	a=$!
-	wait_stopped "$a"
+	freeze_holder resolve:before-duplicate-delete fr2 fr2 sbx-create --tenant fr2 --session fr2
 	sbx-ctl kill --id "$x" >/dev/null
-	wait_key_gone "$(skey fr2 fr2 lock)"
 	run resolve fr2 fr2
 	[ "$output" = "$y claimed" ]
 	resume "$a"
@@ -107,11 +99,7 @@ assert_refused_delete() {
 	# A creates X, is frozen before the bind past its TTL; continued, its
 	# bind is refused (fenced) and it goes to delete X - and is frozen
 	# again right before that delete, until its lock is gone once more.
-	SBX_STOP=resolve:before-bind,resolve:before-cleanup-delete SBX_LOCK_TTL_MS=400 \
-		sbx-create --tenant fr3 --session fr3 >"$BATS_TEST_TMPDIR/a.out" 2>"$BATS_TEST_TMPDIR/a.err" 3>&- &
-	a=$!
-	wait_stopped "$a"
-	wait_key_gone "$(skey fr3 fr3 lock)"
+	freeze_holder resolve:before-bind,resolve:before-cleanup-delete fr3 fr3 sbx-create --tenant fr3 --session fr3
 	x=$(ids_with sbx.session fr3)
 	kill -CONT "$a"
 	wait_stopped "$a"
@@ -129,11 +117,7 @@ assert_refused_delete() {
 	o=$(sbx-create --tenant fr4 --session fr4 | jq -er .sandbox.id)
 	rcli DEL "$(skey fr4 fr4 binding)" >/dev/null
 	rcli SREM "$(bound_key fr4)" "$o" >/dev/null
-	SBX_STOP=reap:before-delete SBX_LOCK_TTL_MS=400 \
-		sbx-reap --tenant fr4 --grace 0 >"$BATS_TEST_TMPDIR/a.out" 2>"$BATS_TEST_TMPDIR/a.err" 3>&- &
-	a=$!
-	wait_stopped "$a"
-	wait_key_gone "$(skey fr4 fr4 lock)"
+	freeze_holder reap:before-delete fr4 fr4 sbx-reap --tenant fr4 --grace 0
 	run resolve fr4 fr4
 	[ "$output" = "$o claimed" ]
 	resume "$a"
@@ -148,11 +132,7 @@ assert_refused_delete() {
 	local_only "idle time is the local backend's activity record"
 	id=$(sbx-create --tenant fr5 --session fr5 | jq -er .sandbox.id)
 	touch -d "3 hours ago" "$SBX_STATE_DIR/local/sandboxes/$id/activity"
-	SBX_STOP=reap:before-retire-delete SBX_LOCK_TTL_MS=400 \
-		sbx-reap --tenant fr5 --retire-idle 1h >"$BATS_TEST_TMPDIR/a.out" 2>"$BATS_TEST_TMPDIR/a.err" 3>&- &
-	a=$!
-	wait_stopped "$a"
-	wait_key_gone "$(skey fr5 fr5 lock)"
+	freeze_holder reap:before-retire-delete fr5 fr5 sbx-reap --tenant fr5 --retire-idle 1h
 	# A turn starts and uses the sandbox.
 	run resolve fr5 fr5
 	[ "$output" = "$id bound" ]
@@ -165,12 +145,7 @@ assert_refused_delete() {
 }
 
 @test "a holder that keeps its lock still deletes: the rebuild goes through" {
-	run resolve fr6 fr6
-	old=${output%% *}
-	sbx-lease stale --tenant fr6 >/dev/null
-	run resolve fr6 fr6
-	new=${output%% *}
-	[ "${output#* }" = rebuilt ]
+	stale_rebuild fr6 fr6
 	run ! exists "$old"
 	assert_one_sandbox fr6 fr6 "$new"
 }

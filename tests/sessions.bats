@@ -132,11 +132,7 @@ crash_at() {
 }
 
 @test "a holder SIGSTOP'd past its lock TTL cannot write its binding" {
-	SBX_STOP=resolve:before-bind SBX_LOCK_TTL_MS=400 \
-		sbx-create --tenant acme --session fenced >"$BATS_TEST_TMPDIR/a.out" 2>"$BATS_TEST_TMPDIR/a.err" &
-	a=$!
-	wait_stopped "$a"
-	wait_key_gone "$(skey acme fenced lock)"
+	freeze_holder resolve:before-bind acme fenced sbx-create --tenant acme --session fenced
 	# A second resolve takes the expired lock (fence 2) and binds; it finds
 	# the stopped holder's unbound sandbox by metadata and claims it.
 	run resolve acme fenced
@@ -180,12 +176,7 @@ crash_at() {
 }
 
 @test "stale without a turn: rebuilt at once" {
-	run resolve acme st1
-	old=${output%% *}
-	sbx-lease stale --tenant acme >/dev/null
-	run resolve acme st1
-	new=${output%% *}
-	[ "${output#* }" = rebuilt ]
+	stale_rebuild acme st1
 	[ "$new" != "$old" ]
 	assert_one_sandbox acme st1 "$new"
 	run resolve acme st1

@@ -49,3 +49,29 @@ assert_one_sandbox() {
 	bid=$(rcli get "$(skey "$t" "$s" binding)" | jq -r .sandbox_id)
 	[ "$bid" = "$ids" ] || { echo "binding names $bid, sandbox is $ids" >&2; return 1; }
 }
+
+# freeze_holder POINT TENANT SESSION CMD...: run CMD in the background with
+# SBX_STOP=POINT and a 400 ms lock TTL, its stdout and stderr in
+# $BATS_TEST_TMPDIR/a.out and a.err, its pid in $a; return once it is
+# stopped at POINT and the session's lock it held has expired (the next
+# holder may take the session).  Returns 1 when either wait times out.
+freeze_holder() {
+	local point=$1 t=$2 s=$3
+	shift 3
+	SBX_STOP=$point SBX_LOCK_TTL_MS=400 \
+		"$@" >"$BATS_TEST_TMPDIR/a.out" 2>"$BATS_TEST_TMPDIR/a.err" 3>&- &
+	a=$!
+	wait_stopped "$a" && wait_key_gone "$(skey "$t" "$s" lock)"
+}
+
+# stale_rebuild TENANT SESSION: resolve the session, mark the tenant stale,
+# resolve again with no turn open: it rebuilds.  $old and $new are the
+# sandboxes before and after; fails unless the second resolve said rebuilt.
+stale_rebuild() {
+	run resolve "$1" "$2"
+	old=${output%% *}
+	sbx-lease stale --tenant "$1" >/dev/null
+	run resolve "$1" "$2"
+	new=${output%% *}
+	[ "${output#* }" = rebuilt ]
+}
