@@ -138,6 +138,12 @@ int e2b_create(struct sbx_backend *b, const struct sbx_create_req *req, struct s
 	if (req->disk_required)
 		return sbx_fail(err, SBX_UNSUPPORTED, "create", "the %s backend cannot set a disk size",
 				c->cube ? "cube" : "e2b");
+	/* Not mapped onto the service's allowOut/denyOut yet (issue 28):
+	 * refused rather than dropped. */
+	if (req->net.policy)
+		return sbx_fail(err, SBX_UNSUPPORTED, "create",
+				"the %s backend does not take sbx network policies yet "
+				"(use allowOut/denyOut through sbx-serve)", c->cube ? "cube" : "e2b");
 	int64_t secs = req->timeout.seconds > 0 ? req->timeout.seconds : c->cube ? -1 : E2B_NEVER_SECONDS;
 	json_object *body = create_body(b, req, tpl, secs);
 	json_object *resp = NULL;

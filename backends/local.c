@@ -43,6 +43,8 @@
 #include "fault.h"
 #include "fingerprint.h"
 #include "local-devices.h"
+#include "local-broker.h"
+#include "netpolicy.h"
 #include "local-egress.h"
 #include "local-exec.h"
 #include "local-files.h"
@@ -109,13 +111,9 @@ static int create_check(struct sbx_backend *b, const struct sbx_create_req *req,
 			struct sbx_err *err)
 {
 	*slirp = NULL;
-	if (req->net.allow_internet && !(*slirp = local_find_in_path("slirp4netns")))
+	if (req->net.allow_internet && !req->net.policy && !(*slirp = local_find_in_path("slirp4netns")))
 		return sbx_fail(err, SBX_UNSUPPORTED, "create",
 				"egress needs slirp4netns, which is not installed");
-	if ((req->net.allow_out && json_object_array_length(req->net.allow_out) > 0) ||
-	    (req->net.deny_out && json_object_array_length(req->net.deny_out) > 0))
-		return sbx_fail(err, SBX_UNSUPPORTED, "create",
-				"the local backend has no allow_out/deny_out rules");
 	if (req->net.allow_public)   /* never a silent no-op (tests/caps.bats) */
 		return sbx_fail(err, SBX_UNSUPPORTED, "create",
 				"the local backend has no inbound access by URL (allow_public)");
@@ -167,7 +165,10 @@ static int create_record(struct sbx_backend *b, const struct sbx_create_req *req
 	json_object_object_add(lim, "cpus", json_object_new_double(req->limits.cpus));
 	sbx_json_set_int(lim, "disk_bytes", req->limits.disk_bytes);
 	sbx_json_set_int(lim, "shm_bytes", req->limits.shm_bytes);
-	sbx_json_set_bool(sbx_json_child(j, "network"), "allow_internet", req->net.allow_internet);
+	sbx_json_set_bool(sbx_json_child(j, "network"), "allow_internet",
+			  req->net.allow_internet || req->net.policy);
+	if (req->net.policy && local_broker_policy_write(r->dir, j, req->net.policy, err) < 0)
+		return -1;
 	sbx_json_set_bool(sbx_json_child(j, "security"), "allow_userns", req->allow_userns);
 	json_object *cg = sbx_json_child(j, "cgroups");
 	for (int i = 0; i < LOCAL_NCG; i++)
@@ -217,6 +218,17 @@ static int create_init(struct sbx_backend *b, const struct sbx_create_req *req, 
 	if (slirp && (local_egress_install(pid, start, b->profile->egress_allow, id, err) < 0 ||
 		      local_slirp_start(slirp, r, pid, err) < 0))
 		return -1;
+	if (req->net.policy) {
+		const char *res = sbx_json_str(b->profile->raw, "egress_resolver");
+		SBX_AUTOFREE char *host_res = res ? NULL : local_broker_host_resolver();
+		if (!res && !(res = host_res))
+			return sbx_fail(err, SBX_UNSUPPORTED, "create",
+					"a network policy needs a resolver: the host has no IPv4 nameserver "
+					"and the profile no egress_resolver");
+		if (local_egress_install_broker(pid, start, id, err) < 0 ||
+		    local_broker_start(r, pid, start, res, b->profile->egress_allow, err) < 0)
+			return -1;
+	}
 	return 0;
 }
 
@@ -305,7 +317,14 @@ static int local_create(struct sbx_backend *b, const struct sbx_create_req *req,
 		return -1;
 	snprintf(id, sizeof(id), "sb-%s", hex);
 	struct local_rec r = {0};
-	if (do_create(b, req, id, &r, err) < 0) {
+	/* E2B's lists (sbx-serve) become the policy they mean. */
+	struct sbx_create_req mapped;
+	struct sbx_netpolicy np = {0};
+	int rc = local_broker_map_e2b(req, &mapped, &np, err);
+	if (rc > 0)
+		req = &mapped;
+	if (rc < 0 || do_create(b, req, id, &r, err) < 0) {
+		sbx_np_clear(&np);
 		/* Undo what exists; the error that matters is the first one. */
 		if (r.dir) {
 			struct sbx_err e2 = {0};
@@ -315,6 +334,7 @@ static int local_create(struct sbx_backend *b, const struct sbx_create_req *req,
 		local_rec_free(&r);
 		return -1;
 	}
+	sbx_np_clear(&np);
 	local_rec_to_sandbox(b, &r, out);
 	local_rec_free(&r);
 	return 0;

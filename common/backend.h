@@ -60,11 +60,16 @@ struct sbx_timeout_policy {
 				  * set_timeout: -1 keeps the sandbox's setting */
 };
 
+struct sbx_netpolicy;
 struct sbx_network {
 	int allow_internet;      /* always sent explicitly */
 	int allow_public;
 	json_object *allow_out;  /* array of CIDR/domain strings, or NULL */
 	json_object *deny_out;
+	/* The egress policy (netpolicy.h), or NULL for none: egress is then
+	 * allow_internet alone.  A backend that cannot enforce it refuses
+	 * the create (unsupported); one with a policy implies egress on. */
+	struct sbx_netpolicy *policy;
 };
 
 struct sbx_create_req {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "doc.h"
+#include "netpolicy.h"
 #include "ssrf.h"
 #include "util.h"
 
@@ -77,7 +78,34 @@ static const char *const profile_keys[] = {
 	"disk", "shm", "cgroup_parent",
 	"idle_timeout", "on_timeout", "auto_resume", "description", "options", "env",
 	"egress_allow", "redis_nodes", "domain", "proxy", "data_plane",
+	"network_policy", "egress_resolver",
 };
+
+/* "network_policy" (a policy document, netpolicy.h: the default rules of
+ * every sandbox the profile creates) and "egress_resolver" (the IPv4
+ * address the egress broker asks for names; default the host's first
+ * nameserver), both read from the raw profile where they are used and
+ * checked here, at load. */
+static int check_netpolicy(const struct sbx_profile *p, json_object *o, struct sbx_err *err)
+{
+	json_object *v;
+	if (json_object_object_get_ex(o, "network_policy", &v)) {
+		struct sbx_netpolicy np = {0};
+		int rc = sbx_np_from_json(v, &np, err);
+		sbx_np_clear(&np);
+		if (rc < 0) {
+			sbx_err_prefix(err, "profile '%s': network_policy", p->name);
+			err->exit_status = SBX_EXIT_CONFIG;
+			return -1;
+		}
+	}
+	const char *r = sbx_json_str(o, "egress_resolver");
+	struct in_addr a;
+	if (json_object_object_get_ex(o, "egress_resolver", &v) && (!r || inet_pton(AF_INET, r, &a) != 1))
+		return sbx_fail_config(err, "config", "profile '%s': egress_resolver must be an IPv4 address",
+				       p->name);
+	return 0;
+}
 
 /* "env": {"NAME": "value", ...}: names as a shell takes them, string
  * values (a CA bundle path, proxies).  Not for secrets: they are stored
@@ -199,7 +227,7 @@ static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *
 	}
 	if (sbx_json_bool(o, "auto_resume", 0) && !p->on_timeout_pause)
 		return sbx_fail_config(err, "config", "profile '%s': auto_resume needs on_timeout pause", p->name);
-	if (load_cidrs(p, o, "redis_nodes", &p->redis_nodes, err) < 0)
+	if (load_cidrs(p, o, "redis_nodes", &p->redis_nodes, err) < 0 || check_netpolicy(p, o, err) < 0)
 		return -1;
 	return load_cidrs(p, o, "egress_allow", &p->egress_allow, err);
 }
