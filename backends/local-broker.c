@@ -34,6 +34,7 @@
 #include "local-egress.h"
 #include "local-init.h"
 #include "local-pid.h"
+#include "local-state.h"
 #include "netpolicy.h"
 #include "util.h"
 
@@ -162,6 +163,27 @@ int local_broker_map_e2b(const struct sbx_create_req *req, struct sbx_create_req
 	out->net.policy = np;
 	out->net.allow_internet = 1;
 	return 1;
+}
+
+int local_broker_set_network(struct sbx_backend *b, struct sbx_sandbox *sb,
+			     const struct sbx_netpolicy *p, struct sbx_err *err)
+{
+	struct local_rec r;
+	if (local_rec_load(b, sb->id, &r, err) < 0)
+		return -1;
+	enum sbx_state st;
+	int rc = local_rec_state_cont(b, &r, "network", &st, err);
+	if (rc == 0 && st != SBX_STATE_RUNNING && st != SBX_STATE_PAUSED)
+		rc = local_state_error(sb->id, st, "network", err);
+	SBX_AUTOFREE char *path = sbx_xasprintf("%s/" LOCAL_POLICY_FILE, r.dir);
+	if (rc == 0 && access(path, F_OK) != 0)
+		rc = sbx_fail(err, SBX_UNSUPPORTED, "network",
+			      "%s was created without a network policy: its egress is all or nothing "
+			      "(create it with --allow-out, --deny-out or --network-policy)", sb->id);
+	if (rc == 0)
+		rc = local_broker_policy_write(r.dir, NULL, p, err);
+	local_rec_free(&r);
+	return rc;
 }
 
 /* ---- the broker ------------------------------------------------------- */

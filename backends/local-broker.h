@@ -67,6 +67,15 @@ int local_broker_policy_write(const char *dir, json_object *rec, const struct sb
 int local_broker_map_e2b(const struct sbx_create_req *req, struct sbx_create_req *out,
 			 struct sbx_netpolicy *np, struct sbx_err *err);
 
+/* The backend's set_network: replace <dir>/netpolicy.json (tmp, fsync,
+ * rename) of a running or paused sandbox that was created with a policy;
+ * the broker re-reads it on its next connection or lookup (a paused one
+ * on thaw).  Established connections keep going.  A sandbox created
+ * without a policy has no broker: unsupported. */
+struct sbx_sandbox;
+int local_broker_set_network(struct sbx_backend *b, struct sbx_sandbox *sb,
+			     const struct sbx_netpolicy *p, struct sbx_err *err);
+
 /* The host's resolver: the first IPv4 nameserver of /etc/resolv.conf
  * (malloc'd), or NULL. */
 char *local_broker_host_resolver(void);

@@ -167,7 +167,7 @@ static int create_record(struct sbx_backend *b, const struct sbx_create_req *req
 	sbx_json_set_int(lim, "shm_bytes", req->limits.shm_bytes);
 	sbx_json_set_bool(sbx_json_child(j, "network"), "allow_internet",
 			  req->net.allow_internet || req->net.policy);
-	if (req->net.policy && local_broker_policy_write(r->dir, j, req->net.policy, err) < 0)
+	if (req->net.policy && local_broker_policy_write(r->dir, NULL, req->net.policy, err) < 0)
 		return -1;
 	sbx_json_set_bool(sbx_json_child(j, "security"), "allow_userns", req->allow_userns);
 	json_object *cg = sbx_json_child(j, "cgroups");
@@ -518,7 +518,7 @@ static unsigned local_caps(struct sbx_backend *b)
 {
 	(void)b;
 	return SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_PAUSE | SBX_CAP_SNAPSHOTS |
-	       SBX_CAP_METADATA | SBX_CAP_LIST | SBX_CAP_TEMPLATES | SBX_CAP_TIMEOUT |
+	       SBX_CAP_METADATA | SBX_CAP_LIST | SBX_CAP_TEMPLATES | SBX_CAP_TIMEOUT | SBX_CAP_NETPOLICY |
 	       SBX_CAP_INSTALL | SBX_CAP_PROCESS | SBX_CAP_FLATTEN |
 	       SBX_CAP_HOST_LOCAL | SBX_CAP_TEMPLATE_IMPORT | SBX_CAP_TIMEOUT_POLICY;
 }
@@ -569,6 +569,7 @@ const struct sbx_backend_ops sbx_backend_local = {
 	.remove = local_remove,
 	.pause = local_pause,
 	.set_timeout = local_set_timeout,
+	.set_network = local_broker_set_network,
 	.exec = local_exec,
 	.proc_start = local_proc_start,
 	.proc_list = local_proc_list,

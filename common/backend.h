@@ -301,6 +301,10 @@ struct sbx_backend_ops {
 	int (*pause)(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err);
 	int (*set_timeout)(struct sbx_backend *b, struct sbx_sandbox *sb,
 			   const struct sbx_timeout_policy *t, struct sbx_err *err);
+	/* Replace a running or paused sandbox's egress policy, atomically:
+	 * new connections and lookups see it at once (sbx-ctl network). */
+	int (*set_network)(struct sbx_backend *b, struct sbx_sandbox *sb,
+			   const struct sbx_netpolicy *p, struct sbx_err *err);
 
 	int (*exec)(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_exec_req *req,
 		    struct sbx_exec_result *res, struct sbx_err *err);

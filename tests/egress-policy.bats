@@ -242,3 +242,52 @@ except OSError as e: print(\"packet\", e.strerror)
 	assert_success
 	[[ "$output" != *a..b* ]]
 }
+
+@test "policy: sbx-ctl network allows, then revokes, a name on a running sandbox; an established connection keeps going" {
+	local id
+	id=$(new_sb --allow-out api.sbx.test)
+	inside "$id" 'curl -sS http://other.sbx.test/ 2>&1; echo "rc=$?"'
+	[[ "$output" == *rc=6* ]]
+	run sbx-ctl network --id "$id" --allow-out api.sbx.test --allow-out other.sbx.test:80
+	assert_success
+	[ "$(jqo '.ctl.policy.rules[1].to')" = other.sbx.test ]
+	run sbx-ls --id "$id"
+	[ "$(jqo '.sandbox.network_policy.rules | length')" = 2 ]
+	inside "$id" 'curl -sS http://other.sbx.test/'
+	[[ "$output" == *"answer-$OTHER host=other.sbx.test"* ]]
+	# A connection opened while allowed, used again after the revoke;
+	# then a new one.
+	sbx-exec --id "$id" --timeout 120s -- python3 -c '
+import http.client, os, time
+c = http.client.HTTPConnection("other.sbx.test", timeout=30)
+c.request("GET", "/"); print("before", c.getresponse().read().decode().strip())
+open("/tmp/stage1", "w").close()
+for _ in range(600):
+    if os.path.exists("/tmp/go"): break
+    time.sleep(0.1)
+c.request("GET", "/"); print("established", c.getresponse().read().decode().strip())
+try:
+    n = http.client.HTTPConnection("other.sbx.test", timeout=30); n.request("GET", "/")
+    print("new", n.getresponse().read().decode().strip())
+except OSError as e:
+    print("new refused", e)
+' >"$SBX_TEST_DIR/live.json" &
+	local bg=$! i
+	for i in $(seq 1 600); do
+		sbx-exec --id "$id" -- test -e /tmp/stage1 | jq -e '.exec.exit_code == 0' >/dev/null && break
+		sleep 0.1
+	done
+	run sbx-ctl network --id "$id" --allow-out api.sbx.test
+	assert_success
+	sbx-exec --id "$id" -- touch /tmp/go >/dev/null
+	wait "$bg"
+	output=$(jq -r .exec.stdout "$SBX_TEST_DIR/live.json")
+	echo "$output"
+	[[ "$output" == *"before answer-$OTHER"* ]]
+	[[ "$output" == *"established answer-$OTHER"* ]]
+	[[ "$output" == *"new refused"* ]]
+	# A sandbox made without a policy has no broker to update.
+	id=$(new_sb)
+	run -69 sbx-ctl network --id "$id" --allow-out api.sbx.test
+	[[ "$output" == *"created without a network policy"* ]]
+}

@@ -4,7 +4,8 @@
 #   egress-servers.py PIDFILE CERT KEY ADDR...
 #
 # On every ADDR: HTTP on port 80 and HTTPS (CERT/KEY) on 443 answering
-# "answer-<the address it was reached at> host=<Host header>", and a raw
+# "answer-<the address it was reached at> host=<Host header>" (HTTP/1.1,
+# connections kept open), and a raw
 # TCP port 7000 that writes "raw-<address>" and closes.  Writes its pid to
 # PIDFILE once every socket is bound; closes inherited descriptors; ends
 # itself after 10 minutes.  Standard library only.
@@ -23,6 +24,8 @@ pidfile, cert, key, addrs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 
 
 class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"   # keep-alive: a test holds a connection open
+
     def do_GET(self):
         body = ("answer-%s host=%s\n" % (self.connection.getsockname()[0],
                                          self.headers.get("Host", ""))).encode()
