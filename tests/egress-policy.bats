@@ -14,6 +14,7 @@
 
 load lib/helpers
 load lib/netns
+load lib/serve
 bats_require_minimum_version 1.5.0
 
 API=10.98.0.1      # api.sbx.test, the allowed name
@@ -45,6 +46,8 @@ setup_file() {
 	jq --arg dns "$DNS" '.profiles.default += {"egress_allow": ["10.98.0.0/16"], "egress_resolver": $dns}' \
 		"$SBX_CONFIG" >"$SBX_CONFIG.new" && mv "$SBX_CONFIG.new" "$SBX_CONFIG"
 }
+
+teardown() { serve_stop eg; }
 
 teardown_file() {
 	netns_teardown dns.pid srv.pid
@@ -290,4 +293,35 @@ except OSError as e:
 	id=$(new_sb)
 	run -69 sbx-ctl network --id "$id" --allow-out api.sbx.test
 	[[ "$output" == *"created without a network policy"* ]]
+}
+
+@test "policy through sbx-serve: E2B's network on create, and PUT /sandboxes/{id}/network" {
+	# sbx-serve (and so the brokers it starts) in the test's namespace.
+	printf '#!/bin/sh\nexec nsenter --net=%s sbx-serve "$@"\n' "$NS" >"$SBX_TEST_DIR/serve-in-ns"
+	chmod +x "$SBX_TEST_DIR/serve-in-ns"
+	SERVE_BIN=$SBX_TEST_DIR/serve-in-ns serve_start eg
+	napi() {
+		in_ns curl -sS -X "$1" "$SERVE_URL$2" -H "X-API-Key: $SERVE_KEY" \
+			-H 'Content-Type: application/json' -w '\nHTTP %{http_code}\n' "${@:3}"
+	}
+	run napi POST /v2/sandboxes -d '{"templateID":"base","network":{"allowOut":["api.sbx.test"],"denyOut":["0.0.0.0/0"]}}'
+	[[ "$output" == *"HTTP 201"* ]]
+	local id
+	id=$(head -1 <<<"$output" | jq -r .sandboxID)
+	run sbx-ls --id "$id"
+	assert_success
+	[ "$(jqo -c .sandbox.network_policy)" = '{"rules":[{"action":"allow","to":"api.sbx.test"},{"action":"deny","to":"0.0.0.0/0"}],"default":"allow"}' ]
+	inside "$id" "curl -sS http://api.sbx.test/; curl -sS --resolve other.sbx.test:80:$OTHER http://other.sbx.test/"
+	[[ "$output" == *"answer-$API host=api.sbx.test"* ]]
+	[[ "$output" == *"other.sbx.test at $OTHER:80 by rule 2 (deny 0.0.0.0/0)"* ]]
+	# updateNetwork replaces the whole configuration.
+	run napi PUT "/sandboxes/$id/network" -d '{"allowOut":["other.sbx.test"],"denyOut":["0.0.0.0/0"]}'
+	[[ "$output" == *"HTTP 204"* ]]
+	inside "$id" "curl -sS http://other.sbx.test/; curl -sS http://api.sbx.test/"
+	[[ "$output" == *"answer-$OTHER host=other.sbx.test"* ]]
+	[[ "$output" == *"api.sbx.test at $API:80 by rule 2 (deny 0.0.0.0/0)"* ]]
+	run napi PUT "/sandboxes/$id/network" -d '{"denyOut":["evil.example"]}'
+	[[ "$output" == *"IPs and CIDRs only"*"HTTP 400"* ]]
+	run napi PUT "/sandboxes/$id/network" -d '{"rules":[{"domain":"api.sbx.test"}]}'
+	[[ "$output" == *"network.rules"*"HTTP 400"* ]]
 }
