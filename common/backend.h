@@ -418,6 +418,9 @@ int sbx_backend_open(struct sbx_profile *p, struct sbx_backend **out, struct sbx
 void sbx_backend_close(struct sbx_backend *b);
 /* The registry (names of compiled-in backends, NULL-terminated). */
 const char *const *sbx_backend_names(void);
+/* What the backend advertises (SBX_CAP_* bits); 0 when it has no caps
+ * operation.  The one place that reads ops->caps. */
+unsigned sbx_backend_caps(struct sbx_backend *b);
 /* Fails with `unsupported` unless every bit of `need` is advertised. */
 int sbx_backend_require(struct sbx_backend *b, unsigned need, const char *op,
 			struct sbx_err *err);
