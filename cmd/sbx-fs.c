@@ -346,7 +346,7 @@ static int do_get(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 			     &data, &len) < 0)
 			return -1;
 		/* setuid/setgid never travel to the host */
-		if (sbx_write_file_atomic(target, data, len, mode & 01777, err) < 0)
+		if (sbx_write_file_atomic(target, data, len, mode & 01777, 0, err) < 0)
 			return -1;
 		sbx_json_set_int(res, "size", (int64_t)len);
 	}

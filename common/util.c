@@ -287,19 +287,24 @@ int sbx_write_all(int fd, const void *buf, size_t len)
 }
 
 int sbx_write_file_atomic(const char *path, const void *data, size_t len,
-			  unsigned mode, struct sbx_err *err)
+			  unsigned mode, unsigned flags, struct sbx_err *err)
 {
 	SBX_AUTOFREE char *tmp = sbx_xasprintf("%s.tmp.%d", path, (int)getpid());
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
 	if (fd < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "write", "%s", tmp);
-	if (sbx_write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+	int bad = sbx_write_all(fd, data, len) < 0 || (!(flags & SBX_WRITE_NOSYNC) && fsync(fd) < 0);
+	int e = errno;
+	if (close(fd) < 0 && !bad) {
+		bad = 1;
+		e = errno;
+	}
+	if (bad) {
+		errno = e;
 		sbx_fail_errno(err, SBX_INTERNAL, "write", "%s", tmp);
-		close(fd);
 		unlink(tmp);
 		return -1;
 	}
-	close(fd);
 	if (rename(tmp, path) < 0) {
 		sbx_fail_errno(err, SBX_INTERNAL, "write", "rename %s", path);
 		unlink(tmp);

@@ -51,9 +51,18 @@ int sbx_random_hex(char *buf, size_t nbytes, struct sbx_err *err);
  * *out is NUL-terminated; *len excludes the NUL. */
 int sbx_read_file(const char *path, size_t max, char **out, size_t *len,
 		  struct sbx_err *err);
-/* Write `data` to path atomically (tmp + fsync + rename) with `mode`. */
+/* Replace `path` by a file holding `data` with `mode`: written to a
+ * temporary beside it (same folder, so the same filesystem), fsync'd, then
+ * rename(2)d over it, so that a reader sees the old file or the new one
+ * whole, never a torn one, whatever crashes.  SBX_WRITE_NOSYNC skips the
+ * fsync (a disk flush), for files whose meaning no power loss outlives
+ * (they describe processes, which die with the host): a crash of the
+ * writer still leaves the old file or the new one, a power loss may leave
+ * an empty one.  On failure the temporary is removed and `path` is as it
+ * was.  The one atomic writer: every tmp + rename goes through it. */
+#define SBX_WRITE_NOSYNC 1u
 int sbx_write_file_atomic(const char *path, const void *data, size_t len,
-			  unsigned mode, struct sbx_err *err);
+			  unsigned mode, unsigned flags, struct sbx_err *err);
 /* mkdir -p with `mode` for the directories it creates. */
 int sbx_mkdir_p(const char *path, unsigned mode, struct sbx_err *err);
 /* rm -rf that never crosses a mount point and never follows symlinks, in
