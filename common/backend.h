@@ -300,8 +300,11 @@ struct sbx_backend_ops {
 	int (*exec)(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_exec_req *req,
 		    struct sbx_exec_result *res, struct sbx_err *err);
 
-	/* Files.  Paths are absolute inside the sandbox; the backend confines
-	 * them (no escape through "..", symlinks or races).  as_root = 0 acts
+	/* Files.  Paths are absolute inside the sandbox, and reach a backend
+	 * in the normal spelling of the one path rule (path.h: callers go
+	 * through sbx_file_*, which refuse "..", relative and over-long paths
+	 * before the backend is called); the backend confines what they
+	 * resolve to (no escape through symlinks or races).  as_root = 0 acts
 	 * with uid 1000's permissions, reads included: what the sandbox user
 	 * cannot read (directly or through a symlink it planted) is refused. */
 	int (*file_write)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
@@ -320,7 +323,9 @@ struct sbx_backend_ops {
 	int (*file_move)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *from,
 			 const char *to, int as_root, struct sbx_err *err);
 	/* Trees as tar streams (ustar/pax, see tar.h): extract `fd`'s tar
-	 * under `dir` / write `path` as a tar to `fd`. */
+	 * under `dir` / write `path` as a tar to `fd`: one top entry named by
+	 * its final component, or, when `path` ends in "/.", the folder's
+	 * contents. */
 	int (*tar_put)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *dir, int fd,
 		       int as_root, struct sbx_err *err);
 	int (*tar_get)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path, int fd,
