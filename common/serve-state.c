@@ -109,7 +109,7 @@ static int secret(const char *dir, char out[65], struct sbx_err *err)
 			return 0;
 		}
 		if (len < 64 && tries)
-			usleep(10000);              /* being written */
+			sbx_sleep_ms(10);           /* being written */
 		int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd >= 0) {
 			char hex[65];

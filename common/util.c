@@ -51,6 +51,27 @@ static int64_t clock_ms(clockid_t id)
 int64_t sbx_now_ms(void) { return clock_ms(CLOCK_REALTIME); }
 int64_t sbx_mono_ms(void) { return clock_ms(CLOCK_MONOTONIC); }
 
+void sbx_sleep_ms(int64_t ms)
+{
+	if (ms <= 0)
+		return;
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+int sbx_poll_until(int64_t timeout_ms, int64_t step_ms, int (*ready)(void *ctx), void *ctx)
+{
+	int64_t deadline = sbx_mono_ms() + timeout_ms;
+	for (;;) {
+		int r = ready(ctx);
+		int64_t left = deadline - sbx_mono_ms();
+		if (r != 0 || left <= 0)
+			return r;
+		sbx_sleep_ms(step_ms < left ? step_ms : left);
+	}
+}
+
 void sbx_time_iso(int64_t unix_s, char *buf, size_t len)
 {
 	time_t t = (time_t)unix_s;

@@ -29,6 +29,16 @@ char *sbx_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 int64_t sbx_now_ms(void);          /* CLOCK_REALTIME, milliseconds */
 int64_t sbx_mono_ms(void);         /* CLOCK_MONOTONIC, milliseconds */
+/* Sleep `ms` milliseconds whole (a signal does not cut it short); <= 0
+ * returns at once.  The one way the library sleeps. */
+void sbx_sleep_ms(int64_t ms);
+/* Wait until `ready(ctx)` says so: it is called at once, then every
+ * `step_ms` until `timeout_ms` have passed on the monotonic clock, and a
+ * last time at the deadline (so a condition that became true during the
+ * last sleep is seen).  Returns the first non-zero value of `ready` (a
+ * negative one stops the wait too: a failure, the caller's to say what),
+ * or 0 when the time ran out. */
+int sbx_poll_until(int64_t timeout_ms, int64_t step_ms, int (*ready)(void *ctx), void *ctx);
 /* "2026-11-29T08:30:00Z" for a unix time in seconds; buf >= 21. */
 void sbx_time_iso(int64_t unix_s, char *buf, size_t len);
 /* Inverse of sbx_time_iso; -1 when malformed. */
