@@ -21,6 +21,16 @@ int sbx_cli_report(const char *program, const struct sbx_err *err)
 	return st;
 }
 
+void sbx_cli_warn(const char *program, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: warning: ", program);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
 int sbx_emit(json_object *doc, struct sbx_err *err)
 {
 	return sbx_doc_write(stdout, doc, err);
