@@ -196,3 +196,12 @@ int sbx_err_exit_status(const struct sbx_err *err)
 		return err->exit_status;
 	return sbx_kind_exit_status(err->kind);
 }
+
+int sbx_raw_exit_status(int timed_out, int signal, int exit_code)
+{
+	if (timed_out)
+		return 124;
+	if (signal)
+		return 128 + signal;
+	return exit_code < 0 ? SBX_EXIT_RAW_SELF : exit_code;
+}

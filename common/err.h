@@ -112,5 +112,10 @@ bool sbx_err_may_replace_binding(const struct sbx_err *err);
 enum sbx_kind sbx_kind_from_http(const char *op, int status);
 int sbx_kind_exit_status(enum sbx_kind kind);
 int sbx_err_exit_status(const struct sbx_err *err);
+/* The status of a --raw run (sbx-exec --raw, sbx-proc output --raw): the
+ * command's own, as a shell reports it: 124 for its timeout, 128+N for
+ * signal N, else its exit code; SBX_EXIT_RAW_SELF when it has none (an
+ * exit code below 0 and no signal). */
+int sbx_raw_exit_status(int timed_out, int signal, int exit_code);
 
 #endif

@@ -82,5 +82,13 @@ int main(void)
 	sbx_usage_err(&e, "--grace: %s", e.msg);
 	ok(e.reason == SBX_R_NONE && sbx_err_exit_status(&e) == SBX_EXIT_USAGE, "a usage error has no reason");
 	is_str(e.msg, "--grace: busy", "sbx_usage_err may quote the message it replaces");
+
+	struct { int to, sig, code, want; } raw[] = {
+		{0, 0, 0, 0}, {0, 0, 3, 3}, {1, 9, -1, 124}, {0, 9, -1, 137}, {0, 15, -1, 143},
+		{0, 0, -1, SBX_EXIT_RAW_SELF}, {0, 0, 255, 255},
+	};
+	for (size_t i = 0; i < sizeof(raw) / sizeof(raw[0]); i++)
+		is_int(sbx_raw_exit_status(raw[i].to, raw[i].sig, raw[i].code), raw[i].want,
+		       "--raw status: timed_out %d signal %d exit %d", raw[i].to, raw[i].sig, raw[i].code);
 	return tap_done();
 }
