@@ -147,6 +147,31 @@ int docker_ping(struct sbx_backend *b, struct sbx_err *err)
 	return rc;
 }
 
+/* The reason behind an engine's message, for the callers that act on it:
+ * pausing twice, a resume that lost the race to another ("not paused",
+ * runc's "cannot resume a running process"), a removal already under way,
+ * and a start that the engine's own setup refuses (no init binary for
+ * Init: true, dockerd's docker-init or podman's catatonit, or rlimits the
+ * engine's defaults ask for and the host cannot grant: podman's "error
+ * setting rlimit", "OCI permission denied"). */
+static enum sbx_reason docker_reason(const char *msg)
+{
+	static const char *const setup[] = {
+		"rlimit", "OCI permission denied", "docker-init", "catatonit", "init binary",
+		"container-init", NULL,
+	};
+	if (strstr(msg, "already paused"))
+		return SBX_R_ALREADY_PAUSED;
+	if (strstr(msg, "not paused") || strstr(msg, "cannot resume a running process"))
+		return SBX_R_NOT_PAUSED;
+	if (strstr(msg, "already in progress"))
+		return SBX_R_IN_PROGRESS;
+	for (size_t i = 0; setup[i]; i++)
+		if (strstr(msg, setup[i]))
+			return SBX_R_ENGINE_SETUP;
+	return SBX_R_NONE;
+}
+
 int docker_status_err(const char *op, const struct sbx_http_resp *resp, struct sbx_err *err)
 {
 	const char *msg = NULL;
@@ -169,7 +194,7 @@ int docker_status_err(const char *op, const struct sbx_http_resp *resp, struct s
 					   strstr(msg, "invalid tar header")))
 		k = SBX_INVALID_REQUEST;
 	if (msg)
-		sbx_fail(err, k, op, "docker: %s", msg);
+		sbx_fail_reason(err, k, docker_reason(msg), op, "docker: %s", msg);
 	else
 		sbx_fail(err, k, op, "docker: HTTP %d", resp->status);
 	/* Docker messages end with a newline sometimes. */

@@ -57,7 +57,9 @@ int docker_raw_ok(struct sbx_backend *b, const char *op, struct sbx_http_req *re
  * failure (err->op is then `op`). */
 int docker_upgrade(struct sbx_backend *b, const char *op, struct sbx_http_req *req, int *fd,
 		   struct sbx_http_resp *resp, struct sbx_err *err);
-/* Turn a non-2xx response into an error (as docker_api does); returns -1. */
+/* Turn a non-2xx response into an error (as docker_api does), with the
+ * reason the engine's message names (paused twice, not paused, removal in
+ * progress, the engine's setup); returns -1. */
 int docker_status_err(const char *op, const struct sbx_http_resp *resp, struct sbx_err *err);
 
 /* GET the listing `what` (a path ending in '?' or '&') with `filters` (a

@@ -155,7 +155,7 @@ static int ensure_running(struct sbx_backend *b, const char *id, int resume, str
 		/* Another resume may win the race: runc then says the
 		 * container is "not paused" or "a running process". */
 		if (docker_container_post(b, id, "unpause", "resume", &e2) < 0 &&
-		    !strstr(e2.msg, "not paused") && !strstr(e2.msg, "cannot resume a running process")) {
+		    e2.reason != SBX_R_NOT_PAUSED) {
 			*err = e2;
 			return -1;
 		}
@@ -209,7 +209,7 @@ int docker_container_remove(struct sbx_backend *b, const char *id, int *gone,
 			docker_gate_forget(b, full);
 			return 0;
 		}
-		if (strstr(err->msg, "already in progress")) {
+		if (err->reason == SBX_R_IN_PROGRESS) {
 			sbx_err_clear(err);
 			return 0;
 		}

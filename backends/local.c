@@ -187,7 +187,7 @@ static int create_cgroups(struct sbx_backend *b, const struct sbx_create_req *re
 	    local_policy_write(r->dir, &req->timeout, err) < 0 ||
 	    touch_file(r->dir, "activity") < 0 || touch_file(r->dir, "busy") < 0 ||
 	    make_cgroups(b, r, &req->limits, err) < 0) {
-		if (!err->msg[0])
+		if (err->kind == SBX_OK)        /* touch_file sets only errno */
 			sbx_fail_errno(err, SBX_INTERNAL, "create", "state files");
 		return -1;
 	}

@@ -308,7 +308,7 @@ static int do_get(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 		size_t nl = 0;
 		mode = 0600;
 		if (sbx_call(b, file_read, err, sb, src, 0, o->root, &none, &nl) < 0 &&
-		    strcasestr(err->msg, "is a directory"))
+		    err->reason == SBX_R_IS_DIR)
 			is_dir = 1, mode = 0700;
 		free(none);
 		sbx_err_clear(err);
@@ -361,7 +361,7 @@ static int do_cat(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 	size_t len = 0;
 	size_t max = o->max_set ? o->max : FS_CAT_MAX_DEFAULT;
 	if (sbx_call(b, file_read, err, sb, o->a, max, o->root, &data, &len) < 0) {
-		if (err->kind == SBX_INVALID_REQUEST && strstr(err->msg, "more than the limit"))
+		if (err->reason == SBX_R_TOO_LARGE)
 			sbx_err_prefix(err, "cat reads at most --max (%zu bytes); use sbx-fs get", max);
 		return -1;
 	}

@@ -241,7 +241,8 @@ static int run_locked(struct lease_opts *o, char **argv)
 		setenv("SBX_LOCK_FENCE", fence, 1);
 		execvp(argv[0], argv);
 		int e = errno;
-		fprintf(stderr, "%s: error: not_found: cannot run %s: %s\n", cmd.name, argv[0], strerror(e));
+		sbx_fail_errno(&err, SBX_NOT_FOUND, "lease", "cannot run %s", argv[0]);
+		sbx_cli_report(cmd.name, &err);
 		_exit(e == ENOENT ? 127 : 126);
 	}
 	/* While the command runs, we only wait: the lock renews itself.

@@ -286,13 +286,7 @@ static int capture_sink(void *ctx, int stream, const char *data, size_t len, int
 
 static int raw_status(const struct sbx_proc_info *p)
 {
-	if (p->running)
-		return 0;
-	if (p->timed_out)
-		return 124;
-	if (p->signal)
-		return 128 + p->signal;
-	return p->exit_code < 0 ? SBX_EXIT_RAW_SELF : p->exit_code;
+	return p->running ? 0 : sbx_raw_exit_status(p->timed_out, p->signal, p->exit_code);
 }
 
 static int do_output(struct proc_opts *o, struct sbx_backend *b, struct sbx_sandbox *sb,

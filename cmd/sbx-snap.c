@@ -305,7 +305,7 @@ static int skill_one(json_object *doc, void *ctx, struct sbx_err *err)
 	if (s)
 		sbx_json_set_int(s, "duration_ms", sbx_mono_ms() - t0);
 	if (rc == 0 && s && sbx_json_str(s, "warning"))
-		fprintf(stderr, "%s: warning: %s\n", cmd.name, sbx_json_str(s, "warning"));
+		sbx_cli_warn(cmd.name, "%s", sbx_json_str(s, "warning"));
 	return rc;
 }
 
@@ -356,7 +356,7 @@ static int do_tenant_view(struct snap_opts *o, int show, struct sbx_err *err)
 	}
 	int rc = 0;
 	if (w)
-		fprintf(stderr, "%s: warning: %s\n", cmd.name, sbx_json_str(st, "warning"));
+		sbx_cli_warn(cmd.name, "%s", sbx_json_str(st, "warning"));
 	if (show) {
 		json_object *doc = json_object_new_object();
 		json_object_object_add(doc, "skills", json_object_get(st));
