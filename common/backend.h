@@ -139,6 +139,26 @@ struct sbx_template {
 };
 void sbx_templates_free(struct sbx_template *t, size_t n);
 
+/* The document shapes of these values (sandbox.c), one function each, for
+ * every program that writes one.  Each adds its fields to `o`, replacing
+ * keys of the same name, so that a result object can carry them beside its
+ * own (sbx-fs stat's path, a snapshot's duration_ms).  Fields the backend
+ * does not know (NULL, -1; a time of 0) are left out unless noted.
+ *
+ * dirent: {name, path, type, size, mtime (ISO-8601), mode ("0644"), uid,
+ * gid, link_target}; name, path and link_target come from inside the
+ * sandbox, so each is bytes (doc.h: "<key>_base64" when not UTF-8), and
+ * mtime is always written.
+ * snapshot: {id, name (the id when it has none), parent, layers,
+ * size_bytes, created_at}; its size part alone (layers, size_bytes) for
+ * views that name the snapshot otherwise (the skill image).
+ * template: {id, name (or the id), kind ("unknown" when none), backend,
+ * created_at, size_bytes}. */
+void sbx_dirent_json(const struct sbx_dirent *e, json_object *o);
+void sbx_snapshot_ref_json(const struct sbx_snapshot_ref *r, json_object *o);
+void sbx_snapshot_size_json(const struct sbx_snapshot_ref *r, json_object *o);
+void sbx_template_json(const struct sbx_template *t, const char *backend, json_object *o);
+
 /* A listing filter: every metadata pair must match; states is a bitmask of
  * (1 << enum sbx_state), 0 = any. */
 struct sbx_list_filter {

@@ -1,7 +1,8 @@
 /* sandbox.c - the handle and the backend value types: names, conversion to
- * and from documents, and freeing. */
+ * and from documents (each type's one document shape), and freeing. */
 #include "backend.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,6 +156,68 @@ void sbx_templates_free(struct sbx_template *t, size_t n)
 		free(t[i].kind);
 	}
 	free(t);
+}
+
+/* ---- the document shapes of the value types (backend.h) ----------------- */
+
+/* A name from inside the sandbox: any bytes but NUL (doc.h). */
+static void set_name(json_object *o, const char *key, const char *s)
+{
+	if (s)
+		sbx_json_set_bytes(o, key, s, strlen(s));
+}
+
+static void set_time(json_object *o, const char *key, int64_t t)
+{
+	char when[32];
+	sbx_time_iso(t, when, sizeof(when));
+	sbx_json_set_str(o, key, when);
+}
+
+void sbx_dirent_json(const struct sbx_dirent *e, json_object *o)
+{
+	char mode[16];
+	set_name(o, "name", e->name);
+	set_name(o, "path", e->path);
+	sbx_json_set_str(o, "type", sbx_ftype_name(e->type));
+	sbx_json_set_int(o, "size", e->size);
+	set_time(o, "mtime", e->mtime);
+	snprintf(mode, sizeof(mode), "%04o", e->mode);
+	sbx_json_set_str(o, "mode", mode);
+	sbx_json_set_int(o, "uid", e->uid);
+	sbx_json_set_int(o, "gid", e->gid);
+	set_name(o, "link_target", e->link_target);
+}
+
+void sbx_snapshot_size_json(const struct sbx_snapshot_ref *r, json_object *o)
+{
+	if (r->layers >= 0)
+		sbx_json_set_int(o, "layers", r->layers);
+	if (r->size_bytes >= 0)
+		sbx_json_set_int(o, "size_bytes", r->size_bytes);
+}
+
+void sbx_snapshot_ref_json(const struct sbx_snapshot_ref *r, json_object *o)
+{
+	sbx_json_set_str(o, "id", r->id);
+	sbx_json_set_str(o, "name", r->name ? r->name : r->id);
+	if (r->parent)
+		sbx_json_set_str(o, "parent", r->parent);
+	sbx_snapshot_size_json(r, o);
+	if (r->created_at > 0)
+		set_time(o, "created_at", r->created_at);
+}
+
+void sbx_template_json(const struct sbx_template *t, const char *backend, json_object *o)
+{
+	sbx_json_set_str(o, "id", t->id);
+	sbx_json_set_str(o, "name", t->name ? t->name : t->id);
+	sbx_json_set_str(o, "kind", t->kind ? t->kind : "unknown");
+	sbx_json_set_str(o, "backend", backend);
+	if (t->created_at > 0)
+		set_time(o, "created_at", t->created_at);
+	if (t->size_bytes >= 0)
+		sbx_json_set_int(o, "size_bytes", t->size_bytes);
 }
 
 void sbx_page_clear(struct sbx_page *p)
