@@ -36,6 +36,29 @@ struct local {
 };
 static inline struct local *local_of(struct sbx_backend *b) { return b->priv; }
 
+/* The profile keys the local backend owns (local.c's config_load). */
+struct local_conf {
+	int allow_userns;        /* user namespaces (and mounts in them) inside;
+				  * default 0 (the seccomp filter refuses them) */
+	char *cgroup_parent;     /* cgroup v2: the delegated parent of sandbox
+				  * cgroups, relative to the cgroup2 mount,
+				  * without ".."; NULL = system.slice/sbx.service
+				  * on systemd hosts, else "sbx" */
+	char **egress_allow;     /* destinations the egress filter lets through
+				  * although in a refused range (with
+				  * allow_internet): canonical CIDRs
+				  * (sbx_config_cidrs), NULL-terminated; NULL
+				  * when none */
+};
+/* Never NULL: a profile without local keys (or no backend) reads as the
+ * defaults. */
+static inline const struct local_conf *local_conf_of(const struct sbx_backend *b)
+{
+	static const struct local_conf defaults;
+	const struct local_conf *c = b ? sbx_backend_conf(b) : NULL;
+	return c ? c : &defaults;
+}
+
 /* Ids are sbx's own form, "sb-" and [a-z0-9-]: nothing else names a
  * directory of the store. */
 int local_sb_valid_id(const char *id);

@@ -74,7 +74,6 @@ struct sbx_create_req {
 	json_object *env;        /* string -> string, may be NULL */
 	struct sbx_network net;
 	struct sbx_limits limits;
-	int allow_userns;        /* local: namespace creation inside (seccomp) */
 	int disk_required;       /* limits.disk_bytes was asked for explicitly:
 				  * unsupported where it cannot be enforced
 				  * (a profile's default is best effort) */
@@ -292,6 +291,18 @@ struct sbx_store_gc;
 
 struct sbx_backend_ops {
 	const char *name;        /* "local", "docker", ... */
+	/* The profile keys this backend owns, NULL-terminated (NULL: none),
+	 * beside the ones every backend shares (config.c).  config_load, when
+	 * present, parses them out of the profile object `o` (NULL when the
+	 * profile is not in the file) into a struct of the backend's own,
+	 * *conf (freed by config_free; NULL is fine), which the backend reads
+	 * back with sbx_backend_conf.  Its errors are configuration errors
+	 * (exit 78).  Called once per loaded profile whose backend this is
+	 * (sbx_backend_configure), before open. */
+	const char *const *config_keys;
+	int (*config_load)(const struct sbx_profile *p, json_object *o, void **conf,
+			   struct sbx_err *err);
+	void (*config_free)(void *conf);
 	int (*open)(struct sbx_backend *b, struct sbx_err *err);
 	void (*close)(struct sbx_backend *b);
 	unsigned (*caps)(struct sbx_backend *b);
@@ -432,6 +443,22 @@ struct sbx_backend {
 	void *priv;
 };
 
+/* Check a loaded profile's keys and let its backend parse its own
+ * (config_load, into p->backend_conf).  A key that neither config.c nor
+ * any compiled-in backend owns is refused, naming it (a typo in a
+ * security switch must not leave the default in place); a key another
+ * backend owns is accepted and left alone, so a profile still loads when
+ * SBX_BACKEND picks another backend for it.  Idempotent: sbx_app_use calls
+ * it right after sbx_config_load (so every program refuses a bad profile),
+ * sbx_backend_open again. */
+int sbx_backend_configure(struct sbx_profile *p, struct sbx_err *err);
+/* The backend's own configuration (its config_load's *conf); NULL when it
+ * has none or the profile was parsed for another backend.  Inline: a
+ * backend reads it without calling the registry's file (no circle). */
+static inline void *sbx_backend_conf(const struct sbx_backend *b)
+{
+	return b->profile && b->profile->backend_conf_of == b->ops ? b->profile->backend_conf : NULL;
+}
 /* Open the backend the profile names (registry lookup).  Unknown name or
  * a backend not compiled in: configuration error. */
 int sbx_backend_open(struct sbx_profile *p, struct sbx_backend **out, struct sbx_err *err);
