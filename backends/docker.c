@@ -413,6 +413,7 @@ const struct sbx_backend_ops sbx_backend_docker = {
 	.config_keys = docker_config_keys,
 	.config_load = docker_config_load,
 	.config_free = docker_config_free,
+	.state_words = docker_state_words,
 	.open = docker_open,
 	.close = docker_close,
 	.caps = docker_caps,

@@ -427,14 +427,14 @@ static int local_pause(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx
 	struct local_rec r;
 	if (local_rec_load(b, sb->id, &r, err) < 0)
 		return -1;
-	enum sbx_state st;
+	enum local_state st;
 	int rc = local_rec_state_cont(b, &r, "pause", &st, err);
 	local_rec_free(&r);
 	if (rc < 0)
 		return -1;
-	if (st != SBX_STATE_RUNNING && st != SBX_STATE_PAUSED)
+	if (st != LOCAL_RUNNING && st != LOCAL_PAUSED)
 		return local_state_error(sb->id, st, "pause", err);
-	if (st == SBX_STATE_RUNNING && local_sb_freeze(b, sb->id, 1, err) < 0)
+	if (st == LOCAL_RUNNING && local_sb_freeze(b, sb->id, 1, err) < 0)
 		return -1;
 	return refresh(b, sb, err);
 }
@@ -445,12 +445,12 @@ static int local_set_timeout(struct sbx_backend *b, struct sbx_sandbox *sb,
 	struct local_rec r;
 	if (local_rec_load(b, sb->id, &r, err) < 0)
 		return -1;
-	enum sbx_state st;
+	enum local_state st;
 	if (local_rec_state_cont(b, &r, "timeout", &st, err) < 0) {
 		local_rec_free(&r);
 		return -1;
 	}
-	if (st != SBX_STATE_RUNNING && st != SBX_STATE_PAUSED) {
+	if (st != LOCAL_RUNNING && st != LOCAL_PAUSED) {
 		local_rec_free(&r);
 		return local_state_error(sb->id, st, "timeout", err);
 	}
@@ -570,6 +570,7 @@ const struct sbx_backend_ops sbx_backend_local = {
 	.config_keys = local_config_keys,
 	.config_load = local_config_load,
 	.config_free = local_config_free,
+	.state_words = local_state_words,
 	.open = local_open,
 	.close = local_close,
 	.caps = local_caps,

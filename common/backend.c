@@ -45,6 +45,18 @@ static int owned(const struct sbx_backend_ops *ops, const char *key)
 	return 0;
 }
 
+int sbx_state_word_find(const char *name, enum sbx_state *is)
+{
+	for (size_t i = 0; name && i < REGISTRY_SIZE; i++)
+		for (const struct sbx_state_word *w = registry(i) ? registry(i)->state_words : NULL;
+		     w && w->name; w++)
+			if (strcmp(w->name, name) == 0) {
+				*is = w->is;
+				return 1;
+			}
+	return 0;
+}
+
 int sbx_backend_configure(struct sbx_profile *p, struct sbx_err *err)
 {
 	if (p->configured)

@@ -20,18 +20,28 @@
 #include "config.h"
 #include "err.h"
 
+/* The states every backend shares, and all the generic code decides by. */
 enum sbx_state {
 	SBX_STATE_UNKNOWN = 0,
 	SBX_STATE_RUNNING,
 	SBX_STATE_PAUSED,
 	SBX_STATE_TRANSITIONING,
 	SBX_STATE_TERMINAL,      /* gone for good: killed, stopped, failed */
-	SBX_STATE_DEAD,          /* local: its init died; replaceable like terminal */
-	SBX_STATE_STOPPED,       /* local: its init is stopped (SIGSTOP); live, and
-				  * the next command continues it */
 };
 const char *sbx_state_name(enum sbx_state s);
+/* A generic state's name; SBX_STATE_UNKNOWN for any other word. */
 enum sbx_state sbx_state_from_name(const char *s);
+
+/* A state a backend has beyond the generic ones (its vtable's
+ * state_words): the word documents show, and the generic state the code
+ * above the vtable takes it for (local's "dead" is terminal: replaceable;
+ * its "stopped" running: live, the next command continues it). */
+struct sbx_state_word {
+	const char *name;
+	enum sbx_state is;
+};
+/* Whether a compiled-in backend has state `name`; *is = what it counts as. */
+int sbx_state_word_find(const char *name, enum sbx_state *is);
 
 struct sbx_sandbox {
 	char *id;
@@ -41,6 +51,9 @@ struct sbx_sandbox {
 	char *tenant;            /* NULL when not a session sandbox */
 	char *session;
 	enum sbx_state state;
+	char *state_word;        /* the backend's own word for the state, finer
+				  * than `state` (one of its state_words: local
+				  * "dead"); NULL: the generic state's name */
 	json_object *metadata;   /* object: string -> string (owned) */
 	int64_t created_at;      /* unix seconds */
 	int64_t active_at;       /* unix seconds of its last recorded use; 0 = the
@@ -48,6 +61,8 @@ struct sbx_sandbox {
 	json_object *extra;      /* backend-private (owned, may be NULL) */
 };
 void sbx_sandbox_clear(struct sbx_sandbox *sb);          /* frees fields */
+/* The state as documents show it: state_word, else the generic name. */
+const char *sbx_sandbox_state(const struct sbx_sandbox *sb);
 /* The document form: {"id","backend",...,"created_at": ISO-8601, extra...}. */
 json_object *sbx_sandbox_to_json(const struct sbx_sandbox *sb);
 /* From a document's `sandbox` object; needs at least "id". */
@@ -159,7 +174,8 @@ void sbx_snapshot_size_json(const struct sbx_snapshot_ref *r, json_object *o);
 void sbx_template_json(const struct sbx_template *t, const char *backend, json_object *o);
 
 /* A listing filter: every metadata pair must match; states is a bitmask of
- * (1 << enum sbx_state), 0 = any. */
+ * (1 << enum sbx_state), 0 = any (a backend's own state matches the bit
+ * of the generic state it counts as). */
 struct sbx_list_filter {
 	json_object *metadata;
 	unsigned states;
@@ -303,6 +319,10 @@ struct sbx_backend_ops {
 	int (*config_load)(const struct sbx_profile *p, json_object *o, void **conf,
 			   struct sbx_err *err);
 	void (*config_free)(void *conf);
+	/* The states this backend has beyond the generic ones, ended by a
+	 * NULL name (NULL: none).  Its handles carry the word in state_word
+	 * and the generic state it counts as in state. */
+	const struct sbx_state_word *state_words;
 	int (*open)(struct sbx_backend *b, struct sbx_err *err);
 	void (*close)(struct sbx_backend *b);
 	unsigned (*caps)(struct sbx_backend *b);

@@ -12,8 +12,7 @@
 static const char *const state_names[] = {
 	[SBX_STATE_UNKNOWN] = "unknown", [SBX_STATE_RUNNING] = "running",
 	[SBX_STATE_PAUSED] = "paused", [SBX_STATE_TRANSITIONING] = "transitioning",
-	[SBX_STATE_TERMINAL] = "terminal", [SBX_STATE_DEAD] = "dead",
-	[SBX_STATE_STOPPED] = "stopped",
+	[SBX_STATE_TERMINAL] = "terminal",
 };
 
 const char *sbx_state_name(enum sbx_state s)
@@ -39,8 +38,14 @@ const char *sbx_ftype_name(enum sbx_ftype t)
 	}
 }
 
+const char *sbx_sandbox_state(const struct sbx_sandbox *sb)
+{
+	return sb->state_word ? sb->state_word : sbx_state_name(sb->state);
+}
+
 void sbx_sandbox_clear(struct sbx_sandbox *sb)
 {
+	free(sb->state_word);
 	free(sb->id);
 	free(sb->backend);
 	free(sb->profile);
@@ -70,7 +75,7 @@ json_object *sbx_sandbox_to_json(const struct sbx_sandbox *sb)
 	sbx_json_set_str(o, "backend", sb->backend);
 	sbx_json_set_str(o, "profile", sb->profile);
 	sbx_json_set_str(o, "template", sb->template_id);
-	sbx_json_set_str(o, "state", sbx_state_name(sb->state));
+	sbx_json_set_str(o, "state", sbx_sandbox_state(sb));
 	sbx_json_set_str(o, "tenant", sb->tenant);
 	sbx_json_set_str(o, "session", sb->session);
 	json_object_object_add(o, "metadata",
@@ -100,7 +105,12 @@ int sbx_sandbox_from_json(json_object *o, struct sbx_sandbox *sb, struct sbx_err
 	sb->template_id = dup_or_null(o, "template");
 	sb->tenant = dup_or_null(o, "tenant");
 	sb->session = dup_or_null(o, "session");
-	sb->state = sbx_state_from_name(sbx_json_str(o, "state"));
+	/* A backend's own word is kept as it is (what it counts as is the
+	 * backend's to say, on its next get). */
+	const char *st = sbx_json_str(o, "state");
+	sb->state = sbx_state_from_name(st);
+	if (st && sb->state == SBX_STATE_UNKNOWN && strcmp(st, "unknown") != 0)
+		sb->state_word = sbx_xstrdup(st);
 	json_object *md = sbx_json_obj(o, "metadata");
 	sb->metadata = md ? json_object_get(md) : json_object_new_object();
 	const char *when = sbx_json_str(o, "created_at");

@@ -136,6 +136,35 @@ static void test_binding(void)
 	json_object_put(o);
 }
 
+/* A backend's own state: documents show its word, the generic code its
+ * class; a later stage's handle keeps the word. */
+static void test_state(void)
+{
+	struct sbx_sandbox sb = {.id = "sb-1", .backend = "local", .state = SBX_STATE_TERMINAL,
+				 .state_word = "dead"};
+	json_object *o = sbx_sandbox_to_json(&sb);
+	is_str(sbx_json_str(o, "state"), "dead", "state: a backend's word in the document");
+	struct sbx_sandbox back;
+	struct sbx_err err = {0};
+	ok(sbx_sandbox_from_json(o, &back, &err) == 0 && back.state_word &&
+	   !strcmp(back.state_word, "dead"), "state: read back, the word is kept");
+	sbx_sandbox_clear(&back);
+	json_object_put(o);
+	sb.state_word = NULL;
+	o = sbx_sandbox_to_json(&sb);
+	is_str(sbx_json_str(o, "state"), "terminal", "state: no word, the generic name");
+	ok(sbx_sandbox_from_json(o, &back, &err) == 0 && back.state == SBX_STATE_TERMINAL &&
+	   !back.state_word, "state: a generic name reads as its state, no word");
+	sbx_sandbox_clear(&back);
+	json_object_put(o);
+	enum sbx_state is = SBX_STATE_UNKNOWN;
+	ok(sbx_state_word_find("dead", &is) && is == SBX_STATE_TERMINAL, "dead counts as terminal");
+	ok(sbx_state_word_find("stopped", &is) && is == SBX_STATE_RUNNING, "stopped counts as running");
+	ok(!sbx_state_word_find("running", &is) && !sbx_state_word_find("bogus", &is),
+	   "generic names and others are no backend's word");
+	is_int(sbx_state_from_name("dead"), SBX_STATE_UNKNOWN, "dead is not a generic state");
+}
+
 /* The one convention for bytes (doc.h), which sbx-fs cat, sbx-exec and
  * sbx-proc output all use. */
 static void test_bytes(void)
@@ -161,6 +190,7 @@ int main(void)
 	test_template();
 	test_proc();
 	test_binding();
+	test_state();
 	test_bytes();
 	return tap_done();
 }
