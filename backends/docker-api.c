@@ -44,7 +44,7 @@ static char *shown_endpoint(const char *ep)
 	return sbx_xasprintf("%.*s***%s", (int)(hier - ep), ep, at);
 }
 
-static int parse_endpoint(struct docker_conn *d, const struct sbx_profile *p, struct sbx_err *err)
+static int parse_endpoint(struct docker_conn *d, const char *certs, struct sbx_err *err)
 {
 	const char *ep = d->endpoint && *d->endpoint ? d->endpoint : getenv("DOCKER_HOST");
 	if (!ep || !*ep)
@@ -62,7 +62,6 @@ static int parse_endpoint(struct docker_conn *d, const struct sbx_profile *p, st
 		const char *hp = ep + strlen("tcp://");
 		if (!*hp || strpbrk(hp, "/?#@ "))
 			return sbx_fail_config(err, "config", "docker endpoint '%s': expected tcp://host:port", shown);
-		const char *certs = p->tls_cert_path;
 		if (!certs || !*certs)
 			return sbx_fail_config(err, "config",
 					       "docker endpoint %s: tcp:// needs tls_cert_path (ca.pem, cert.pem, key.pem); "
@@ -102,7 +101,7 @@ int docker_conn_open(struct sbx_backend *b, struct sbx_err *err)
 	struct sbx_profile *p = b->profile;
 	b->priv = d;
 	d->endpoint = sbx_trim(sbx_xstrdup(p && p->endpoint ? p->endpoint : ""));
-	if (parse_endpoint(d, p, err) < 0) {
+	if (parse_endpoint(d, docker_tls_certs(b), err) < 0) {
 		docker_conn_close(b);
 		return -1;
 	}

@@ -17,6 +17,17 @@
 #include "backend.h"
 #include "http.h"
 
+/* The profile keys the docker backend owns (docker.c's config_load). */
+struct docker_conf {
+	char *tls_cert_path;     /* tcp://: the folder of ca.pem, cert.pem, key.pem */
+};
+/* The profile's tls_cert_path, NULL when none. */
+static inline const char *docker_tls_certs(const struct sbx_backend *b)
+{
+	const struct docker_conf *c = sbx_backend_conf(b);
+	return c ? c->tls_cert_path : NULL;
+}
+
 /* Connect b (b->priv) to the engine the profile's endpoint names: the
  * profile's endpoint, else DOCKER_HOST, else the local socket.  A malformed
  * endpoint, tcp:// without tls_cert_path or with an unreadable TLS file is a

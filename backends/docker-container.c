@@ -13,6 +13,10 @@
 #include "doc.h"
 #include "util.h"
 
+const struct sbx_state_word docker_state_words[] = {
+	{"dead", SBX_STATE_TERMINAL}, {NULL, SBX_STATE_UNKNOWN},
+};
+
 enum sbx_state docker_map_state(const char *s)
 {
 	if (!s)
@@ -25,8 +29,8 @@ enum sbx_state docker_map_state(const char *s)
 		return SBX_STATE_TRANSITIONING;
 	if (!strcmp(s, "exited"))
 		return SBX_STATE_TERMINAL;
-	if (!strcmp(s, "dead"))
-		return SBX_STATE_DEAD;
+	if (!strcmp(s, "dead"))      /* the engine's own word, kept (docker_state_words) */
+		return SBX_STATE_TERMINAL;
 	return SBX_STATE_UNKNOWN;
 }
 
@@ -52,6 +56,8 @@ void docker_fill_sandbox(struct sbx_backend *b, struct sbx_sandbox *sb, const ch
 		image = tpl;
 	sb->template_id = image ? sbx_xstrdup(image) : NULL;
 	sb->state = docker_map_state(state);
+	if (state && !strcmp(state, "dead"))
+		sb->state_word = sbx_xstrdup("dead");
 	sb->created_at = created;
 	sb->metadata = json_object_new_object();
 	if (labels) {

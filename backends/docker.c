@@ -54,6 +54,28 @@ static const char entry_script[] =
 
 /* ---- open, caps, health, fingerprint ---------------------------------- */
 
+static const char *const docker_config_keys[] = {"tls_cert_path", NULL};
+
+static void docker_config_free(void *conf)
+{
+	struct docker_conf *c = conf;
+	if (c)
+		free(c->tls_cert_path);
+	free(c);
+}
+
+static int docker_config_load(const struct sbx_profile *p, json_object *o, void **conf,
+			      struct sbx_err *err)
+{
+	(void)p;
+	(void)err;
+	struct docker_conf *c = sbx_xcalloc(1, sizeof(*c));
+	const char *certs = sbx_json_str(o, "tls_cert_path");
+	c->tls_cert_path = certs ? sbx_xstrdup(certs) : NULL;
+	*conf = c;
+	return 0;
+}
+
 static int docker_open(struct sbx_backend *b, struct sbx_err *err)
 {
 	return docker_conn_open(b, err);
@@ -87,7 +109,7 @@ static int docker_fingerprint(struct sbx_backend *b, char out[65], struct sbx_er
 {
 	struct sbx_profile *p = b->profile;
 	const char *host = p ? p->endpoint : NULL;
-	return sbx_fingerprint("docker", p ? p->tls_cert_path : NULL,
+	return sbx_fingerprint("docker", docker_tls_certs(b),
 			       sbx_fingerprint_blank(host) ? "local-daemon" : host, out, err);
 }
 
@@ -373,6 +395,10 @@ static int docker_pause(struct sbx_backend *b, struct sbx_sandbox *sb, struct sb
 
 const struct sbx_backend_ops sbx_backend_docker = {
 	.name = "docker",
+	.config_keys = docker_config_keys,
+	.config_load = docker_config_load,
+	.config_free = docker_config_free,
+	.state_words = docker_state_words,
 	.open = docker_open,
 	.close = docker_close,
 	.caps = docker_caps,
