@@ -125,7 +125,8 @@ int docker_file_read(struct sbx_backend *b, struct sbx_sandbox *sb, const char *
 		return -1;
 	if (r.out_truncated || r.out_len > max) {
 		sbx_exec_result_clear(&r);
-		return sbx_fail(err, SBX_INVALID_REQUEST, "file_read", "%s: more than the limit of %zu bytes", path, max);
+		return sbx_fail_reason(err, SBX_INVALID_REQUEST, SBX_R_TOO_LARGE, "file_read",
+				       "%s: more than the limit of %zu bytes", path, max);
 	}
 	*data = r.out;
 	*len = r.out_len;

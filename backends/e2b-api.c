@@ -53,6 +53,8 @@ static char *trimmed_url(const char *s)
 	return u;
 }
 
+const char *const e2b_config_keys[] = {"domain", "proxy", "data_plane", NULL};
+
 /* The profile's data-plane keys: domain, proxy, data_plane. */
 static int read_plane(struct e2b_conn *c, const struct sbx_profile *p, struct sbx_err *err)
 {

@@ -204,8 +204,8 @@ int e2b_file_read(struct sbx_backend *b, struct sbx_sandbox *sb, const char *pat
 	struct sbx_http_resp resp = {0};
 	if (e2b_envd_do(b, "file_read", &req, &resp, err) < 0) {
 		if (err->kind == SBX_INTERNAL && max)
-			return sbx_fail(err, SBX_INVALID_REQUEST, "file_read", "%s is more than the limit of %zu bytes",
-					path, max);
+			return sbx_fail_reason(err, SBX_INVALID_REQUEST, SBX_R_TOO_LARGE, "file_read",
+					       "%s is more than the limit of %zu bytes", path, max);
 		return -1;
 	}
 	if (resp.status != 200) {
@@ -215,7 +215,8 @@ int e2b_file_read(struct sbx_backend *b, struct sbx_sandbox *sb, const char *pat
 	}
 	if (max && resp.len > max) {
 		sbx_http_resp_clear(&resp);
-		return sbx_fail(err, SBX_INVALID_REQUEST, "file_read", "%s is more than the limit of %zu bytes", path, max);
+		return sbx_fail_reason(err, SBX_INVALID_REQUEST, SBX_R_TOO_LARGE, "file_read",
+				       "%s is more than the limit of %zu bytes", path, max);
 	}
 	*data = resp.body ? resp.body : sbx_xstrdup("");
 	*len = resp.len;

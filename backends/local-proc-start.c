@@ -345,7 +345,7 @@ static int start_locked(struct pstart *s, struct sbx_sandbox *sb, const struct l
 				&s->sp, err) < 0 ||
 	    (s->exe = local_libexec_open("sbx-procd", "proc", err)) < 0 ||
 	    (s->procs = open(procs, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		if (!err->msg[0])
+		if (err->kind == SBX_OK)        /* the open sets only errno */
 			sbx_fail_errno(err, SBX_INTERNAL, "proc", "open %s", procs);
 		struct sbx_err e2 = {0};
 		sbx_rm_rf(s->dir, &e2);

@@ -106,32 +106,52 @@ int local_rec_load(struct sbx_backend *b, const char *id, struct local_rec *r,
 	return 0;
 }
 
-enum sbx_state local_rec_state(const struct local_rec *r)
+const struct sbx_state_word local_state_words[] = {
+	{"dead", SBX_STATE_TERMINAL}, {"stopped", SBX_STATE_RUNNING}, {NULL, SBX_STATE_UNKNOWN},
+};
+
+enum sbx_state local_state_is(enum local_state st)
+{
+	switch (st) {
+	case LOCAL_TRANSITIONING: return SBX_STATE_TRANSITIONING;
+	case LOCAL_RUNNING: case LOCAL_STOPPED: return SBX_STATE_RUNNING;
+	case LOCAL_PAUSED: return SBX_STATE_PAUSED;
+	case LOCAL_TERMINAL: case LOCAL_DEAD: return SBX_STATE_TERMINAL;
+	}
+	return SBX_STATE_UNKNOWN;
+}
+
+const char *local_state_word(enum local_state st)
+{
+	return st == LOCAL_DEAD ? "dead" : st == LOCAL_STOPPED ? "stopped" : NULL;
+}
+
+enum local_state local_rec_state(const struct local_rec *r)
 {
 	const char *st = sbx_json_str(r->j, "state");
 	if (!st || strcmp(st, "ready") != 0) {
 		pid_t c = (pid_t)sbx_json_int(r->j, "creator_pid", 0);
 		unsigned long long cs = (unsigned long long)sbx_json_int(r->j, "creator_start", 0);
-		return local_pid_alive(c, cs) ? SBX_STATE_TRANSITIONING : SBX_STATE_DEAD;
+		return local_pid_alive(c, cs) ? LOCAL_TRANSITIONING : LOCAL_DEAD;
 	}
 	char p[PATH_MAX];
 	snprintf(p, sizeof(p), "%s/killed", r->dir);
 	if (access(p, F_OK) == 0)
-		return SBX_STATE_TERMINAL;
+		return LOCAL_TERMINAL;
 	if (!local_pid_alive(r->init_pid,
 			     (unsigned long long)sbx_json_int(r->j, "init_start", 0)))
-		return SBX_STATE_DEAD;
+		return LOCAL_DEAD;
 	/* Before paused: a stopped init keeps no timer and reaps nothing,
 	 * whatever its sandbox's processes do. */
 	if (local_pid_stopped(r->init_pid))
-		return SBX_STATE_STOPPED;
+		return LOCAL_STOPPED;
 	if (r->cg[CG_V2]) {
 		char buf[16];
 		snprintf(p, sizeof(p), "%s/work/cgroup.freeze", r->cg[CG_V2]);
 		if (local_read_small(p, buf, sizeof(buf)) == 0 && buf[0] == '1')
-			return SBX_STATE_PAUSED;
+			return LOCAL_PAUSED;
 	}
-	return SBX_STATE_RUNNING;
+	return LOCAL_RUNNING;
 }
 
 void local_rec_to_sandbox(struct sbx_backend *b, const struct local_rec *r,
@@ -143,7 +163,9 @@ void local_rec_to_sandbox(struct sbx_backend *b, const struct local_rec *r,
 	sb->profile = sbx_xstrdup(b->profile && b->profile->name ? b->profile->name : "default");
 	const char *t = sbx_json_str(r->j, "template");
 	sb->template_id = t ? sbx_xstrdup(t) : NULL;
-	sb->state = local_rec_state(r);
+	enum local_state ls = local_rec_state(r);
+	sb->state = local_state_is(ls);
+	sb->state_word = local_state_word(ls) ? sbx_xstrdup(local_state_word(ls)) : NULL;
 	json_object *md = sbx_json_obj(r->j, "metadata");
 	sb->metadata = md ? json_object_get(md) : json_object_new_object();
 	const char *s = sbx_json_str(sb->metadata, SBX_MD_TENANT);

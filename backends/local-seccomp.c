@@ -188,7 +188,7 @@ int local_seccomp_build(int allow_userns, struct local_filter *f, struct sbx_err
 	if (n <= 0 || lseek(fd, 0, SEEK_SET) < 0 ||
 	    sbx_read_all_fd(fd, (size_t)n, &buf, &len, err) < 0 || len != (size_t)n) {
 		close(fd);
-		return err->msg[0] ? -1 : sbx_fail(err, SBX_INTERNAL, "seccomp", "export the filter");
+		return err->kind != SBX_OK ? -1 : sbx_fail(err, SBX_INTERNAL, "seccomp", "export the filter");
 	}
 	close(fd);
 	if (len % sizeof(struct sock_filter) || len / sizeof(struct sock_filter) > BPF_MAXINSNS)

@@ -117,6 +117,8 @@ static int ctl_one(json_object *doc, void *ctx, struct sbx_err *err)
 		if (rc == 0) {
 			sbx_json_set_bool(res, "gone", gone);
 			sb.state = SBX_STATE_TERMINAL;
+			free(sb.state_word);     /* "dead" no more: gone */
+			sb.state_word = NULL;
 		}
 	} else if (strcmp(o->op, "pause") == 0) {
 		rc = sbx_call(b, pause, err, &sb);

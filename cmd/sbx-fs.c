@@ -164,31 +164,6 @@ static int ends_with_slash(const char *p)
 	return n > 0 && p[n - 1] == '/';
 }
 
-/* A name from inside the sandbox: any bytes but NUL (doc.h). */
-static void set_name(json_object *j, const char *key, const char *s)
-{
-	if (s)
-		sbx_json_set_bytes(j, key, s, strlen(s));
-}
-
-static json_object *dirent_json(const struct sbx_dirent *e)
-{
-	json_object *j = json_object_new_object();
-	char buf[32];
-	set_name(j, "name", e->name);
-	set_name(j, "path", e->path);
-	sbx_json_set_str(j, "type", sbx_ftype_name(e->type));
-	sbx_json_set_int(j, "size", e->size);
-	sbx_time_iso(e->mtime, buf, sizeof(buf));
-	sbx_json_set_str(j, "mtime", buf);
-	snprintf(buf, sizeof(buf), "%04o", e->mode);
-	sbx_json_set_str(j, "mode", buf);
-	sbx_json_set_int(j, "uid", e->uid);
-	sbx_json_set_int(j, "gid", e->gid);
-	set_name(j, "link_target", e->link_target);
-	return j;
-}
-
 static void dirent_clear(struct sbx_dirent *e)
 {
 	free(e->name);
@@ -309,7 +284,7 @@ static int do_get(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 		size_t nl = 0;
 		mode = 0600;
 		if (sbx_file_read(b, sb, src, 0, o->root, &none, &nl, err) < 0 &&
-		    strcasestr(err->msg, "is a directory"))
+		    err->reason == SBX_R_IS_DIR)
 			is_dir = 1, mode = 0700;
 		free(none);
 		sbx_err_clear(err);
@@ -362,21 +337,16 @@ static int do_cat(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 	size_t len = 0;
 	size_t max = o->max_set ? o->max : FS_CAT_MAX_DEFAULT;
 	if (sbx_file_read(b, sb, o->a, max, o->root, &data, &len, err) < 0) {
-		if (err->kind == SBX_INVALID_REQUEST && strstr(err->msg, "more than the limit"))
+		if (err->reason == SBX_R_TOO_LARGE)
 			sbx_err_prefix(err, "cat reads at most --max (%zu bytes); use sbx-fs get", max);
 		return -1;
 	}
 	sbx_json_set_str(res, "path", o->a);
 	sbx_json_set_int(res, "size", (int64_t)len);
-	/* A NUL would make the document one the next stage refuses (doc.h). */
-	if (sbx_json_text_ok(data, len)) {
-		sbx_json_set_str(res, "encoding", "utf-8");
-		json_object_object_add(res, "content", json_object_new_string_len(data, (int)len));
-	} else {
-		SBX_AUTOFREE char *b64 = sbx_base64(data, len, NULL);
-		sbx_json_set_str(res, "encoding", "base64");
-		sbx_json_set_str(res, "content", b64);
-	}
+	/* Bytes as every document carries them (doc.h): "content", or
+	 * "content_base64" when not UTF-8 or holding a NUL (which would make
+	 * the document one the next stage refuses). */
+	sbx_json_set_bytes(res, "content", data ? data : "", len);
 	return 0;
 }
 
@@ -389,7 +359,11 @@ static int do_ls(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *s
 		return -1;
 	json_object *arr = json_object_new_array();
 	for (size_t i = 0; i < n; i++)
-		json_object_array_add(arr, dirent_json(&v[i]));
+	{
+		json_object *e = json_object_new_object();
+		sbx_dirent_json(&v[i], e);
+		json_object_array_add(arr, e);
+	}
 	sbx_json_set_str(res, "path", o->a);
 	json_object_object_add(res, "entries", arr);
 	sbx_dirents_free(v, n);
@@ -402,10 +376,7 @@ static int do_stat(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox 
 	struct sbx_dirent e = {0};
 	if (sbx_file_stat(b, sb, o->a, o->root, &e, err) < 0)
 		return -1;
-	json_object *j = dirent_json(&e);
-	json_object_object_foreach(j, k, v)
-		json_object_object_add(res, k, json_object_get(v));
-	json_object_put(j);
+	sbx_dirent_json(&e, res);
 	dirent_clear(&e);
 	return 0;
 }

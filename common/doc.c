@@ -438,8 +438,7 @@ int sbx_doc_write(FILE *out, json_object *doc, struct sbx_err *err)
 	errno = 0;
 	if (fputs(s, out) == EOF || fputc('\n', out) == EOF || fflush(out) == EOF) {
 		if (errno == EPIPE) {
-			sbx_fail(err, SBX_INTERNAL, "write", "%s", "");
-			err->msg[0] = '\0';
+			sbx_fail_reason(err, SBX_INTERNAL, SBX_R_STDOUT_GONE, "write", "%s", "");
 			err->exit_status = SBX_EXIT_IOERR;
 			return -1;
 		}

@@ -285,7 +285,8 @@ int sbx_fsc_write(const struct sbx_fsc *c, const char *path, const void *data, s
 			if (S_ISLNK(st.st_mode))
 				return refuse(err, op, p, "is a symbolic link; not followed");
 			if (S_ISDIR(st.st_mode))
-				return refuse(err, op, p, "is a directory");
+				return sbx_fail_reason(err, SBX_INVALID_REQUEST, SBX_R_IS_DIR, op,
+						       "%s: is a directory", p);
 			if (!S_ISREG(st.st_mode))
 				return refuse(err, op, p, "not a regular file");
 			if (check_fd(c, pfd, op, p, err) < 0)
@@ -336,12 +337,13 @@ int sbx_fsc_read(const struct sbx_fsc *c, const char *path, size_t max, char **d
 	if (fstat(pfd, &st) < 0)
 		return fail_errno(err, op, p);
 	if (S_ISDIR(st.st_mode))
-		return refuse(err, op, p, "is a directory");
+		return sbx_fail_reason(err, SBX_INVALID_REQUEST, SBX_R_IS_DIR, op, "%s: is a directory", p);
 	if (!S_ISREG(st.st_mode))
 		return refuse(err, op, p, "not a regular file");
 	if ((uint64_t)st.st_size > max)
-		return sbx_fail(err, SBX_INVALID_REQUEST, op, "%s: %lld bytes, more than the limit of %zu",
-				p, (long long)st.st_size, max);
+		return sbx_fail_reason(err, SBX_INVALID_REQUEST, SBX_R_TOO_LARGE, op,
+				       "%s: %lld bytes, more than the limit of %zu",
+				       p, (long long)st.st_size, max);
 	SBX_AUTOCLOSE int fd = reopen(pfd, O_RDONLY);
 	if (fd < 0)
 		return fail_errno(err, op, p);
@@ -351,8 +353,8 @@ int sbx_fsc_read(const struct sbx_fsc *c, const char *path, size_t max, char **d
 		if (n == cap) {
 			if (cap > max) {
 				free(buf);
-				return sbx_fail(err, SBX_INVALID_REQUEST, op,
-						"%s: more than the limit of %zu bytes", p, max);
+				return sbx_fail_reason(err, SBX_INVALID_REQUEST, SBX_R_TOO_LARGE, op,
+						       "%s: more than the limit of %zu bytes", p, max);
 			}
 			cap *= 2;
 			buf = sbx_xrealloc(buf, cap + 1);
@@ -372,8 +374,8 @@ int sbx_fsc_read(const struct sbx_fsc *c, const char *path, size_t max, char **d
 	}
 	if (n > max) {
 		free(buf);
-		return sbx_fail(err, SBX_INVALID_REQUEST, op, "%s: more than the limit of %zu bytes",
-				p, max);
+		return sbx_fail_reason(err, SBX_INVALID_REQUEST, SBX_R_TOO_LARGE, op,
+				       "%s: more than the limit of %zu bytes", p, max);
 	}
 	buf[n] = '\0';
 	*data = buf;

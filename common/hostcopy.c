@@ -66,7 +66,7 @@ int sbx_hostcopy_put(struct sbx_backend *b, struct sbx_sandbox *sb, const char *
 	int crc = sbx_fsc_child_wait(&ch, &cerr);
 	/* The reader's error explains a broken pipe on the writer's side;
 	 * otherwise the writer's (a host file it could not read) comes first. */
-	if (crc < 0 && !strstr(cerr.msg, "Broken pipe")) {
+	if (crc < 0 && cerr.errnum != EPIPE) {
 		*err = cerr;
 		return -1;
 	}
@@ -280,10 +280,9 @@ int sbx_hostcopy_get(struct sbx_backend *b, struct sbx_sandbox *sb, const char *
 		if (rc == 0 && crc < 0) {
 			*err = cerr;
 			rc = -1;
-		} else if (rc < 0 && crc == 0 && strstr(err->msg, "Broken pipe")) {
+		} else if (rc < 0 && crc == 0 && err->errnum == EPIPE) {
 			rc = 0;         /* the archive ended; what followed was padding */
-		} else if (rc < 0 && crc < 0 &&
-			   (strstr(err->msg, "Broken pipe") || cerr.kind == SBX_CAPACITY)) {
+		} else if (rc < 0 && crc < 0 && (err->errnum == EPIPE || cerr.kind == SBX_CAPACITY)) {
 			*err = cerr;    /* the extractor stopped first: its reason */
 		}
 	}

@@ -435,7 +435,7 @@ static int team_count(const struct serve_req *r, struct sbx_backend *b, size_t *
 		return -1;
 	size_t live = 0;
 	for (size_t i = 0; i < *n; i++) {
-		if (v[i].state != SBX_STATE_TERMINAL && v[i].state != SBX_STATE_DEAD)
+		if (v[i].state != SBX_STATE_TERMINAL)
 			live++;
 		sbx_sandbox_clear(&v[i]);
 	}
@@ -620,7 +620,7 @@ static int list(const struct serve_req *r, struct serve_out *o, int v2)
 	int more = 0;
 	for (size_t k = 0; k < n; k++) {
 		struct sbx_sandbox *sb = &v[asc ? n - 1 - k : k];
-		if (sb->state == SBX_STATE_TERMINAL || sb->state == SBX_STATE_DEAD)
+		if (sb->state == SBX_STATE_TERMINAL)
 			continue;
 		struct serve_rec rec;
 		struct sbx_err e2 = {0};

@@ -281,7 +281,7 @@ int serve_load_sandbox(const struct serve_req *r, struct sbx_backend *b, const c
 		serve_rec_clear(rec);
 		return -1;
 	}
-	if (sb->state == SBX_STATE_TERMINAL || sb->state == SBX_STATE_DEAD) {
+	if (sb->state == SBX_STATE_TERMINAL) {
 		sbx_sandbox_clear(sb);
 		serve_rec_clear(rec);
 		return not_found(err, id);
