@@ -220,7 +220,7 @@ static int exec_create(struct sbx_backend *b, const char *id, json_object *body,
 		if (err->kind != SBX_CONFLICT || attempt > 2)
 			return -1;
 		if (attempt > 0)
-			usleep(50000);
+			sbx_sleep_ms(50);
 		if (docker_ensure_running(b, id, err) < 0)
 			return -1;
 	}
@@ -391,7 +391,7 @@ static void exec_wait_started(struct sbx_backend *b, const char *eid)
 		json_object_put(j);
 		if (!has_pid || started || ended)
 			return;
-		usleep(i < 20 ? 1000 : 5000);
+		sbx_sleep_ms(i < 20 ? 1 : 5);
 	}
 }
 
@@ -479,7 +479,7 @@ static int exec_exit_code(struct sbx_backend *b, const char *eid, int *code, str
 		json_object_put(j);
 		if (!running && have)
 			return 0;
-		usleep(i < 20 ? 2000 : 10000);
+		sbx_sleep_ms(i < 20 ? 2 : 10);
 	}
 	return sbx_fail(err, SBX_TIMEOUT, "exec", "the daemon never reported the exit code");
 }

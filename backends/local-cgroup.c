@@ -337,8 +337,17 @@ int local_cg_wait(const char *cg, const char *key, long want, int timeout_ms)
 	return -1;
 }
 
+/* 1 removed (or gone), 0 busy (try again), -1 another error. */
+static int rmdir_done(void *path)
+{
+	if (rmdir(path) == 0 || errno == ENOENT)
+		return 1;
+	return errno == EBUSY ? 0 : -1;
+}
+
 /* Remove a cgroup directory and its children, deepest first.  A v1
- * directory can stay busy for a moment after its last task died. */
+ * directory can stay busy for a moment after its last task died (2 s at
+ * most). */
 void local_cg_rmdir_tree(const char *path)
 {
 	DIR *d = opendir(path);
@@ -351,12 +360,5 @@ void local_cg_rmdir_tree(const char *path)
 			local_cg_rmdir_tree(c);
 		}
 	closedir(d);
-	for (int i = 0; i < 200; i++) {
-		if (rmdir(path) == 0 || errno == ENOENT)
-			return;
-		if (errno != EBUSY)
-			return;
-		struct timespec ts = {0, 10 * 1000000};
-		nanosleep(&ts, NULL);
-	}
+	sbx_poll_until(2000, 10, rmdir_done, (void *)path);
 }

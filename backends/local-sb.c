@@ -45,26 +45,10 @@ char *local_sb_dir(struct sbx_backend *b, const char *id)
 
 int local_rec_write(const char *dir, json_object *j, struct sbx_err *err)
 {
-	char tmp[PATH_MAX], dst[PATH_MAX];
-	snprintf(tmp, sizeof(tmp), "%s/.sandbox.json.%d", dir, (int)getpid());
-	snprintf(dst, sizeof(dst), "%s/sandbox.json", dir);
-	const char *s = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN);
 	/* No fsync: the record describes processes, and a power loss kills
 	 * those anyway; rename keeps it whole against a crashed writer. */
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return sbx_fail_errno(err, SBX_INTERNAL, "state", "write %s", tmp);
-	if (sbx_write_all(fd, s, strlen(s)) < 0 || sbx_write_all(fd, "\n", 1) < 0) {
-		close(fd);
-		unlink(tmp);
-		return sbx_fail_errno(err, SBX_INTERNAL, "state", "write %s", tmp);
-	}
-	close(fd);
-	if (rename(tmp, dst) < 0) {
-		unlink(tmp);
-		return sbx_fail_errno(err, SBX_INTERNAL, "state", "rename %s", dst);
-	}
-	return 0;
+	SBX_AUTOFREE char *dst = sbx_xasprintf("%s/sandbox.json", dir);
+	return sbx_json_write_file(dst, j, 0600, SBX_WRITE_NOSYNC, err);
 }
 
 void local_rec_free(struct local_rec *r)
@@ -299,19 +283,9 @@ char *local_sb_upper(struct sbx_backend *b, const char *id)
 
 int local_policy_write(const char *dir, const struct sbx_timeout_policy *t, struct sbx_err *err)
 {
-	char buf[128], tmp[PATH_MAX], dst[PATH_MAX];
+	char buf[128];
 	int n = snprintf(buf, sizeof(buf), "%lld %d %d\n", (long long)t->seconds,
 			 t->on_timeout_pause ? 1 : 0, t->auto_resume ? 1 : 0);
-	snprintf(tmp, sizeof(tmp), "%s/.policy.%d", dir, (int)getpid());
-	snprintf(dst, sizeof(dst), "%s/policy", dir);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || sbx_write_all(fd, buf, (size_t)n) < 0) {
-		if (fd >= 0)
-			close(fd);
-		return sbx_fail_errno(err, SBX_INTERNAL, "timeout", "write %s", tmp);
-	}
-	close(fd);
-	if (rename(tmp, dst) < 0)
-		return sbx_fail_errno(err, SBX_INTERNAL, "timeout", "rename %s", dst);
-	return 0;
+	SBX_AUTOFREE char *dst = sbx_xasprintf("%s/policy", dir);
+	return sbx_write_file_atomic(dst, buf, (size_t)n, 0644, SBX_WRITE_NOSYNC, err);
 }

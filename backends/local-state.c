@@ -61,6 +61,12 @@ int local_state_error(const char *id, enum local_state st, const char *op, struc
 	}
 }
 
+/* Ready when the init is no longer stopped. */
+static int init_running(void *pid)
+{
+	return !local_pid_stopped(*(pid_t *)pid);
+}
+
 /* The state of the sandbox of `r`, after continuing its init if it was
  * stopped (SIGSTOP from the host): a stopped init runs no idle timer and
  * reaps no orphans, so every command that uses the sandbox continues it
@@ -85,11 +91,8 @@ int local_rec_state_cont(struct sbx_backend *b, const struct local_rec *r, const
 		return sbx_fail_errno(err, errno == ESRCH ? SBX_TERMINAL : SBX_INTERNAL, op,
 				      "continue the init of sandbox %s", id);
 	/* SIGCONT wakes a signal-stopped task at once; a traced one stays. */
-	for (int i = 0; i < 100 && local_pid_stopped(r->init_pid); i++) {
-		struct timespec ts = {0, 10 * 1000000};
-		nanosleep(&ts, NULL);
-	}
-	if (local_pid_stopped(r->init_pid))
+	pid_t pid = r->init_pid;
+	if (!sbx_poll_until(1000, 10, init_running, &pid))
 		return sbx_fail(err, SBX_CONFLICT, op, "the init of sandbox %s is stopped and does "
 				"not continue (held by a tracer?)", id);
 	*st = local_rec_state(r);

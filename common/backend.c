@@ -120,10 +120,15 @@ void sbx_backend_close(struct sbx_backend *b)
 	free(b);
 }
 
+unsigned sbx_backend_caps(struct sbx_backend *b)
+{
+	return b->ops->caps ? b->ops->caps(b) : 0;
+}
+
 int sbx_backend_require(struct sbx_backend *b, unsigned need, const char *op,
 			struct sbx_err *err)
 {
-	unsigned have = b->ops->caps ? b->ops->caps(b) : 0;
+	unsigned have = sbx_backend_caps(b);
 	if ((have & need) == need)
 		return 0;
 	return sbx_fail(err, SBX_UNSUPPORTED, op, "the %s backend cannot %s", b->ops->name, op);

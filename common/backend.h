@@ -351,8 +351,11 @@ struct sbx_backend_ops {
 	int (*exec)(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_exec_req *req,
 		    struct sbx_exec_result *res, struct sbx_err *err);
 
-	/* Files.  Paths are absolute inside the sandbox; the backend confines
-	 * them (no escape through "..", symlinks or races).  as_root = 0 acts
+	/* Files.  Paths are absolute inside the sandbox, and reach a backend
+	 * in the normal spelling of the one path rule (path.h: callers go
+	 * through sbx_file_*, which refuse "..", relative and over-long paths
+	 * before the backend is called); the backend confines what they
+	 * resolve to (no escape through symlinks or races).  as_root = 0 acts
 	 * with uid 1000's permissions, reads included: what the sandbox user
 	 * cannot read (directly or through a symlink it planted) is refused. */
 	int (*file_write)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
@@ -371,7 +374,9 @@ struct sbx_backend_ops {
 	int (*file_move)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *from,
 			 const char *to, int as_root, struct sbx_err *err);
 	/* Trees as tar streams (ustar/pax, see tar.h): extract `fd`'s tar
-	 * under `dir` / write `path` as a tar to `fd`. */
+	 * under `dir` / write `path` as a tar to `fd`: one top entry named by
+	 * its final component, or, when `path` ends in "/.", the folder's
+	 * contents. */
 	int (*tar_put)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *dir, int fd,
 		       int as_root, struct sbx_err *err);
 	int (*tar_get)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path, int fd,
@@ -485,6 +490,9 @@ int sbx_backend_open(struct sbx_profile *p, struct sbx_backend **out, struct sbx
 void sbx_backend_close(struct sbx_backend *b);
 /* The registry (names of compiled-in backends, NULL-terminated). */
 const char *const *sbx_backend_names(void);
+/* What the backend advertises (SBX_CAP_* bits); 0 when it has no caps
+ * operation.  The one place that reads ops->caps. */
+unsigned sbx_backend_caps(struct sbx_backend *b);
 /* Fails with `unsupported` unless every bit of `need` is advertised. */
 int sbx_backend_require(struct sbx_backend *b, unsigned need, const char *op,
 			struct sbx_err *err);

@@ -77,6 +77,11 @@ const char *sbx_json_text_problem(json_object *o);
  * empty message: the caller ends quietly.  Any other write error is internal. */
 int sbx_doc_write(FILE *out, json_object *doc, struct sbx_err *err);
 
+/* Replace the file `path` by `j` as one line of plain JSON and a newline,
+ * through sbx_write_file_atomic (mode, flags and promises are its). */
+int sbx_json_write_file(const char *path, json_object *j, unsigned mode, unsigned flags,
+			struct sbx_err *err);
+
 /* Add {"error": {kind, message, program, op, retryable, exit_status
  * [, http_status]}} to `doc` (replacing any earlier error key). */
 void sbx_doc_set_error(json_object *doc, const char *program, const struct sbx_err *err);

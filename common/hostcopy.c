@@ -21,6 +21,7 @@
 
 #include "doc.h"
 #include "fsconfine.h"
+#include "path.h"
 #include "tar.h"
 #include "util.h"
 
@@ -59,7 +60,7 @@ int sbx_hostcopy_put(struct sbx_backend *b, struct sbx_sandbox *sb, const char *
 		return -1;
 	}
 	close(p[1]);
-	int rc = sbx_call(b, tar_put, err, sb, dest, p[0], as_root);
+	int rc = sbx_file_tar_put(b, sb, dest, p[0], as_root, err);
 	close(p[0]);
 	struct sbx_err cerr = {0};
 	int crc = sbx_fsc_child_wait(&ch, &cerr);
@@ -271,7 +272,7 @@ int sbx_hostcopy_get(struct sbx_backend *b, struct sbx_sandbox *sb, const char *
 		close(p[0]);
 		p[0] = -1;
 		SBX_AUTOFREE char *contents = sbx_xasprintf("%s%s.", src, *src && src[strlen(src) - 1] == '/' ? "" : "/");
-		rc = sbx_call(b, tar_get, err, sb, contents, p[1], as_root);
+		rc = sbx_file_tar_get(b, sb, contents, p[1], as_root, err);
 		close(p[1]);
 		p[1] = -1;
 		struct sbx_err cerr = {0};

@@ -539,7 +539,7 @@ int sbx_session_resolve(struct sbx_backend *b, struct sbx_redis *r,
 		return req->tenant ? -1 : sbx_fail(err, SBX_INVALID_REQUEST, "resolve", "no tenant");
 	if (sbx_random_hex(c.run_id, 8, err) < 0)
 		return -1;
-	c.caps = b->ops->caps ? b->ops->caps(b) : 0;
+	c.caps = sbx_backend_caps(b);
 	SBX_AUTOFREE char *host = NULL;
 	if (c.caps & SBX_CAP_HOST_LOCAL) {
 		if (!(host = sbx_host_id(err)))

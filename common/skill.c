@@ -22,6 +22,7 @@
 #include "keys.h"
 #include "ledger.h"
 #include "ledger-recover.h"
+#include "path.h"
 #include "keyspace.h"
 #include "fault.h"
 #include "util.h"
@@ -329,7 +330,7 @@ static int prepare_tree(struct maker *m, struct sbx_err *err)
 	SBX_AUTOFREE char *dir = sbx_xasprintf(SBX_SKILLS_ROOT "/%s", q->skill);
 	struct sbx_dirent de = {0};
 	struct sbx_err serr = {0};
-	if (sbx_call(m->b, file_stat, &serr, m->sb, dir, 1, &de) < 0) {
+	if (sbx_file_stat(m->b, m->sb, dir, 1, &de, &serr) < 0) {
 		if (serr.kind == SBX_NOT_FOUND)
 			return 0;
 		*err = serr;

@@ -19,7 +19,7 @@ static void write_config(const char *text)
 	char path[256];
 	snprintf(path, sizeof(path), "%s/config.json", dir);
 	struct sbx_err err;
-	sbx_write_file_atomic(path, text, strlen(text), 0600, &err);
+	sbx_write_file_atomic(path, text, strlen(text), 0600, 0, &err);
 	setenv("SBX_CONFIG", path, 1);
 }
 
@@ -55,7 +55,7 @@ int main(void)
 	unsetenv("SBX_STATE_DIR");
 
 	snprintf(keyfile, sizeof(keyfile), "%s/key", dir);
-	sbx_write_file_atomic(keyfile, "  e2b_sekrit123\n", 16, 0600, &err);
+	sbx_write_file_atomic(keyfile, "  e2b_sekrit123\n", 16, 0600, 0, &err);
 
 	char text[4096];
 	snprintf(text, sizeof(text),
