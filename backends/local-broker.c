@@ -143,7 +143,7 @@ int local_broker_policy_write(const char *dir, json_object *rec, const struct sb
 	const char *txt = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN |
 							      JSON_C_TO_STRING_NOSLASHESCAPE);
 	SBX_AUTOFREE char *path = sbx_xasprintf("%s/" LOCAL_POLICY_FILE, dir);
-	int rc = sbx_write_file_atomic(path, txt, strlen(txt), 0600, err);
+	int rc = sbx_write_file_atomic(path, txt, strlen(txt), 0600, 0, err);
 	if (rc == 0 && rec)
 		json_object_object_add(sbx_json_child(rec, "network"), "policy", json_object_get(doc));
 	json_object_put(doc);
@@ -171,9 +171,9 @@ int local_broker_set_network(struct sbx_backend *b, struct sbx_sandbox *sb,
 	struct local_rec r;
 	if (local_rec_load(b, sb->id, &r, err) < 0)
 		return -1;
-	enum sbx_state st;
+	enum local_state st;
 	int rc = local_rec_state_cont(b, &r, "network", &st, err);
-	if (rc == 0 && st != SBX_STATE_RUNNING && st != SBX_STATE_PAUSED)
+	if (rc == 0 && st != LOCAL_RUNNING && st != LOCAL_PAUSED)
 		rc = local_state_error(sb->id, st, "network", err);
 	SBX_AUTOFREE char *path = sbx_xasprintf("%s/" LOCAL_POLICY_FILE, r.dir);
 	if (rc == 0 && access(path, F_OK) != 0)

@@ -1,5 +1,5 @@
 /* local-broker.h - the egress broker of a local sandbox with a network
- * policy (issue 28; docs/egress-notes.md, "Egress by name").
+ * policy (issue 28; docs/security.md, "Egress by name").
  *
  * For a sandbox with a policy the broker replaces slirp4netns: the
  * sandbox's network namespace has lo only, with 10.0.2.3/32 on it and a

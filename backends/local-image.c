@@ -279,8 +279,7 @@ static int rec_save(struct sbx_backend *b, const struct rec *r, struct sbx_err *
 {
 	SBX_AUTOFREE char *p = img_path(b, "templates/%s.json", r->id);
 	json_object *o = rec_to_json(r);
-	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-	int rc = sbx_write_file_atomic(p, s, strlen(s), 0600, err);
+	int rc = sbx_json_write_file(p, o, 0600, 0, err);
 	json_object_put(o);
 	return rc;
 }
@@ -941,7 +940,7 @@ static int precopy(const char *upper, const char *tmp, struct timespec *since)
  * pre-copy began, thaw - always, also when the copy failed - then sync and
  * commit the record {parent's layers + the new one}.  The sandbox keeps
  * running; it stops only for the second pass (issue 20:
- * docs/benchmarks-scale.md measures the window).  A crash while frozen
+ * docs/bench/scale.md measures the window).  A crash while frozen
  * leaves the sandbox frozen: it reads as paused and the next command that
  * touches it resumes it. */
 int local_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const char *name,

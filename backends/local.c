@@ -2,7 +2,7 @@
  * on this machine, no daemon.  This file holds the vtable and the
  * lifecycle: create (step by step), remove, connect, pause, timeouts.  The
  * rest of the backend, one concept a file (the map is in
- * docs/proc-notes.md):
+ * docs/design.md):
  *
  *   local-sb.c      the sandbox store: records, states, get, list
  *   local-state.c   bring a sandbox to the state a command needs
@@ -29,6 +29,7 @@
  *    the sandbox's mount namespace, which dies with its last process. */
 #include "local-sb.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -169,7 +170,8 @@ static int create_record(struct sbx_backend *b, const struct sbx_create_req *req
 			  req->net.allow_internet || req->net.policy);
 	if (req->net.policy && local_broker_policy_write(r->dir, NULL, req->net.policy, err) < 0)
 		return -1;
-	sbx_json_set_bool(sbx_json_child(j, "security"), "allow_userns", req->allow_userns);
+	sbx_json_set_bool(sbx_json_child(j, "security"), "allow_userns",
+			  local_conf_of(b)->allow_userns);
 	json_object *cg = sbx_json_child(j, "cgroups");
 	for (int i = 0; i < LOCAL_NCG; i++)
 		if (r->cg[i])
@@ -184,11 +186,11 @@ static int create_cgroups(struct sbx_backend *b, const struct sbx_create_req *re
 {
 	SBX_AUTOFREE char *filter = sbx_xasprintf("%s/seccomp.bpf", r->dir);
 	SBX_AUTOFREE char *filters = sbx_xasprintf("%s/seccomp", local_of(b)->dir);
-	if (local_seccomp_write(filter, filters, req->allow_userns, err) < 0 ||
+	if (local_seccomp_write(filter, filters, local_conf_of(b)->allow_userns, err) < 0 ||
 	    local_policy_write(r->dir, &req->timeout, err) < 0 ||
 	    touch_file(r->dir, "activity") < 0 || touch_file(r->dir, "busy") < 0 ||
 	    make_cgroups(b, r, &req->limits, err) < 0) {
-		if (!err->msg[0])
+		if (err->kind == SBX_OK)        /* touch_file sets only errno */
 			sbx_fail_errno(err, SBX_INTERNAL, "create", "state files");
 		return -1;
 	}
@@ -215,18 +217,18 @@ static int create_init(struct sbx_backend *b, const struct sbx_create_req *req, 
 	unsigned long long start = local_pid_start(pid);
 	sbx_json_set_int(r->j, "init_start", (int64_t)start);
 	sbx_fault("local:after-init");
-	if (slirp && (local_egress_install(pid, start, b->profile->egress_allow, id, err) < 0 ||
+	if (slirp && (local_egress_install(pid, start, local_conf_of(b)->egress_allow, id, err) < 0 ||
 		      local_slirp_start(slirp, r, pid, err) < 0))
 		return -1;
 	if (req->net.policy) {
-		const char *res = sbx_json_str(b->profile->raw, "egress_resolver");
+		const char *res = local_conf_of(b)->egress_resolver;
 		SBX_AUTOFREE char *host_res = res ? NULL : local_broker_host_resolver();
 		if (!res && !(res = host_res))
 			return sbx_fail(err, SBX_UNSUPPORTED, "create",
 					"a network policy needs a resolver: the host has no IPv4 nameserver "
 					"and the profile no egress_resolver");
 		if (local_egress_install_broker(pid, start, id, err) < 0 ||
-		    local_broker_start(r, pid, start, res, b->profile->egress_allow, err) < 0)
+		    local_broker_start(r, pid, start, res, local_conf_of(b)->egress_allow, err) < 0)
 			return -1;
 	}
 	return 0;
@@ -446,14 +448,14 @@ static int local_pause(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx
 	struct local_rec r;
 	if (local_rec_load(b, sb->id, &r, err) < 0)
 		return -1;
-	enum sbx_state st;
+	enum local_state st;
 	int rc = local_rec_state_cont(b, &r, "pause", &st, err);
 	local_rec_free(&r);
 	if (rc < 0)
 		return -1;
-	if (st != SBX_STATE_RUNNING && st != SBX_STATE_PAUSED)
+	if (st != LOCAL_RUNNING && st != LOCAL_PAUSED)
 		return local_state_error(sb->id, st, "pause", err);
-	if (st == SBX_STATE_RUNNING && local_sb_freeze(b, sb->id, 1, err) < 0)
+	if (st == LOCAL_RUNNING && local_sb_freeze(b, sb->id, 1, err) < 0)
 		return -1;
 	return refresh(b, sb, err);
 }
@@ -464,12 +466,12 @@ static int local_set_timeout(struct sbx_backend *b, struct sbx_sandbox *sb,
 	struct local_rec r;
 	if (local_rec_load(b, sb->id, &r, err) < 0)
 		return -1;
-	enum sbx_state st;
+	enum local_state st;
 	if (local_rec_state_cont(b, &r, "timeout", &st, err) < 0) {
 		local_rec_free(&r);
 		return -1;
 	}
-	if (st != SBX_STATE_RUNNING && st != SBX_STATE_PAUSED) {
+	if (st != LOCAL_RUNNING && st != LOCAL_PAUSED) {
 		local_rec_free(&r);
 		return local_state_error(sb->id, st, "timeout", err);
 	}
@@ -493,6 +495,44 @@ static int local_set_timeout(struct sbx_backend *b, struct sbx_sandbox *sb,
 	}
 	local_rec_free(&r);
 	return rc < 0 ? -1 : refresh(b, sb, err);
+}
+
+/* ---- configuration: the profile keys the local backend owns ---- */
+
+static const char *const local_config_keys[] = {
+	"allow_userns", "cgroup_parent", "egress_allow", "egress_resolver", NULL,
+};
+
+static void local_config_free(void *conf)
+{
+	struct local_conf *c = conf;
+	if (!c)
+		return;
+	free(c->cgroup_parent);
+	sbx_strv_free(c->egress_allow);
+	free(c->egress_resolver);
+	free(c);
+}
+
+static int local_config_load(const struct sbx_profile *p, json_object *o, void **conf,
+			     struct sbx_err *err)
+{
+	struct local_conf *c = sbx_xcalloc(1, sizeof(*c));
+	*conf = c;
+	c->allow_userns = sbx_json_bool(o, "allow_userns", 0);
+	const char *cg = sbx_json_str(o, "cgroup_parent");
+	if (cg && (strstr(cg, "..") || !cg[0]))
+		return sbx_fail_config(err, "config", "profile '%s': cgroup_parent must be a path "
+				       "below the cgroup2 mount, without '..'", p->name);
+	c->cgroup_parent = cg ? sbx_xstrdup(cg) : NULL;
+	json_object *v;
+	const char *res = sbx_json_str(o, "egress_resolver");
+	struct in_addr ra;
+	if (json_object_object_get_ex(o, "egress_resolver", &v) && (!res || inet_pton(AF_INET, res, &ra) != 1))
+		return sbx_fail_config(err, "config", "profile '%s': egress_resolver must be an IPv4 address",
+				       p->name);
+	c->egress_resolver = res ? sbx_xstrdup(res) : NULL;
+	return sbx_config_cidrs(p->name, o, "egress_allow", &c->egress_allow, err);
 }
 
 static int local_open(struct sbx_backend *b, struct sbx_err *err)
@@ -556,6 +596,10 @@ static int local_fingerprint(struct sbx_backend *b, char out[65], struct sbx_err
 
 const struct sbx_backend_ops sbx_backend_local = {
 	.name = "local",
+	.config_keys = local_config_keys,
+	.config_load = local_config_load,
+	.config_free = local_config_free,
+	.state_words = local_state_words,
 	.open = local_open,
 	.close = local_close,
 	.caps = local_caps,

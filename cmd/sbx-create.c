@@ -202,7 +202,6 @@ static void build_request(struct create_opts *o, const struct sbx_profile *p,
 		req->net.allow_internet = 1;
 	}
 	req->net.allow_public = p->allow_public;
-	req->allow_userns = p->allow_userns;
 	req->limits = p->limits;
 	if (o->limits.memory_bytes)
 		req->limits.memory_bytes = o->limits.memory_bytes;

@@ -18,7 +18,7 @@
  * allow rule, else allow ("any allow rule makes the default deny").  What
  * a backend always refuses (metadata, link-local, loopback, private, the
  * host's own addresses) is not part of the policy: no rule opens it; only
- * a profile's egress_allow does (see docs/egress-notes.md).
+ * a profile's egress_allow does (see docs/security.md, "Egress").
  *
  * Text forms (sbx-create --allow-out/--deny-out, sbx-ctl network):
  *   DEST            every port        10.1.0.0/16  api.example.com  *.pypi.example
