@@ -382,6 +382,37 @@ int sbx_np_from_e2b(json_object *allow_out, json_object *deny_out, int allow_int
 	return 0;
 }
 
+int sbx_np_to_e2b(const struct sbx_netpolicy *p, json_object **allow_out, json_object **deny_out,
+		  struct sbx_err *err)
+{
+	*allow_out = *deny_out = NULL;
+	int seen_deny = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		const struct sbx_np_rule *r = &p->rules[i];
+		SBX_AUTOFREE char *t = sbx_np_rule_text(r);
+		if (r->nports)
+			return sbx_fail(err, SBX_UNSUPPORTED, "policy",
+					"rule %zu (%s): E2B's lists have no ports", i + 1, t);
+		if (r->action == SBX_NP_DENY && r->kind != SBX_NP_CIDR)
+			return sbx_fail(err, SBX_UNSUPPORTED, "policy",
+					"rule %zu (%s): E2B's denyOut takes IPs and CIDRs only", i + 1, t);
+		if (r->action == SBX_NP_ALLOW && seen_deny)
+			return sbx_fail(err, SBX_UNSUPPORTED, "policy",
+					"rule %zu (%s): an allow after a deny (on E2B allow always wins)", i + 1, t);
+		seen_deny |= r->action == SBX_NP_DENY;
+	}
+	*allow_out = json_object_new_array();
+	*deny_out = json_object_new_array();
+	for (size_t i = 0; i < p->n; i++)
+		json_object_array_add(p->rules[i].action == SBX_NP_ALLOW ? *allow_out : *deny_out,
+				      json_object_new_string(p->rules[i].dest));
+	if (p->dflt == SBX_NP_DENY) {
+		json_object_array_add(*deny_out, json_object_new_string("0.0.0.0/0"));
+		json_object_array_add(*deny_out, json_object_new_string("::/0"));
+	}
+	return 0;
+}
+
 static int port_in(const struct sbx_np_rule *r, unsigned port)
 {
 	if (!r->nports)

@@ -93,6 +93,15 @@ json_object *sbx_np_to_json(const struct sbx_netpolicy *p);
 int sbx_np_from_e2b(json_object *allow_out, json_object *deny_out, int allow_internet,
 		    struct sbx_netpolicy *p, struct sbx_err *err);
 
+/* The other way, for a service that takes E2B's lists (e2b, cube): 0 with
+ * *allow_out and *deny_out new arrays when `p` means the same under
+ * E2B's rules (no ports; deny rules on CIDRs only; every allow rule
+ * before every deny rule, so that "allow wins" is "first match wins"; a
+ * default deny becomes denyOut "0.0.0.0/0" and "::/0"); -1 unsupported
+ * naming what cannot be expressed. */
+int sbx_np_to_e2b(const struct sbx_netpolicy *p, json_object **allow_out, json_object **deny_out,
+		  struct sbx_err *err);
+
 /* The rule's text form, "allow *.example.com:443"; malloc'd. */
 char *sbx_np_rule_text(const struct sbx_np_rule *r);
 

@@ -198,6 +198,38 @@ int main(void)
 	json_object_put(ao);
 	json_object_put(dn);
 	json_object_put(dd);
+	/* And back to E2B's lists, where they can say it. */
+	struct sbx_netpolicy t = {0};
+	json_object *a = NULL, *d = NULL;
+	ok(sbx_np_add(&t, SBX_NP_ALLOW, "api.example.com", &err) == 0 &&
+		   sbx_np_add(&t, SBX_NP_ALLOW, "10.1.0.0/16", &err) == 0 &&
+		   sbx_np_add(&t, SBX_NP_DENY, "10.9.0.0/16", &err) == 0, "an E2B-shaped policy");
+	sbx_np_finish(&t);
+	ok(sbx_np_to_e2b(&t, &a, &d, &err) == 0, "maps to E2B");
+	is_str(json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+	       "[\"api.example.com\",\"10.1.0.0/16\"]", "allowOut");
+	is_str(json_object_to_json_string_ext(d, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+	       "[\"10.9.0.0/16\",\"0.0.0.0/0\",\"::/0\"]", "denyOut ends with the default deny");
+	json_object_put(a);
+	json_object_put(d);
+	static const char *const inexpressible[][3] = {
+		{"allow", "api.example.com:443", "no ports"},
+		{"deny", "evil.example.com", "IPs and CIDRs only"},
+	};
+	for (size_t i = 0; i < 2; i++) {
+		struct sbx_netpolicy u = {0};
+		sbx_np_add(&u, strcmp(inexpressible[i][0], "allow") ? SBX_NP_DENY : SBX_NP_ALLOW,
+			   inexpressible[i][1], &err);
+		sbx_np_finish(&u);
+		ok(sbx_np_to_e2b(&u, &a, &d, &err) < 0 && err.kind == SBX_UNSUPPORTED &&
+			   strstr(err.msg, inexpressible[i][2]) && !a && !d,
+		   "%s %s is unsupported on E2B: %s", inexpressible[i][0], inexpressible[i][1], err.msg);
+		sbx_np_clear(&u);
+	}
+	ok(sbx_np_add(&t, SBX_NP_ALLOW, "late.example.com", &err) == 0 &&
+		   sbx_np_to_e2b(&t, &a, &d, &err) < 0 && strstr(err.msg, "an allow after a deny"),
+	   "an allow after a deny is unsupported: %s", err.msg);
+	sbx_np_clear(&t);
 	sbx_np_clear(&p);
 	return tap_done();
 }
