@@ -268,6 +268,7 @@ int main(int argc, char **argv)
 	if (i < 0) {
 		json_object_put(o.labels);
 		json_object_put(o.env);
+		sbx_np_clear(&o.policy);
 		return sbx_cli_report(cmd.name, &err);
 	}
 	json_object *seed = o.read_input ? NULL : json_object_new_object();

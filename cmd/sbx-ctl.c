@@ -211,8 +211,10 @@ int main(int argc, char **argv)
 	int rc = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &a, &err);
 	if (rc == 0 && o.auto_resume == 1 && !o.pause)
 		rc = sbx_usage_err(&err, "--auto-resume needs --on-timeout pause");
-	if (rc < 0)
+	if (rc < 0) {
+		sbx_np_clear(&o.policy);
 		return sbx_cli_report(cmd.name, &err);
+	}
 	o.op = subs[a.sub].name;
 	int st;
 	if (a.sub == S_CAPS) {
