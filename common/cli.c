@@ -9,10 +9,30 @@
 
 #include "cliopt.h"
 #include "doc.h"
+#include "events.h"
 #include "util.h"
+
+void sbx_cli_warn(const char *program, const struct sbx_err *err)
+{
+	fprintf(stderr, "%s: warning: %s: %s\n", program, sbx_kind_name(err->kind), err->msg);
+}
+
+void sbx_cli_warn_events(const char *program)
+{
+	static unsigned long said;
+	unsigned long n = sbx_events_failed();
+	if (n <= said)
+		return;
+	struct sbx_err w = *sbx_events_last_error();
+	if (n - said > 1)
+		sbx_err_prefix(&w, "%lu event writes failed, the last", n - said);
+	said = n;
+	sbx_cli_warn(program, &w);
+}
 
 int sbx_cli_report(const char *program, const struct sbx_err *err)
 {
+	sbx_cli_warn_events(program);
 	int st = sbx_err_exit_status(err);
 	if (st == SBX_EXIT_IOERR && !err->msg[0])
 		return st;
@@ -38,6 +58,7 @@ int sbx_cli_fail(const char *program, json_object *input, const struct sbx_err *
 
 int sbx_cli_finish(const char *program, int rc, const struct sbx_err *err)
 {
+	sbx_cli_warn_events(program);
 	if (rc >= 0)
 		return 0;
 	if (sbx_err_exit_status(err) == SBX_EXIT_IOERR && !err->msg[0])
@@ -68,6 +89,7 @@ static int one_doc(const char *program, json_object *doc, sbx_doc_fn fn, void *c
 	if (json_object_deep_copy(doc, &orig, NULL) < 0)
 		orig = NULL;
 	int rc = fn(doc, ctx, &err);
+	sbx_cli_warn_events(program);
 	int status = 0;
 	json_object *out = doc;
 	if (rc < 0) {

@@ -15,6 +15,13 @@
 /* Print `PROGRAM: error: KIND: MESSAGE` (nothing for a quiet EPIPE) and
  * return the exit status for err. */
 int sbx_cli_report(const char *program, const struct sbx_err *err);
+/* Print `PROGRAM: warning: KIND: MESSAGE`: something went wrong that does
+ * not fail the run (its exit status stays what it was). */
+void sbx_cli_warn(const char *program, const struct sbx_err *err);
+/* Say, as one warning, the event writes (events.h) that failed since the
+ * last call; nothing when none did.  The document loop calls it after each
+ * document, sbx_cli_report and sbx_cli_finish on the way out. */
+void sbx_cli_warn_events(const char *program);
 /* Report and also write an error document to stdout (for errors outside
  * the document loop, e.g. a bad flag value seen after parsing). */
 int sbx_cli_fail(const char *program, json_object *input, const struct sbx_err *err);

@@ -76,7 +76,7 @@ static const char *const profile_keys[] = {
 	"allow_internet", "allow_public", "allow_userns", "memory", "pids", "cpus",
 	"disk", "shm", "cgroup_parent",
 	"idle_timeout", "on_timeout", "auto_resume", "description", "options", "env",
-	"egress_allow", "redis_nodes", "domain", "proxy", "data_plane",
+	"egress_allow", "redis_nodes", "domain", "proxy", "data_plane", "events_maxlen",
 };
 
 /* "env": {"NAME": "value", ...}: names as a shell takes them, string
@@ -187,6 +187,9 @@ static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *
 	if ((s = sbx_json_str(o, "shm")) && sbx_parse_size(s, &p->limits.shm_bytes, err) < 0)
 		return sbx_err_prefix(err, "profile '%s': shm", p->name), err->exit_status = SBX_EXIT_CONFIG, -1;
 	p->limits.pids = sbx_json_int(o, "pids", p->limits.pids);
+	p->events_maxlen = sbx_json_int(o, "events_maxlen", p->events_maxlen);
+	if (p->events_maxlen < 0)
+		return sbx_fail_config(err, "config", "profile '%s': events_maxlen must be >= 0", p->name);
 	json_object *cpus;
 	if (json_object_object_get_ex(o, "cpus", &cpus))
 		p->limits.cpus = json_object_get_double(cpus);
@@ -240,6 +243,7 @@ int sbx_config_load(const char *name, struct sbx_profile **out, struct sbx_err *
 	p->backend = sbx_xstrdup("local");
 	p->prefix = sbx_xstrdup("sbx");
 	p->on_timeout_pause = 1;
+	p->events_maxlen = SBX_EVENTS_MAXLEN_DEFAULT;
 	p->limits = (struct sbx_limits){.memory_bytes = SBX_DEFAULT_MEMORY, .pids = SBX_DEFAULT_PIDS,
 					.cpus = SBX_DEFAULT_CPUS, .disk_bytes = SBX_DEFAULT_DISK,
 					.shm_bytes = SBX_DEFAULT_SHM};

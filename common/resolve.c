@@ -17,6 +17,7 @@
 
 #include "binding.h"
 #include "doc.h"
+#include "events.h"
 #include "image.h"
 #include "keys.h"
 #include "host.h"
@@ -59,6 +60,15 @@ static void fill_owner(struct rs *c, struct sbx_sandbox *sb)
 		sb->session = sbx_xstrdup(c->session);
 }
 
+/* The session's event (events.h): written, or counted as not written. */
+static void event(struct rs *c, const char *type, const char *sandbox, const char *how,
+		  const char *why)
+{
+	struct sbx_event ev = {.type = type, .tenant = c->tenant, .session = c->session,
+			       .sandbox = sandbox, .how = how, .why = why};
+	sbx_event_emit(c->r, &ev);
+}
+
 /* Remove a sandbox under lock `l` (sbx_session_remove: `where` is the test
  * point, the lock's token and fence are verified right before the delete),
  * treating "already gone" as done.  -1 when the lock was lost (conflict,
@@ -69,6 +79,9 @@ static int remove_sandbox(struct rs *c, struct sbx_lock *l, const char *id, cons
 	int gone = 0;
 	if (sbx_session_remove(c->b, l, id, where, &gone, err) < 0)
 		return sbx_err_may_replace_binding(err) ? 0 : -1;
+	if (!gone)
+		event(c, "killed", id, NULL, strstr(where, "rebuild") ? "rebuild"
+					   : strstr(where, "duplicate") ? "duplicate" : "cleanup");
 	return 0;
 }
 
@@ -438,6 +451,7 @@ static int create_and_bind(struct rs *c, struct sbx_sandbox *out, struct sbx_err
 	json_object_put(cr.metadata);
 	if (rc < 0)
 		return -1;
+	event(c, "created", sb.id, NULL, NULL);
 	point("resolve:after-backend-create");
 	if (bind_session(c, &sb, cr.template_id, err) < 0) {
 		cleanup_ours(c, sb.id);
@@ -473,6 +487,7 @@ static int installer(struct rs *c, struct sbx_sandbox *out, const char **how,
 	json_object_put(cr.metadata);
 	if (rc < 0)
 		return -1;
+	event(c, "created", out->id, NULL, SBX_PURPOSE_SKILL_INSTALL);
 	fill_owner(c, out);
 	*how = "created";
 	return 0;
@@ -560,6 +575,8 @@ int sbx_session_resolve(struct sbx_backend *b, struct sbx_redis *r,
 			     &c.lock, err) < 0)
 		return -1;
 	int rc = resolve_locked(&c, out, how, err);
+	if (rc == 0)
+		event(&c, "resolved", out->id, *how, NULL);
 	struct sbx_err rel = {0};
 	if (sbx_lock_release(c.lock, &rel) < 0 && rc == 0 && rel.kind == SBX_CONFLICT) {
 		/* Our writes were fenced, so what we bound is consistent; but we

@@ -1,0 +1,175 @@
+#!/usr/bin/env bats
+# suite: conformance
+# The tenant's event stream (common/events.c, sbx-events(1)) against a real
+# redis-server and the real backend: a session's whole life gives exactly
+# its events in order; a consumer group reader killed with -9 gets again
+# what it had not acknowledged and nothing it had; a failing --exec leaves
+# its event pending.
+
+load lib/helpers
+load lib/session
+bats_require_minimum_version 1.5.0
+
+setup_file() { sbx_setup_file; }
+teardown_file() { sbx_teardown_file; }
+
+ekey() { printf 'sbx:{%s}:events' "$1"; }
+
+# The events of tenant $1 as "type how why" lines (absent fields: -).
+life() { sbx-events --tenant "$1" "${@:2}" | jq -r '"\(.type) \(.how // "-") \(.why // "-")"'; }
+
+unbind() {
+	local id
+	id=$(rcli GET "sbx:{$1}:sess:$2:binding" | jq -er .sandbox_id)
+	rcli DEL "sbx:{$1}:sess:$2:binding" >/dev/null
+	rcli SREM "sbx:{$1}:bound" "$id" >/dev/null
+}
+
+@test "a session's whole life produces exactly its events, in order" {
+	run sbx-create --tenant life --session s1
+	assert_success
+	first=$(jqo .sandbox.id)
+	sbx-lease begin --tenant life --session s1 >/dev/null
+	sbx-exec --id "$first" -- true >/dev/null
+	sbx-lease end --tenant life --session s1 >/dev/null
+	sbx-ctl pause --id "$first" >/dev/null
+	sbx-ctl resume --id "$first" >/dev/null
+	sbx-ctl timeout --id "$first" --seconds 600 >/dev/null
+	sbx-lease stale --tenant life >/dev/null
+	run sbx-create --tenant life --session s1
+	assert_success
+	[ "$(jqo .resolved)" = rebuilt ]
+	second=$(jqo .sandbox.id)
+	sbx-ctl kill --id "$second" >/dev/null
+	orphan=$(sbx-create --tenant life --session s2 | jq -er .sandbox.id)
+	unbind life s2
+	sbx-reap --tenant life --grace 0 >/dev/null
+
+	run life life
+	assert_success
+	assert_output "created - -
+resolved created -
+lease begin -
+lease end -
+paused - command
+resumed - command
+timeout - command
+stale - -
+killed - rebuild
+created - -
+resolved rebuilt -
+killed - command
+created - -
+resolved created -
+killed - orphan"
+	# Who and what: each names its tenant and program; the sandboxes.
+	run sbx-events --tenant life --session s1
+	[ "$(jqo -s '[.[] | .sandbox // empty] | unique | length')" = 2 ]
+	[ "$(jqo -s '[.[] | select(.type == "killed" and .why == "command")][0].by')" = sbx-ctl ]
+	[ "$(jqo -s '[.[] | select(.why == "orphan")] | length')" = 0 ]
+	[ "$(jqo -s '[.[] | select(.type == "timeout")][0].detail.seconds')" = 600 ]
+	[ "$(jqo -s '[.[] | select(.tenant != "life")] | length')" = 0 ]
+	run sbx-events --tenant life --session s2
+	[ "$(jqo -s '[.[] | select(.type == "killed")][0].sandbox')" = "$orphan" ]
+	[ "$(jqo -s '[.[] | select(.type == "killed")][0].by')" = sbx-reap ]
+	[ "$(rcli type "$(ekey life)")" = stream ]
+}
+
+@test "--since prints only what came after the id" {
+	sbx-create --tenant since --session s1 >/dev/null
+	mid=$(sbx-events --tenant since | jq -r .id | head -1)
+	run life since --since "$mid"
+	assert_output "resolved created -"
+	run -64 sbx-events --tenant since --since yesterday
+	assert_output --partial "--since wants a stream entry id"
+}
+
+@test "a group reader killed with -9 gets every unacknowledged event again, none twice after" {
+	local d=$BATS_TEST_TMPDIR
+	for i in 1 2 3 4 5; do
+		rcli XADD "$(ekey grp)" '*' v 1 type created tenant grp session "s$i" >/dev/null
+	done
+	# The command takes its event and then waits for a file before it
+	# exits 0: the reader is killed while event 3 is in hand.
+	cat >"$d/take" <<-SH
+	#!/bin/sh
+	ev=\$(cat)
+	s=\$(printf '%s' "\$ev" | jq -r .session)
+	echo "\$s" >>"$d/seen"
+	[ "\$s" = s3 ] && [ ! -e "$d/go" ] && { echo \$\$ >"$d/held"; while [ ! -e "$d/go" ]; do sleep 0.05; done; }
+	exit 0
+	SH
+	chmod +x "$d/take"
+	sbx-events --tenant grp --group g --consumer c1 --exec "$d/take" &
+	reader=$!
+	for i in $(seq 1 400); do [ -s "$d/held" ] && break; sleep 0.05; done
+	[ -s "$d/held" ]
+	kill -9 "$reader"
+	wait "$reader" || true
+	kill "$(cat "$d/held")" 2>/dev/null || true
+	[ "$(tr '\n' ' ' <"$d/seen")" = "s1 s2 s3 " ]
+	# One batch was read: s1 and s2 were acknowledged, s3..s5 are pending.
+	[ "$(rcli XPENDING "$(ekey grp)" g | head -1)" = 3 ]
+	touch "$d/go"
+	: >"$d/seen"
+	run sbx-events --tenant grp --group g --consumer c1 --exec "$d/take"
+	assert_success
+	[ "$(tr '\n' ' ' <"$d/seen")" = "s3 s4 s5 " ]
+	[ "$(rcli XPENDING "$(ekey grp)" g | head -1)" = 0 ]
+	: >"$d/seen"
+	run sbx-events --tenant grp --group g --consumer c1 --exec "$d/take"
+	assert_success
+	[ ! -s "$d/seen" ]
+	# Without --exec the event is acknowledged once it is on stdout.
+	rcli XADD "$(ekey grp)" '*' v 1 type created tenant grp session s6 >/dev/null
+	run sbx-events --tenant grp --group g --consumer c1
+	[ "$(jqo .session)" = s6 ]
+	run sbx-events --tenant grp --group g --consumer c1
+	assert_output ""
+}
+
+@test "a failing --exec leaves its event pending; another consumer claims it" {
+	rcli XADD "$(ekey fail)" '*' v 1 type paused tenant fail why command >/dev/null
+	run sbx-events --tenant fail --group g --consumer c1 --exec 'cat >/dev/null; exit 3'
+	assert_success
+	assert_output --partial "sbx-events: warning: failed: event "
+	assert_output --partial "left pending: --exec exited 3"
+	[ "$(rcli XPENDING "$(ekey fail)" g | head -1)" = 1 ]
+	# c1 again: its own pending event comes back.
+	run sbx-events --tenant fail --group g --consumer c1 --exec 'cat >/dev/null; exit 3'
+	assert_output --partial "left pending"
+	# Another consumer takes it over once it was pending long enough.
+	run sbx-events --tenant fail --group g --consumer c2 --claim-idle 1ms
+	[ "$(jqo .type)" = paused ]
+	[ "$(rcli XPENDING "$(ekey fail)" g | head -1)" = 0 ]
+}
+
+@test "an event that cannot be written fails nothing: a warning on stderr" {
+	sbx-create --tenant warn --session s1 >/dev/null
+	# A key of another type where the stream goes: XADD is refused.
+	rcli DEL "$(ekey warn)" >/dev/null
+	rcli SET "$(ekey warn)" x >/dev/null
+	run --separate-stderr sbx-ctl pause --id "$(sbx-create --tenant warn --session s1 2>/dev/null | jq -r .sandbox.id)"
+	assert_success
+	[ "$(jqo .ctl.op)" = pause ]
+	[[ $stderr == *"sbx-ctl: warning: internal: event 'paused' of tenant warn not written"* ]]
+}
+
+@test "usage errors exit 64" {
+	run -64 sbx-events
+	assert_output --partial "--tenant is required"
+	run -64 sbx-events --tenant t --session s --group g
+	run -64 sbx-events --tenant t --exec true
+}
+
+@test "a profile's events_maxlen 0 turns events off; a negative one is a configuration error" {
+	local f="$SBX_TEST_DIR/off.json"
+	jq '.profiles.off = ((.profiles.default // {}) + {"events_maxlen": 0})' "$SBX_CONFIG" >"$f"
+	SBX_CONFIG=$f sbx-lease begin --profile off --tenant off --session s1 >/dev/null
+	[ "$(rcli exists "$(ekey off)")" = 0 ]
+	sbx-lease begin --tenant off --session s1 >/dev/null
+	[ "$(rcli xlen "$(ekey off)")" = 1 ]
+	jq '.profiles.neg = {"events_maxlen": -1}' "$SBX_CONFIG" >"$f"
+	run -78 env SBX_CONFIG="$f" sbx-events --profile neg --tenant off
+	assert_output --partial "events_maxlen must be >= 0"
+}
