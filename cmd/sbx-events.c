@@ -8,6 +8,7 @@
  * event, the event on its stdin) exited 0: a command that fails leaves its
  * event pending, so the next run of this consumer gets it again.  Reads
  * no documents. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,8 +70,11 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	case O_CONSUMER: o->q.consumer = arg; return 0;
 	case O_EXEC: o->exec = arg; return 0;
 	case O_CLAIM:
-		if (sbx_parse_duration_ms(arg, &o->q.claim_idle_ms, err) < 0)
-			return sbx_usage_err(err, "--claim-idle: %s", err->msg);
+		if (sbx_parse_duration_ms(arg, &o->q.claim_idle_ms, err) < 0) {
+			char why[sizeof(err->msg)];
+			snprintf(why, sizeof(why), "%s", err->msg);
+			return sbx_usage_err(err, "--claim-idle: %s", why);
+		}
 		return 0;
 	}
 	return 0;

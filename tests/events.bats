@@ -173,3 +173,8 @@ killed - orphan"
 	run -78 env SBX_CONFIG="$f" sbx-events --profile neg --tenant off
 	assert_output --partial "events_maxlen must be >= 0"
 }
+
+@test "--claim-idle wants a duration" {
+	run -64 sbx-events --tenant t --group g --claim-idle soon
+	assert_output --partial "--claim-idle:"
+}
