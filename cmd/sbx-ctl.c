@@ -90,18 +90,6 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	return 0;
 }
 
-/* Kill the sandbox of `sb`; a session sandbox's binding goes with it
- * (session.h, sbx_session_end: Redis is opened only for a session's). */
-static int ctl_kill(struct sbx_app *app, struct sbx_backend *b, struct sbx_sandbox *sb,
-		    int *gone, struct sbx_err *err)
-{
-	const char *tenant, *session, *why;
-	struct sbx_redis *r = NULL;
-	if (sbx_session_of(b, sb, &tenant, &session) && sbx_app_redis(app, &r, err) < 0)
-		return -1;
-	return sbx_session_end(b, r, sb, SBX_END_KILL, gone, &why, err) < 0 ? -1 : 0;
-}
-
 /* The Redis of a sandbox that has a tenant, for its events (events.h);
  * NULL for another's, or when it cannot be opened (the event is counted
  * as lost, the operation goes on). */
@@ -117,6 +105,22 @@ static struct sbx_redis *ctl_redis(struct sbx_app *app, struct sbx_backend *b,
 	if (sbx_app_redis(app, &r, &e) < 0)
 		sbx_events_lost(&e);
 	return r;
+}
+
+/* Kill the sandbox of `sb`; a session sandbox's binding goes with it
+ * (session.h, sbx_session_end: Redis is opened only for a session's). */
+static int ctl_kill(struct sbx_app *app, struct sbx_backend *b, struct sbx_sandbox *sb,
+		    int *gone, struct sbx_err *err)
+{
+	const char *tenant, *session, *why;
+	struct sbx_redis *r = NULL;
+	if (sbx_session_of(b, sb, &tenant, &session)) {
+		if (sbx_app_redis(app, &r, err) < 0)
+			return -1;
+	} else {
+		r = ctl_redis(app, b, sb);    /* an installer's: for its event only */
+	}
+	return sbx_session_end(b, r, sb, SBX_END_KILL, gone, &why, err) < 0 ? -1 : 0;
 }
 
 static int ctl_one(json_object *doc, void *ctx, struct sbx_err *err)
