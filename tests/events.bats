@@ -12,6 +12,11 @@ bats_require_minimum_version 1.5.0
 
 setup_file() { sbx_setup_file; }
 teardown_file() { sbx_teardown_file; }
+# The AOF test's own Redis goes even when the test failed half-way.
+teardown() {
+	local p=$BATS_TEST_TMPDIR/aof/r.pid
+	[ -f "$p" ] && kill -9 "$(cat "$p")" 2>/dev/null || true
+}
 
 ekey() { printf 'sbx:{%s}:events' "$1"; }
 
@@ -177,4 +182,70 @@ killed - orphan"
 @test "--claim-idle wants a duration" {
 	run -64 sbx-events --tenant t --group g --claim-idle soon
 	assert_output --partial "--claim-idle:"
+}
+
+# Wait until file $1 has at least $2 lines (a reader's output).
+wait_lines() {
+	local i
+	for i in $(seq 1 400); do
+		[ -f "$1" ] && [ "$(wc -l <"$1")" -ge "$2" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+@test "--follow prints what is kept, then each new event as it is appended" {
+	local d=$BATS_TEST_TMPDIR
+	sbx-lease begin --tenant fol --session s1 >/dev/null
+	sbx-events --tenant fol --follow >"$d/plain" &
+	plain=$!
+	sbx-events --tenant fol --group watch --consumer w1 --follow >"$d/group" &
+	group=$!
+	wait_lines "$d/plain" 1
+	wait_lines "$d/group" 1
+	sbx-lease end --tenant fol --session s1 >/dev/null
+	wait_lines "$d/plain" 2
+	wait_lines "$d/group" 2
+	kill "$plain" "$group"
+	wait "$plain" "$group" || true
+	[ "$(jq -r .how "$d/plain" | tr '\n' ' ')" = "begin end " ]
+	[ "$(jq -r .how "$d/group" | tr '\n' ' ')" = "begin end " ]
+	[ "$(rcli XPENDING "$(ekey fol)" watch | head -1)" = 0 ]
+}
+
+# A redis-server of this test's own with AOF (every write fsynced), on $1.
+aof_start() {
+	redis-server --port 0 --unixsocket "$1/r.sock" --unixsocketperm 700 --save '' \
+		--appendonly yes --appendfsync always --daemonize yes --pidfile "$1/r.pid" \
+		--logfile "$1/r.log" --dir "$1" >/dev/null
+	local i
+	for i in $(seq 1 100); do
+		redis-cli -s "$1/r.sock" ping >/dev/null 2>&1 && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+@test "Redis killed with -9 and restarted from its AOF: no event and no acknowledgement lost" {
+	local d=$BATS_TEST_TMPDIR/aof
+	mkdir -p "$d"
+	aof_start "$d"
+	export SBX_REDIS_URL="unix://$d/r.sock"
+	for s in s1 s2 s3; do sbx-lease begin --tenant aof --session $s >/dev/null; done
+	run sbx-events --tenant aof --group g --consumer c1
+	[ "${#lines[@]}" = 3 ]
+	sbx-lease end --tenant aof --session s1 >/dev/null
+	sbx-lease end --tenant aof --session s2 >/dev/null
+	run sbx-events --tenant aof --group g --consumer c1 --exec 'cat >/dev/null; exit 1'
+	[ "$(redis-cli -s "$d/r.sock" XPENDING "$(ekey aof)" g | head -1)" = 2 ]
+	kill -9 "$(cat "$d/r.pid")"
+	while kill -0 "$(cat "$d/r.pid")" 2>/dev/null; do sleep 0.05; done
+	rm -f "$d/r.sock"
+	aof_start "$d"
+	[ "$(redis-cli -s "$d/r.sock" XLEN "$(ekey aof)")" = 5 ]
+	run sbx-events --tenant aof --group g --consumer c1
+	assert_success
+	[ "$(printf '%s\n' "$output" | jq -r '"\(.session) \(.how)"' | tr '\n' ' ')" = "s1 end s2 end " ]
+	run sbx-events --tenant aof --group g --consumer c1
+	assert_output ""
 }
