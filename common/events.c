@@ -56,49 +56,79 @@ static void now_iso_ms(char *buf, size_t len)
 	snprintf(buf + n, len - n, ".%03dZ", (int)(ms % 1000));
 }
 
-static void add(const char **argv, size_t *argc, const char *k, const char *v)
+static void add(struct sbx_event_xadd *x, const char *k, const char *v)
 {
 	if (!v)
 		return;
-	argv[(*argc)++] = k;
-	argv[(*argc)++] = v;
+	x->argv[x->argc++] = k;
+	x->argv[x->argc++] = v;
+}
+
+int sbx_event_xadd(struct sbx_redis *r, const struct sbx_event *ev, struct sbx_event_xadd *x)
+{
+	memset(x, 0, sizeof(*x));
+	if (!r || !ev->tenant || r->events_maxlen == 0)
+		return 0;
+	x->type = ev->type, x->tenant = ev->tenant;
+	struct sbx_err err = {0};
+	if (sbx_ids_check(ev->tenant, NULL, NULL, &err) < 0) {
+		failed++, last_err = err;
+		return -1;
+	}
+	x->key = stream_key(r, ev->stream, ev->tenant);
+	snprintf(x->maxlen, sizeof(x->maxlen), "%lld", (long long)r->events_maxlen);
+	now_iso_ms(x->when, sizeof(x->when));
+	x->argv[x->argc++] = "MAXLEN", x->argv[x->argc++] = "~";
+	x->argv[x->argc++] = x->maxlen, x->argv[x->argc++] = "*";
+	add(x, "v", "1");
+	add(x, "type", ev->type);
+	add(x, "time", x->when);
+	add(x, "tenant", ev->tenant);
+	add(x, "session", ev->session);
+	add(x, "sandbox", ev->sandbox);
+	add(x, "how", ev->how);
+	add(x, "why", ev->why);
+	add(x, "by", program_invocation_short_name);
+	add(x, "detail",
+	    ev->detail ? json_object_to_json_string_ext(ev->detail, JSON_C_TO_STRING_PLAIN) : NULL);
+	return 1;
+}
+
+static void xadd_failed(struct sbx_event_xadd *x, struct sbx_err *err)
+{
+	sbx_err_prefix(err, "event '%s' of tenant %s not written", x->type, x->tenant);
+	failed++, last_err = *err;
+}
+
+void sbx_event_xadd_done(struct sbx_event_xadd *x, const char *redis_err)
+{
+	if (!redis_err || !*redis_err)
+		return;
+	struct sbx_err err = {0};
+	sbx_fail(&err, SBX_INTERNAL, "redis", "redis XADD: %s", redis_err);
+	xadd_failed(x, &err);
+}
+
+void sbx_event_xadd_clear(struct sbx_event_xadd *x)
+{
+	free(x->key);
+	x->key = NULL;
 }
 
 void sbx_event_emit(struct sbx_redis *r, const struct sbx_event *ev)
 {
-	if (!r || !ev->tenant || r->events_maxlen == 0)
+	struct sbx_event_xadd x;
+	if (sbx_event_xadd(r, ev, &x) <= 0)
 		return;
+	const char *argv[32] = {"XADD", x.key};
+	memcpy(argv + 2, x.argv, (size_t)x.argc * sizeof(*argv));
 	struct sbx_err err = {0};
-	if (sbx_ids_check(ev->tenant, NULL, NULL, &err) < 0) {
-		failed++, last_err = err;
-		return;
-	}
-	SBX_AUTOFREE char *key = stream_key(r, ev->stream, ev->tenant);
-	char maxlen[24], when[40];
-	snprintf(maxlen, sizeof(maxlen), "%lld", (long long)r->events_maxlen);
-	now_iso_ms(when, sizeof(when));
-	const char *argv[32];
-	size_t argc = 0;
-	argv[argc++] = "XADD", argv[argc++] = key;
-	argv[argc++] = "MAXLEN", argv[argc++] = "~", argv[argc++] = maxlen, argv[argc++] = "*";
-	add(argv, &argc, "v", "1");
-	add(argv, &argc, "type", ev->type);
-	add(argv, &argc, "time", when);
-	add(argv, &argc, "tenant", ev->tenant);
-	add(argv, &argc, "session", ev->session);
-	add(argv, &argc, "sandbox", ev->sandbox);
-	add(argv, &argc, "how", ev->how);
-	add(argv, &argc, "why", ev->why);
-	add(argv, &argc, "by", program_invocation_short_name);
-	add(argv, &argc, "detail",
-	    ev->detail ? json_object_to_json_string_ext(ev->detail, JSON_C_TO_STRING_PLAIN) : NULL);
 	redisReply *rep = NULL;
-	if (sbx_redis_cmd(r, &rep, &err, (int)argc, argv, NULL) < 0) {
-		sbx_err_prefix(&err, "event '%s' of tenant %s not written", ev->type, ev->tenant);
-		failed++, last_err = err;
-		return;
-	}
-	freeReplyObject(rep);
+	if (sbx_redis_cmd(r, &rep, &err, x.argc + 2, argv, NULL) < 0)
+		xadd_failed(&x, &err);
+	else
+		freeReplyObject(rep);
+	sbx_event_xadd_clear(&x);
 }
 
 void sbx_event_sandbox(struct sbx_redis *r, const struct sbx_sandbox *sb, const char *type,

@@ -60,6 +60,23 @@ struct sbx_event {
 /* Append one event (r NULL: nothing).  Never fails the caller; see the
  * failure policy above. */
 void sbx_event_emit(struct sbx_redis *r, const struct sbx_event *ev);
+/* The append as a command for a script to run in its own round trip (a
+ * resolve's release, lock.h): XADD's key and its arguments after the key.
+ * 1 built (free with sbx_event_xadd_clear), 0 nothing to write (events
+ * off, no tenant, r NULL), -1 not written (counted, as sbx_event_emit). */
+struct sbx_event_xadd {
+	char *key;
+	int argc;
+	const char *argv[30];
+	char maxlen[24], when[40];
+	const char *type, *tenant;
+};
+int sbx_event_xadd(struct sbx_redis *r, const struct sbx_event *ev, struct sbx_event_xadd *x);
+/* After the script ran: redis_err is its XADD's error text ("" when it
+ * was written), counted as a failed write when not empty. */
+void sbx_event_xadd_done(struct sbx_event_xadd *x, const char *redis_err);
+void sbx_event_xadd_clear(struct sbx_event_xadd *x);
+
 /* The same for a sandbox: tenant and session from the handle or its
  * sbx.tenant / sbx.session metadata; no tenant, no event. */
 void sbx_event_sandbox(struct sbx_redis *r, const struct sbx_sandbox *sb, const char *type,

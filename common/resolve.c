@@ -541,6 +541,24 @@ static int resolve_locked(struct rs *c, struct sbx_sandbox *out, const char **ho
 	return 0;
 }
 
+/* Release the lock with the `resolved` event in the same round trip (the
+ * bound path stays at its round trips: docs/design.md), written only if
+ * the lock was still ours. */
+static int release_resolved(struct rs *c, const char *id, const char *how, struct sbx_err *err)
+{
+	struct sbx_event ev = {.type = "resolved", .tenant = c->tenant, .session = c->session,
+			       .sandbox = id, .how = how};
+	struct sbx_event_xadd x;
+	if (sbx_event_xadd(c->r, &ev, &x) <= 0)
+		return sbx_lock_release(c->lock, err);
+	char xerr[256];
+	int rc = sbx_lock_release_rider(c->lock, x.key, "XADD", x.argc, x.argv, xerr, sizeof(xerr),
+					err);
+	sbx_event_xadd_done(&x, xerr);
+	sbx_event_xadd_clear(&x);
+	return rc;
+}
+
 int sbx_session_resolve(struct sbx_backend *b, struct sbx_redis *r,
 			const struct sbx_resolve_req *req, struct sbx_sandbox *out,
 			const char **how, struct sbx_err *err)
@@ -575,10 +593,9 @@ int sbx_session_resolve(struct sbx_backend *b, struct sbx_redis *r,
 			     &c.lock, err) < 0)
 		return -1;
 	int rc = resolve_locked(&c, out, how, err);
-	if (rc == 0)
-		event(&c, "resolved", out->id, *how, NULL);
 	struct sbx_err rel = {0};
-	if (sbx_lock_release(c.lock, &rel) < 0 && rc == 0 && rel.kind == SBX_CONFLICT) {
+	if ((rc == 0 ? release_resolved(&c, out->id, *how, &rel) : sbx_lock_release(c.lock, &rel)) < 0 &&
+	    rc == 0 && rel.kind == SBX_CONFLICT) {
 		/* Our writes were fenced, so what we bound is consistent; but we
 		 * can no longer vouch that nobody acted after us.  Report, as the
 		 * reference does; a retry resolves to the bound sandbox. */
