@@ -242,8 +242,13 @@ static int use_binding(struct rs *c, const struct sbx_binding *bd, const struct 
 		gone = 1;
 	}
 	if (gone) {
+		/* Ended outside sbx (an idle kill, a crash, a hand): what we
+		 * saw, not who did it. */
 		sbx_sandbox_clear(&sb);
-		return drop_binding(c, bd->sandbox_id, err) < 0 ? -1 : 0;
+		if (drop_binding(c, bd->sandbox_id, err) < 0)
+			return -1;
+		event(c, "killed", bd->sandbox_id, NULL, "found-gone");
+		return 0;
 	}
 	if (bd->stale_at) {
 		/* Rebuild when no turn is active or this is the turn's first
@@ -266,12 +271,15 @@ static int use_binding(struct rs *c, const struct sbx_binding *bd, const struct 
 			return 0;
 		}
 	}
+	int was_paused = sb.state == SBX_STATE_PAUSED;
 	if (sbx_call(c->b, connect, err, &sb) < 0) {
 		sbx_sandbox_clear(&sb);
 		if (!sbx_err_may_replace_binding(err))
 			return -1;
 		return drop_binding(c, bd->sandbox_id, err) < 0 ? -1 : 0;
 	}
+	if (was_paused)
+		event(c, "resumed", sb.id, NULL, "resolve");
 	fill_owner(c, &sb);
 	*out = sb;
 	return 1;

@@ -39,6 +39,10 @@ unbind() {
 	sbx-lease end --tenant life --session s1 >/dev/null
 	sbx-ctl pause --id "$first" >/dev/null
 	sbx-ctl resume --id "$first" >/dev/null
+	# Paused again, the next resolve resumes it.
+	sbx-ctl pause --id "$first" >/dev/null
+	run sbx-create --tenant life --session s1
+	[ "$(jqo .resolved)" = bound ]
 	# A backend without an idle timer of its own (docker) has no timeout.
 	local timeout=
 	if has_cap set_timeout; then
@@ -51,6 +55,18 @@ unbind() {
 	[ "$(jqo .resolved)" = rebuilt ]
 	second=$(jqo .sandbox.id)
 	sbx-ctl kill --id "$second" >/dev/null
+	# A bound sandbox deleted behind sbx's back is found gone by the next
+	# resolve: said as seen, not as done by anyone.
+	# (Here: sbx-ctl kill, its event and its unbinding undone.)
+	run sbx-create --tenant life --session s3
+	third=$(jqo .sandbox.id)
+	binding=$(rcli GET "$(skey life s3 binding)")
+	sbx-ctl kill --id "$third" >/dev/null
+	rcli XDEL "$(ekey life)" "$(rcli XREVRANGE "$(ekey life)" + - COUNT 1 | head -1)" >/dev/null
+	rcli SET "$(skey life s3 binding)" "$binding" >/dev/null
+	rcli SADD "$(bound_key life)" "$third" >/dev/null
+	run sbx-create --tenant life --session s3
+	[ "$(jqo .resolved)" = created ]
 	orphan=$(sbx-create --tenant life --session s2 | jq -er .sandbox.id)
 	unbind life s2
 	sbx-reap --tenant life --grace 0 >/dev/null
@@ -62,12 +78,20 @@ resolved created -
 lease begin -
 lease end -
 paused - command
-resumed - command$timeout
+resumed - command
+paused - command
+resumed - resolve
+resolved bound -$timeout
 stale - -
 killed - rebuild
 created - -
 resolved rebuilt -
 killed - command
+created - -
+resolved created -
+killed - found-gone
+created - -
+resolved created -
 created - -
 resolved created -
 killed - orphan"
