@@ -12,11 +12,6 @@
 #include "events.h"
 #include "util.h"
 
-void sbx_cli_warn(const char *program, const struct sbx_err *err)
-{
-	fprintf(stderr, "%s: warning: %s: %s\n", program, sbx_kind_name(err->kind), err->msg);
-}
-
 void sbx_cli_warn_events(const char *program)
 {
 	static unsigned long said;
@@ -27,18 +22,28 @@ void sbx_cli_warn_events(const char *program)
 	if (n - said > 1)
 		sbx_err_prefix(&w, "%lu event writes failed, the last", n - said);
 	said = n;
-	sbx_cli_warn(program, &w);
+	sbx_cli_warn(program, "%s: %s", sbx_kind_name(w.kind), w.msg);
 }
 
 int sbx_cli_report(const char *program, const struct sbx_err *err)
 {
 	sbx_cli_warn_events(program);
 	int st = sbx_err_exit_status(err);
-	if (st == SBX_EXIT_IOERR && !err->msg[0])
+	if (err->reason == SBX_R_STDOUT_GONE)
 		return st;
 	fprintf(stderr, "%s: error: %s: %s\n", program,
 		err->exit_status == SBX_EXIT_USAGE ? "usage" : sbx_kind_name(err->kind), err->msg);
 	return st;
+}
+
+void sbx_cli_warn(const char *program, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: warning: ", program);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
 }
 
 int sbx_emit(json_object *doc, struct sbx_err *err)
@@ -61,7 +66,7 @@ int sbx_cli_finish(const char *program, int rc, const struct sbx_err *err)
 	sbx_cli_warn_events(program);
 	if (rc >= 0)
 		return 0;
-	if (sbx_err_exit_status(err) == SBX_EXIT_IOERR && !err->msg[0])
+	if (err->reason == SBX_R_STDOUT_GONE)
 		return SBX_EXIT_IOERR;
 	return sbx_cli_fail(program, NULL, err);
 }
@@ -93,7 +98,7 @@ static int one_doc(const char *program, json_object *doc, sbx_doc_fn fn, void *c
 	int status = 0;
 	json_object *out = doc;
 	if (rc < 0) {
-		if (sbx_err_exit_status(&err) == SBX_EXIT_IOERR && !err.msg[0]) {
+		if (err.reason == SBX_R_STDOUT_GONE) {
 			json_object_put(orig);
 			return -1;
 		}

@@ -128,7 +128,7 @@ static json_object *entry(const struct item *it, const char *reason)
 				       json_object_new_string_len(it->session, (int)it->slen));
 	if (it->installer)
 		sbx_json_set_str(e, "purpose", SBX_PURPOSE_SKILL_INSTALL);
-	sbx_json_set_str(e, "state", sbx_state_name(it->sb.state));
+	sbx_json_set_str(e, "state", sbx_sandbox_state(&it->sb));
 	if (reason)
 		sbx_json_set_str(e, "reason", reason);
 	return e;
@@ -163,7 +163,7 @@ static int lease_take(struct run *run, struct sbx_err *err)
 	/* A host-local backend's reaper sees only its host's sandboxes: one
 	 * lease per host, so reapers on two hosts both run (host.h). */
 	SBX_AUTOFREE char *host = NULL;
-	if (run->b->ops->caps && (run->b->ops->caps(run->b) & SBX_CAP_HOST_LOCAL) &&
+	if ((sbx_backend_caps(run->b) & SBX_CAP_HOST_LOCAL) &&
 	    !(host = sbx_host_id(err)))
 		return -1;
 	if (sbx_tokenkey_init(&run->lease, run->r, sbx_key_reap_lease(run->r->prefix, host), ttl,
@@ -748,7 +748,7 @@ static void do_snapshots(struct run *run)
 		return;
 	}
 	if (!run->b->ops->snapshot_list || !run->b->ops->snapshot_delete ||
-	    !(run->b->ops->caps && (run->b->ops->caps(run->b) & SBX_CAP_SNAPSHOTS))) {
+	    !(sbx_backend_caps(run->b) & SBX_CAP_SNAPSHOTS)) {
 		sbx_json_set_str(sr, "skipped", "the backend has no snapshots");
 		return;
 	}
