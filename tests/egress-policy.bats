@@ -289,6 +289,15 @@ except OSError as e:
 	[[ "$output" == *"before answer-$OTHER"* ]]
 	[[ "$output" == *"established answer-$OTHER"* ]]
 	[[ "$output" == *"new refused"* ]]
+	# A paused sandbox takes an update too; it holds when it runs again.
+	run sbx-ctl pause --id "$id"
+	assert_success
+	run sbx-ctl network --id "$id" --allow-out api.sbx.test --allow-out other.sbx.test
+	assert_success
+	run sbx-ctl resume --id "$id"
+	assert_success
+	inside "$id" 'curl -sS http://other.sbx.test/'
+	[[ "$output" == *"answer-$OTHER host=other.sbx.test"* ]]
 	# A sandbox made without a policy has no broker to update.
 	id=$(new_sb)
 	run -69 sbx-ctl network --id "$id" --allow-out api.sbx.test
