@@ -54,6 +54,9 @@ UNITS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 INIT     := $(BUILD)/libexec/sbx/sbx-init
 # The supervisor of a detached process (local backend), libc only too.
 PROCD    := $(BUILD)/libexec/sbx/sbx-procd
+# The egress broker of a sandbox with a network policy (local backend):
+# a host-side program, linked with the library (the policy, the guard).
+EGRESS   := $(BUILD)/libexec/sbx/sbx-egress
 MAN_SRC  := $(wildcard man/*.scd)
 MANS     := $(MAN_SRC:man/%.scd=$(BUILD)/man/%)
 LIB      := $(BUILD)/libsbx.a
@@ -62,9 +65,9 @@ LIB      := $(BUILD)/libsbx.a
 LINKLIB  := -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
 
 .PHONY: deps all progs check check-scale check-vm bench demo fuzz install clean man unit completions deb check-deb
-all: $(PROGS) $(CMD_OBJ) $(INIT) $(PROCD) $(UNITS) man
+all: $(PROGS) $(CMD_OBJ) $(INIT) $(PROCD) $(EGRESS) $(UNITS) man
 # What is installed (make install, the package): no unit tests.
-progs: $(PROGS) $(INIT) $(PROCD) man
+progs: $(PROGS) $(INIT) $(PROCD) $(EGRESS) man
 
 # The backend boundary, enforced by the compiler: only backends (and the
 # unit tests of their internals) see backends/ on the include path, so a
@@ -110,6 +113,11 @@ $(PROCD): libexec/sbx-procd.c backends/local-procd.h
 	@mkdir -p $(dir $@) $(BUILD)/obj/libexec
 	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends -MF $(BUILD)/obj/libexec/sbx-procd.d \
 	  -static -o $@ libexec/sbx-procd.c
+
+$(EGRESS): $(BUILD)/obj/libexec/sbx-egress.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $< $(LINKLIB) $(LDLIBS)
+$(BUILD)/obj/libexec/sbx-egress.o: XCFLAGS += -Ibackends
 
 # Benchmark helpers in C (tests/bench/*.c), built by `make bench`.
 BENCH_SRC := $(wildcard tests/bench/*.c)
@@ -169,7 +177,7 @@ install: progs
 	  $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
 	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 755 $(INIT) $(PROCD) $(DESTDIR)$(PREFIX)/libexec/sbx/
+	install -m 755 $(INIT) $(PROCD) $(EGRESS) $(DESTDIR)$(PREFIX)/libexec/sbx/
 	for m in $(MANS); do case $$m in *.7) d=man7;; *) d=man1;; esac; \
 	  install -m 644 $$m $(DESTDIR)$(PREFIX)/share/man/$$d/; done
 	for f in completions/bash/*; do install -m 644 $$f $(DESTDIR)$(PREFIX)/share/bash-completion/completions/; done
