@@ -34,6 +34,7 @@
 #include "local-egress.h"
 #include "local-init.h"
 #include "local-pid.h"
+#include "local-slirp.h"
 #include "local-state.h"
 #include "netpolicy.h"
 #include "util.h"
@@ -94,16 +95,7 @@ int local_broker_start(const struct local_rec *r, pid_t init, unsigned long long
 		return sbx_fail_errno(err, SBX_INTERNAL, "create", "fork");
 	}
 	if (c == 0) {
-		setsid();
-		char me[32];
-		snprintf(me, sizeof(me), "%d", (int)getpid());
-		(void)local_cg_write(r->cg[CG_V2], "cgroup.procs", me);
-		if (fork() != 0)
-			_exit(0);
-		int nul = open("/dev/null", O_RDWR);
-		dup2(nul, 0);
-		dup2(nul, 1);
-		dup2(nul, 2);
+		local_net_helper_detach(r);
 		int rfd = dup(ready[1]);   /* without O_CLOEXEC: the broker writes it */
 		int efd = dup(exe);
 		if (rfd < 0 || efd < 0)
