@@ -26,7 +26,10 @@ W=$(mktemp -d /tmp/sbx-bench-serve.XXXXXX)
 bench_local_redis "$W"
 key=e2b_$(openssl rand -hex 16)
 printf '%s\n' "$key" >"$W/keys"
-sbx-serve --listen 127.0.0.1:0 --api-key-file "$W/keys" --quiet --state-dir "$W/serve" 2>"$W/serve.log" &
+# One key drives all 64 clients: its in-flight limit is raised to the
+# server's (the default, half, would answer 429 to the other 32).
+sbx-serve --listen 127.0.0.1:0 --api-key-file "$W/keys" --quiet --state-dir "$W/serve" \
+	--max-workers-per-key 64 2>"$W/serve.log" &
 spid=$!
 cleanup() {
 	kill "$spid" 2>/dev/null || true
