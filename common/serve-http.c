@@ -1,13 +1,14 @@
 /* serve-http.c - sbx-serve's HTTP side: the libmicrohttpd daemon on one
- * listen address, API keys, limits, the request log, and the worker
- * process that serves each request (serve.h says why processes).
+ * listen address, API keys, limits, the request log, and the hand-off of
+ * each request to a worker process of the pool (serve-pool.c; serve.h
+ * says why processes).
  *
  * Promises: a connection thread never calls the backend, Redis or OpenSSL
  * (so a fork never copies a lock another thread holds in them); a head
  * over SERVE_URL_MAX / SERVE_HEAD_MAX is 414 / 431 before anything is
  * built from it; the key, the sandbox's record and its envd or traffic
  * token are checked on the head, before a byte of body is buffered, a
- * worker forked or a backend opened; a request body larger than its limit
+ * worker taken or a backend opened; a request body larger than its limit
  * is answered 413 before it is read; a client that stalls is cut off
  * after client_timeout_s of silence, a head (or an idle keep-alive) not
  * whole after head_timeout_s and an upload not finished after
