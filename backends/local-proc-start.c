@@ -26,6 +26,7 @@
 #include "local-proc.h"
 #include "local-procd.h"
 #include "local-init.h"
+#include "local-cgroup.h"
 #include "local-clone.h"
 #include "local-spawn.h"
 #include "local-state.h"
@@ -183,6 +184,9 @@ static int open_stdio(struct pstart *s, const struct local_rec *r, const struct 
 	if (s->topcg < 0 || s->topdir < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "proc", "open %s", r->cg[CG_V2]);
 	if (req->timeout_ms > 0) {
+		/* our earlier starts' groups whose processes have ended */
+		SBX_AUTOFREE char *work = sbx_xasprintf("%s/work", r->cg[CG_V2]);
+		local_cg_sweep_x(work, 1);
 		char hex[17];
 		if (sbx_random_hex(hex, 8, err) < 0)
 			return -1;

@@ -139,3 +139,22 @@ get_many() {
 	wait_for no_zombies || true
 	assert_equal "$(zombies)" ""
 }
+
+@test "a kept worker's timed process starts leave no cgroup behind once their processes end" {
+	need_proc
+	local work i
+	work=$(find /sys/fs/cgroup -maxdepth 6 -type d -path "*/$SB/work" | head -1)
+	[ -n "$work" ]
+	envelope '{"process":{"cmd":"/bin/sh","args":["-c","true"]},"stdin":false}' >"$BATS_TEST_TMPDIR/req"
+	for i in 1 2 3 4 5 6; do
+		# Connect-Timeout-Ms: each start gets a cgroup of its own (x-<worker>-*)
+		run curl -sS "$SERVE_URL/process.Process/Start" -H "E2b-Sandbox-Id: $SB" \
+			-H "X-Access-Token: $TOK" -H 'Connect-Timeout-Ms: 60000' \
+			-H 'Content-Type: application/connect+json' --data-binary "@$BATS_TEST_TMPDIR/req"
+		assert_success
+		assert_output --partial '"end"'
+	done
+	# the last start's group may stay until the next; the earlier ones went
+	run bash -c "ls '$work' | grep -c '^x-'"
+	[ "$output" -le 1 ]
+}
