@@ -71,6 +71,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 	echo
 	echo "tests/bench/serve.sh, $(date -u +%Y-%m-%d), $(nproc) CPUs, local backend (host template),"
 	echo "medians of $RUNS rounds; the two sides alternate within a round."
+	echo "Regenerate: \`BENCH=serve make bench\` (this file)."
 	echo
 	echo "| measure | through sbx-serve | through the programs | ratio |"
 	echo "|---|---|---|---|"
