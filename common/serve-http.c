@@ -270,6 +270,7 @@ struct body {
 	int sock;                    /* the client's socket, watched for a hang-up */
 	struct serve_worker *w;
 	long long length;            /* of the body, -1 streamed */
+	uint64_t sent;               /* of it, relayed (q is gone by body_free) */
 	int eof;                     /* the worker closed the pipe */
 	char *pending;
 	size_t plen, poff;
@@ -286,6 +287,7 @@ static ssize_t body_read(void *cls, uint64_t pos, char *buf, size_t max)
 		memcpy(buf, b->pending + b->poff, n);
 		b->poff += n;
 		b->q->bytes += n;
+		b->sent += n;
 		return (ssize_t)n;
 	}
 	/* serve:stream-drop: the connection breaks after the first piece
@@ -309,6 +311,7 @@ static ssize_t body_read(void *cls, uint64_t pos, char *buf, size_t max)
 		ssize_t n = read(b->fd, buf, max);
 		if (n > 0) {
 			b->q->bytes += (uint64_t)n;
+			b->sent += (uint64_t)n;
 			return n;
 		}
 		if (n == 0) {
@@ -321,12 +324,13 @@ static ssize_t body_read(void *cls, uint64_t pos, char *buf, size_t max)
 }
 
 /* The answer is over: its worker goes back to the pool when all of it
- * was relayed (a client gone mid-stream leaves it running: it is ended). */
+ * was relayed (a client gone mid-stream leaves it running: it is ended).
+ * MHD may call this after on_done has freed the request (b->q). */
 static void body_free(void *cls)
 {
 	struct body *b = cls;
 	close(b->fd);
-	int whole = b->length < 0 ? b->eof : b->q->bytes >= (uint64_t)b->length;
+	int whole = b->length < 0 ? b->eof : b->sent >= (uint64_t)b->length;
 	serve_pool_done(b->s->pool, b->w, whole);
 	free(b->pending);
 	free(b);
