@@ -3,8 +3,9 @@
  * each request to a worker process of the pool (serve-pool.c; serve.h
  * says why processes).
  *
- * Promises: a connection thread never calls the backend, Redis or OpenSSL
- * (so a fork never copies a lock another thread holds in them); a head
+ * Promises: a connection thread never calls the backend, Redis, OpenSSL
+ * or glibc's time functions (so a fork never copies a lock another thread
+ * holds in them; cfg->log must not either); a head
  * over SERVE_URL_MAX / SERVE_HEAD_MAX is 414 / 431 before anything is
  * built from it; the key, the sandbox's record and its envd or traffic
  * token are checked on the head, before a byte of body is buffered, a

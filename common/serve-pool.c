@@ -15,7 +15,10 @@
  *    with the connection that asked for it).  Between a fork and the
  *    worker's loop nothing takes a lock another thread may hold: the
  *    connection threads never hold one in the backend, Redis, OpenSSL or
- *    stdio (serve-http.c).
+ *    stdio (serve-http.c), and no thread calls glibc's time zone code
+ *    (gmtime_r's lock, which the handlers take: sbx-serve's log line
+ *    formats its time itself).  A kept worker would otherwise hang on a
+ *    lock that was held at its fork for all its life, not one request.
  *  - The request crosses the control socket as texts the worker bounds
  *    again (at most SERVE_MAX_HEADERS headers, 64 query parameters, a
  *    body within cfg->max_body), so a broken frame ends that worker and
