@@ -6,7 +6,7 @@
 #   make check SANITIZE=1  the same under ASan+UBSan (separate build dir)
 #   make check-vm        the limits, lifecycle and isolation suites inside a
 #                        stock Debian 12 guest (cgroup v2 only; qemu, cached
-#                        image in build/vm; docs/vm-notes.md)
+#                        image in build/vm; docs/design.md)
 #   make check-scale     sbx on a real Redis Cluster (3+3 nodes; 3+6 for failover) and Sentinel set,
 #                        started on loopback by the tests (tests/scale/run)
 #   make bench           benchmarks, side by side with baselines, as ratios
@@ -16,7 +16,7 @@
 #                        debian/; lintian clean); DEB_VERSION=V rebuilds it
 #                        under another version
 #   make check-deb       install, use, upgrade and purge that package on a
-#                        clean Debian 12 guest (docs/deb-notes.md)
+#                        clean Debian 12 guest (docs/design.md)
 #   make install PREFIX=/usr/local DESTDIR=
 
 CC       ?= cc
@@ -190,7 +190,7 @@ install: progs
 clean:
 	rm -rf build build-san
 
-# The Debian package (docs/deb-notes.md).  Built from the tree by
+# The Debian package (docs/design.md).  Built from the tree by
 # debian/rules in a folder of its own (debian/build), never from $(BUILD).
 DEB_VERSION ?= $(VERSION)
 DEB_OUT     ?= $(BUILD)/deb

@@ -257,3 +257,24 @@ exit_table() {
 		grep -qx "$k" <<<"$kinds" || { echo "sbx(7) names '$k', which is not a kind" >&2; return 1; }
 	done
 }
+
+@test "every docs/ page the tree names exists, and every link between pages resolves" {
+	cd "$SBX_TOP"
+	git rev-parse --git-dir >/dev/null 2>&1 || skip "not a git checkout: no list of the tree's files"
+	local outputs p f d l bad=0
+	# What a benchmark writes on its first run (tests/bench/run) need not exist yet.
+	outputs=$(grep -oE 'docs/[A-Za-z0-9_/.-]+\.md' tests/bench/run)
+	while read -r p; do
+		[ -e "$p" ] && continue
+		grep -qxF "$p" <<<"$outputs" && continue
+		echo "named but missing: $p, in: $(git grep -l -F "$p" | tr '\n' ' ')" >&2
+		bad=1
+	done < <(git grep -h -o -E 'docs/[A-Za-z0-9_/.-]+\.md' | sort -u)
+	for f in README.md docs/*.md docs/*/*.md; do
+		d=$(dirname "$f")
+		while read -r l; do
+			[ -e "$d/$l" ] || { echo "$f: the link ($l) leads nowhere" >&2; bad=1; }
+		done < <(grep -oE '\]\([^)#: ]+\)' "$f" | sed -E 's/^\]\(//; s/\)$//')
+	done
+	[ "$bad" -eq 0 ]
+}

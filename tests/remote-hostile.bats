@@ -114,12 +114,15 @@ no_token_sent() { [ "$(jq -r '.headers | keys[]' "$BATS_TEST_TMPDIR/log" | grep 
 	[ "$(sent process.Process/CloseStdin)" -eq 1 ]
 }
 
-@test "sbx-exec --timeout ends a stalled exec stream: timed_out, exit_code -1; --raw exits 124" {
+@test "sbx-exec --timeout ends a stalled exec stream: timed_out, exit_code -1, the process killed; --raw exits 124" {
 	hostile stall
 	run --separate-stderr on sbx-exec --id "$SID" --timeout 1s -- sleep 100
 	assert_success
 	[ "$(jqo .exec.timed_out)" = true ]
 	[ "$(jqo .exec.exit_code)" = -1 ]
+	# the pid of the start event is sent SIGKILL, as envd's own timeout does
+	[ "$(sent process.Process/SendSignal)" -eq 1 ]
+	[ "$(jq -c 'select(.body) | .body' "$BATS_TEST_TMPDIR/log")" = '{"process":{"pid":7},"signal":"SIGNAL_SIGKILL"}' ]
 	run on sbx-exec --raw --id "$SID" --timeout 1s -- sleep 100
 	[ "$status" -eq 124 ]
 }

@@ -9,7 +9,9 @@
  *     expiry; the result says timed_out, exit code -1.  The stream itself
  *     is bounded too, at the timeout and a grace (E2B_EXEC_GRACE_MS): a
  *     server that stalls ends the same way, timed_out, and the process
- *     may then still run in the sandbox;
+ *     (its pid known from the start event) is then sent SIGKILL through
+ *     SendSignal: best effort, a server that does not answer that either
+ *     leaves it running;
  *   - output beyond the cap (per stream, default 1 MiB) is counted and
  *     dropped, the result says truncated; in raw mode it is written through;
  *   - stdin (data or an fd) goes through SendInput on a second connection
@@ -102,6 +104,24 @@ static int feed_stdin(struct stream *s, struct sbx_err *err)
 	return rc;
 }
 
+/* Our deadline cut the stream: the process envd did not kill is killed
+ * (SIGKILL, as envd's own timeout does).  Best effort: the result is
+ * timed_out whatever this answers. */
+static void kill_cut(struct sbx_backend *b, const struct stream *s)
+{
+	if (s->pid <= 0)
+		return;
+	json_object *in = json_object_new_object(), *p = json_object_new_object(), *out = NULL;
+	sbx_json_set_int(p, "pid", s->pid);
+	json_object_object_add(in, "process", p);
+	sbx_json_set_str(in, "signal", "SIGNAL_SIGKILL");
+	struct sbx_err ignored = {0};
+	e2b_rpc(b, "exec", "process.Process/SendSignal", in, s->req->as_root ? "root" : "user", &out, &ignored);
+	sbx_err_clear(&ignored);
+	json_object_put(in);
+	json_object_put(out);
+}
+
 static void *feeder_main(void *arg)
 {
 	struct stream *s = arg;
@@ -117,9 +137,10 @@ static void *feeder_main(void *arg)
 static int start_feeder(void *ctx, int pid, struct sbx_err *err)
 {
 	struct stream *s = ctx;
+	if (!s->pid)
+		s->pid = pid;
 	if (s->feeding || (!s->req->stdin_data && s->req->raw_in_fd < 0))
 		return 0;
-	s->pid = pid;
 	/* The second handle is opened here, before the thread uses it; the
 	 * stream keeps the first. */
 	if (e2b_envd_second(s->b, err) < 0)
@@ -216,6 +237,7 @@ int e2b_exec(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_exe
 	int cut = rc < 0 && err->kind == SBX_TIMEOUT && limit > 0 && res->duration_ms >= req->timeout_ms;
 	if (cut) {              /* our deadline, not envd's: the same result */
 		sbx_err_clear(err);
+		kill_cut(b, &s);
 		res->timed_out = 1;
 		res->exit_code = -1;
 		rc = 0;

@@ -5,7 +5,7 @@
  * cgroup_threadgroup_rwsem for writing, and the first writer after a
  * quiet spell waits for an RCU grace period: 10-20 ms on an idle 2-core
  * host, paid by every create and every exec that do not come back to back
- * (docs/perf-notes.md).  clone3(CLONE_INTO_CGROUP) places the child at
+ * (docs/design.md).  clone3(CLONE_INTO_CGROUP) places the child at
  * birth and takes that lock only for reading. */
 #ifndef SBX_LOCAL_CLONE_H
 #define SBX_LOCAL_CLONE_H

@@ -18,7 +18,7 @@
  *    pays nothing for it (see curl-lazy.c for the same reasoning).  In
  *    the child it costs less than exec'ing nft(8), which loads the same
  *    library and parses the same text after an exec (measured in
- *    docs/egress-notes.md).
+ *    docs/design.md).
  *  - Fails closed: when the table cannot be installed create fails and the
  *    caller removes the sandbox; slirp has not been started by then. */
 #include "local-egress.h"

@@ -10,7 +10,7 @@
  * configured after a snapshot was taken is hidden in sandboxes made from
  * that snapshot too, and nothing of the mask ever travels in a snapshot.
  *
- * What stays visible (docs/host-notes.md gives the reasons):
+ * What stays visible (docs/security.md gives the reasons):
  *   /bin /sbin /lib* /usr          the software
  *   /etc                           minus the secrets in etc_hidden[]
  *   /var/lib, /var/cache           only what package managers need

@@ -345,7 +345,7 @@ int local_layers_mount_opts(struct sbx_backend *b, const char *dir, const char *
 	/* volatile: no sync of the upper filesystem, ever.  Unmounting (the
 	 * init's death) would otherwise sync the whole host filesystem the
 	 * layer lives on, so a kill cost as much as everything dirty on it
-	 * (docs/perf-notes.md), and a syncfs() in the sandbox would flush
+	 * (docs/design.md), and a syncfs() in the sandbox would flush
 	 * the host's.  Nothing is lost that was kept: a sandbox does not
 	 * outlive its host, and snapshots read the upper dir itself. */
 	snprintf(*opts + o, cap - o, ",upperdir=%s,workdir=%s,volatile", upper, work);

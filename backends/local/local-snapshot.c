@@ -71,7 +71,7 @@ static int precopy(const char *upper, const char *tmp, struct timespec *since)
  * pre-copy began, thaw - always, also when the copy failed - then sync and
  * commit the record {parent's layers + the new one}.  The sandbox keeps
  * running; it stops only for the second pass (issue 20:
- * docs/benchmarks-scale.md measures the window).  A crash while frozen
+ * docs/bench/scale.md measures the window).  A crash while frozen
  * leaves the sandbox frozen: it reads as paused and the next command that
  * touches it resumes it. */
 int local_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const char *name,

@@ -2,7 +2,7 @@
  * on this machine, no daemon.  This file holds the vtable and the
  * lifecycle: create (step by step), remove, connect, pause, timeouts.  The
  * rest of the backend, one concept a file (the map is in
- * docs/proc-notes.md):
+ * docs/design.md):
  *
  *   local-sb.c      the sandbox store: records, states, get, list
  *   local-state.c   bring a sandbox to the state a command needs

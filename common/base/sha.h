@@ -1,6 +1,6 @@
 /* sha.h - SHA-1 and SHA-256 (FIPS 180-4), in-tree (sha.c).  They replace
  * libcrypto, whose load alone cost every sbx program about 2.5 million
- * instructions at start (docs/benchmarks-scale.md). */
+ * instructions at start (docs/design.md). */
 #ifndef SBX_SHA_H
 #define SBX_SHA_H
 

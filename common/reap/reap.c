@@ -243,7 +243,7 @@ static int probed(const struct item *it)
  * verdict needs only the listed ids, so the cost is O(listed / batch)
  * round trips whatever the number of bindings (a bound set of 100k
  * members cost 105 round trips and 0.85 s with SSCAN, see
- * docs/benchmarks-reap.md, against 1 here), and "dangling" bindings (whose
+ * docs/bench/reap.md, against 1 here), and "dangling" bindings (whose
  * sandbox the backend does not list) still fall out as SCARD - bound. */
 static int classify_redis(struct run *run, struct sbx_err *err)
 {

@@ -9,14 +9,14 @@
 #   BASE=<commit> tests/bench/boundary.sh      (default: the commit below)
 #
 # Medians of RUNS rounds (the commands alternate within a round), ratios this/base, written to
-# docs/benchmarks-boundary.md.  Needs root, git, the build deps.
+# docs/bench/boundary.md.  Needs root, git, the build deps.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 BUILD=${BUILD:-$top/build}
 BASE=${BASE:-90fd413e72be}
 RUNS=${RUNS:-30}
-OUT=${OUT:-$top/docs/benchmarks-boundary.md}
+OUT=${OUT:-$top/docs/bench/boundary.md}
 
 [ "$(id -u)" = 0 ] || { echo "boundary.sh: needs root" >&2; exit 1; }
 

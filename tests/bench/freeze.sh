@@ -11,7 +11,7 @@
 # minus the same probe's longest gap in a run with no snapshot (the
 # scheduling noise of this machine); the whole call is sbx-snap's wall time.
 #
-# Writes the table to stdout and OUT (default docs/benchmarks-freeze-run.md).
+# Writes the table to stdout and OUT (default docs/bench/freeze.md).
 # Needs root, xfsprogs, a loop device, python3 at /usr/bin.  RUNS (default 3)
 # snapshots per cell; the median is reported.
 set -euo pipefail
@@ -21,7 +21,7 @@ BUILD=${BUILD:-$top/build}
 export PATH="$BUILD/bin:$PATH"
 RUNS=${RUNS:-3}
 SIZES=${SIZES:-10 200 1024}
-OUT=${OUT:-$top/docs/benchmarks-freeze-run.md}
+OUT=${OUT:-$top/docs/bench/freeze.md}
 
 [ "$(id -u)" = 0 ] || { echo "freeze.sh: needs root" >&2; exit 1; }
 [ -x /usr/bin/python3 ] || { echo "freeze.sh: needs /usr/bin/python3" >&2; exit 1; }

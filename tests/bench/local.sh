@@ -11,14 +11,14 @@
 #   idle    Pss of a fresh sandbox's own processes
 #
 # Medians of >= RUNS runs (hyperfine -N), printed as a table with ratios
-# and written to docs/benchmarks-local.md.  Needs root, hyperfine, gcc.
+# and written to docs/bench/local.md.  Needs root, hyperfine, gcc.
 # BUILD names the build directory (make bench sets it).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 BUILD=${BUILD:-$top/build}
 RUNS=${RUNS:-30}
-OUT=${OUT:-$top/docs/benchmarks-local.md}
+OUT=${OUT:-$top/docs/bench/local.md}
 export PATH="$BUILD/bin:$PATH"
 
 [ "$(id -u)" = 0 ] || { echo "local.sh: needs root" >&2; exit 1; }

@@ -5,7 +5,7 @@
 # (all pages).  sbx runs as users run it: a program per operation; the SDK
 # both warm (N operations in one node process) and fresh (a node process
 # per operation, as a script that shells out would run it).  Medians of
-# RUNS, ratios sbx/warm and sbx/fresh, written to OUT (docs/remote-bench.md).
+# RUNS, ratios sbx/warm and sbx/fresh, written to OUT (docs/bench/remote.md).
 # Needs root, node and tests/sdk's node_modules (npm ci).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -13,7 +13,7 @@ top=$(cd "$here/../.." && pwd)
 BUILD=${BUILD:-$top/build}
 RUNS=${RUNS:-10}
 LIST=${LIST:-200}
-OUT=${OUT:-$top/docs/remote-bench.md}
+OUT=${OUT:-$top/docs/bench/remote.md}
 export PATH="$BUILD/bin:$PATH"
 [ -d "$top/tests/sdk/node_modules" ] || (cd "$top/tests/sdk" && npm ci --no-audit --no-fund >/dev/null)
 FIXTURE_SERVE_FLAGS="--max-sandboxes $((LIST + 50))"

@@ -20,8 +20,8 @@
 # sum of the sandboxes' own Pss.  Other work on the machine moves those
 # numbers: they are system-wide by design.
 #
-# Writes docs/benchmarks-scale.md's generated part (OUT overrides) and
-# stdout.  Needs root, bwrap, jq.  At the end every sandbox it made is
+# Writes docs/bench/scale-local.md (OUT overrides; docs/bench/scale.md reads
+# it) and stdout.  Needs root, bwrap, jq.  At the end every sandbox it made is
 # killed and the state dir and cgroups are checked empty.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,7 +30,7 @@ BUILD=${BUILD:-$top/build}
 export PATH="$BUILD/bin:$PATH"
 RUNS=${RUNS:-15}
 POINTS=${POINTS:-0 500 1000 2000}
-OUT=${OUT:-$top/docs/benchmarks-scale-run.md}
+OUT=${OUT:-$top/docs/bench/scale-local.md}
 
 [ "$(id -u)" = 0 ] || { echo "scale-local.sh: needs root" >&2; exit 1; }
 command -v bwrap >/dev/null || { echo "scale-local.sh: needs bwrap" >&2; exit 1; }

@@ -9,7 +9,7 @@
 #   3. GET /sandboxes/{id} requests per second with 64 concurrent clients,
 #      against GET /health (answered by the server's thread alone: the HTTP
 #      floor) and against 64 parallel `sbx-ls --id` runs.
-# Medians of RUNS rounds, ratios serve/programs, written to docs/serve-bench.md
+# Medians of RUNS rounds, ratios serve/programs, written to docs/bench/serve.md
 # (OUT).  Needs root, node and tests/sdk's node_modules (npm ci).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,7 +17,7 @@ top=$(cd "$here/../.." && pwd)
 BUILD=${BUILD:-$top/build}
 RUNS=${RUNS:-20}
 REQS=${REQS:-3000}
-OUT=${OUT:-$top/docs/serve-bench.md}
+OUT=${OUT:-$top/docs/bench/serve.md}
 export PATH="$BUILD/bin:$PATH"
 . "$here/lib.sh"
 [ -d "$top/tests/sdk/node_modules" ] || (cd "$top/tests/sdk" && npm ci --no-audit --no-fund >/dev/null)

@@ -10,7 +10,7 @@
 #     template it was taken over: a snapshot is only a deeper lowerdir, so
 #     the ratio should stay near 1 whatever the size.
 #
-# Writes the table to docs/benchmarks-snapshot.md (BENCH_OUT overrides) and
+# Writes the table to docs/bench/snapshot.md (BENCH_OUT overrides) and
 # to stdout.  Needs root, busybox-static, xfsprogs, a loop device.
 # RUNS (default 5) runs per measurement; the median is reported.
 set -euo pipefail
@@ -19,7 +19,7 @@ top=$(cd "$here/../.." && pwd)
 BUILD=${BUILD:-$top/build}
 export PATH="$BUILD/bin:$PATH"
 RUNS=${RUNS:-5}
-OUT=${BENCH_OUT:-$top/docs/benchmarks-snapshot.md}
+OUT=${BENCH_OUT:-$top/docs/bench/snapshot.md}
 
 W=$(mktemp -d /tmp/sbx-bench-snap.XXXXXX)
 XFS_MNT="$W/xfs"

@@ -6,7 +6,7 @@
 #
 # Why a guest: moving a task by writing cgroup.procs takes the kernel's
 # global cgroup_threadgroup_rwsem, and the first writer after a quiet spell
-# waits for an RCU grace period (docs/perf-notes.md).  Calls that come back
+# waits for an RCU grace period (docs/design.md).  Calls that come back
 # to back mostly share one wait; calls spaced like real use each pay it.
 # This host cannot show it any more once its cgroup2 is mounted with
 # favordynmods (sticky until reboot on 6.18), and its hybrid layout moves
@@ -18,7 +18,7 @@
 # Rounds alternate base and new; medians in ms; ratio new/base.  Then the
 # mechanism alone (tests/bench/cgroup-attach.c): fork + cgroup.procs write
 # against clone3(CLONE_INTO_CGROUP) against a plain fork.  Writes
-# docs/benchmarks-vm.md (OUT overrides) and stdout.
+# docs/bench/vm.md (OUT overrides) and stdout.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -26,7 +26,7 @@ BUILD=${BUILD:-$top/build}
 BASE=${BASE:-dd6a4b2}
 ROUNDS=${ROUNDS:-15}
 DENSITY=${DENSITY:-300}
-OUT=${OUT:-$top/docs/benchmarks-vm.md}
+OUT=${OUT:-$top/docs/bench/vm.md}
 
 W=$(mktemp -d /tmp/sbx-bench-vm.XXXXXX)
 trap 'rm -rf --one-file-system "$W"' EXIT

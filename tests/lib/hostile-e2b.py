@@ -105,6 +105,8 @@ class H(BaseHTTPRequestHandler):
         b = self.body()
         rec = {"method": self.command, "path": self.path,
                "headers": {k.lower(): v for k, v in self.headers.items()}}
+        if self.path.endswith("/process.Process/SendSignal"):
+            rec["body"] = json.loads(b or b"{}")
         with open(LOG, "a") as f:
             f.write(json.dumps(rec) + "\n")
         p = self.path.split("?")[0]
@@ -134,6 +136,8 @@ class H(BaseHTTPRequestHandler):
             got = json.loads(b or b"{}").get("input", {}).get("stdin", "")
             with lock:
                 stdin_got.extend(base64.b64decode(got))
+            return self.reply(200, {})
+        if p.endswith("/process.Process/SendSignal"):
             return self.reply(200, {})
         if p.endswith("/process.Process/CloseStdin"):
             stdin_closed.set()

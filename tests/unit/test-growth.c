@@ -4,7 +4,7 @@
  * nothing may be left behind - before fence counters were removed with
  * their session, 10,000 fence keys stayed.  Also measures the bytes a
  * live bound session costs (MEMORY USAGE of its binding and fence key plus
- * its share of the bound set), printed for docs/scale.md, and checks that
+ * its share of the bound set), printed for docs/bench/cluster.md, and checks that
  * a holder from before an ended session cannot write after it (the fence
  * restarts, the token does not repeat). */
 #include <signal.h>
