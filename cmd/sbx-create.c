@@ -154,7 +154,6 @@ static void build_request(struct create_opts *o, const struct sbx_profile *p,
 	req->timeout.auto_resume = o->auto_resume ? o->auto_resume > 0 : p->auto_resume;
 	req->net.allow_internet = o->allow_internet || p->allow_internet;
 	req->net.allow_public = p->allow_public;
-	req->allow_userns = p->allow_userns;
 	req->limits = p->limits;
 	if (o->limits.memory_bytes)
 		req->limits.memory_bytes = o->limits.memory_bytes;

@@ -117,6 +117,8 @@ static int ctl_one(json_object *doc, void *ctx, struct sbx_err *err)
 		if (rc == 0) {
 			sbx_json_set_bool(res, "gone", gone);
 			sb.state = SBX_STATE_TERMINAL;
+			free(sb.state_word);     /* "dead" no more: gone */
+			sb.state_word = NULL;
 		}
 	} else if (strcmp(o->op, "pause") == 0) {
 		rc = sbx_call(b, pause, err, &sb);
@@ -153,7 +155,7 @@ static int caps_main(struct ctl_opts *o)
 	json_object *doc = json_object_new_object();
 	sbx_json_set_str(doc, "backend", b->ops->name);
 	sbx_json_set_str(doc, "profile", o->app.profile->name);
-	json_object_object_add(doc, "caps", sbx_caps_to_json(b->ops->caps ? b->ops->caps(b) : 0));
+	json_object_object_add(doc, "caps", sbx_caps_to_json(sbx_backend_caps(b)));
 	/* The limits every sandbox of this profile gets unless it sets its own,
 	 * and how the backend enforces them on this host. */
 	const struct sbx_limits *l = &o->app.profile->limits;

@@ -185,11 +185,7 @@ static int exec_one(json_object *doc, void *ctx, struct sbx_err *err)
 
 static int raw_status(const struct sbx_exec_result *r)
 {
-	if (r->timed_out)
-		return 124;
-	if (r->signal)
-		return 128 + r->signal;
-	return r->exit_code < 0 ? SBX_EXIT_RAW_SELF : r->exit_code;
+	return sbx_raw_exit_status(r->timed_out, r->signal, r->exit_code);
 }
 
 struct raw_ctx {

@@ -41,6 +41,7 @@
 #include "doc.h"
 #include "fsconfine.h"
 #include "hostcopy.h"
+#include "path.h"
 #include "tar.h"
 #include "util.h"
 
@@ -163,31 +164,6 @@ static int ends_with_slash(const char *p)
 	return n > 0 && p[n - 1] == '/';
 }
 
-/* A name from inside the sandbox: any bytes but NUL (doc.h). */
-static void set_name(json_object *j, const char *key, const char *s)
-{
-	if (s)
-		sbx_json_set_bytes(j, key, s, strlen(s));
-}
-
-static json_object *dirent_json(const struct sbx_dirent *e)
-{
-	json_object *j = json_object_new_object();
-	char buf[32];
-	set_name(j, "name", e->name);
-	set_name(j, "path", e->path);
-	sbx_json_set_str(j, "type", sbx_ftype_name(e->type));
-	sbx_json_set_int(j, "size", e->size);
-	sbx_time_iso(e->mtime, buf, sizeof(buf));
-	sbx_json_set_str(j, "mtime", buf);
-	snprintf(buf, sizeof(buf), "%04o", e->mode);
-	sbx_json_set_str(j, "mode", buf);
-	sbx_json_set_int(j, "uid", e->uid);
-	sbx_json_set_int(j, "gid", e->gid);
-	set_name(j, "link_target", e->link_target);
-	return j;
-}
-
 static void dirent_clear(struct sbx_dirent *e)
 {
 	free(e->name);
@@ -211,7 +187,7 @@ static int remote_kind(struct sbx_backend *b, struct sbx_sandbox *sb, const char
 		       int as_root, struct sbx_dirent *out, struct sbx_err *err)
 {
 	struct sbx_dirent e = {0};
-	if (sbx_call(b, file_stat, err, sb, path, as_root, &e) < 0) {
+	if (sbx_file_stat(b, sb, path, as_root, &e, err) < 0) {
 		if (err->kind == SBX_NOT_FOUND) {
 			sbx_err_clear(err);
 			return 2;
@@ -238,8 +214,8 @@ static int do_put(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 		if (ends_with_slash(dest))
 			return sbx_fail(err, SBX_INVALID_REQUEST, "put", "put - needs a file name, not %s", dest);
 		progress("put stdin -> %s%s", dest, NULL);
-		if (sbx_call(b, file_write, err, sb, dest, o->stdin_data, o->stdin_len,
-			     o->mode_set ? o->mode : 0644, o->root) < 0)
+		if (sbx_file_write(b, sb, dest, o->stdin_data, o->stdin_len,
+				   o->mode_set ? o->mode : 0644, o->root, err) < 0)
 			return -1;
 		sbx_json_set_str(res, "path", dest);
 		sbx_json_set_str(res, "type", "file");
@@ -276,8 +252,8 @@ static int do_put(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 	if (data == MAP_FAILED)
 		return sbx_fail_errno(err, SBX_INTERNAL, "put", "%s", src);
 	progress("put %s -> %s", src, target);
-	int rc = sbx_call(b, file_write, err, sb, target, data, len,
-			  o->mode_set ? o->mode : (unsigned)(st.st_mode & 07777), o->root);
+	int rc = sbx_file_write(b, sb, target, data, len,
+				o->mode_set ? o->mode : (unsigned)(st.st_mode & 07777), o->root, err);
 	if (len)
 		munmap(data, len);
 	if (rc < 0)
@@ -307,8 +283,8 @@ static int do_get(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 		char *none = NULL;
 		size_t nl = 0;
 		mode = 0600;
-		if (sbx_call(b, file_read, err, sb, src, 0, o->root, &none, &nl) < 0 &&
-		    strcasestr(err->msg, "is a directory"))
+		if (sbx_file_read(b, sb, src, 0, o->root, &none, &nl, err) < 0 &&
+		    err->reason == SBX_R_IS_DIR)
 			is_dir = 1, mode = 0700;
 		free(none);
 		sbx_err_clear(err);
@@ -318,11 +294,11 @@ static int do_get(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 	sbx_json_set_str(res, "type", is_dir ? "dir" : "file");
 	if (!strcmp(dest, "-")) {
 		if (is_dir)
-			return sbx_call(b, tar_get, err, sb, src, 1, o->root) < 0 ? -1 : 1;
+			return sbx_file_tar_get(b, sb, src, 1, o->root, err) < 0 ? -1 : 1;
 		SBX_AUTOFREE char *data = NULL;
 		size_t len = 0;
-		if (sbx_call(b, file_read, err, sb, src, o->max_set ? o->max : FS_MAX_FILE, o->root,
-			     &data, &len) < 0)
+		if (sbx_file_read(b, sb, src, o->max_set ? o->max : FS_MAX_FILE, o->root,
+				  &data, &len, err) < 0)
 			return -1;
 		if (sbx_write_all(1, data, len) < 0)
 			return sbx_fail_errno(err, SBX_INTERNAL, "get", "stdout");
@@ -342,11 +318,11 @@ static int do_get(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 		SBX_AUTOFREE char *data = NULL;
 		size_t len = 0;
 		progress("get %s -> %s", src, target);
-		if (sbx_call(b, file_read, err, sb, src, o->max_set ? o->max : FS_MAX_FILE, o->root,
-			     &data, &len) < 0)
+		if (sbx_file_read(b, sb, src, o->max_set ? o->max : FS_MAX_FILE, o->root,
+				  &data, &len, err) < 0)
 			return -1;
 		/* setuid/setgid never travel to the host */
-		if (sbx_write_file_atomic(target, data, len, mode & 01777, err) < 0)
+		if (sbx_write_file_atomic(target, data, len, mode & 01777, 0, err) < 0)
 			return -1;
 		sbx_json_set_int(res, "size", (int64_t)len);
 	}
@@ -360,22 +336,17 @@ static int do_cat(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 	SBX_AUTOFREE char *data = NULL;
 	size_t len = 0;
 	size_t max = o->max_set ? o->max : FS_CAT_MAX_DEFAULT;
-	if (sbx_call(b, file_read, err, sb, o->a, max, o->root, &data, &len) < 0) {
-		if (err->kind == SBX_INVALID_REQUEST && strstr(err->msg, "more than the limit"))
+	if (sbx_file_read(b, sb, o->a, max, o->root, &data, &len, err) < 0) {
+		if (err->reason == SBX_R_TOO_LARGE)
 			sbx_err_prefix(err, "cat reads at most --max (%zu bytes); use sbx-fs get", max);
 		return -1;
 	}
 	sbx_json_set_str(res, "path", o->a);
 	sbx_json_set_int(res, "size", (int64_t)len);
-	/* A NUL would make the document one the next stage refuses (doc.h). */
-	if (sbx_json_text_ok(data, len)) {
-		sbx_json_set_str(res, "encoding", "utf-8");
-		json_object_object_add(res, "content", json_object_new_string_len(data, (int)len));
-	} else {
-		SBX_AUTOFREE char *b64 = sbx_base64(data, len, NULL);
-		sbx_json_set_str(res, "encoding", "base64");
-		sbx_json_set_str(res, "content", b64);
-	}
+	/* Bytes as every document carries them (doc.h): "content", or
+	 * "content_base64" when not UTF-8 or holding a NUL (which would make
+	 * the document one the next stage refuses). */
+	sbx_json_set_bytes(res, "content", data ? data : "", len);
 	return 0;
 }
 
@@ -384,11 +355,15 @@ static int do_ls(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *s
 {
 	struct sbx_dirent *v = NULL;
 	size_t n = 0;
-	if (sbx_call(b, file_list, err, sb, o->a, o->root, &v, &n) < 0)
+	if (sbx_file_list(b, sb, o->a, o->root, &v, &n, err) < 0)
 		return -1;
 	json_object *arr = json_object_new_array();
 	for (size_t i = 0; i < n; i++)
-		json_object_array_add(arr, dirent_json(&v[i]));
+	{
+		json_object *e = json_object_new_object();
+		sbx_dirent_json(&v[i], e);
+		json_object_array_add(arr, e);
+	}
 	sbx_json_set_str(res, "path", o->a);
 	json_object_object_add(res, "entries", arr);
 	sbx_dirents_free(v, n);
@@ -399,12 +374,9 @@ static int do_stat(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox 
 		   json_object *res, struct sbx_err *err)
 {
 	struct sbx_dirent e = {0};
-	if (sbx_call(b, file_stat, err, sb, o->a, o->root, &e) < 0)
+	if (sbx_file_stat(b, sb, o->a, o->root, &e, err) < 0)
 		return -1;
-	json_object *j = dirent_json(&e);
-	json_object_object_foreach(j, k, v)
-		json_object_object_add(res, k, json_object_get(v));
-	json_object_put(j);
+	sbx_dirent_json(&e, res);
 	dirent_clear(&e);
 	return 0;
 }
@@ -417,7 +389,7 @@ static int do_mv(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *s
 	if (k < 0)
 		return -1;
 	SBX_AUTOFREE char *to = k == 1 ? join_base(o->b, o->a) : sbx_xstrdup(o->b);
-	int rc = sbx_call(b, file_move, err, sb, o->a, to, o->root);
+	int rc = sbx_file_move(b, sb, o->a, to, o->root, err);
 	sbx_json_set_str(res, "from", o->a);
 	sbx_json_set_str(res, "to", to);
 	return rc;
@@ -476,11 +448,11 @@ static int fs_sub(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 	case S_LS: return do_ls(o, b, sb, res, err);
 	case S_STAT: return do_stat(o, b, sb, res, err);
 	case S_MKDIR:
-		rc = sbx_call(b, file_mkdir, err, sb, o->a, o->mode_set ? o->mode : 0755, o->root);
+		rc = sbx_file_mkdir(b, sb, o->a, o->mode_set ? o->mode : 0755, o->root, err);
 		sbx_json_set_str(res, "path", o->a);
 		return rc;
 	case S_RM:
-		rc = sbx_call(b, file_remove, err, sb, o->a, o->recursive, o->root);
+		rc = sbx_file_remove(b, sb, o->a, o->recursive, o->root, err);
 		sbx_json_set_str(res, "path", o->a);
 		sbx_json_set_bool(res, "recursive", o->recursive);
 		return rc;

@@ -87,31 +87,6 @@ static int check_ids(const char *tenant, const char *session, struct sbx_err *er
 	return sbx_ids_check(tenant, "session", session, err);
 }
 
-static json_object *binding_json(struct sbx_redis *r, const char *tenant, const char *session,
-				 struct sbx_err *err, int *failed)
-{
-	struct sbx_binding b;
-	int rc = sbx_binding_get(r, tenant, session, &b, err);
-	*failed = rc < 0;
-	if (rc <= 0)
-		return NULL;
-	json_object *o = json_object_new_object();
-	char when[32];
-	sbx_json_set_str(o, "sandbox_id", b.sandbox_id);
-	sbx_json_set_str(o, "backend", b.backend);
-	sbx_json_set_str(o, "profile", b.profile);
-	sbx_json_set_str(o, "template", b.template_id);
-	sbx_json_set_int(o, "fence", b.fence);
-	sbx_time_iso(b.created_at, when, sizeof(when));
-	sbx_json_set_str(o, "created_at", when);
-	if (b.stale_at) {
-		sbx_time_iso(b.stale_at, when, sizeof(when));
-		sbx_json_set_str(o, "stale_at", when);
-	}
-	sbx_binding_clear(&b);
-	return o;
-}
-
 /* stale --all-tenants: every tenant of the tenant index, each tenant's
  * sessions under their locks; the counts are summed and the first
  * failure is reported after all were tried. */
@@ -185,16 +160,21 @@ static int lease_one(json_object *doc, void *ctx, struct sbx_err *err)
 		struct sbx_turn t;
 		rc = sbx_turn_state(r, tenant, session, &t, err);
 		if (rc == 0) {
-			int failed;
+			struct sbx_binding bd;
 			sbx_json_set_bool(res, "active", t.active);
 			sbx_json_set_bool(res, "rebuild", t.rebuild);
 			sbx_json_set_int(res, "refs", t.refs);
 			sbx_json_set_int(res, "ttl_ms", t.ttl_ms);
-			json_object *b = binding_json(r, tenant, session, err, &failed);
-			if (failed)
+			int found = sbx_binding_get(r, tenant, session, &bd, err);
+			json_object *b = found > 0 ? json_object_new_object() : NULL;
+			if (found < 0)
 				rc = -1;
 			else
 				json_object_object_add(res, "binding", b);   /* null when unbound */
+			if (found > 0) {
+				sbx_binding_json(&bd, b);
+				sbx_binding_clear(&bd);
+			}
 		}
 	} else {
 		long marked = 0, failed = 0;
@@ -241,7 +221,8 @@ static int run_locked(struct lease_opts *o, char **argv)
 		setenv("SBX_LOCK_FENCE", fence, 1);
 		execvp(argv[0], argv);
 		int e = errno;
-		fprintf(stderr, "%s: error: not_found: cannot run %s: %s\n", cmd.name, argv[0], strerror(e));
+		sbx_fail_errno(&err, SBX_NOT_FOUND, "lease", "cannot run %s", argv[0]);
+		sbx_cli_report(cmd.name, &err);
 		_exit(e == ENOENT ? 127 : 126);
 	}
 	/* While the command runs, we only wait: the lock renews itself.

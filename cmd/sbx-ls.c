@@ -35,13 +35,54 @@ static const struct sbx_cmd cmd = {
 	.opts = opts,
 };
 
+#define LS_WORDS_MAX 8
+
 struct ls_opts {
 	struct sbx_app app;
 	int all;
 	json_object *labels;
-	unsigned states;
+	unsigned states;         /* asked of the backend: generic bits */
+	/* --state given: what is listed is exactly the states named, generic
+	 * ones (`exact`, for handles without a word of their own) and
+	 * backends' own words (a local "dead" is not "terminal"). */
+	int picked;
+	unsigned exact;
+	const char *words[LS_WORDS_MAX];
+	size_t nwords;
 	const char *id;
 };
+
+/* --state NAME: a generic state, or a state word of a compiled-in backend
+ * (asked of the backend as the generic state it counts as). */
+static int add_state(struct ls_opts *o, const char *arg, struct sbx_err *err)
+{
+	enum sbx_state s = sbx_state_from_name(arg);
+	o->picked = 1;
+	if (s != SBX_STATE_UNKNOWN || strcmp(arg, "unknown") == 0) {
+		o->exact |= 1u << s;
+	} else if (sbx_state_word_find(arg, &s)) {
+		if (o->nwords == LS_WORDS_MAX)
+			return sbx_usage_err(err, "at most %d backend states", LS_WORDS_MAX);
+		o->words[o->nwords++] = arg;
+	} else {
+		return sbx_usage_err(err, "unknown state '%s' (running, paused, transitioning, "
+				     "terminal, or a backend's own: sbx(7))", arg);
+	}
+	o->states |= 1u << s;
+	return 0;
+}
+
+static int state_picked(const struct ls_opts *o, const struct sbx_sandbox *sb)
+{
+	if (!o->picked)
+		return 1;
+	if (!sb->state_word)
+		return (o->exact & (1u << sb->state)) != 0;
+	for (size_t i = 0; i < o->nwords; i++)
+		if (strcmp(o->words[i], sb->state_word) == 0)
+			return 1;
+	return 0;
+}
 
 static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 {
@@ -50,14 +91,7 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	case O_PROFILE: o->app.profile_flag = arg; return 0;
 	case O_ALL: o->all = 1; return 0;
 	case O_LABEL: return sbx_cli_pair_add(o->labels, arg, "--label", err);
-	case O_STATE: {
-		enum sbx_state s = sbx_state_from_name(arg);
-		if (s == SBX_STATE_UNKNOWN && strcmp(arg, "unknown") != 0)
-			return sbx_usage_err(err, "unknown state '%s' (running, paused, stopped, "
-					     "transitioning, terminal, dead)", arg);
-		o->states |= 1u << s;
-		return 0;
-	}
+	case O_STATE: return add_state(o, arg, err);
 	case O_ID: o->id = arg; return 0;
 	}
 	return 0;
@@ -74,8 +108,7 @@ static int emit_sandbox(const struct sbx_sandbox *sb, struct sbx_err *err)
 
 static int emit_listed(struct sbx_sandbox *sb, void *ctx, struct sbx_err *err)
 {
-	(void)ctx;
-	return emit_sandbox(sb, err);
+	return state_picked(ctx, sb) ? emit_sandbox(sb, err) : 0;
 }
 
 static int ls_one(json_object *doc, void *ctx, struct sbx_err *err)
@@ -99,10 +132,10 @@ static int ls_one(json_object *doc, void *ctx, struct sbx_err *err)
 	};
 	if (!f.states && !o->all)
 		f.states = 1u << SBX_STATE_RUNNING | 1u << SBX_STATE_PAUSED |
-			   1u << SBX_STATE_STOPPED | 1u << SBX_STATE_TRANSITIONING;
+			   1u << SBX_STATE_TRANSITIONING;   /* live, a backend's own live states too */
 	/* Every page (pager.h): a backend that loops is an error, not a
 	 * listing that looks complete. */
-	if (sbx_list_each(b, &f, emit_listed, NULL, NULL, err) < 0)
+	if (sbx_list_each(b, &f, emit_listed, o, NULL, err) < 0)
 		return -1;
 	return 1;
 }

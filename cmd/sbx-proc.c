@@ -192,58 +192,6 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	return 0;
 }
 
-/* A stream's bytes: a JSON string when they are UTF-8 without NUL, else
- * base64 under "<name>_base64" (as sbx-exec writes them). */
-static void add_stream(json_object *o, const char *name, const char *data, size_t len)
-{
-	if (!memchr(data, '\0', len) && sbx_utf8_valid(data, len)) {
-		json_object_object_add(o, name, json_object_new_string_len(data, (int)len));
-		return;
-	}
-	size_t n = 0;
-	char *b64 = sbx_base64(data, len, &n);
-	char key[64];
-	snprintf(key, sizeof(key), "%s_base64", name);
-	json_object_object_add(o, key, json_object_new_string_len(b64, (int)n));
-	free(b64);
-}
-
-static json_object *strv_json(char **v)
-{
-	json_object *a = json_object_new_array();
-	for (char **p = v; p && *p; p++)
-		json_object_array_add(a, json_object_new_string(*p));
-	return a;
-}
-
-/* The document form of a process; env lists names only (values may be
- * secrets and are never shown). */
-static json_object *info_json(const struct sbx_proc_info *p)
-{
-	json_object *o = json_object_new_object();
-	sbx_json_set_int(o, "pid", p->pid);
-	json_object_object_add(o, "argv", strv_json(p->argv));
-	json_object_object_add(o, "env", strv_json(p->env));
-	sbx_json_set_str(o, "cwd", p->cwd ? p->cwd : "/workspace");
-	if (p->tag)
-		sbx_json_set_str(o, "tag", p->tag);
-	sbx_json_set_bool(o, "as_root", p->as_root);
-	sbx_json_set_bool(o, "running", p->running);
-	if (!p->running) {
-		sbx_json_set_int(o, "exit_code", p->exit_code);
-		sbx_json_set_int(o, "signal", p->signal);
-		sbx_json_set_bool(o, "timed_out", p->timed_out);
-		sbx_json_set_int(o, "ended_at_ms", p->ended_at);
-	}
-	sbx_json_set_bool(o, "stdin_open", p->stdin_open);
-	sbx_json_set_int(o, "started_at_ms", p->started_at);
-	sbx_json_set_int(o, "stdout_end", p->out_end);
-	sbx_json_set_int(o, "stderr_end", p->err_end);
-	sbx_json_set_int(o, "stdout_start", p->out_start);
-	sbx_json_set_int(o, "stderr_start", p->err_start);
-	return o;
-}
-
 static struct sbx_proc_sel selector(const struct proc_opts *o)
 {
 	return (struct sbx_proc_sel){.pid = o->pid, .tag = o->pid ? NULL : o->tag};
@@ -286,13 +234,7 @@ static int capture_sink(void *ctx, int stream, const char *data, size_t len, int
 
 static int raw_status(const struct sbx_proc_info *p)
 {
-	if (p->running)
-		return 0;
-	if (p->timed_out)
-		return 124;
-	if (p->signal)
-		return 128 + p->signal;
-	return p->exit_code < 0 ? SBX_EXIT_RAW_SELF : p->exit_code;
+	return p->running ? 0 : sbx_raw_exit_status(p->timed_out, p->signal, p->exit_code);
 }
 
 static int do_output(struct proc_opts *o, struct sbx_backend *b, struct sbx_sandbox *sb,
@@ -312,18 +254,19 @@ static int do_output(struct proc_opts *o, struct sbx_backend *b, struct sbx_sand
 	if (rc == 0 && o->raw) {
 		o->raw_status = raw_status(&end);
 	} else if (rc == 0) {
-		json_object *out = info_json(&end);
+		json_object *out = json_object_new_object();   /* replaces an earlier stage's */
+		json_object_object_add(doc, "output", out);
+		sbx_proc_info_json(&end, out);
 		const char *names[2] = {"stdout", "stderr"};
 		for (int k = 0; k < 2; k++) {
 			char key[32];
-			add_stream(out, names[k], c.buf[k] ? c.buf[k] : "", c.len[k]);
+			sbx_json_set_bytes(out, names[k], c.buf[k] ? c.buf[k] : "", c.len[k]);
 			snprintf(key, sizeof(key), "%s_offset", names[k]);
 			sbx_json_set_int(out, key, c.first[k] >= 0 ? c.first[k]
 						   : k == 0 ? end.out_end : end.err_end);
 			snprintf(key, sizeof(key), "%s_truncated", names[k]);
 			sbx_json_set_bool(out, key, c.truncated[k]);
 		}
-		json_object_object_add(doc, "output", out);
 	}
 	if (rc == 0)
 		sbx_proc_info_clear(&end);
@@ -343,7 +286,9 @@ static int do_start(struct proc_opts *o, struct sbx_backend *b, struct sbx_sandb
 	struct sbx_proc_info p;
 	if (sbx_call(b, proc_start, err, sb, &req, &p) < 0)
 		return -1;
-	json_object_object_add(doc, "proc", info_json(&p));
+	json_object *j = json_object_new_object();
+	json_object_object_add(doc, "proc", j);
+	sbx_proc_info_json(&p, j);
 	sbx_proc_info_clear(&p);
 	return 0;
 }
@@ -357,7 +302,11 @@ static int do_ls(struct sbx_backend *b, struct sbx_sandbox *sb, json_object *doc
 		return -1;
 	json_object *a = json_object_new_array();
 	for (size_t i = 0; i < n; i++)
-		json_object_array_add(a, info_json(&all[i]));
+	{
+		json_object *j = json_object_new_object();
+		sbx_proc_info_json(&all[i], j);
+		json_object_array_add(a, j);
+	}
 	sbx_proc_infos_free(all, n);
 	json_object_object_add(doc, "procs", a);
 	return 0;

@@ -131,26 +131,6 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	return 0;
 }
 
-/* The document form of a snapshot. */
-static json_object *snap_json(const struct sbx_snapshot_ref *r)
-{
-	json_object *o = json_object_new_object();
-	char when[32];
-	sbx_json_set_str(o, "id", r->id);
-	sbx_json_set_str(o, "name", r->name ? r->name : r->id);
-	if (r->parent)
-		sbx_json_set_str(o, "parent", r->parent);
-	if (r->layers >= 0)
-		sbx_json_set_int(o, "layers", r->layers);
-	if (r->size_bytes >= 0)
-		sbx_json_set_int(o, "size_bytes", r->size_bytes);
-	if (r->created_at > 0) {
-		sbx_time_iso(r->created_at, when, sizeof(when));
-		sbx_json_set_str(o, "created_at", when);
-	}
-	return o;
-}
-
 static void ref_clear(struct sbx_snapshot_ref *r)
 {
 	free(r->id);
@@ -175,7 +155,8 @@ static int snap_take(struct sbx_backend *b, json_object *doc, const char *name,
 	sbx_sandbox_clear(&sb);
 	if (rc < 0)
 		return -1;
-	json_object *j = snap_json(&r);
+	json_object *j = json_object_new_object();
+	sbx_snapshot_ref_json(&r, j);
 	sbx_json_set_int(j, "duration_ms", sbx_mono_ms() - t0);
 	json_object_object_add(doc, "snapshot", j);
 	ref_clear(&r);
@@ -194,7 +175,7 @@ static int take_one(json_object *doc, void *ctx, struct sbx_err *err)
 static int emit_ref(const struct sbx_snapshot_ref *r, struct sbx_err *err)
 {
 	json_object *doc = json_object_new_object();
-	json_object_object_add(doc, "snapshot", snap_json(r));
+	sbx_snapshot_ref_json(r, sbx_json_child(doc, "snapshot"));
 	int rc = sbx_emit(doc, err);
 	json_object_put(doc);
 	return rc;
@@ -259,10 +240,10 @@ static int do_flatten(struct snap_opts *o, struct sbx_backend *b, const char *id
 	if (sbx_call(b, snapshot_flatten, err, id, o->name, &r) < 0)
 		return -1;
 	json_object *doc = json_object_new_object();
-	json_object *j = snap_json(&r);
+	json_object *j = sbx_json_child(doc, "snapshot");
+	sbx_snapshot_ref_json(&r, j);
 	sbx_json_set_str(j, "flattened_from", id);
 	sbx_json_set_int(j, "duration_ms", sbx_mono_ms() - t0);
-	json_object_object_add(doc, "snapshot", j);
 	int rc = sbx_emit(doc, err);
 	json_object_put(doc);
 	ref_clear(&r);
@@ -305,7 +286,7 @@ static int skill_one(json_object *doc, void *ctx, struct sbx_err *err)
 	if (s)
 		sbx_json_set_int(s, "duration_ms", sbx_mono_ms() - t0);
 	if (rc == 0 && s && sbx_json_str(s, "warning"))
-		fprintf(stderr, "%s: warning: %s\n", cmd.name, sbx_json_str(s, "warning"));
+		sbx_cli_warn(cmd.name, "%s", sbx_json_str(s, "warning"));
 	return rc;
 }
 
@@ -356,7 +337,7 @@ static int do_tenant_view(struct snap_opts *o, int show, struct sbx_err *err)
 	}
 	int rc = 0;
 	if (w)
-		fprintf(stderr, "%s: warning: %s\n", cmd.name, sbx_json_str(st, "warning"));
+		sbx_cli_warn(cmd.name, "%s", sbx_json_str(st, "warning"));
 	if (show) {
 		json_object *doc = json_object_new_object();
 		json_object_object_add(doc, "skills", json_object_get(st));

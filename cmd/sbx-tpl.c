@@ -64,27 +64,10 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	return 0;
 }
 
-static json_object *tpl_json(const struct sbx_template *t, const char *backend)
-{
-	json_object *o = json_object_new_object();
-	char when[32];
-	sbx_json_set_str(o, "id", t->id);
-	sbx_json_set_str(o, "name", t->name ? t->name : t->id);
-	sbx_json_set_str(o, "kind", t->kind ? t->kind : "unknown");
-	sbx_json_set_str(o, "backend", backend);
-	if (t->created_at > 0) {
-		sbx_time_iso(t->created_at, when, sizeof(when));
-		sbx_json_set_str(o, "created_at", when);
-	}
-	if (t->size_bytes >= 0)
-		sbx_json_set_int(o, "size_bytes", t->size_bytes);
-	return o;
-}
-
 static int emit_tpl(const struct sbx_template *t, const char *backend, struct sbx_err *err)
 {
 	json_object *doc = json_object_new_object();
-	json_object_object_add(doc, "template", tpl_json(t, backend));
+	sbx_template_json(t, backend, sbx_json_child(doc, "template"));
 	int rc = sbx_emit(doc, err);
 	json_object_put(doc);
 	return rc;
@@ -135,9 +118,9 @@ static int do_import(struct tpl_opts *o, struct sbx_backend *b, const char *name
 	if (sbx_call(b, template_import, err, name, fd, o->dir, &t) < 0)
 		return -1;
 	json_object *doc = json_object_new_object();
-	json_object *j = tpl_json(&t, b->ops->name);
+	json_object *j = sbx_json_child(doc, "template");
+	sbx_template_json(&t, b->ops->name, j);
 	sbx_json_set_int(j, "duration_ms", sbx_mono_ms() - t0);
-	json_object_object_add(doc, "template", j);
 	int rc = sbx_emit(doc, err);
 	json_object_put(doc);
 	free(t.id);

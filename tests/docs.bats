@@ -237,8 +237,9 @@ exit_table() {
 	[ "$(cut -f1 <<<"$table" | sort | uniq -d)" = "" ]
 	# The kinds: err.c's names; each one's status: its line of
 	# sbx_kind_exit_status, else the default line.
-	kinds=$(sed -nE 's/^[[:space:]]*\[SBX_[A-Z_]+\] = "([a-z_]+)",$/\1/p' "$c" | grep -vx ok)
-	[ "$(wc -l <<<"$kinds")" -eq "$(grep -c '^	SBX_[A-Z_]*,' "$h")" ]   # every kind but ok
+	kinds=$(sed -n '/^static const char \*const kind_names/,/^};/p' "$c" |
+		sed -nE 's/^[[:space:]]*\[SBX_[A-Z_]+\] = "([a-z_]+)",$/\1/p' | grep -vx ok)
+	[ "$(wc -l <<<"$kinds")" -eq "$(sed -n '/^enum sbx_kind {/,/^};/p' "$h" | grep -c '^	SBX_[A-Z_]*,')" ]   # every kind but ok
 	for k in $kinds; do
 		enum=SBX_${k^^}
 		exitc=$(awk -v e="case $enum:" '/^int sbx_kind_exit_status/ { f = 1 } f && index($0, e) { print; exit }

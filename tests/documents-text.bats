@@ -96,8 +96,8 @@ for line in sys.stdin.buffer:
 	printf 'a\000b' | sbx-fs --id "$id" put - /workspace/nul.bin >/dev/null
 	run --separate-stderr sbx-fs --id "$id" cat /workspace/nul.bin
 	[ "$status" -eq 0 ]
-	[ "$(jqo .files.encoding)" = base64 ]
-	[ "$(jqo .files.content)" = YQBi ]
+	[ "$(jqo .files.content_base64)" = YQBi ]
+	[ "$(jqo .files.content)" = null ]
 	run bash -c "printf '%s\n' '$output' | sbx-exec -- true"
 	[ "$status" -eq 0 ]
 	sbx-ctl kill --id "$id" >/dev/null

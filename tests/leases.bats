@@ -78,7 +78,9 @@ teardown_file() { sbx_teardown_file; }
 	assert_success
 	[ "$(rcli get "$(skey t1 l1 fence)")" = 2 ]
 	[ "$(rcli exists "$(skey t1 l1 lock)")" = 0 ]
-	run -127 sbx-lease lock --tenant t1 --session l1 -- /nonexistent/cmd
+	run -127 --separate-stderr sbx-lease lock --tenant t1 --session l1 -- /nonexistent/cmd
+	[ "$stderr" = "sbx-lease: error: not_found: cannot run /nonexistent/cmd: No such file or directory" ]
+	[ "$(rcli exists "$(skey t1 l1 lock)")" = 0 ]
 }
 
 @test "a busy lock without --wait exits 75; with --wait it waits for the holder" {

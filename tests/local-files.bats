@@ -336,12 +336,12 @@ UNI_NAME='ünï cødé ✓'
 @test "cat puts text in the document, and binary as base64" {
 	printf 'héllo\n' | fs put - /workspace/t.txt >/dev/null
 	run fs cat /workspace/t.txt
-	[ "$(jqo .files.encoding)" = utf-8 ]
 	[ "$(jqo .files.content)" = 'héllo' ]
+	[ "$(jqo .files.content_base64)" = null ]
 	printf '\377\000\001' | fs put - /workspace/b.bin >/dev/null
 	run fs cat /workspace/b.bin
-	[ "$(jqo .files.encoding)" = base64 ]
-	[ "$(jqo .files.content | base64 -d | od -An -tx1 | tr -d ' ')" = ff0001 ]
+	[ "$(jqo .files.content)" = null ]
+	[ "$(jqo .files.content_base64 | base64 -d | od -An -tx1 | tr -d ' ')" = ff0001 ]
 	run --separate-stderr fs cat --max 2 /workspace/t.txt
 	[ "$status" -eq 65 ]
 	[[ "$(jqo .error.message)" == *"sbx-fs get"* ]]

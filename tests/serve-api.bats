@@ -199,15 +199,18 @@ new_sandbox() {
 }
 
 @test "metrics: a sandbox root that replaces what the sample runs gets 500, never its numbers as the sandbox's" {
-	# df printing numbers that overflow once turned into bytes, and nproc
-	# flooding the sample past its 4 KB cap: each is refused as malformed
+	# the sample is `/bin/sh -c SCRIPT` in the sandbox, and root there may
+	# replace /bin/sh itself (replacing df or nproc would not do on a
+	# busybox template, whose sh runs its own applets): numbers that
+	# overflow once turned into bytes, and a flood past the sample's 4 KB
+	# cap, are each refused as malformed
 	local fake
-	for fake in "df:printf 'Filesystem x\\nx 9223372036854775807 9223372036854775807 0 0%% /\\n'" \
-		"nproc:head -c 100000 /dev/zero | tr '\\0' 7"; do
+	for fake in "printf 'ncpu 1\\nusec1 1\\nusec2 2\\ncgmem 1\\nmemtotal 1\\ndisktotal 9223372036854775807\\ndiskused 1\\n'" \
+		"head -c 100000 /dev/zero | tr '\\0' 7"; do
 		new_sandbox
 		run sbx-exec --root --id "$ID" -- sh -c \
-			'p=$(command -v "$1") && rm -f "$p" && printf "#!/bin/sh\n%s\n" "$2" >"$p" && chmod 755 "$p"' \
-			sh "${fake%%:*}" "${fake#*:}"
+			'for i in /bin/dash /bin/bash "/bin/busybox sh"; do [ -x "${i%% *}" ] && break; done
+			 rm -f /bin/sh && printf "#!%s\n%s\n" "$i" "$1" >/bin/sh && chmod 755 /bin/sh' sh "$fake"
 		assert_equal "$(jqo .exec.exit_code)" 0
 		run api GET "/sandboxes/$ID/metrics"
 		assert_equal "$(status)" 500

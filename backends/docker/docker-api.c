@@ -44,7 +44,7 @@ static char *shown_endpoint(const char *ep)
 	return sbx_xasprintf("%.*s***%s", (int)(hier - ep), ep, at);
 }
 
-static int parse_endpoint(struct docker_conn *d, const struct sbx_profile *p, struct sbx_err *err)
+static int parse_endpoint(struct docker_conn *d, const char *certs, struct sbx_err *err)
 {
 	const char *ep = d->endpoint && *d->endpoint ? d->endpoint : getenv("DOCKER_HOST");
 	if (!ep || !*ep)
@@ -62,7 +62,6 @@ static int parse_endpoint(struct docker_conn *d, const struct sbx_profile *p, st
 		const char *hp = ep + strlen("tcp://");
 		if (!*hp || strpbrk(hp, "/?#@ "))
 			return sbx_fail_config(err, "config", "docker endpoint '%s': expected tcp://host:port", shown);
-		const char *certs = p->tls_cert_path;
 		if (!certs || !*certs)
 			return sbx_fail_config(err, "config",
 					       "docker endpoint %s: tcp:// needs tls_cert_path (ca.pem, cert.pem, key.pem); "
@@ -102,7 +101,7 @@ int docker_conn_open(struct sbx_backend *b, struct sbx_err *err)
 	struct sbx_profile *p = b->profile;
 	b->priv = d;
 	d->endpoint = sbx_trim(sbx_xstrdup(p && p->endpoint ? p->endpoint : ""));
-	if (parse_endpoint(d, p, err) < 0) {
+	if (parse_endpoint(d, docker_tls_certs(b), err) < 0) {
 		docker_conn_close(b);
 		return -1;
 	}
@@ -147,6 +146,31 @@ int docker_ping(struct sbx_backend *b, struct sbx_err *err)
 	return rc;
 }
 
+/* The reason behind an engine's message, for the callers that act on it:
+ * pausing twice, a resume that lost the race to another ("not paused",
+ * runc's "cannot resume a running process"), a removal already under way,
+ * and a start that the engine's own setup refuses (no init binary for
+ * Init: true, dockerd's docker-init or podman's catatonit, or rlimits the
+ * engine's defaults ask for and the host cannot grant: podman's "error
+ * setting rlimit", "OCI permission denied"). */
+static enum sbx_reason docker_reason(const char *msg)
+{
+	static const char *const setup[] = {
+		"rlimit", "OCI permission denied", "docker-init", "catatonit", "init binary",
+		"container-init", NULL,
+	};
+	if (strstr(msg, "already paused"))
+		return SBX_R_ALREADY_PAUSED;
+	if (strstr(msg, "not paused") || strstr(msg, "cannot resume a running process"))
+		return SBX_R_NOT_PAUSED;
+	if (strstr(msg, "already in progress"))
+		return SBX_R_IN_PROGRESS;
+	for (size_t i = 0; setup[i]; i++)
+		if (strstr(msg, setup[i]))
+			return SBX_R_ENGINE_SETUP;
+	return SBX_R_NONE;
+}
+
 int docker_status_err(const char *op, const struct sbx_http_resp *resp, struct sbx_err *err)
 {
 	const char *msg = NULL;
@@ -169,7 +193,7 @@ int docker_status_err(const char *op, const struct sbx_http_resp *resp, struct s
 					   strstr(msg, "invalid tar header")))
 		k = SBX_INVALID_REQUEST;
 	if (msg)
-		sbx_fail(err, k, op, "docker: %s", msg);
+		sbx_fail_reason(err, k, docker_reason(msg), op, "docker: %s", msg);
 	else
 		sbx_fail(err, k, op, "docker: HTTP %d", resp->status);
 	/* Docker messages end with a newline sometimes. */

@@ -17,6 +17,17 @@
 #include "backend.h"
 #include "http.h"
 
+/* The profile keys the docker backend owns (docker.c's config_load). */
+struct docker_conf {
+	char *tls_cert_path;     /* tcp://: the folder of ca.pem, cert.pem, key.pem */
+};
+/* The profile's tls_cert_path, NULL when none. */
+static inline const char *docker_tls_certs(const struct sbx_backend *b)
+{
+	const struct docker_conf *c = sbx_backend_conf(b);
+	return c ? c->tls_cert_path : NULL;
+}
+
 /* Connect b (b->priv) to the engine the profile's endpoint names: the
  * profile's endpoint, else DOCKER_HOST, else the local socket.  A malformed
  * endpoint, tcp:// without tls_cert_path or with an unreadable TLS file is a
@@ -57,7 +68,9 @@ int docker_raw_ok(struct sbx_backend *b, const char *op, struct sbx_http_req *re
  * failure (err->op is then `op`). */
 int docker_upgrade(struct sbx_backend *b, const char *op, struct sbx_http_req *req, int *fd,
 		   struct sbx_http_resp *resp, struct sbx_err *err);
-/* Turn a non-2xx response into an error (as docker_api does); returns -1. */
+/* Turn a non-2xx response into an error (as docker_api does), with the
+ * reason the engine's message names (paused twice, not paused, removal in
+ * progress, the engine's setup); returns -1. */
 int docker_status_err(const char *op, const struct sbx_http_resp *resp, struct sbx_err *err);
 
 /* GET the listing `what` (a path ending in '?' or '&') with `filters` (a

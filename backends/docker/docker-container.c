@@ -13,6 +13,10 @@
 #include "doc.h"
 #include "util.h"
 
+const struct sbx_state_word docker_state_words[] = {
+	{"dead", SBX_STATE_TERMINAL}, {NULL, SBX_STATE_UNKNOWN},
+};
+
 enum sbx_state docker_map_state(const char *s)
 {
 	if (!s)
@@ -25,8 +29,8 @@ enum sbx_state docker_map_state(const char *s)
 		return SBX_STATE_TRANSITIONING;
 	if (!strcmp(s, "exited"))
 		return SBX_STATE_TERMINAL;
-	if (!strcmp(s, "dead"))
-		return SBX_STATE_DEAD;
+	if (!strcmp(s, "dead"))      /* the engine's own word, kept (docker_state_words) */
+		return SBX_STATE_TERMINAL;
 	return SBX_STATE_UNKNOWN;
 }
 
@@ -52,6 +56,8 @@ void docker_fill_sandbox(struct sbx_backend *b, struct sbx_sandbox *sb, const ch
 		image = tpl;
 	sb->template_id = image ? sbx_xstrdup(image) : NULL;
 	sb->state = docker_map_state(state);
+	if (state && !strcmp(state, "dead"))
+		sb->state_word = sbx_xstrdup("dead");
 	sb->created_at = created;
 	sb->metadata = json_object_new_object();
 	if (labels) {
@@ -155,7 +161,7 @@ static int ensure_running(struct sbx_backend *b, const char *id, int resume, str
 		/* Another resume may win the race: runc then says the
 		 * container is "not paused" or "a running process". */
 		if (docker_container_post(b, id, "unpause", "resume", &e2) < 0 &&
-		    !strstr(e2.msg, "not paused") && !strstr(e2.msg, "cannot resume a running process")) {
+		    e2.reason != SBX_R_NOT_PAUSED) {
 			*err = e2;
 			return -1;
 		}
@@ -209,7 +215,7 @@ int docker_container_remove(struct sbx_backend *b, const char *id, int *gone,
 			docker_gate_forget(b, full);
 			return 0;
 		}
-		if (strstr(err->msg, "already in progress")) {
+		if (err->reason == SBX_R_IN_PROGRESS) {
 			sbx_err_clear(err);
 			return 0;
 		}

@@ -25,8 +25,11 @@
  * dockerd but the image's full name on podman, so it is kept here. */
 #define DOCKER_LABEL_TEMPLATE "sbx.template"
 
-/* Docker's state word ("running", "paused", ...) as an sbx state. */
+/* Docker's state word ("running", "paused", ...) as an sbx state.  The
+ * engine's "dead" (a container it failed to remove) is terminal, and
+ * handles keep the word (the backend's one state word). */
 enum sbx_state docker_map_state(const char *s);
+extern const struct sbx_state_word docker_state_words[];
 /* Labels that are ours, not the caller's metadata. */
 int docker_internal_label(const char *k);
 

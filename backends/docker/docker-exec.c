@@ -220,7 +220,7 @@ static int exec_create(struct sbx_backend *b, const char *id, json_object *body,
 		if (err->kind != SBX_CONFLICT || attempt > 2)
 			return -1;
 		if (attempt > 0)
-			usleep(50000);
+			sbx_sleep_ms(50);
 		if (docker_ensure_running(b, id, err) < 0)
 			return -1;
 	}
@@ -391,7 +391,7 @@ static void exec_wait_started(struct sbx_backend *b, const char *eid)
 		json_object_put(j);
 		if (!has_pid || started || ended)
 			return;
-		usleep(i < 20 ? 1000 : 5000);
+		sbx_sleep_ms(i < 20 ? 1 : 5);
 	}
 }
 
@@ -479,7 +479,7 @@ static int exec_exit_code(struct sbx_backend *b, const char *eid, int *code, str
 		json_object_put(j);
 		if (!running && have)
 			return 0;
-		usleep(i < 20 ? 2000 : 10000);
+		sbx_sleep_ms(i < 20 ? 2 : 10);
 	}
 	return sbx_fail(err, SBX_TIMEOUT, "exec", "the daemon never reported the exit code");
 }
@@ -586,9 +586,11 @@ int docker_exec(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_
 	return 0;
 }
 
-/* The kind a failed helper command's stderr points to. */
-static enum sbx_kind kind_of_stderr(const char *s)
+/* The kind a failed helper command's stderr points to, and in *why the
+ * reason callers tell apart (a folder where a file was wanted). */
+static enum sbx_kind kind_of_stderr(const char *s, enum sbx_reason *why)
 {
+	*why = s && strstr(s, "Is a directory") ? SBX_R_IS_DIR : SBX_R_NONE;
 	if (!s)
 		return SBX_INTERNAL;
 	if (strstr(s, "No such file") || strstr(s, "can't stat") || strstr(s, "can't open"))
@@ -633,8 +635,10 @@ int docker_sh(struct sbx_backend *b, struct sbx_sandbox *sb, int as_root, const 
 		char *msg = res->err && *res->err ? sbx_trim(res->err) : NULL;
 		/* "sbx-fs: line 1: can't create /x: Permission denied" → the tail. */
 		const char *shown = msg ? msg : "";
-		sbx_fail(err, msg ? kind_of_stderr(msg) : SBX_INTERNAL, op, "%s%s(exit %d)",
-			 shown, *shown ? " " : "", res->exit_code);
+		enum sbx_reason why;
+		enum sbx_kind k = kind_of_stderr(msg, &why);
+		sbx_fail_reason(err, k, why, op, "%s%s(exit %d)", shown, *shown ? " " : "",
+				res->exit_code);
 		sbx_exec_result_clear(res);
 		return -1;
 	}

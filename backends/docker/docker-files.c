@@ -8,7 +8,7 @@
  * kernel's permission checks are the confinement, reads included.  Root
  * operations (the install path, as_root) may use the archive API.
  *
- * Promises: paths are absolute, free of "." and ".." components, and never
+ * Promises: paths (in the library's normal spelling, path.h) are never
  * under /proc, /sys or /dev or the activity marker (invalid_request);
  * writes replace the target atomically (temp file + rename in the same
  * folder), so a symlink planted at the target is replaced, not written
@@ -30,35 +30,14 @@
 
 int docker_check_path(const char *path, const char *op, struct sbx_err *err)
 {
-	if (!path || path[0] != '/')
-		return sbx_fail(err, SBX_INVALID_REQUEST, op, "path '%s' is not absolute", path ? path : "");
-	if (strlen(path) > 4000)
-		return sbx_fail(err, SBX_INVALID_REQUEST, op, "path too long");
-	const char *p = path;
-	while (*p) {
-		while (*p == '/')
-			p++;
-		const char *e = strchrnul(p, '/');
-		size_t n = (size_t)(e - p);
-		if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
-			return sbx_fail(err, SBX_INVALID_REQUEST, op, "path '%s' has a '.' or '..' component", path);
-		p = e;
-	}
 	static const char *const reserved[] = {"/proc", "/sys", "/dev"};
 	for (size_t i = 0; i < SBX_ARRAY_LEN(reserved); i++) {
 		size_t n = strlen(reserved[i]);
-		/* Leading "//" collapses: compare after squeezing the slashes. */
-		const char *q = path;
-		while (q[0] == '/' && q[1] == '/')
-			q++;
-		if (!strncmp(q, reserved[i], n) && (q[n] == 0 || q[n] == '/'))
+		if (!strncmp(path, reserved[i], n) && (path[n] == 0 || path[n] == '/'))
 			return sbx_fail(err, SBX_INVALID_REQUEST, op,
 					"path '%s' refused: /proc, /sys and /dev are off limits", path);
 	}
-	const char *q = path;
-	while (q[0] == '/' && q[1] == '/')
-		q++;
-	if (!strcmp(q, DOCKER_MARKER))
+	if (!strcmp(path, DOCKER_MARKER))
 		return sbx_fail(err, SBX_INVALID_REQUEST, op, "path '%s' is reserved", path);
 	return 0;
 }
@@ -146,7 +125,8 @@ int docker_file_read(struct sbx_backend *b, struct sbx_sandbox *sb, const char *
 		return -1;
 	if (r.out_truncated || r.out_len > max) {
 		sbx_exec_result_clear(&r);
-		return sbx_fail(err, SBX_INVALID_REQUEST, "file_read", "%s: more than the limit of %zu bytes", path, max);
+		return sbx_fail_reason(err, SBX_INVALID_REQUEST, SBX_R_TOO_LARGE, "file_read",
+				       "%s: more than the limit of %zu bytes", path, max);
 	}
 	*data = r.out;
 	*len = r.out_len;

@@ -27,8 +27,10 @@ int docker_tar_put(struct sbx_backend *b, struct sbx_sandbox *sb, const char *di
 int docker_tar_get(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path, int fd,
 		   int as_root, struct sbx_err *err);
 
-/* A path a caller may touch: absolute, no "." or ".." components, not under
- * /proc, /sys or /dev, not the activity marker.  0 / -1 invalid_request. */
+/* A path a caller may touch: not under /proc, /sys or /dev, not the
+ * activity marker.  `path` is in the normal spelling of the library's path
+ * rule (path.h: the vtable is called with nothing else), so a prefix
+ * compare is exact.  0 / -1 invalid_request. */
 int docker_check_path(const char *path, const char *op, struct sbx_err *err);
 
 #endif

@@ -60,22 +60,27 @@ static int gate_open(const char *dir, const char *id, const char *suffix, struct
 	return fd;
 }
 
+struct flock_try {
+	int fd, op;
+};
+
+/* 1 taken, 0 held by another, -1 another error (errno). */
+static int flock_try(void *ctx)
+{
+	const struct flock_try *t = ctx;
+	if (flock(t->fd, t->op | LOCK_NB) == 0)
+		return 1;
+	return errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
+}
+
 /* flock with a deadline: 0 taken, -1 (errno EWOULDBLOCK) still held. */
 static int flock_wait(int fd, int op, int64_t wait_ms)
 {
-	int64_t deadline = sbx_mono_ms() + wait_ms;
-	for (;;) {
-		if (flock(fd, op | LOCK_NB) == 0)
-			return 0;
-		if (errno != EWOULDBLOCK && errno != EINTR)
-			return -1;
-		if (sbx_mono_ms() >= deadline) {
-			errno = EWOULDBLOCK;
-			return -1;
-		}
-		struct timespec ts = {0, GATE_POLL_MS * 1000000L};
-		nanosleep(&ts, NULL);
-	}
+	struct flock_try t = {fd, op};
+	int r = sbx_poll_until(wait_ms, GATE_POLL_MS, flock_try, &t);
+	if (r == 0)
+		errno = EWOULDBLOCK;
+	return r > 0 ? 0 : -1;
 }
 
 int docker_gate_enter(struct sbx_backend *b, const char *id, int exclusive, int64_t wait_ms,

@@ -412,8 +412,7 @@ static int await_thaw(struct sbx_backend *b, const char *id, const struct sbx_pr
 			}
 			*quiet_since = sbx_mono_ms();
 		}
-		struct timespec ts = {0, FOLLOW_MS * 1000000L};
-		nanosleep(&ts, NULL);
+		sbx_sleep_ms(FOLLOW_MS);
 	}
 }
 
@@ -455,10 +454,8 @@ int docker_proc_output(struct sbx_backend *b, struct sbx_sandbox *sb,
 				break;
 			quiet_since = sbx_mono_ms();
 		}
-		if (!got) {
-			struct timespec ts = {0, FOLLOW_MS * 1000000L};
-			nanosleep(&ts, NULL);
-		}
+		if (!got)
+			sbx_sleep_ms(FOLLOW_MS);
 		sbx_proc_info_clear(&r.i);
 		/* A pause while we follow is waited out: the stream goes on
 		 * after the resume. */

@@ -54,6 +54,28 @@ static const char entry_script[] =
 
 /* ---- open, caps, health, fingerprint ---------------------------------- */
 
+static const char *const docker_config_keys[] = {"tls_cert_path", NULL};
+
+static void docker_config_free(void *conf)
+{
+	struct docker_conf *c = conf;
+	if (c)
+		free(c->tls_cert_path);
+	free(c);
+}
+
+static int docker_config_load(const struct sbx_profile *p, json_object *o, void **conf,
+			      struct sbx_err *err)
+{
+	(void)p;
+	(void)err;
+	struct docker_conf *c = sbx_xcalloc(1, sizeof(*c));
+	const char *certs = sbx_json_str(o, "tls_cert_path");
+	c->tls_cert_path = certs ? sbx_xstrdup(certs) : NULL;
+	*conf = c;
+	return 0;
+}
+
 static int docker_open(struct sbx_backend *b, struct sbx_err *err)
 {
 	return docker_conn_open(b, err);
@@ -87,7 +109,7 @@ static int docker_fingerprint(struct sbx_backend *b, char out[65], struct sbx_er
 {
 	struct sbx_profile *p = b->profile;
 	const char *host = p ? p->endpoint : NULL;
-	return sbx_fingerprint("docker", p ? p->tls_cert_path : NULL,
+	return sbx_fingerprint("docker", docker_tls_certs(b),
 			       sbx_fingerprint_blank(host) ? "local-daemon" : host, out, err);
 }
 
@@ -210,27 +232,12 @@ static json_object *create_body(const struct sbx_create_req *req, const char *im
 	return body;
 }
 
-/* A start the engine refuses because of how the engine is set up, not
- * for a passing reason: no init binary for Init: true (dockerd's
- * docker-init, podman's catatonit), or rlimits the engine's defaults ask
- * for and the host cannot grant (podman: "error setting rlimit", "OCI
- * permission denied").  Retrying cannot help, so these are configuration
- * errors (exit 78), not `unavailable`. */
-static int start_error_is_config(const char *msg)
-{
-	static const char *const marks[] = {
-		"rlimit", "OCI permission denied", "docker-init", "catatonit", "init binary",
-		"container-init", NULL,
-	};
-	for (size_t i = 0; marks[i]; i++)
-		if (strstr(msg, marks[i]))
-			return 1;
-	return 0;
-}
-
 /* Create and start the container; a container that does not start is
- * removed again, so a failed create leaves nothing behind.  A start
- * refused for the engine's configuration is exit 78 (see above). */
+ * removed again, so a failed create leaves nothing behind.  A start the
+ * engine refuses because of how it is set up, not for a passing reason
+ * (SBX_R_ENGINE_SETUP: no init binary, rlimits the host cannot grant; see
+ * docker_status_err), is a configuration error (exit 78), not
+ * `unavailable`: retrying cannot help. */
 static int docker_create(struct sbx_backend *b, const struct sbx_create_req *req,
 			 struct sbx_sandbox *out, struct sbx_err *err)
 {
@@ -261,7 +268,7 @@ static int docker_create(struct sbx_backend *b, const struct sbx_create_req *req
 		struct sbx_err quiet = {0};
 		SBX_AUTOFREE char *path = sbx_xasprintf("/containers/%s?force=1&v=1", id);
 		docker_api(b, "create", "DELETE", path, NULL, NULL, &quiet);
-		if (start_error_is_config(err->msg)) {
+		if (err->reason == SBX_R_ENGINE_SETUP) {
 			err->kind = SBX_INVALID_REQUEST;
 			err->exit_status = SBX_EXIT_CONFIG;
 			sbx_err_prefix(err, "the engine cannot start containers as configured");
@@ -373,7 +380,7 @@ static int docker_pause(struct sbx_backend *b, struct sbx_sandbox *sb, struct sb
 	int rc = running ? docker_container_post(b, id, "pause", "pause", err) : 0;
 	if (running)
 		docker_gate_leave(id);
-	if (rc < 0 && !strstr(err->msg, "already paused"))
+	if (rc < 0 && err->reason != SBX_R_ALREADY_PAUSED)
 		return -1;
 	sbx_err_clear(err);
 	struct sbx_sandbox fresh;
@@ -388,6 +395,10 @@ static int docker_pause(struct sbx_backend *b, struct sbx_sandbox *sb, struct sb
 
 const struct sbx_backend_ops sbx_backend_docker = {
 	.name = "docker",
+	.config_keys = docker_config_keys,
+	.config_load = docker_config_load,
+	.config_free = docker_config_free,
+	.state_words = docker_state_words,
 	.open = docker_open,
 	.close = docker_close,
 	.caps = docker_caps,

@@ -53,6 +53,8 @@ static char *trimmed_url(const char *s)
 	return u;
 }
 
+const char *const e2b_config_keys[] = {"domain", "proxy", "data_plane", NULL};
+
 /* The profile's data-plane keys: domain, proxy, data_plane. */
 static int read_plane(struct e2b_conn *c, const struct sbx_profile *p, struct sbx_err *err)
 {
@@ -137,12 +139,6 @@ static int retry_after(const struct sbx_http_resp *r)
 	return end == v || s < 0 ? -1 : s > 10 ? 10 : (int)s;
 }
 
-static void sleep_s(int s)
-{
-	struct timespec ts = {.tv_sec = s, .tv_nsec = s ? 0 : 50 * 1000 * 1000};
-	while (nanosleep(&ts, &ts) < 0)
-		;
-}
 
 int e2b_api(struct sbx_backend *b, const char *op, const char *method, const char *path,
 	    json_object *body, int retry, json_object **out, char **next, struct sbx_err *err)
@@ -170,7 +166,7 @@ int e2b_api(struct sbx_backend *b, const char *op, const char *method, const cha
 		if (!again)
 			break;
 		sbx_http_resp_clear(&resp);
-		sleep_s(wait > 0 ? wait : 0);
+		sbx_sleep_ms(wait > 0 ? wait * 1000LL : 50);   /* 50 ms: no Retry-After */
 	}
 	if (resp.status < 200 || resp.status > 299) {
 		e2b_status_err(op, &resp, err);

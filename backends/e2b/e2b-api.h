@@ -70,6 +70,11 @@ struct e2b_conn {
 };
 
 struct e2b_conn *e2b_conn(struct sbx_backend *b);
+/* The profile keys the e2b and cube backends own: domain, proxy,
+ * data_plane (the vtables' config_keys).  They are read and checked at
+ * open (e2b_conn_open), where the connection they shape is made. */
+extern const char *const e2b_config_keys[];
+
 /* Read the profile (endpoint required, key, domain, proxy, data_plane)
  * and open the control plane.  Configuration errors exit 78; nothing is
  * sent yet. */

@@ -249,12 +249,14 @@ int e2b_exec(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_exe
 		*err = s.rd.end_err;
 		rc = -1;
 	}
+	/* Unavailable says the sandbox is kept, once: this message says so
+	 * itself, any other gets the prefix. */
 	if (rc == 0 && !s.rd.ended && !res->timed_out)
 		rc = sbx_fail(err, SBX_UNAVAILABLE, "exec",
 			      "the exec stream of sandbox %s ended before the command did (%s); "
 			      "the sandbox is kept, the command may still run", sb->id,
 			      s.rd.started ? "after its start" : "before its start");
-	if (rc < 0 && err->kind == SBX_UNAVAILABLE && !strstr(err->msg, "sandbox is kept"))
+	else if (rc < 0 && err->kind == SBX_UNAVAILABLE)
 		sbx_err_prefix(err, "the exec stream of sandbox %s broke (the sandbox is kept)", sb->id);
 	if (rc < 0)
 		sbx_exec_result_clear(res);

@@ -31,18 +31,6 @@ static char *files_path(const char *path, int as_root)
 	return sbx_xasprintf("/files?path=%s&username=%s", p, user_of(as_root));
 }
 
-/* Absolute and without '..' components, refused here as the local
- * backend refuses them (the server confines paths too). */
-static int check_path(const char *path, const char *op, struct sbx_err *err)
-{
-	if (!path || path[0] != '/')
-		return sbx_fail(err, SBX_INVALID_REQUEST, op, "path must be absolute: '%s'", path ? path : "");
-	for (const char *c = path; *c; c++)
-		if (c[0] == '.' && c[1] == '.' && c[-1] == '/' && (c[2] == '/' || !c[2]))
-			return sbx_fail(err, SBX_INVALID_REQUEST, op, "'..' is not allowed in paths: '%s'", path);
-	return 0;
-}
-
 /* ---- entries ----------------------------------------------------------- */
 
 static int fs_rpc(struct sbx_backend *b, struct sbx_sandbox *sb, const char *op, const char *method,
@@ -81,7 +69,7 @@ int e2b_file_stat(struct sbx_backend *b, struct sbx_sandbox *sb, const char *pat
 		  struct sbx_dirent *out, struct sbx_err *err)
 {
 	memset(out, 0, sizeof(*out));
-	if (check_path(path, "file_stat", err) < 0 || e2b_attach(b, sb, "file_stat", err) < 0)
+	if (e2b_attach(b, sb, "file_stat", err) < 0)
 		return -1;
 	return stat_bound(b, path, as_root, out, err);
 }
@@ -91,8 +79,6 @@ int e2b_file_list(struct sbx_backend *b, struct sbx_sandbox *sb, const char *pat
 {
 	*out = NULL;
 	*n = 0;
-	if (check_path(path, "file_list", err) < 0)
-		return -1;
 	json_object *in = path_arg(path), *r = NULL;
 	sbx_json_set_int(in, "depth", 1);
 	if (fs_rpc(b, sb, "file_list", "ListDir", in, as_root, &r, err) < 0)
@@ -111,8 +97,6 @@ int e2b_file_mkdir(struct sbx_backend *b, struct sbx_sandbox *sb, const char *pa
 		   unsigned mode, int as_root, struct sbx_err *err)
 {
 	(void)mode;
-	if (check_path(path, "file_mkdir", err) < 0)
-		return -1;
 	json_object *out = NULL;
 	int rc = fs_rpc(b, sb, "file_mkdir", "MakeDir", path_arg(path), as_root, &out, err);
 	json_object_put(out);
@@ -167,8 +151,6 @@ int e2b_file_remove(struct sbx_backend *b, struct sbx_sandbox *sb, const char *p
 int e2b_file_move(struct sbx_backend *b, struct sbx_sandbox *sb, const char *from,
 		  const char *to, int as_root, struct sbx_err *err)
 {
-	if (check_path(from, "file_move", err) < 0 || check_path(to, "file_move", err) < 0)
-		return -1;
 	json_object *in = json_object_new_object(), *out = NULL;
 	sbx_json_set_str(in, "source", from);
 	sbx_json_set_str(in, "destination", to);
@@ -182,7 +164,7 @@ int e2b_file_move(struct sbx_backend *b, struct sbx_sandbox *sb, const char *fro
 int e2b_file_write(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
 		   const void *data, size_t len, unsigned mode, int as_root, struct sbx_err *err)
 {
-	if (check_path(path, "file_write", err) < 0 || e2b_attach(b, sb, "file_write", err) < 0)
+	if (e2b_attach(b, sb, "file_write", err) < 0)
 		return -1;
 	SBX_AUTOFREE char *p = files_path(path, as_root);
 	const char *hdrs[] = {"Content-Type: application/octet-stream", NULL};
@@ -214,7 +196,7 @@ int e2b_file_read(struct sbx_backend *b, struct sbx_sandbox *sb, const char *pat
 {
 	*data = NULL;
 	*len = 0;
-	if (check_path(path, "file_read", err) < 0 || e2b_attach(b, sb, "file_read", err) < 0)
+	if (e2b_attach(b, sb, "file_read", err) < 0)
 		return -1;
 	SBX_AUTOFREE char *p = files_path(path, as_root);
 	struct sbx_http_req req = {.method = "GET", .path = p, .max_body = max ? max + 1 : 0,
@@ -222,8 +204,8 @@ int e2b_file_read(struct sbx_backend *b, struct sbx_sandbox *sb, const char *pat
 	struct sbx_http_resp resp = {0};
 	if (e2b_envd_do(b, "file_read", &req, &resp, err) < 0) {
 		if (err->kind == SBX_INTERNAL && max)
-			return sbx_fail(err, SBX_INVALID_REQUEST, "file_read", "%s is more than the limit of %zu bytes",
-					path, max);
+			return sbx_fail_reason(err, SBX_INVALID_REQUEST, SBX_R_TOO_LARGE, "file_read",
+					       "%s is more than the limit of %zu bytes", path, max);
 		return -1;
 	}
 	if (resp.status != 200) {
@@ -233,7 +215,8 @@ int e2b_file_read(struct sbx_backend *b, struct sbx_sandbox *sb, const char *pat
 	}
 	if (max && resp.len > max) {
 		sbx_http_resp_clear(&resp);
-		return sbx_fail(err, SBX_INVALID_REQUEST, "file_read", "%s is more than the limit of %zu bytes", path, max);
+		return sbx_fail_reason(err, SBX_INVALID_REQUEST, SBX_R_TOO_LARGE, "file_read",
+				       "%s is more than the limit of %zu bytes", path, max);
 	}
 	*data = resp.body ? resp.body : sbx_xstrdup("");
 	*len = resp.len;
@@ -284,7 +267,7 @@ int e2b_tar_put(struct sbx_backend *b, struct sbx_sandbox *sb, const char *dir, 
 		int as_root, struct sbx_err *err)
 {
 	char rnd[17];
-	if (check_path(dir, "tar_put", err) < 0 || sbx_random_hex(rnd, 8, err) < 0 ||
+	if (sbx_random_hex(rnd, 8, err) < 0 ||
 	    e2b_file_mkdir(b, sb, dir, 0755, as_root, err) < 0)
 		return -1;
 	SBX_AUTOFREE char *tmp = sbx_xasprintf("/tmp/.sbx-put-%s.tar", rnd);
@@ -314,8 +297,6 @@ static const char TAR_GET_SH[] =
 int e2b_tar_get(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path, int fd,
 		int as_root, struct sbx_err *err)
 {
-	if (check_path(path, "tar_get", err) < 0)
-		return -1;
 	SBX_AUTOFREE char *copy = sbx_xstrdup(path);
 	char *slash = strrchr(copy, '/');
 	const char *base = slash[1] ? slash + 1 : ".";

@@ -110,7 +110,7 @@ static int delete_template(struct sbx_backend *b, const char *id, int *gone, con
 		*gone = 1;
 		return 0;
 	}
-	if (err->http_status == 400 && strstr(err->msg, "use"))
+	if (err->http_status == 400 && err->reason == SBX_R_IN_USE)
 		err->kind = SBX_CONFLICT;            /* E2B: 400 while sandboxes use it */
 	return -1;
 }

@@ -82,6 +82,7 @@ int e2b_template_delete(struct sbx_backend *b, const char *id, int *gone, struct
 /* The operations both vtables share (e2b.c, cube.c): all but name, open
  * and caps. */
 #define E2B_OPS_COMMON                                                         \
+	.config_keys = e2b_config_keys,                                              \
 	.close = e2b_close, .health = e2b_health, .fingerprint = e2b_fingerprint,   \
 	.create = e2b_create, .connect = e2b_connect, .get = e2b_get,               \
 	.list = e2b_list, .remove = e2b_remove, .pause = e2b_pause,                 \

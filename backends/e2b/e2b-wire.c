@@ -303,10 +303,31 @@ enum sbx_kind e2b_connect_kind(const char *code)
 	return SBX_INTERNAL;
 }
 
+/* The reason a server's reply names, for the callers that act on it: a
+ * pause of a paused sandbox, a read of a folder (envd's and sbx-serve's
+ * "is a directory"), a template still in use (E2B: a 400 on DELETE
+ * /templates while sandboxes use it), a template Cube does not have (a
+ * 500 naming CubeMaster's code 130404). */
+static enum sbx_reason e2b_reason(int status, const char *text)
+{
+	if (!text)
+		return SBX_R_NONE;
+	if (strstr(text, "already paused"))
+		return SBX_R_ALREADY_PAUSED;
+	if (strcasestr(text, "is a directory"))
+		return SBX_R_IS_DIR;
+	if (status == 400 && strstr(text, "use"))
+		return SBX_R_IN_USE;
+	if (status == 500 && strstr(text, "130404"))
+		return SBX_R_NO_TEMPLATE;
+	return SBX_R_NONE;
+}
+
 int e2b_status_err(const char *op, const struct sbx_http_resp *r, struct sbx_err *err)
 {
 	json_object *j = r->body && r->len ? json_tokener_parse(r->body) : NULL;
 	const char *msg = sbx_json_str(j, "message");
+	int short_text = r->body && r->len && r->len < 200 && sbx_utf8_valid(r->body, r->len);
 	const char *code = sbx_json_str(j, "code");
 	enum sbx_kind k = sbx_kind_from_http(op, r->status);
 	/* A Connect unary error: {"code": "not_found", "message": ...}. */
@@ -316,10 +337,9 @@ int e2b_status_err(const char *op, const struct sbx_http_resp *r, struct sbx_err
 		k = SBX_AUTHENTICATION;
 	if (r->status == 501)
 		k = SBX_UNSUPPORTED;                 /* the server has no such thing */
-	if (msg)
-		sbx_fail(err, k, op, "HTTP %d: %s", r->status, msg);
-	else if (r->body && r->len && r->len < 200 && sbx_utf8_valid(r->body, r->len))
-		sbx_fail(err, k, op, "HTTP %d: %s", r->status, r->body);
+	const char *text = msg ? msg : short_text ? r->body : NULL;
+	if (text)
+		sbx_fail_reason(err, k, e2b_reason(r->status, text), op, "HTTP %d: %s", r->status, text);
 	else
 		sbx_fail(err, k, op, "HTTP %d", r->status);
 	plain(err->msg);

@@ -62,7 +62,8 @@ int e2b_wire_snapshot(json_object *j, struct sbx_snapshot_ref *out, struct sbx_e
 int e2b_wire_template(json_object *j, struct sbx_template *out, struct sbx_err *err);
 void e2b_wire_dirent(json_object *e, struct sbx_dirent *d);
 
-/* A non-2xx data-plane or API reply as an error; returns -1. */
+/* A non-2xx data-plane or API reply as an error, with the reason its
+ * text names (e2b_reason in e2b-wire.c); returns -1. */
 int e2b_status_err(const char *op, const struct sbx_http_resp *r, struct sbx_err *err);
 /* A Connect error code ("not_found") as a kind. */
 enum sbx_kind e2b_connect_kind(const char *code);

@@ -144,7 +144,7 @@ int e2b_create(struct sbx_backend *b, const struct sbx_create_req *req, struct s
 	int rc = e2b_api(b, "create", "POST", "/sandboxes", body, E2B_ONCE, &resp, NULL, err);
 	json_object_put(body);
 	if (rc < 0) {
-		if (err->http_status == 404 || (c->cube && err->http_status == 500 && strstr(err->msg, "130404")))
+		if (err->http_status == 404 || (c->cube && err->reason == SBX_R_NO_TEMPLATE))
 			err->kind = SBX_INVALID_REQUEST;      /* an unknown template */
 		return -1;
 	}
@@ -329,7 +329,7 @@ int e2b_pause(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err
 	json_object *body = json_object_new_object();
 	int rc = post_op(b, sb->id, "pause", "pause", body, err);
 	json_object_put(body);
-	if (rc < 0 && err->http_status == 409 && strstr(err->msg, "already paused"))
+	if (rc < 0 && err->http_status == 409 && err->reason == SBX_R_ALREADY_PAUSED)
 		rc = 0;                              /* pausing twice is done */
 	if (rc == 0)
 		sb->state = SBX_STATE_PAUSED;

@@ -43,6 +43,7 @@
 
 #include "doc.h"
 #include "local-pid.h"
+#include "local-sb.h"
 #include "util.h"
 
 const char *local_cg_v2_mount(void)
@@ -68,13 +69,13 @@ int local_cg_unified(void)
 /* The v2 parent of every sandbox cgroup of this profile, absolute; NULL
  * without a cgroup2 mount.  *systemd_default is set when it is the
  * systemd unit's cgroup, which sbx does not create. */
-static char *v2_parent(const struct sbx_profile *p, int *systemd_default)
+static char *v2_parent(const struct sbx_backend *b, int *systemd_default)
 {
 	const char *m = local_cg_v2_mount();
 	*systemd_default = 0;
 	if (!m)
 		return NULL;
-	const char *rel = p ? p->cgroup_parent : NULL;
+	const char *rel = local_conf_of(b)->cgroup_parent;
 	if (rel) {
 		while (*rel == '/')
 			rel++;
@@ -95,7 +96,7 @@ char *local_cg_path(struct sbx_backend *b, int which, const char *id)
 	};
 	if (which == CG_V2) {
 		int sd;
-		SBX_AUTOFREE char *parent = v2_parent(b ? b->profile : NULL, &sd);
+		SBX_AUTOFREE char *parent = v2_parent(b, &sd);
 		return parent ? sbx_xasprintf("%s/%s", parent, id) : NULL;
 	}
 	if (local_cg_unified())
@@ -207,7 +208,7 @@ int local_cg_prepare(struct sbx_backend *b, const struct sbx_limits *lim, struct
 	if (!local_cg_unified())
 		return 0;   /* v1: the limits' parents are made with the cgroups */
 	int sd;
-	SBX_AUTOFREE char *parent = v2_parent(b->profile, &sd);
+	SBX_AUTOFREE char *parent = v2_parent(b, &sd);
 	if (!parent)
 		return sbx_fail(err, SBX_UNSUPPORTED, "create", "no cgroup2 hierarchy is mounted");
 	return prepare_parent(parent, sd, lim, err);
@@ -281,7 +282,7 @@ json_object *local_cg_info(struct sbx_backend *b)
 {
 	json_object *o = json_object_new_object();
 	int sd;
-	SBX_AUTOFREE char *parent = v2_parent(b->profile, &sd);
+	SBX_AUTOFREE char *parent = v2_parent(b, &sd);
 	int unified = local_cg_unified();
 	sbx_json_set_str(o, "cgroup", !parent ? "none" : unified ? "v2" : "v1");
 	if (parent)
@@ -336,8 +337,17 @@ int local_cg_wait(const char *cg, const char *key, long want, int timeout_ms)
 	return -1;
 }
 
+/* 1 removed (or gone), 0 busy (try again), -1 another error. */
+static int rmdir_done(void *path)
+{
+	if (rmdir(path) == 0 || errno == ENOENT)
+		return 1;
+	return errno == EBUSY ? 0 : -1;
+}
+
 /* Remove a cgroup directory and its children, deepest first.  A v1
- * directory can stay busy for a moment after its last task died. */
+ * directory can stay busy for a moment after its last task died (2 s at
+ * most). */
 void local_cg_rmdir_tree(const char *path)
 {
 	DIR *d = opendir(path);
@@ -350,12 +360,5 @@ void local_cg_rmdir_tree(const char *path)
 			local_cg_rmdir_tree(c);
 		}
 	closedir(d);
-	for (int i = 0; i < 200; i++) {
-		if (rmdir(path) == 0 || errno == ENOENT)
-			return;
-		if (errno != EBUSY)
-			return;
-		struct timespec ts = {0, 10 * 1000000};
-		nanosleep(&ts, NULL);
-	}
+	sbx_poll_until(2000, 10, rmdir_done, (void *)path);
 }

@@ -376,8 +376,9 @@ static int plan_mask(struct mplan *mask, const struct sbx_profile *cur, struct s
 		return rc;
 	SBX_AUTOFREE char *rs = socket_path(cur->redis_url);
 	SBX_AUTOFREE char *es = socket_path(cur->endpoint);
-	const char *own[] = {cur->state_dir, cur->api_key_file, cur->redis_password_file,
-			     cur->tls_cert_path, rs, es};
+	/* A backend's own path keys (docker's tls_cert_path) come only from
+	 * the file, whose every profile sbx_config_paths has read. */
+	const char *own[] = {cur->state_dir, cur->api_key_file, cur->redis_password_file, rs, es};
 	for (size_t i = 0; i < SBX_ARRAY_LEN(own); i++)
 		if (hide_abs(mask, own[i], err) < 0)
 			return -1;

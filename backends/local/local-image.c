@@ -267,8 +267,7 @@ static int rec_save(struct sbx_backend *b, const struct rec *r, struct sbx_err *
 {
 	SBX_AUTOFREE char *p = img_path(b, "templates/%s.json", r->id);
 	json_object *o = rec_to_json(r);
-	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-	int rc = sbx_write_file_atomic(p, s, strlen(s), 0600, err);
+	int rc = sbx_json_write_file(p, o, 0600, 0, err);
 	json_object_put(o);
 	return rc;
 }

@@ -145,9 +145,8 @@ static int write_request(struct pstart *s, const char *procs, const struct sbx_p
 	if (mkdir(s->dir, 0700) < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "proc", "mkdir %s", s->dir);
 	json_object *j = sbx_proc_record(req);
-	const char *txt = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN);
 	SBX_AUTOFREE char *path = sbx_xasprintf("%s/proc.json", s->dir);
-	int rc = sbx_write_file_atomic(path, txt, strlen(txt), 0600, err);
+	int rc = sbx_json_write_file(path, j, 0600, 0, err);
 	json_object_put(j);
 	return rc;
 }
@@ -346,7 +345,7 @@ static int start_locked(struct pstart *s, struct sbx_sandbox *sb, const struct l
 				&s->sp, err) < 0 ||
 	    (s->exe = local_libexec_open("sbx-procd", "proc", err)) < 0 ||
 	    (s->procs = open(procs, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		if (!err->msg[0])
+		if (err->kind == SBX_OK)        /* the open sets only errno */
 			sbx_fail_errno(err, SBX_INTERNAL, "proc", "open %s", procs);
 		struct sbx_err e2 = {0};
 		sbx_rm_rf(s->dir, &e2);

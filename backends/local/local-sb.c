@@ -45,26 +45,10 @@ char *local_sb_dir(struct sbx_backend *b, const char *id)
 
 int local_rec_write(const char *dir, json_object *j, struct sbx_err *err)
 {
-	char tmp[PATH_MAX], dst[PATH_MAX];
-	snprintf(tmp, sizeof(tmp), "%s/.sandbox.json.%d", dir, (int)getpid());
-	snprintf(dst, sizeof(dst), "%s/sandbox.json", dir);
-	const char *s = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN);
 	/* No fsync: the record describes processes, and a power loss kills
 	 * those anyway; rename keeps it whole against a crashed writer. */
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return sbx_fail_errno(err, SBX_INTERNAL, "state", "write %s", tmp);
-	if (sbx_write_all(fd, s, strlen(s)) < 0 || sbx_write_all(fd, "\n", 1) < 0) {
-		close(fd);
-		unlink(tmp);
-		return sbx_fail_errno(err, SBX_INTERNAL, "state", "write %s", tmp);
-	}
-	close(fd);
-	if (rename(tmp, dst) < 0) {
-		unlink(tmp);
-		return sbx_fail_errno(err, SBX_INTERNAL, "state", "rename %s", dst);
-	}
-	return 0;
+	SBX_AUTOFREE char *dst = sbx_xasprintf("%s/sandbox.json", dir);
+	return sbx_json_write_file(dst, j, 0600, SBX_WRITE_NOSYNC, err);
 }
 
 void local_rec_free(struct local_rec *r)
@@ -122,32 +106,52 @@ int local_rec_load(struct sbx_backend *b, const char *id, struct local_rec *r,
 	return 0;
 }
 
-enum sbx_state local_rec_state(const struct local_rec *r)
+const struct sbx_state_word local_state_words[] = {
+	{"dead", SBX_STATE_TERMINAL}, {"stopped", SBX_STATE_RUNNING}, {NULL, SBX_STATE_UNKNOWN},
+};
+
+enum sbx_state local_state_is(enum local_state st)
+{
+	switch (st) {
+	case LOCAL_TRANSITIONING: return SBX_STATE_TRANSITIONING;
+	case LOCAL_RUNNING: case LOCAL_STOPPED: return SBX_STATE_RUNNING;
+	case LOCAL_PAUSED: return SBX_STATE_PAUSED;
+	case LOCAL_TERMINAL: case LOCAL_DEAD: return SBX_STATE_TERMINAL;
+	}
+	return SBX_STATE_UNKNOWN;
+}
+
+const char *local_state_word(enum local_state st)
+{
+	return st == LOCAL_DEAD ? "dead" : st == LOCAL_STOPPED ? "stopped" : NULL;
+}
+
+enum local_state local_rec_state(const struct local_rec *r)
 {
 	const char *st = sbx_json_str(r->j, "state");
 	if (!st || strcmp(st, "ready") != 0) {
 		pid_t c = (pid_t)sbx_json_int(r->j, "creator_pid", 0);
 		unsigned long long cs = (unsigned long long)sbx_json_int(r->j, "creator_start", 0);
-		return local_pid_alive(c, cs) ? SBX_STATE_TRANSITIONING : SBX_STATE_DEAD;
+		return local_pid_alive(c, cs) ? LOCAL_TRANSITIONING : LOCAL_DEAD;
 	}
 	char p[PATH_MAX];
 	snprintf(p, sizeof(p), "%s/killed", r->dir);
 	if (access(p, F_OK) == 0)
-		return SBX_STATE_TERMINAL;
+		return LOCAL_TERMINAL;
 	if (!local_pid_alive(r->init_pid,
 			     (unsigned long long)sbx_json_int(r->j, "init_start", 0)))
-		return SBX_STATE_DEAD;
+		return LOCAL_DEAD;
 	/* Before paused: a stopped init keeps no timer and reaps nothing,
 	 * whatever its sandbox's processes do. */
 	if (local_pid_stopped(r->init_pid))
-		return SBX_STATE_STOPPED;
+		return LOCAL_STOPPED;
 	if (r->cg[CG_V2]) {
 		char buf[16];
 		snprintf(p, sizeof(p), "%s/work/cgroup.freeze", r->cg[CG_V2]);
 		if (local_read_small(p, buf, sizeof(buf)) == 0 && buf[0] == '1')
-			return SBX_STATE_PAUSED;
+			return LOCAL_PAUSED;
 	}
-	return SBX_STATE_RUNNING;
+	return LOCAL_RUNNING;
 }
 
 void local_rec_to_sandbox(struct sbx_backend *b, const struct local_rec *r,
@@ -159,7 +163,9 @@ void local_rec_to_sandbox(struct sbx_backend *b, const struct local_rec *r,
 	sb->profile = sbx_xstrdup(b->profile && b->profile->name ? b->profile->name : "default");
 	const char *t = sbx_json_str(r->j, "template");
 	sb->template_id = t ? sbx_xstrdup(t) : NULL;
-	sb->state = local_rec_state(r);
+	enum local_state ls = local_rec_state(r);
+	sb->state = local_state_is(ls);
+	sb->state_word = local_state_word(ls) ? sbx_xstrdup(local_state_word(ls)) : NULL;
 	json_object *md = sbx_json_obj(r->j, "metadata");
 	sb->metadata = md ? json_object_get(md) : json_object_new_object();
 	const char *s = sbx_json_str(sb->metadata, SBX_MD_TENANT);
@@ -277,19 +283,9 @@ char *local_sb_upper(struct sbx_backend *b, const char *id)
 
 int local_policy_write(const char *dir, const struct sbx_timeout_policy *t, struct sbx_err *err)
 {
-	char buf[128], tmp[PATH_MAX], dst[PATH_MAX];
+	char buf[128];
 	int n = snprintf(buf, sizeof(buf), "%lld %d %d\n", (long long)t->seconds,
 			 t->on_timeout_pause ? 1 : 0, t->auto_resume ? 1 : 0);
-	snprintf(tmp, sizeof(tmp), "%s/.policy.%d", dir, (int)getpid());
-	snprintf(dst, sizeof(dst), "%s/policy", dir);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || sbx_write_all(fd, buf, (size_t)n) < 0) {
-		if (fd >= 0)
-			close(fd);
-		return sbx_fail_errno(err, SBX_INTERNAL, "timeout", "write %s", tmp);
-	}
-	close(fd);
-	if (rename(tmp, dst) < 0)
-		return sbx_fail_errno(err, SBX_INTERNAL, "timeout", "rename %s", dst);
-	return 0;
+	SBX_AUTOFREE char *dst = sbx_xasprintf("%s/policy", dir);
+	return sbx_write_file_atomic(dst, buf, (size_t)n, 0644, SBX_WRITE_NOSYNC, err);
 }

@@ -36,6 +36,29 @@ struct local {
 };
 static inline struct local *local_of(struct sbx_backend *b) { return b->priv; }
 
+/* The profile keys the local backend owns (local.c's config_load). */
+struct local_conf {
+	int allow_userns;        /* user namespaces (and mounts in them) inside;
+				  * default 0 (the seccomp filter refuses them) */
+	char *cgroup_parent;     /* cgroup v2: the delegated parent of sandbox
+				  * cgroups, relative to the cgroup2 mount,
+				  * without ".."; NULL = system.slice/sbx.service
+				  * on systemd hosts, else "sbx" */
+	char **egress_allow;     /* destinations the egress filter lets through
+				  * although in a refused range (with
+				  * allow_internet): canonical CIDRs
+				  * (sbx_config_cidrs), NULL-terminated; NULL
+				  * when none */
+};
+/* Never NULL: a profile without local keys (or no backend) reads as the
+ * defaults. */
+static inline const struct local_conf *local_conf_of(const struct sbx_backend *b)
+{
+	static const struct local_conf defaults;
+	const struct local_conf *c = b ? sbx_backend_conf(b) : NULL;
+	return c ? c : &defaults;
+}
+
 /* Ids are sbx's own form, "sb-" and [a-z0-9-]: nothing else names a
  * directory of the store. */
 int local_sb_valid_id(const char *id);
@@ -60,10 +83,28 @@ int local_rec_load(struct sbx_backend *b, const char *id, struct local_rec *r,
  * record describes processes, and a power loss kills those anyway). */
 int local_rec_write(const char *dir, json_object *j, struct sbx_err *err);
 void local_rec_free(struct local_rec *r);
+/* A local sandbox's states: the generic ones, and two of the local
+ * backend's own (its state_words), which the generic code sees as the
+ * state they count as (local_state_is) and documents by their word
+ * (local_state_word). */
+enum local_state {
+	LOCAL_TRANSITIONING,
+	LOCAL_RUNNING,
+	LOCAL_PAUSED,
+	LOCAL_TERMINAL,
+	LOCAL_DEAD,              /* its init died, or its creator did midway:
+				  * terminal (replaceable, what sbx-ctl kill cleans) */
+	LOCAL_STOPPED,           /* its init is stopped (SIGSTOP): running (live,
+				  * the next command continues it) */
+};
+enum sbx_state local_state_is(enum local_state st);
+/* "dead", "stopped"; NULL for a generic state. */
+const char *local_state_word(enum local_state st);
+extern const struct sbx_state_word local_state_words[];
 /* The state the record and the sandbox's processes give: transitioning
  * or dead before "ready", then terminal (killed), dead (no init),
  * stopped, paused or running. */
-enum sbx_state local_rec_state(const struct local_rec *r);
+enum local_state local_rec_state(const struct local_rec *r);
 /* The handle of the sandbox of `r`. */
 void local_rec_to_sandbox(struct sbx_backend *b, const struct local_rec *r,
 			  struct sbx_sandbox *sb);

@@ -188,7 +188,7 @@ int local_seccomp_build(int allow_userns, struct local_filter *f, struct sbx_err
 	if (n <= 0 || lseek(fd, 0, SEEK_SET) < 0 ||
 	    sbx_read_all_fd(fd, (size_t)n, &buf, &len, err) < 0 || len != (size_t)n) {
 		close(fd);
-		return err->msg[0] ? -1 : sbx_fail(err, SBX_INTERNAL, "seccomp", "export the filter");
+		return err->kind != SBX_OK ? -1 : sbx_fail(err, SBX_INTERNAL, "seccomp", "export the filter");
 	}
 	close(fd);
 	if (len % sizeof(struct sock_filter) || len / sizeof(struct sock_filter) > BPF_MAXINSNS)
@@ -234,19 +234,9 @@ static int write_filter(const char *path, int allow_userns, struct sbx_err *err)
 	struct local_filter f;
 	if (local_seccomp_build(allow_userns, &f, err) < 0)
 		return -1;
-	SBX_AUTOFREE char *tmp = sbx_xasprintf("%s.%d.tmp", path, (int)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	int rc = fd < 0 || sbx_write_all(fd, f.insns, f.len * sizeof(struct sock_filter)) < 0
-		 ? -1 : 0;
-	if (fd >= 0 && close(fd) < 0)
-		rc = -1;
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = -1;
+	int rc = sbx_write_file_atomic(path, f.insns, f.len * sizeof(struct sock_filter), 0600,
+				       SBX_WRITE_NOSYNC, err);
 	local_filter_free(&f);
-	if (rc < 0) {
-		sbx_fail_errno(err, SBX_INTERNAL, "seccomp", "write %s", path);
-		unlink(tmp);
-	}
 	return rc;
 }
 

@@ -45,19 +45,26 @@ int local_sb_freeze(struct sbx_backend *b, const char *id, int freeze, struct sb
 	return rc;
 }
 
-int local_state_error(const char *id, enum sbx_state st, const char *op, struct sbx_err *err)
+int local_state_error(const char *id, enum local_state st, const char *op, struct sbx_err *err)
 {
 	switch (st) {
-	case SBX_STATE_DEAD:
+	case LOCAL_DEAD:
 		return sbx_fail(err, SBX_TERMINAL, op, "sandbox %s is dead (its init is gone)", id);
-	case SBX_STATE_TERMINAL:
+	case LOCAL_TERMINAL:
 		return sbx_fail(err, SBX_TERMINAL, op, "sandbox %s was killed", id);
-	case SBX_STATE_TRANSITIONING:
+	case LOCAL_TRANSITIONING:
 		return sbx_fail(err, SBX_CONFLICT, op, "sandbox %s is still being created", id);
 	default:
 		return sbx_fail(err, SBX_INTERNAL, op, "sandbox %s is in state %s", id,
-				sbx_state_name(st));
+				local_state_word(st) ? local_state_word(st)
+						     : sbx_state_name(local_state_is(st)));
 	}
+}
+
+/* Ready when the init is no longer stopped. */
+static int init_running(void *pid)
+{
+	return !local_pid_stopped(*(pid_t *)pid);
 }
 
 /* The state of the sandbox of `r`, after continuing its init if it was
@@ -69,26 +76,23 @@ int local_state_error(const char *id, enum sbx_state st, const char *op, struct 
  * the init wakes.  An init that stays stopped (held by a tracer) is a
  * conflict: nothing here can free it. */
 int local_rec_state_cont(struct sbx_backend *b, const struct local_rec *r, const char *op,
-			  enum sbx_state *st, struct sbx_err *err)
+			  enum local_state *st, struct sbx_err *err)
 {
 	const char *id = sbx_json_str(r->j, "id");
 	*st = local_rec_state(r);
-	if (*st != SBX_STATE_STOPPED)
+	if (*st != LOCAL_STOPPED)
 		return 0;
 	local_sb_touch(b, id);
 	unsigned long long start = (unsigned long long)sbx_json_int(r->j, "init_start", 0);
 	SBX_AUTOCLOSE int fd = (int)syscall(SYS_pidfd_open, r->init_pid, 0);
 	if (fd < 0 || start == 0 || !local_pid_alive(r->init_pid, start))
-		return local_state_error(id, SBX_STATE_DEAD, op, err);
+		return local_state_error(id, LOCAL_DEAD, op, err);
 	if (syscall(SYS_pidfd_send_signal, fd, SIGCONT, NULL, 0) < 0)
 		return sbx_fail_errno(err, errno == ESRCH ? SBX_TERMINAL : SBX_INTERNAL, op,
 				      "continue the init of sandbox %s", id);
 	/* SIGCONT wakes a signal-stopped task at once; a traced one stays. */
-	for (int i = 0; i < 100 && local_pid_stopped(r->init_pid); i++) {
-		struct timespec ts = {0, 10 * 1000000};
-		nanosleep(&ts, NULL);
-	}
-	if (local_pid_stopped(r->init_pid))
+	pid_t pid = r->init_pid;
+	if (!sbx_poll_until(1000, 10, init_running, &pid))
 		return sbx_fail(err, SBX_CONFLICT, op, "the init of sandbox %s is stopped and does "
 				"not continue (held by a tracer?)", id);
 	*st = local_rec_state(r);
@@ -108,7 +112,7 @@ int local_sb_running(struct sbx_backend *b, const char *id, int resume, pid_t *p
 	struct local_rec r;
 	if (local_rec_load(b, id, &r, err) < 0)
 		return -1;
-	enum sbx_state st;
+	enum local_state st;
 	int rc = local_rec_state_cont(b, &r, "resume", &st, err);
 	*pid = r.init_pid;
 	*start = (unsigned long long)sbx_json_int(r.j, "init_start", 0);
@@ -116,17 +120,17 @@ int local_sb_running(struct sbx_backend *b, const char *id, int resume, pid_t *p
 	local_rec_free(&r);
 	if (rc < 0)
 		return -1;
-	if (st == SBX_STATE_PAUSED && !resume && !on_use)
+	if (st == LOCAL_PAUSED && !resume && !on_use)
 		return sbx_fail(err, SBX_CONFLICT, "resume",
 				"sandbox %s is paused and does not resume on use (auto_resume off); "
 				"run sbx-ctl resume first", id);
-	if (st == SBX_STATE_PAUSED) {
+	if (st == LOCAL_PAUSED) {
 		/* Auto-resume.  Activity first, so the idle timer does not
 		 * freeze it again before the caller gets to use it. */
 		local_sb_touch(b, id);
 		if (local_sb_freeze(b, id, 0, err) < 0)
 			return -1;
-	} else if (st != SBX_STATE_RUNNING) {
+	} else if (st != LOCAL_RUNNING) {
 		return local_state_error(id, st, "resume", err);
 	}
 	if (geteuid() != 0)

@@ -9,7 +9,7 @@
 
 /* The error for a sandbox in state `st` that an operation cannot use:
  * dead and terminal are terminal, transitioning a conflict. */
-int local_state_error(const char *id, enum sbx_state st, const char *op, struct sbx_err *err);
+int local_state_error(const char *id, enum local_state st, const char *op, struct sbx_err *err);
 
 /* The state of the sandbox of `r`, after continuing its init if it was
  * stopped (SIGSTOP from the host): a stopped init runs no idle timer and
@@ -20,7 +20,7 @@ int local_state_error(const char *id, enum sbx_state st, const char *op, struct 
  * the init wakes.  An init that stays stopped (held by a tracer) is a
  * conflict: nothing here can free it. */
 int local_rec_state_cont(struct sbx_backend *b, const struct local_rec *r, const char *op,
-			 enum sbx_state *st, struct sbx_err *err);
+			 enum local_state *st, struct sbx_err *err);
 
 /* Sandbox `id` is running when this returns 0, with the pid and start
  * time its record gives for the init (they name the init as it was when

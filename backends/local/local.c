@@ -168,7 +168,8 @@ static int create_record(struct sbx_backend *b, const struct sbx_create_req *req
 	sbx_json_set_int(lim, "disk_bytes", req->limits.disk_bytes);
 	sbx_json_set_int(lim, "shm_bytes", req->limits.shm_bytes);
 	sbx_json_set_bool(sbx_json_child(j, "network"), "allow_internet", req->net.allow_internet);
-	sbx_json_set_bool(sbx_json_child(j, "security"), "allow_userns", req->allow_userns);
+	sbx_json_set_bool(sbx_json_child(j, "security"), "allow_userns",
+			  local_conf_of(b)->allow_userns);
 	json_object *cg = sbx_json_child(j, "cgroups");
 	for (int i = 0; i < LOCAL_NCG; i++)
 		if (r->cg[i])
@@ -183,11 +184,11 @@ static int create_cgroups(struct sbx_backend *b, const struct sbx_create_req *re
 {
 	SBX_AUTOFREE char *filter = sbx_xasprintf("%s/seccomp.bpf", r->dir);
 	SBX_AUTOFREE char *filters = sbx_xasprintf("%s/seccomp", local_of(b)->dir);
-	if (local_seccomp_write(filter, filters, req->allow_userns, err) < 0 ||
+	if (local_seccomp_write(filter, filters, local_conf_of(b)->allow_userns, err) < 0 ||
 	    local_policy_write(r->dir, &req->timeout, err) < 0 ||
 	    touch_file(r->dir, "activity") < 0 || touch_file(r->dir, "busy") < 0 ||
 	    make_cgroups(b, r, &req->limits, err) < 0) {
-		if (!err->msg[0])
+		if (err->kind == SBX_OK)        /* touch_file sets only errno */
 			sbx_fail_errno(err, SBX_INTERNAL, "create", "state files");
 		return -1;
 	}
@@ -214,7 +215,7 @@ static int create_init(struct sbx_backend *b, const struct sbx_create_req *req, 
 	unsigned long long start = local_pid_start(pid);
 	sbx_json_set_int(r->j, "init_start", (int64_t)start);
 	sbx_fault("local:after-init");
-	if (slirp && (local_egress_install(pid, start, b->profile->egress_allow, id, err) < 0 ||
+	if (slirp && (local_egress_install(pid, start, local_conf_of(b)->egress_allow, id, err) < 0 ||
 		      local_slirp_start(slirp, r, pid, err) < 0))
 		return -1;
 	return 0;
@@ -426,14 +427,14 @@ static int local_pause(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx
 	struct local_rec r;
 	if (local_rec_load(b, sb->id, &r, err) < 0)
 		return -1;
-	enum sbx_state st;
+	enum local_state st;
 	int rc = local_rec_state_cont(b, &r, "pause", &st, err);
 	local_rec_free(&r);
 	if (rc < 0)
 		return -1;
-	if (st != SBX_STATE_RUNNING && st != SBX_STATE_PAUSED)
+	if (st != LOCAL_RUNNING && st != LOCAL_PAUSED)
 		return local_state_error(sb->id, st, "pause", err);
-	if (st == SBX_STATE_RUNNING && local_sb_freeze(b, sb->id, 1, err) < 0)
+	if (st == LOCAL_RUNNING && local_sb_freeze(b, sb->id, 1, err) < 0)
 		return -1;
 	return refresh(b, sb, err);
 }
@@ -444,12 +445,12 @@ static int local_set_timeout(struct sbx_backend *b, struct sbx_sandbox *sb,
 	struct local_rec r;
 	if (local_rec_load(b, sb->id, &r, err) < 0)
 		return -1;
-	enum sbx_state st;
+	enum local_state st;
 	if (local_rec_state_cont(b, &r, "timeout", &st, err) < 0) {
 		local_rec_free(&r);
 		return -1;
 	}
-	if (st != SBX_STATE_RUNNING && st != SBX_STATE_PAUSED) {
+	if (st != LOCAL_RUNNING && st != LOCAL_PAUSED) {
 		local_rec_free(&r);
 		return local_state_error(sb->id, st, "timeout", err);
 	}
@@ -473,6 +474,36 @@ static int local_set_timeout(struct sbx_backend *b, struct sbx_sandbox *sb,
 	}
 	local_rec_free(&r);
 	return rc < 0 ? -1 : refresh(b, sb, err);
+}
+
+/* ---- configuration: the profile keys the local backend owns ---- */
+
+static const char *const local_config_keys[] = {
+	"allow_userns", "cgroup_parent", "egress_allow", NULL,
+};
+
+static void local_config_free(void *conf)
+{
+	struct local_conf *c = conf;
+	if (!c)
+		return;
+	free(c->cgroup_parent);
+	sbx_strv_free(c->egress_allow);
+	free(c);
+}
+
+static int local_config_load(const struct sbx_profile *p, json_object *o, void **conf,
+			     struct sbx_err *err)
+{
+	struct local_conf *c = sbx_xcalloc(1, sizeof(*c));
+	*conf = c;
+	c->allow_userns = sbx_json_bool(o, "allow_userns", 0);
+	const char *cg = sbx_json_str(o, "cgroup_parent");
+	if (cg && (strstr(cg, "..") || !cg[0]))
+		return sbx_fail_config(err, "config", "profile '%s': cgroup_parent must be a path "
+				       "below the cgroup2 mount, without '..'", p->name);
+	c->cgroup_parent = cg ? sbx_xstrdup(cg) : NULL;
+	return sbx_config_cidrs(p->name, o, "egress_allow", &c->egress_allow, err);
 }
 
 static int local_open(struct sbx_backend *b, struct sbx_err *err)
@@ -536,6 +567,10 @@ static int local_fingerprint(struct sbx_backend *b, char out[65], struct sbx_err
 
 const struct sbx_backend_ops sbx_backend_local = {
 	.name = "local",
+	.config_keys = local_config_keys,
+	.config_load = local_config_load,
+	.config_free = local_config_free,
+	.state_words = local_state_words,
 	.open = local_open,
 	.close = local_close,
 	.caps = local_caps,

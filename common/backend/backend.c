@@ -29,9 +29,71 @@ const char *const *sbx_backend_names(void)
 	return names;
 }
 
+static const struct sbx_backend_ops *find(const char *name)
+{
+	for (size_t i = 0; i < REGISTRY_SIZE; i++)
+		if (registry(i) && strcmp(registry(i)->name, name) == 0)
+			return registry(i);
+	return NULL;
+}
+
+static int owned(const struct sbx_backend_ops *ops, const char *key)
+{
+	for (const char *const *k = ops->config_keys; k && *k; k++)
+		if (strcmp(*k, key) == 0)
+			return 1;
+	return 0;
+}
+
+int sbx_state_word_find(const char *name, enum sbx_state *is)
+{
+	for (size_t i = 0; name && i < REGISTRY_SIZE; i++)
+		for (const struct sbx_state_word *w = registry(i) ? registry(i)->state_words : NULL;
+		     w && w->name; w++)
+			if (strcmp(w->name, name) == 0) {
+				*is = w->is;
+				return 1;
+			}
+	return 0;
+}
+
+int sbx_backend_configure(struct sbx_profile *p, struct sbx_err *err)
+{
+	if (p->configured)
+		return 0;
+	if (p->raw) {
+		json_object_object_foreach(p->raw, k, v) {
+			(void)v;
+			int known = sbx_config_key(k);
+			for (size_t i = 0; !known && i < REGISTRY_SIZE; i++)
+				known = registry(i) && owned(registry(i), k);
+			if (!known)
+				return sbx_fail_config(err, "config", "profile '%s': unknown key '%s'",
+						       p->name, k);
+		}
+	}
+	/* A backend not in this build is sbx_backend_open's error to give. */
+	const struct sbx_backend_ops *ops = find(p->backend ? p->backend : "local");
+	if (ops && ops->config_load) {
+		void *conf = NULL;
+		if (ops->config_load(p, p->raw, &conf, err) < 0) {
+			if (conf && ops->config_free)
+				ops->config_free(conf);
+			return -1;
+		}
+		p->backend_conf = conf;
+		p->backend_conf_free = ops->config_free;
+	}
+	p->backend_conf_of = ops;
+	p->configured = 1;
+	return 0;
+}
+
 int sbx_backend_open(struct sbx_profile *p, struct sbx_backend **out, struct sbx_err *err)
 {
 	const char *want = p->backend ? p->backend : "local";
+	if (sbx_backend_configure(p, err) < 0)
+		return -1;
 	for (size_t i = 0; i < REGISTRY_SIZE; i++) {
 		const struct sbx_backend_ops *ops = registry(i);
 		if (!ops || strcmp(ops->name, want) != 0)
@@ -58,10 +120,15 @@ void sbx_backend_close(struct sbx_backend *b)
 	free(b);
 }
 
+unsigned sbx_backend_caps(struct sbx_backend *b)
+{
+	return b->ops->caps ? b->ops->caps(b) : 0;
+}
+
 int sbx_backend_require(struct sbx_backend *b, unsigned need, const char *op,
 			struct sbx_err *err)
 {
-	unsigned have = b->ops->caps ? b->ops->caps(b) : 0;
+	unsigned have = sbx_backend_caps(b);
 	if ((have & need) == need)
 		return 0;
 	return sbx_fail(err, SBX_UNSUPPORTED, op, "the %s backend cannot %s", b->ops->name, op);

@@ -20,18 +20,28 @@
 #include "config.h"
 #include "err.h"
 
+/* The states every backend shares, and all the generic code decides by. */
 enum sbx_state {
 	SBX_STATE_UNKNOWN = 0,
 	SBX_STATE_RUNNING,
 	SBX_STATE_PAUSED,
 	SBX_STATE_TRANSITIONING,
 	SBX_STATE_TERMINAL,      /* gone for good: killed, stopped, failed */
-	SBX_STATE_DEAD,          /* local: its init died; replaceable like terminal */
-	SBX_STATE_STOPPED,       /* local: its init is stopped (SIGSTOP); live, and
-				  * the next command continues it */
 };
 const char *sbx_state_name(enum sbx_state s);
+/* A generic state's name; SBX_STATE_UNKNOWN for any other word. */
 enum sbx_state sbx_state_from_name(const char *s);
+
+/* A state a backend has beyond the generic ones (its vtable's
+ * state_words): the word documents show, and the generic state the code
+ * above the vtable takes it for (local's "dead" is terminal: replaceable;
+ * its "stopped" running: live, the next command continues it). */
+struct sbx_state_word {
+	const char *name;
+	enum sbx_state is;
+};
+/* Whether a compiled-in backend has state `name`; *is = what it counts as. */
+int sbx_state_word_find(const char *name, enum sbx_state *is);
 
 struct sbx_sandbox {
 	char *id;
@@ -41,6 +51,9 @@ struct sbx_sandbox {
 	char *tenant;            /* NULL when not a session sandbox */
 	char *session;
 	enum sbx_state state;
+	char *state_word;        /* the backend's own word for the state, finer
+				  * than `state` (one of its state_words: local
+				  * "dead"); NULL: the generic state's name */
 	json_object *metadata;   /* object: string -> string (owned) */
 	int64_t created_at;      /* unix seconds */
 	int64_t active_at;       /* unix seconds of its last recorded use; 0 = the
@@ -48,6 +61,8 @@ struct sbx_sandbox {
 	json_object *extra;      /* backend-private (owned, may be NULL) */
 };
 void sbx_sandbox_clear(struct sbx_sandbox *sb);          /* frees fields */
+/* The state as documents show it: state_word, else the generic name. */
+const char *sbx_sandbox_state(const struct sbx_sandbox *sb);
 /* The document form: {"id","backend",...,"created_at": ISO-8601, extra...}. */
 json_object *sbx_sandbox_to_json(const struct sbx_sandbox *sb);
 /* From a document's `sandbox` object; needs at least "id". */
@@ -74,7 +89,6 @@ struct sbx_create_req {
 	json_object *env;        /* string -> string, may be NULL */
 	struct sbx_network net;
 	struct sbx_limits limits;
-	int allow_userns;        /* local: namespace creation inside (seccomp) */
 	int disk_required;       /* limits.disk_bytes was asked for explicitly:
 				  * unsupported where it cannot be enforced
 				  * (a profile's default is best effort) */
@@ -139,8 +153,29 @@ struct sbx_template {
 };
 void sbx_templates_free(struct sbx_template *t, size_t n);
 
+/* The document shapes of these values (sandbox.c), one function each, for
+ * every program that writes one.  Each adds its fields to `o`, replacing
+ * keys of the same name, so that a result object can carry them beside its
+ * own (sbx-fs stat's path, a snapshot's duration_ms).  Fields the backend
+ * does not know (NULL, -1; a time of 0) are left out unless noted.
+ *
+ * dirent: {name, path, type, size, mtime (ISO-8601), mode ("0644"), uid,
+ * gid, link_target}; name, path and link_target come from inside the
+ * sandbox, so each is bytes (doc.h: "<key>_base64" when not UTF-8), and
+ * mtime is always written.
+ * snapshot: {id, name (the id when it has none), parent, layers,
+ * size_bytes, created_at}; its size part alone (layers, size_bytes) for
+ * views that name the snapshot otherwise (the skill image).
+ * template: {id, name (or the id), kind ("unknown" when none), backend,
+ * created_at, size_bytes}. */
+void sbx_dirent_json(const struct sbx_dirent *e, json_object *o);
+void sbx_snapshot_ref_json(const struct sbx_snapshot_ref *r, json_object *o);
+void sbx_snapshot_size_json(const struct sbx_snapshot_ref *r, json_object *o);
+void sbx_template_json(const struct sbx_template *t, const char *backend, json_object *o);
+
 /* A listing filter: every metadata pair must match; states is a bitmask of
- * (1 << enum sbx_state), 0 = any. */
+ * (1 << enum sbx_state), 0 = any (a backend's own state matches the bit
+ * of the generic state it counts as). */
 struct sbx_list_filter {
 	json_object *metadata;
 	unsigned states;
@@ -272,6 +307,22 @@ struct sbx_store_gc;
 
 struct sbx_backend_ops {
 	const char *name;        /* "local", "docker", ... */
+	/* The profile keys this backend owns, NULL-terminated (NULL: none),
+	 * beside the ones every backend shares (config.c).  config_load, when
+	 * present, parses them out of the profile object `o` (NULL when the
+	 * profile is not in the file) into a struct of the backend's own,
+	 * *conf (freed by config_free; NULL is fine), which the backend reads
+	 * back with sbx_backend_conf.  Its errors are configuration errors
+	 * (exit 78).  Called once per loaded profile whose backend this is
+	 * (sbx_backend_configure), before open. */
+	const char *const *config_keys;
+	int (*config_load)(const struct sbx_profile *p, json_object *o, void **conf,
+			   struct sbx_err *err);
+	void (*config_free)(void *conf);
+	/* The states this backend has beyond the generic ones, ended by a
+	 * NULL name (NULL: none).  Its handles carry the word in state_word
+	 * and the generic state it counts as in state. */
+	const struct sbx_state_word *state_words;
 	int (*open)(struct sbx_backend *b, struct sbx_err *err);
 	void (*close)(struct sbx_backend *b);
 	unsigned (*caps)(struct sbx_backend *b);
@@ -300,8 +351,11 @@ struct sbx_backend_ops {
 	int (*exec)(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_exec_req *req,
 		    struct sbx_exec_result *res, struct sbx_err *err);
 
-	/* Files.  Paths are absolute inside the sandbox; the backend confines
-	 * them (no escape through "..", symlinks or races).  as_root = 0 acts
+	/* Files.  Paths are absolute inside the sandbox, and reach a backend
+	 * in the normal spelling of the one path rule (path.h: callers go
+	 * through sbx_file_*, which refuse "..", relative and over-long paths
+	 * before the backend is called); the backend confines what they
+	 * resolve to (no escape through symlinks or races).  as_root = 0 acts
 	 * with uid 1000's permissions, reads included: what the sandbox user
 	 * cannot read (directly or through a symlink it planted) is refused. */
 	int (*file_write)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path,
@@ -320,7 +374,9 @@ struct sbx_backend_ops {
 	int (*file_move)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *from,
 			 const char *to, int as_root, struct sbx_err *err);
 	/* Trees as tar streams (ustar/pax, see tar.h): extract `fd`'s tar
-	 * under `dir` / write `path` as a tar to `fd`. */
+	 * under `dir` / write `path` as a tar to `fd`: one top entry named by
+	 * its final component, or, when `path` ends in "/.", the folder's
+	 * contents. */
 	int (*tar_put)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *dir, int fd,
 		       int as_root, struct sbx_err *err);
 	int (*tar_get)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *path, int fd,
@@ -412,12 +468,31 @@ struct sbx_backend {
 	void *priv;
 };
 
+/* Check a loaded profile's keys and let its backend parse its own
+ * (config_load, into p->backend_conf).  A key that neither config.c nor
+ * any compiled-in backend owns is refused, naming it (a typo in a
+ * security switch must not leave the default in place); a key another
+ * backend owns is accepted and left alone, so a profile still loads when
+ * SBX_BACKEND picks another backend for it.  Idempotent: sbx_app_use calls
+ * it right after sbx_config_load (so every program refuses a bad profile),
+ * sbx_backend_open again. */
+int sbx_backend_configure(struct sbx_profile *p, struct sbx_err *err);
+/* The backend's own configuration (its config_load's *conf); NULL when it
+ * has none or the profile was parsed for another backend.  Inline: a
+ * backend reads it without calling the registry's file (no circle). */
+static inline void *sbx_backend_conf(const struct sbx_backend *b)
+{
+	return b->profile && b->profile->backend_conf_of == b->ops ? b->profile->backend_conf : NULL;
+}
 /* Open the backend the profile names (registry lookup).  Unknown name or
  * a backend not compiled in: configuration error. */
 int sbx_backend_open(struct sbx_profile *p, struct sbx_backend **out, struct sbx_err *err);
 void sbx_backend_close(struct sbx_backend *b);
 /* The registry (names of compiled-in backends, NULL-terminated). */
 const char *const *sbx_backend_names(void);
+/* What the backend advertises (SBX_CAP_* bits); 0 when it has no caps
+ * operation.  The one place that reads ops->caps. */
+unsigned sbx_backend_caps(struct sbx_backend *b);
 /* Fails with `unsupported` unless every bit of `need` is advertised. */
 int sbx_backend_require(struct sbx_backend *b, unsigned need, const char *op,
 			struct sbx_err *err);

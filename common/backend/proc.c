@@ -91,3 +91,35 @@ int sbx_proc_may_act(const struct sbx_proc_info *p, int as_root, const char *wha
 	return sbx_fail(err, SBX_INVALID_REQUEST, "proc",
 			"%s process %d: operation not permitted (it is root's)", what, p->pid);
 }
+
+static json_object *strv_json(char **v)
+{
+	json_object *a = json_object_new_array();
+	for (char **p = v; p && *p; p++)
+		json_object_array_add(a, json_object_new_string(*p));
+	return a;
+}
+
+void sbx_proc_info_json(const struct sbx_proc_info *p, json_object *o)
+{
+	sbx_json_set_int(o, "pid", p->pid);
+	json_object_object_add(o, "argv", strv_json(p->argv));
+	json_object_object_add(o, "env", strv_json(p->env));
+	sbx_json_set_str(o, "cwd", p->cwd ? p->cwd : "/workspace");
+	if (p->tag)
+		sbx_json_set_str(o, "tag", p->tag);
+	sbx_json_set_bool(o, "as_root", p->as_root);
+	sbx_json_set_bool(o, "running", p->running);
+	if (!p->running) {
+		sbx_json_set_int(o, "exit_code", p->exit_code);
+		sbx_json_set_int(o, "signal", p->signal);
+		sbx_json_set_bool(o, "timed_out", p->timed_out);
+		sbx_json_set_int(o, "ended_at_ms", p->ended_at);
+	}
+	sbx_json_set_bool(o, "stdin_open", p->stdin_open);
+	sbx_json_set_int(o, "started_at_ms", p->started_at);
+	sbx_json_set_int(o, "stdout_end", p->out_end);
+	sbx_json_set_int(o, "stderr_end", p->err_end);
+	sbx_json_set_int(o, "stdout_start", p->out_start);
+	sbx_json_set_int(o, "stderr_start", p->err_start);
+}

@@ -12,6 +12,13 @@
 
 void sbx_proc_info_clear(struct sbx_proc_info *p);
 void sbx_proc_infos_free(struct sbx_proc_info *p, size_t n);
+/* The document shape of a process, added to `o` (replacing): {pid, argv,
+ * env, cwd ("/workspace" when none), tag (when one), as_root, running,
+ * exit_code, signal, timed_out, ended_at_ms (these four once it exited),
+ * stdin_open, started_at_ms, stdout_end, stderr_end, stdout_start,
+ * stderr_start}.  env lists names only: the record of a start keeps no
+ * values (they may be secrets, sbx_proc_record). */
+void sbx_proc_info_json(const struct sbx_proc_info *p, json_object *o);
 
 /* For backends that implement the interface: the record of what a start
  * asked (argv, env *names* only, cwd, tag, as_root, keep_stdin,

@@ -1,7 +1,8 @@
 /* sandbox.c - the handle and the backend value types: names, conversion to
- * and from documents, and freeing. */
+ * and from documents (each type's one document shape), and freeing. */
 #include "backend.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,8 +12,7 @@
 static const char *const state_names[] = {
 	[SBX_STATE_UNKNOWN] = "unknown", [SBX_STATE_RUNNING] = "running",
 	[SBX_STATE_PAUSED] = "paused", [SBX_STATE_TRANSITIONING] = "transitioning",
-	[SBX_STATE_TERMINAL] = "terminal", [SBX_STATE_DEAD] = "dead",
-	[SBX_STATE_STOPPED] = "stopped",
+	[SBX_STATE_TERMINAL] = "terminal",
 };
 
 const char *sbx_state_name(enum sbx_state s)
@@ -38,8 +38,14 @@ const char *sbx_ftype_name(enum sbx_ftype t)
 	}
 }
 
+const char *sbx_sandbox_state(const struct sbx_sandbox *sb)
+{
+	return sb->state_word ? sb->state_word : sbx_state_name(sb->state);
+}
+
 void sbx_sandbox_clear(struct sbx_sandbox *sb)
 {
+	free(sb->state_word);
 	free(sb->id);
 	free(sb->backend);
 	free(sb->profile);
@@ -69,7 +75,7 @@ json_object *sbx_sandbox_to_json(const struct sbx_sandbox *sb)
 	sbx_json_set_str(o, "backend", sb->backend);
 	sbx_json_set_str(o, "profile", sb->profile);
 	sbx_json_set_str(o, "template", sb->template_id);
-	sbx_json_set_str(o, "state", sbx_state_name(sb->state));
+	sbx_json_set_str(o, "state", sbx_sandbox_state(sb));
 	sbx_json_set_str(o, "tenant", sb->tenant);
 	sbx_json_set_str(o, "session", sb->session);
 	json_object_object_add(o, "metadata",
@@ -99,7 +105,12 @@ int sbx_sandbox_from_json(json_object *o, struct sbx_sandbox *sb, struct sbx_err
 	sb->template_id = dup_or_null(o, "template");
 	sb->tenant = dup_or_null(o, "tenant");
 	sb->session = dup_or_null(o, "session");
-	sb->state = sbx_state_from_name(sbx_json_str(o, "state"));
+	/* A backend's own word is kept as it is (what it counts as is the
+	 * backend's to say, on its next get). */
+	const char *st = sbx_json_str(o, "state");
+	sb->state = sbx_state_from_name(st);
+	if (st && sb->state == SBX_STATE_UNKNOWN && strcmp(st, "unknown") != 0)
+		sb->state_word = sbx_xstrdup(st);
 	json_object *md = sbx_json_obj(o, "metadata");
 	sb->metadata = md ? json_object_get(md) : json_object_new_object();
 	const char *when = sbx_json_str(o, "created_at");
@@ -155,6 +166,68 @@ void sbx_templates_free(struct sbx_template *t, size_t n)
 		free(t[i].kind);
 	}
 	free(t);
+}
+
+/* ---- the document shapes of the value types (backend.h) ----------------- */
+
+/* A name from inside the sandbox: any bytes but NUL (doc.h). */
+static void set_name(json_object *o, const char *key, const char *s)
+{
+	if (s)
+		sbx_json_set_bytes(o, key, s, strlen(s));
+}
+
+static void set_time(json_object *o, const char *key, int64_t t)
+{
+	char when[32];
+	sbx_time_iso(t, when, sizeof(when));
+	sbx_json_set_str(o, key, when);
+}
+
+void sbx_dirent_json(const struct sbx_dirent *e, json_object *o)
+{
+	char mode[16];
+	set_name(o, "name", e->name);
+	set_name(o, "path", e->path);
+	sbx_json_set_str(o, "type", sbx_ftype_name(e->type));
+	sbx_json_set_int(o, "size", e->size);
+	set_time(o, "mtime", e->mtime);
+	snprintf(mode, sizeof(mode), "%04o", e->mode);
+	sbx_json_set_str(o, "mode", mode);
+	sbx_json_set_int(o, "uid", e->uid);
+	sbx_json_set_int(o, "gid", e->gid);
+	set_name(o, "link_target", e->link_target);
+}
+
+void sbx_snapshot_size_json(const struct sbx_snapshot_ref *r, json_object *o)
+{
+	if (r->layers >= 0)
+		sbx_json_set_int(o, "layers", r->layers);
+	if (r->size_bytes >= 0)
+		sbx_json_set_int(o, "size_bytes", r->size_bytes);
+}
+
+void sbx_snapshot_ref_json(const struct sbx_snapshot_ref *r, json_object *o)
+{
+	sbx_json_set_str(o, "id", r->id);
+	sbx_json_set_str(o, "name", r->name ? r->name : r->id);
+	if (r->parent)
+		sbx_json_set_str(o, "parent", r->parent);
+	sbx_snapshot_size_json(r, o);
+	if (r->created_at > 0)
+		set_time(o, "created_at", r->created_at);
+}
+
+void sbx_template_json(const struct sbx_template *t, const char *backend, json_object *o)
+{
+	sbx_json_set_str(o, "id", t->id);
+	sbx_json_set_str(o, "name", t->name ? t->name : t->id);
+	sbx_json_set_str(o, "kind", t->kind ? t->kind : "unknown");
+	sbx_json_set_str(o, "backend", backend);
+	if (t->created_at > 0)
+		set_time(o, "created_at", t->created_at);
+	if (t->size_bytes >= 0)
+		sbx_json_set_int(o, "size_bytes", t->size_bytes);
 }
 
 void sbx_page_clear(struct sbx_page *p)

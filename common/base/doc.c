@@ -438,14 +438,22 @@ int sbx_doc_write(FILE *out, json_object *doc, struct sbx_err *err)
 	errno = 0;
 	if (fputs(s, out) == EOF || fputc('\n', out) == EOF || fflush(out) == EOF) {
 		if (errno == EPIPE) {
-			sbx_fail(err, SBX_INTERNAL, "write", "%s", "");
-			err->msg[0] = '\0';
+			sbx_fail_reason(err, SBX_INTERNAL, SBX_R_STDOUT_GONE, "write", "%s", "");
 			err->exit_status = SBX_EXIT_IOERR;
 			return -1;
 		}
 		return sbx_fail_errno(err, SBX_INTERNAL, "write", "writing a document");
 	}
 	return 0;
+}
+
+int sbx_json_write_file(const char *path, json_object *j, unsigned mode, unsigned flags,
+			struct sbx_err *err)
+{
+	size_t n;
+	const char *s = json_object_to_json_string_length(j, JSON_C_TO_STRING_PLAIN, &n);
+	SBX_AUTOFREE char *line = sbx_xasprintf("%s\n", s);
+	return sbx_write_file_atomic(path, line, n + 1, mode, flags, err);
 }
 
 void sbx_doc_set_error(json_object *doc, const char *program, const struct sbx_err *err)

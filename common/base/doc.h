@@ -73,9 +73,14 @@ int sbx_json_parse_object(const char *buf, size_t len, json_object **out, struct
 const char *sbx_json_text_problem(json_object *o);
 
 /* Write one document and a newline, then flush.  A closed pipe (EPIPE) is
- * -1 with exit_status SBX_EXIT_IOERR and an empty message: the caller ends
- * quietly.  Any other write error is internal. */
+ * -1 with exit_status SBX_EXIT_IOERR, reason SBX_R_STDOUT_GONE and an
+ * empty message: the caller ends quietly.  Any other write error is internal. */
 int sbx_doc_write(FILE *out, json_object *doc, struct sbx_err *err);
+
+/* Replace the file `path` by `j` as one line of plain JSON and a newline,
+ * through sbx_write_file_atomic (mode, flags and promises are its). */
+int sbx_json_write_file(const char *path, json_object *j, unsigned mode, unsigned flags,
+			struct sbx_err *err);
 
 /* Add {"error": {kind, message, program, op, retryable, exit_status
  * [, http_status]}} to `doc` (replacing any earlier error key). */

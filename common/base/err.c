@@ -1,4 +1,4 @@
-/* err.c - the error value, its kinds, the exit table. */
+/* err.c - the error value, its kinds and reasons, the exit table. */
 #include "err.h"
 
 #include <errno.h>
@@ -21,6 +21,19 @@ static const char *const kind_names[SBX_KIND_COUNT] = {
 	[SBX_FAILED] = "failed",
 };
 
+static const char *const reason_names[SBX_R_COUNT] = {
+	[SBX_R_NONE] = "none",
+	[SBX_R_IS_DIR] = "is_dir",
+	[SBX_R_TOO_LARGE] = "too_large",
+	[SBX_R_ALREADY_PAUSED] = "already_paused",
+	[SBX_R_NOT_PAUSED] = "not_paused",
+	[SBX_R_IN_PROGRESS] = "in_progress",
+	[SBX_R_IN_USE] = "in_use",
+	[SBX_R_NO_TEMPLATE] = "no_template",
+	[SBX_R_ENGINE_SETUP] = "engine_setup",
+	[SBX_R_STDOUT_GONE] = "stdout_gone",
+};
+
 static void set_op(struct sbx_err *err, const char *op)
 {
 	snprintf(err->op, sizeof(err->op), "%s", op ? op : "");
@@ -32,6 +45,8 @@ static int vfail(struct sbx_err *err, enum sbx_kind kind, const char *op,
 	if (!err)
 		return -1;
 	err->kind = kind;
+	err->reason = SBX_R_NONE;
+	err->errnum = 0;
 	err->http_status = 0;
 	err->exit_status = 0;
 	set_op(err, op);
@@ -51,19 +66,34 @@ int sbx_fail(struct sbx_err *err, enum sbx_kind kind, const char *op,
 	return -1;
 }
 
+int sbx_fail_reason(struct sbx_err *err, enum sbx_kind kind, enum sbx_reason reason,
+		    const char *op, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vfail(err, kind, op, NULL, fmt, ap);
+	va_end(ap);
+	if (err)
+		err->reason = reason;
+	return -1;
+}
+
 /* A full disk or an exhausted quota is never the program's fault: it is
  * `capacity` (retryable, exit 75) whatever kind the caller expected, so
  * that every path that reports an errno reports these the same way. */
 int sbx_fail_errno(struct sbx_err *err, enum sbx_kind kind, const char *op,
 		   const char *fmt, ...)
 {
-	if (errno == ENOSPC || errno == EDQUOT)
+	int e = errno;
+	if (e == ENOSPC || e == EDQUOT)
 		kind = SBX_CAPACITY;
-	const char *why = strerror(errno);
+	const char *why = strerror(e);
 	va_list ap;
 	va_start(ap, fmt);
 	vfail(err, kind, op, why, fmt, ap);
 	va_end(ap);
+	if (err)
+		err->errnum = e;
 	return -1;
 }
 
@@ -99,6 +129,13 @@ const char *sbx_kind_name(enum sbx_kind kind)
 	if ((int)kind < 0 || kind >= SBX_KIND_COUNT)
 		return "internal";
 	return kind_names[kind];
+}
+
+const char *sbx_reason_name(enum sbx_reason reason)
+{
+	if ((int)reason < 0 || reason >= SBX_R_COUNT)
+		return "none";
+	return reason_names[reason];
 }
 
 int sbx_kind_from_name(const char *name)
@@ -158,4 +195,13 @@ int sbx_err_exit_status(const struct sbx_err *err)
 	if (err->exit_status)
 		return err->exit_status;
 	return sbx_kind_exit_status(err->kind);
+}
+
+int sbx_raw_exit_status(int timed_out, int signal, int exit_code)
+{
+	if (timed_out)
+		return 124;
+	if (signal)
+		return 128 + signal;
+	return exit_code < 0 ? SBX_EXIT_RAW_SELF : exit_code;
 }

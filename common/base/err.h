@@ -8,7 +8,16 @@
  * Kinds are stable strings that appear in documents and are part of the
  * protocol (man sbx(7)).  Only not_found and terminal allow a session binding
  * to be replaced; every other kind keeps it, so a flaky network never causes
- * a rebuild. */
+ * a rebuild.
+ *
+ * A kind says what the caller may do (retry, rebuild, give up); a reason
+ * says which of the few failures that a caller tells apart this one is
+ * (a read that met a folder, a pause of a paused sandbox...).  It is set
+ * where the error is made, next to the message, and it is what callers
+ * test: a message is for people and may change, a reason may not.
+ * `errnum` is the errno of a failed system call (sbx_fail_errno), 0 when
+ * none was involved.  Neither is part of the protocol (documents carry
+ * the kind and the message). */
 #ifndef SBX_ERR_H
 #define SBX_ERR_H
 
@@ -30,6 +39,21 @@ enum sbx_kind {
 	SBX_KIND_COUNT
 };
 
+/* The failures that callers tell apart (see above).  Append only. */
+enum sbx_reason {
+	SBX_R_NONE = 0,
+	SBX_R_IS_DIR,           /* a file operation met a folder */
+	SBX_R_TOO_LARGE,        /* more bytes than the caller's limit */
+	SBX_R_ALREADY_PAUSED,   /* a pause of a paused sandbox */
+	SBX_R_NOT_PAUSED,       /* a resume of a running one (another resume won) */
+	SBX_R_IN_PROGRESS,      /* the same change is already under way (a removal) */
+	SBX_R_IN_USE,           /* a template or snapshot that sandboxes still use */
+	SBX_R_NO_TEMPLATE,      /* a create named a template the server does not have */
+	SBX_R_ENGINE_SETUP,     /* the engine as configured cannot start containers */
+	SBX_R_STDOUT_GONE,      /* stdout closed under us: end quietly (no message) */
+	SBX_R_COUNT
+};
+
 /* Exit statuses: one table for every program (documented in sbx(7)). */
 enum {
 	SBX_EXIT_OK = 0,
@@ -48,6 +72,8 @@ enum {
 
 struct sbx_err {
 	enum sbx_kind kind;
+	enum sbx_reason reason;  /* SBX_R_NONE unless set where the error was made */
+	int errnum;          /* errno of the failed system call, 0 if none */
 	int http_status;     /* 0 when no HTTP exchange was involved */
 	int exit_status;     /* 0 = derive from kind; else overrides (usage, config) */
 	char op[64];         /* what was being done: "create", "exec", "redis"... */
@@ -57,8 +83,12 @@ struct sbx_err {
 /* Fill `err` and return -1.  `op` may be NULL. */
 int sbx_fail(struct sbx_err *err, enum sbx_kind kind, const char *op,
 	     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-/* Same, appending ": strerror(errno)" (errno is read before formatting).
- * ENOSPC and EDQUOT turn any kind into capacity. */
+/* Same, with a reason (sbx_fail clears it). */
+int sbx_fail_reason(struct sbx_err *err, enum sbx_kind kind, enum sbx_reason reason,
+		    const char *op, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Same as sbx_fail, appending ": strerror(errno)" (errno is read before
+ * formatting) and keeping errno in err->errnum.  ENOSPC and EDQUOT turn
+ * any kind into capacity. */
 int sbx_fail_errno(struct sbx_err *err, enum sbx_kind kind, const char *op,
 		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* A configuration error: kind invalid_request, exit status 78. */
@@ -70,6 +100,8 @@ void sbx_err_prefix(struct sbx_err *err, const char *fmt, ...)
 void sbx_err_clear(struct sbx_err *err);
 
 const char *sbx_kind_name(enum sbx_kind kind);
+/* A reason's stable name ("is_dir"...), for tests and logs. */
+const char *sbx_reason_name(enum sbx_reason reason);
 /* Returns the kind, or -1 for an unknown name. */
 int sbx_kind_from_name(const char *name);
 bool sbx_kind_retryable(enum sbx_kind kind);
@@ -80,5 +112,10 @@ bool sbx_err_may_replace_binding(const struct sbx_err *err);
 enum sbx_kind sbx_kind_from_http(const char *op, int status);
 int sbx_kind_exit_status(enum sbx_kind kind);
 int sbx_err_exit_status(const struct sbx_err *err);
+/* The status of a --raw run (sbx-exec --raw, sbx-proc output --raw): the
+ * command's own, as a shell reports it: 124 for its timeout, 128+N for
+ * signal N, else its exit code; SBX_EXIT_RAW_SELF when it has none (an
+ * exit code below 0 and no signal). */
+int sbx_raw_exit_status(int timed_out, int signal, int exit_code);
 
 #endif

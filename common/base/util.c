@@ -51,6 +51,27 @@ static int64_t clock_ms(clockid_t id)
 int64_t sbx_now_ms(void) { return clock_ms(CLOCK_REALTIME); }
 int64_t sbx_mono_ms(void) { return clock_ms(CLOCK_MONOTONIC); }
 
+void sbx_sleep_ms(int64_t ms)
+{
+	if (ms <= 0)
+		return;
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+int sbx_poll_until(int64_t timeout_ms, int64_t step_ms, int (*ready)(void *ctx), void *ctx)
+{
+	int64_t deadline = sbx_mono_ms() + timeout_ms;
+	for (;;) {
+		int r = ready(ctx);
+		int64_t left = deadline - sbx_mono_ms();
+		if (r != 0 || left <= 0)
+			return r;
+		sbx_sleep_ms(step_ms < left ? step_ms : left);
+	}
+}
+
 void sbx_time_iso(int64_t unix_s, char *buf, size_t len)
 {
 	time_t t = (time_t)unix_s;
@@ -287,19 +308,24 @@ int sbx_write_all(int fd, const void *buf, size_t len)
 }
 
 int sbx_write_file_atomic(const char *path, const void *data, size_t len,
-			  unsigned mode, struct sbx_err *err)
+			  unsigned mode, unsigned flags, struct sbx_err *err)
 {
 	SBX_AUTOFREE char *tmp = sbx_xasprintf("%s.tmp.%d", path, (int)getpid());
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
 	if (fd < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "write", "%s", tmp);
-	if (sbx_write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+	int bad = sbx_write_all(fd, data, len) < 0 || (!(flags & SBX_WRITE_NOSYNC) && fsync(fd) < 0);
+	int e = errno;
+	if (close(fd) < 0 && !bad) {
+		bad = 1;
+		e = errno;
+	}
+	if (bad) {
+		errno = e;
 		sbx_fail_errno(err, SBX_INTERNAL, "write", "%s", tmp);
-		close(fd);
 		unlink(tmp);
 		return -1;
 	}
-	close(fd);
 	if (rename(tmp, path) < 0) {
 		sbx_fail_errno(err, SBX_INTERNAL, "write", "rename %s", path);
 		unlink(tmp);

@@ -29,6 +29,16 @@ char *sbx_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 int64_t sbx_now_ms(void);          /* CLOCK_REALTIME, milliseconds */
 int64_t sbx_mono_ms(void);         /* CLOCK_MONOTONIC, milliseconds */
+/* Sleep `ms` milliseconds whole (a signal does not cut it short); <= 0
+ * returns at once.  The one way the library sleeps. */
+void sbx_sleep_ms(int64_t ms);
+/* Wait until `ready(ctx)` says so: it is called at once, then every
+ * `step_ms` until `timeout_ms` have passed on the monotonic clock, and a
+ * last time at the deadline (so a condition that became true during the
+ * last sleep is seen).  Returns the first non-zero value of `ready` (a
+ * negative one stops the wait too: a failure, the caller's to say what),
+ * or 0 when the time ran out. */
+int sbx_poll_until(int64_t timeout_ms, int64_t step_ms, int (*ready)(void *ctx), void *ctx);
 /* "2026-11-29T08:30:00Z" for a unix time in seconds; buf >= 21. */
 void sbx_time_iso(int64_t unix_s, char *buf, size_t len);
 /* Inverse of sbx_time_iso; -1 when malformed. */
@@ -51,9 +61,18 @@ int sbx_random_hex(char *buf, size_t nbytes, struct sbx_err *err);
  * *out is NUL-terminated; *len excludes the NUL. */
 int sbx_read_file(const char *path, size_t max, char **out, size_t *len,
 		  struct sbx_err *err);
-/* Write `data` to path atomically (tmp + fsync + rename) with `mode`. */
+/* Replace `path` by a file holding `data` with `mode`: written to a
+ * temporary beside it (same folder, so the same filesystem), fsync'd, then
+ * rename(2)d over it, so that a reader sees the old file or the new one
+ * whole, never a torn one, whatever crashes.  SBX_WRITE_NOSYNC skips the
+ * fsync (a disk flush), for files whose meaning no power loss outlives
+ * (they describe processes, which die with the host): a crash of the
+ * writer still leaves the old file or the new one, a power loss may leave
+ * an empty one.  On failure the temporary is removed and `path` is as it
+ * was.  The one atomic writer: every tmp + rename goes through it. */
+#define SBX_WRITE_NOSYNC 1u
 int sbx_write_file_atomic(const char *path, const void *data, size_t len,
-			  unsigned mode, struct sbx_err *err);
+			  unsigned mode, unsigned flags, struct sbx_err *err);
 /* mkdir -p with `mode` for the directories it creates. */
 int sbx_mkdir_p(const char *path, unsigned mode, struct sbx_err *err);
 /* rm -rf that never crosses a mount point and never follows symlinks, in

@@ -41,6 +41,10 @@ int sbx_app_use(struct sbx_app *a, json_object *sandbox, struct sbx_err *err)
 	struct sbx_profile *p;
 	if (sbx_config_load(name, &p, err) < 0)
 		return -1;
+	if (sbx_backend_configure(p, err) < 0) {
+		sbx_profile_free(p);
+		return -1;
+	}
 	struct sbx_app_slot *s = &a->slots[a->nslots];
 	s->asked = sbx_xstrdup(asked);
 	s->profile = p;

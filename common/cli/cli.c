@@ -14,11 +14,21 @@
 int sbx_cli_report(const char *program, const struct sbx_err *err)
 {
 	int st = sbx_err_exit_status(err);
-	if (st == SBX_EXIT_IOERR && !err->msg[0])
+	if (err->reason == SBX_R_STDOUT_GONE)
 		return st;
 	fprintf(stderr, "%s: error: %s: %s\n", program,
 		err->exit_status == SBX_EXIT_USAGE ? "usage" : sbx_kind_name(err->kind), err->msg);
 	return st;
+}
+
+void sbx_cli_warn(const char *program, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: warning: ", program);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
 }
 
 int sbx_emit(json_object *doc, struct sbx_err *err)
@@ -40,7 +50,7 @@ int sbx_cli_finish(const char *program, int rc, const struct sbx_err *err)
 {
 	if (rc >= 0)
 		return 0;
-	if (sbx_err_exit_status(err) == SBX_EXIT_IOERR && !err->msg[0])
+	if (err->reason == SBX_R_STDOUT_GONE)
 		return SBX_EXIT_IOERR;
 	return sbx_cli_fail(program, NULL, err);
 }
@@ -71,7 +81,7 @@ static int one_doc(const char *program, json_object *doc, sbx_doc_fn fn, void *c
 	int status = 0;
 	json_object *out = doc;
 	if (rc < 0) {
-		if (sbx_err_exit_status(&err) == SBX_EXIT_IOERR && !err.msg[0]) {
+		if (err.reason == SBX_R_STDOUT_GONE) {
 			json_object_put(orig);
 			return -1;
 		}

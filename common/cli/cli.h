@@ -3,7 +3,8 @@
  * the command line, is cliopt.h's.)
  *
  * This is the only part of libsbx that writes to stderr/stdout, and it does
- * so only on behalf of main: `PROGRAM: error: KIND: MESSAGE`. */
+ * so only on behalf of main: `PROGRAM: error: KIND: MESSAGE`, and
+ * `PROGRAM: warning: MESSAGE` for what went wrong but did not fail. */
 #ifndef SBX_CLI_H
 #define SBX_CLI_H
 
@@ -15,6 +16,9 @@
 /* Print `PROGRAM: error: KIND: MESSAGE` (nothing for a quiet EPIPE) and
  * return the exit status for err. */
 int sbx_cli_report(const char *program, const struct sbx_err *err);
+/* Print `PROGRAM: warning: MESSAGE`. */
+void sbx_cli_warn(const char *program, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 /* Report and also write an error document to stdout (for errors outside
  * the document loop, e.g. a bad flag value seen after parsing). */
 int sbx_cli_fail(const char *program, json_object *input, const struct sbx_err *err);

@@ -94,13 +94,14 @@ void sbx_cli_help(const struct sbx_cmd *cmd, FILE *out)
 
 int sbx_usage_err(struct sbx_err *err, const char *fmt, ...)
 {
+	/* Formatted apart first: the arguments may be err->msg itself
+	 * ("--grace: %s", err->msg). */
+	char msg[sizeof(err->msg)];
 	va_list ap;
 	va_start(ap, fmt);
-	err->kind = SBX_INVALID_REQUEST;
-	err->http_status = 0;
-	snprintf(err->op, sizeof(err->op), "usage");
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	sbx_fail(err, SBX_INVALID_REQUEST, "usage", "%s", msg);
 	err->exit_status = SBX_EXIT_USAGE;
 	return -1;
 }

@@ -29,11 +29,12 @@ void sbx_profile_free(struct sbx_profile *p)
 		return;
 	char **strs[] = {&p->name, &p->backend, &p->endpoint, &p->template_id, &p->state_dir,
 			 &p->redis_url, &p->redis_password_file, &p->prefix, &p->api_key_file,
-			 &p->api_key_env, &p->tls_cert_path, &p->cgroup_parent};
+			 &p->api_key_env};
 	for (size_t i = 0; i < SBX_ARRAY_LEN(strs); i++)
 		free(*strs[i]);
-	sbx_strv_free(p->egress_allow);
 	sbx_strv_free(p->redis_nodes);
+	if (p->backend_conf && p->backend_conf_free)
+		p->backend_conf_free(p->backend_conf);
 	json_object_put(p->raw);
 	free(p);
 }
@@ -68,16 +69,25 @@ static const char *config_path(int *explicit)
 	return "/etc/sbx/config.json";
 }
 
-/* Known keys of a profile; anything else is refused so that a typo in a
- * security setting ("allow_privte") is not silently ignored. */
+/* The keys of a profile that every backend shares.  Each backend names
+ * its own (backend.h config_keys); anything else is refused, by
+ * sbx_backend_configure, so that a typo in a security setting
+ * ("allow_privte") is not silently ignored. */
 static const char *const profile_keys[] = {
 	"backend", "endpoint", "template", "state_dir", "redis_url", "redis_password_file",
-	"prefix", "api_key_file", "api_key_env", "tls_cert_path", "allow_private",
-	"allow_internet", "allow_public", "allow_userns", "memory", "pids", "cpus",
-	"disk", "shm", "cgroup_parent",
+	"prefix", "api_key_file", "api_key_env", "allow_private",
+	"allow_internet", "allow_public", "memory", "pids", "cpus", "disk", "shm",
 	"idle_timeout", "on_timeout", "auto_resume", "description", "options", "env",
-	"egress_allow", "redis_nodes", "domain", "proxy", "data_plane",
+	"redis_nodes",
 };
+
+int sbx_config_key(const char *key)
+{
+	for (size_t i = 0; i < SBX_ARRAY_LEN(profile_keys); i++)
+		if (strcmp(key, profile_keys[i]) == 0)
+			return 1;
+	return 0;
+}
 
 /* "env": {"NAME": "value", ...}: names as a shell takes them, string
  * values (a CA bundle path, proxies).  Not for secrets: they are stored
@@ -120,18 +130,15 @@ static int cidr_canon(const char *s, char **out)
 	return 0;
 }
 
-/* The profile's list `key` of CIDRs into *out (NULL-terminated, canonical);
- * absent: *out stays NULL.  Anything but an array of CIDRs is a
- * configuration error naming the entry. */
-static int load_cidrs(struct sbx_profile *p, json_object *o, const char *key, char ***out,
-		      struct sbx_err *err)
+int sbx_config_cidrs(const char *name, json_object *o, const char *key, char ***out,
+		     struct sbx_err *err)
 {
 	json_object *a;
-	if (!json_object_object_get_ex(o, key, &a))
+	if (!o || !json_object_object_get_ex(o, key, &a))
 		return 0;
 	if (!json_object_is_type(a, json_type_array))
 		return sbx_fail_config(err, "config", "profile '%s': %s must be an array of CIDRs",
-				       p->name, key);
+				       name, key);
 	size_t n = json_object_array_length(a);
 	*out = sbx_xcalloc(n + 1, sizeof(char *));
 	for (size_t i = 0; i < n; i++) {
@@ -140,22 +147,13 @@ static int load_cidrs(struct sbx_profile *p, json_object *o, const char *key, ch
 		if (!s || cidr_canon(s, &(*out)[i]) < 0)
 			return sbx_fail_config(err, "config",
 					       "profile '%s': %s[%zu] is not a CIDR (ADDR/LEN, no host bits set)",
-					       p->name, key, i);
+					       name, key, i);
 	}
 	return 0;
 }
 
 static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *err)
 {
-	json_object_object_foreach(o, k, v) {
-		size_t i;
-		(void)v;
-		for (i = 0; i < SBX_ARRAY_LEN(profile_keys); i++)
-			if (strcmp(k, profile_keys[i]) == 0)
-				break;
-		if (i == SBX_ARRAY_LEN(profile_keys))
-			return sbx_fail_config(err, "config", "profile '%s': unknown key '%s'", p->name, k);
-	}
 	if (check_env(p, o, err) < 0)
 		return -1;
 	if (sbx_json_obj(o, "api_key") || sbx_json_str(o, "api_key"))
@@ -169,15 +167,9 @@ static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *
 	set_str(&p->prefix, sbx_json_str(o, "prefix"));
 	set_str(&p->api_key_file, sbx_json_str(o, "api_key_file"));
 	set_str(&p->api_key_env, sbx_json_str(o, "api_key_env"));
-	set_str(&p->tls_cert_path, sbx_json_str(o, "tls_cert_path"));
-	set_str(&p->cgroup_parent, sbx_json_str(o, "cgroup_parent"));
-	if (p->cgroup_parent && (strstr(p->cgroup_parent, "..") || !p->cgroup_parent[0]))
-		return sbx_fail_config(err, "config", "profile '%s': cgroup_parent must be a path "
-				       "below the cgroup2 mount, without '..'", p->name);
 	p->allow_private = sbx_json_bool(o, "allow_private", p->allow_private);
 	p->allow_internet = sbx_json_bool(o, "allow_internet", p->allow_internet);
 	p->allow_public = sbx_json_bool(o, "allow_public", p->allow_public);
-	p->allow_userns = sbx_json_bool(o, "allow_userns", p->allow_userns);
 	p->auto_resume = sbx_json_bool(o, "auto_resume", p->auto_resume);
 	const char *s;
 	if ((s = sbx_json_str(o, "memory")) && sbx_parse_size(s, &p->limits.memory_bytes, err) < 0)
@@ -199,9 +191,7 @@ static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *
 	}
 	if (sbx_json_bool(o, "auto_resume", 0) && !p->on_timeout_pause)
 		return sbx_fail_config(err, "config", "profile '%s': auto_resume needs on_timeout pause", p->name);
-	if (load_cidrs(p, o, "redis_nodes", &p->redis_nodes, err) < 0)
-		return -1;
-	return load_cidrs(p, o, "egress_allow", &p->egress_allow, err);
+	return sbx_config_cidrs(p->name, o, "redis_nodes", &p->redis_nodes, err);
 }
 
 int sbx_config_load(const char *name, struct sbx_profile **out, struct sbx_err *err)

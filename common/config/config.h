@@ -51,33 +51,27 @@ struct sbx_profile {
 	char *prefix;           /* Redis key prefix, default "sbx" */
 	char *api_key_file;     /* secret sources (never the secret itself) */
 	char *api_key_env;
-	char *tls_cert_path;    /* docker tcp:// */
 	int allow_private;      /* SSRF: loopback and private ranges allowed */
 	int allow_internet;     /* egress; default 0 */
 	int allow_public;       /* inbound by URL; default 0 */
-	int allow_userns;       /* local: user namespaces inside; default 0 */
-	/* egress_allow: destinations that the egress filter lets through
-	 * although they are in a refused range (local backend, with
-	 * allow_internet).  Canonical CIDR text ("10.1.0.0/16", "fd00::/64"),
-	 * validated at load: an address with a prefix length, no host bits
-	 * set.  NULL-terminated; NULL when the profile has none. */
-	char **egress_allow;
-	/* redis_nodes: the Redis nodes (CIDRs, canonical as egress_allow)
+	/* redis_nodes: the Redis nodes (CIDRs, canonical as sbx_config_cidrs)
 	 * that a cluster's CLUSTER SLOTS or MOVED/ASK, or a sentinel, may
 	 * name besides the URL's own hosts; only those are connected to and
 	 * get the password.  NULL-terminated; NULL when the profile has none. */
 	char **redis_nodes;
 	struct sbx_limits limits;
-	char *cgroup_parent;    /* local, cgroup v2: the delegated parent of
-				 * sandbox cgroups, relative to the cgroup2
-				 * mount; NULL = system.slice/sbx.service on
-				 * systemd hosts,
-				 * else "sbx" */
 	int64_t idle_timeout_ms;  /* idle timer; 0 = never */
 	int on_timeout_pause;     /* 1 = pause when idle, 0 = kill */
 	int auto_resume;
 	json_object *raw;       /* the profile object as configured (may be NULL);
 				 * "env" there: variables for every sandbox it creates */
+	/* The keys a backend owns are not here: the backend parses them into
+	 * a struct of its own (backend.h config_load, sbx_backend_configure),
+	 * kept here for it until the profile is freed. */
+	int configured;                   /* sbx_backend_configure ran */
+	const void *backend_conf_of;      /* the ops that parsed backend_conf */
+	void *backend_conf;
+	void (*backend_conf_free)(void *conf);
 };
 
 /* Load `name` (NULL: $SBX_PROFILE, else the file's default_profile, else
@@ -85,6 +79,16 @@ struct sbx_profile {
  * (exit 78); the implicit "default" may be absent (built-in defaults). */
 int sbx_config_load(const char *name, struct sbx_profile **out, struct sbx_err *err);
 void sbx_profile_free(struct sbx_profile *p);
+/* Whether `key` is one of the profile keys every backend shares (the
+ * others belong to a backend: backend.h config_keys). */
+int sbx_config_key(const char *key);
+/* The profile object's list `key` of CIDRs into *out, NULL-terminated, in
+ * canonical text ("10.1.0.0/16", "fd00::/64": inet_ntop + "/LEN"); absent:
+ * *out stays NULL.  Anything but an array of CIDRs (ADDR/LEN, no host bits
+ * set) is a configuration error naming profile `name` and the entry.  For
+ * redis_nodes here and any backend's own lists (local's egress_allow). */
+int sbx_config_cidrs(const char *name, json_object *o, const char *key, char ***out,
+		     struct sbx_err *err);
 /* Read the profile's API key (from api_key_file or the variable named by
  * api_key_env).  *out is heap memory the caller must wipe and free;
  * *out = NULL when the profile names no secret. */

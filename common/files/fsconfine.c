@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "path.h"
 #include "util.h"
 
 #define RESOLVE_CONFINED (RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)
@@ -100,55 +101,6 @@ static int chmod_fd(int pathfd, unsigned mode)
 	char p[64];
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", pathfd);
 	return chmod(p, mode & 07777);
-}
-
-/* Validate and normalise an absolute path: collapse "//" and "/./", drop
- * trailing slashes; ".." is refused.  Returns a malloc'd string ("/" for
- * the root) or NULL with err. */
-static char *norm_path(const char *path, const char *op, struct sbx_err *err)
-{
-	if (!path || path[0] != '/') {
-		sbx_fail(err, SBX_INVALID_REQUEST, op, "path must be absolute: '%s'",
-			 path ? path : "");
-		return NULL;
-	}
-	size_t len = strlen(path);
-	if (len >= PATH_MAX) {
-		sbx_fail(err, SBX_INVALID_REQUEST, op, "path too long (%zu bytes)", len);
-		return NULL;
-	}
-	char *out = sbx_xmalloc(len + 2);
-	size_t o = 0;
-	const char *p = path;
-	while (*p) {
-		while (*p == '/')
-			p++;
-		const char *s = p;
-		while (*p && *p != '/')
-			p++;
-		size_t n = (size_t)(p - s);
-		if (n == 0 || (n == 1 && s[0] == '.'))
-			continue;
-		if (n == 2 && s[0] == '.' && s[1] == '.') {
-			free(out);
-			sbx_fail(err, SBX_INVALID_REQUEST, op,
-				 "'..' is not allowed in paths: '%s'", path);
-			return NULL;
-		}
-		if (n > NAME_MAX) {
-			free(out);
-			sbx_fail(err, SBX_INVALID_REQUEST, op, "path component longer than %d bytes",
-				 NAME_MAX);
-			return NULL;
-		}
-		out[o++] = '/';
-		memcpy(out + o, s, n);
-		o += n;
-	}
-	if (o == 0)
-		out[o++] = '/';
-	out[o] = '\0';
-	return out;
 }
 
 static int id_of(int fd, struct sbx_fsc_id *id)
@@ -252,7 +204,7 @@ static int check_fd(const struct sbx_fsc *c, int fd, const char *op, const char 
 int sbx_fsc_open(const struct sbx_fsc *c, const char *path, int oflags, int follow,
 		 struct sbx_err *err)
 {
-	SBX_AUTOFREE char *p = norm_path(path, "files", err);
+	SBX_AUTOFREE char *p = sbx_path_norm(path, "files", err);
 	if (!p)
 		return -1;
 	int fd = xopenat2(c->rootfd, p, oflags | (follow ? 0 : O_NOFOLLOW), RESOLVE_CONFINED);
@@ -298,7 +250,7 @@ static int parent_of(const struct sbx_fsc *c, const char *p, char *leaf, const c
 
 int sbx_fsc_parent(const struct sbx_fsc *c, const char *path, char *leaf, struct sbx_err *err)
 {
-	SBX_AUTOFREE char *p = norm_path(path, "files", err);
+	SBX_AUTOFREE char *p = sbx_path_norm(path, "files", err);
 	if (!p)
 		return -1;
 	return parent_of(c, p, leaf, "files", err);
@@ -310,7 +262,7 @@ int sbx_fsc_write(const struct sbx_fsc *c, const char *path, const void *data, s
 		  unsigned mode, struct sbx_err *err)
 {
 	const char *op = "write";
-	SBX_AUTOFREE char *p = norm_path(path, op, err);
+	SBX_AUTOFREE char *p = sbx_path_norm(path, op, err);
 	if (!p)
 		return -1;
 	char leaf[NAME_MAX + 1];
@@ -333,7 +285,8 @@ int sbx_fsc_write(const struct sbx_fsc *c, const char *path, const void *data, s
 			if (S_ISLNK(st.st_mode))
 				return refuse(err, op, p, "is a symbolic link; not followed");
 			if (S_ISDIR(st.st_mode))
-				return refuse(err, op, p, "is a directory");
+				return sbx_fail_reason(err, SBX_INVALID_REQUEST, SBX_R_IS_DIR, op,
+						       "%s: is a directory", p);
 			if (!S_ISREG(st.st_mode))
 				return refuse(err, op, p, "not a regular file");
 			if (check_fd(c, pfd, op, p, err) < 0)
@@ -374,7 +327,7 @@ int sbx_fsc_read(const struct sbx_fsc *c, const char *path, size_t max, char **d
 		 size_t *len, struct sbx_err *err)
 {
 	const char *op = "read";
-	SBX_AUTOFREE char *p = norm_path(path, op, err);
+	SBX_AUTOFREE char *p = sbx_path_norm(path, op, err);
 	if (!p)
 		return -1;
 	SBX_AUTOCLOSE int pfd = sbx_fsc_open(c, p, O_PATH, 1, err);
@@ -384,12 +337,13 @@ int sbx_fsc_read(const struct sbx_fsc *c, const char *path, size_t max, char **d
 	if (fstat(pfd, &st) < 0)
 		return fail_errno(err, op, p);
 	if (S_ISDIR(st.st_mode))
-		return refuse(err, op, p, "is a directory");
+		return sbx_fail_reason(err, SBX_INVALID_REQUEST, SBX_R_IS_DIR, op, "%s: is a directory", p);
 	if (!S_ISREG(st.st_mode))
 		return refuse(err, op, p, "not a regular file");
 	if ((uint64_t)st.st_size > max)
-		return sbx_fail(err, SBX_INVALID_REQUEST, op, "%s: %lld bytes, more than the limit of %zu",
-				p, (long long)st.st_size, max);
+		return sbx_fail_reason(err, SBX_INVALID_REQUEST, SBX_R_TOO_LARGE, op,
+				       "%s: %lld bytes, more than the limit of %zu",
+				       p, (long long)st.st_size, max);
 	SBX_AUTOCLOSE int fd = reopen(pfd, O_RDONLY);
 	if (fd < 0)
 		return fail_errno(err, op, p);
@@ -399,8 +353,8 @@ int sbx_fsc_read(const struct sbx_fsc *c, const char *path, size_t max, char **d
 		if (n == cap) {
 			if (cap > max) {
 				free(buf);
-				return sbx_fail(err, SBX_INVALID_REQUEST, op,
-						"%s: more than the limit of %zu bytes", p, max);
+				return sbx_fail_reason(err, SBX_INVALID_REQUEST, SBX_R_TOO_LARGE, op,
+						       "%s: more than the limit of %zu bytes", p, max);
 			}
 			cap *= 2;
 			buf = sbx_xrealloc(buf, cap + 1);
@@ -420,8 +374,8 @@ int sbx_fsc_read(const struct sbx_fsc *c, const char *path, size_t max, char **d
 	}
 	if (n > max) {
 		free(buf);
-		return sbx_fail(err, SBX_INVALID_REQUEST, op, "%s: more than the limit of %zu bytes",
-				p, max);
+		return sbx_fail_reason(err, SBX_INVALID_REQUEST, SBX_R_TOO_LARGE, op,
+				       "%s: more than the limit of %zu bytes", p, max);
 	}
 	buf[n] = '\0';
 	*data = buf;
@@ -470,7 +424,7 @@ static int describe(int dfd, const char *name, const char *path, struct sbx_dire
 int sbx_fsc_stat(const struct sbx_fsc *c, const char *path, struct sbx_dirent *out,
 		 struct sbx_err *err)
 {
-	SBX_AUTOFREE char *p = norm_path(path, "stat", err);
+	SBX_AUTOFREE char *p = sbx_path_norm(path, "stat", err);
 	if (!p)
 		return -1;
 	/* O_PATH | O_NOFOLLOW on a symlink gives the link itself. */
@@ -517,7 +471,7 @@ static int cmp_dirent(const void *a, const void *b)
 int sbx_fsc_list(const struct sbx_fsc *c, const char *path, struct sbx_dirent **out,
 		 size_t *n, struct sbx_err *err)
 {
-	SBX_AUTOFREE char *p = norm_path(path, "list", err);
+	SBX_AUTOFREE char *p = sbx_path_norm(path, "list", err);
 	if (!p)
 		return -1;
 	SBX_AUTOCLOSE int pfd = sbx_fsc_open(c, p, O_PATH, 1, err);
@@ -576,7 +530,7 @@ int sbx_fsc_list(const struct sbx_fsc *c, const char *path, struct sbx_dirent **
 int sbx_fsc_mkdir(const struct sbx_fsc *c, const char *path, unsigned mode, struct sbx_err *err)
 {
 	const char *op = "mkdir";
-	SBX_AUTOFREE char *p = norm_path(path, op, err);
+	SBX_AUTOFREE char *p = sbx_path_norm(path, op, err);
 	if (!p)
 		return -1;
 	/* Each prefix is resolved from the root (so a symlinked directory on
@@ -693,7 +647,7 @@ static int rm_contents(int dfd, uint64_t mnt, const char *path, int depth, struc
 int sbx_fsc_remove(const struct sbx_fsc *c, const char *path, int recursive, struct sbx_err *err)
 {
 	const char *op = "remove";
-	SBX_AUTOFREE char *p = norm_path(path, op, err);
+	SBX_AUTOFREE char *p = sbx_path_norm(path, op, err);
 	if (!p)
 		return -1;
 	char leaf[NAME_MAX + 1];
@@ -739,10 +693,10 @@ int sbx_fsc_remove(const struct sbx_fsc *c, const char *path, int recursive, str
 int sbx_fsc_move(const struct sbx_fsc *c, const char *from, const char *to, struct sbx_err *err)
 {
 	const char *op = "move";
-	SBX_AUTOFREE char *pf = norm_path(from, op, err);
+	SBX_AUTOFREE char *pf = sbx_path_norm(from, op, err);
 	if (!pf)
 		return -1;
-	SBX_AUTOFREE char *pt = norm_path(to, op, err);
+	SBX_AUTOFREE char *pt = sbx_path_norm(to, op, err);
 	if (!pt)
 		return -1;
 	char lf[NAME_MAX + 1], lt[NAME_MAX + 1];
@@ -904,7 +858,7 @@ int sbx_fsc_tar_get(const struct sbx_fsc *c, const char *path, int outfd, struct
 int sbx_fsc_tar_get_opts(const struct sbx_fsc *c, const char *path, int outfd,
 			 const struct sbx_fsc_tar_opts *o, struct sbx_err *err)
 {
-	SBX_AUTOFREE char *p = norm_path(path, "tar", err);
+	SBX_AUTOFREE char *p = sbx_path_norm(path, "tar", err);
 	if (!p)
 		return -1;
 	size_t l = strlen(path);

@@ -21,6 +21,7 @@
 
 #include "doc.h"
 #include "fsconfine.h"
+#include "path.h"
 #include "tar.h"
 #include "util.h"
 
@@ -59,13 +60,13 @@ int sbx_hostcopy_put(struct sbx_backend *b, struct sbx_sandbox *sb, const char *
 		return -1;
 	}
 	close(p[1]);
-	int rc = sbx_call(b, tar_put, err, sb, dest, p[0], as_root);
+	int rc = sbx_file_tar_put(b, sb, dest, p[0], as_root, err);
 	close(p[0]);
 	struct sbx_err cerr = {0};
 	int crc = sbx_fsc_child_wait(&ch, &cerr);
 	/* The reader's error explains a broken pipe on the writer's side;
 	 * otherwise the writer's (a host file it could not read) comes first. */
-	if (crc < 0 && !strstr(cerr.msg, "Broken pipe")) {
+	if (crc < 0 && cerr.errnum != EPIPE) {
 		*err = cerr;
 		return -1;
 	}
@@ -271,7 +272,7 @@ int sbx_hostcopy_get(struct sbx_backend *b, struct sbx_sandbox *sb, const char *
 		close(p[0]);
 		p[0] = -1;
 		SBX_AUTOFREE char *contents = sbx_xasprintf("%s%s.", src, *src && src[strlen(src) - 1] == '/' ? "" : "/");
-		rc = sbx_call(b, tar_get, err, sb, contents, p[1], as_root);
+		rc = sbx_file_tar_get(b, sb, contents, p[1], as_root, err);
 		close(p[1]);
 		p[1] = -1;
 		struct sbx_err cerr = {0};
@@ -279,10 +280,9 @@ int sbx_hostcopy_get(struct sbx_backend *b, struct sbx_sandbox *sb, const char *
 		if (rc == 0 && crc < 0) {
 			*err = cerr;
 			rc = -1;
-		} else if (rc < 0 && crc == 0 && strstr(err->msg, "Broken pipe")) {
+		} else if (rc < 0 && crc == 0 && err->errnum == EPIPE) {
 			rc = 0;         /* the archive ended; what followed was padding */
-		} else if (rc < 0 && crc < 0 &&
-			   (strstr(err->msg, "Broken pipe") || cerr.kind == SBX_CAPACITY)) {
+		} else if (rc < 0 && crc < 0 && (err->errnum == EPIPE || cerr.kind == SBX_CAPACITY)) {
 			*err = cerr;    /* the extractor stopped first: its reason */
 		}
 	}

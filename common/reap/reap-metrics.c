@@ -136,7 +136,7 @@ int sbx_reap_write_metrics(const char *path, json_object *report, int ok, struct
 		free(buf);
 		return sbx_fail_errno(err, SBX_INTERNAL, "metrics", "open_memstream");
 	}
-	int rc = sbx_write_file_atomic(path, buf, len, 0644, err);
+	int rc = sbx_write_file_atomic(path, buf, len, 0644, 0, err);
 	free(buf);
 	return rc;
 }

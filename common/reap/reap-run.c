@@ -40,7 +40,7 @@ int lease_take(struct run *run, struct sbx_err *err)
 	/* A host-local backend's reaper sees only its host's sandboxes: one
 	 * lease per host, so reapers on two hosts both run (host.h). */
 	SBX_AUTOFREE char *host = NULL;
-	if (run->b->ops->caps && (run->b->ops->caps(run->b) & SBX_CAP_HOST_LOCAL) &&
+	if ((sbx_backend_caps(run->b) & SBX_CAP_HOST_LOCAL) &&
 	    !(host = sbx_host_id(err)))
 		return -1;
 	if (sbx_tokenkey_init(&run->lease, run->r, sbx_key_reap_lease(run->r->prefix, host), ttl,

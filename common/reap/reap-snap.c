@@ -158,7 +158,7 @@ void do_snapshots(struct run *run)
 		return;
 	}
 	if (!run->b->ops->snapshot_list || !run->b->ops->snapshot_delete ||
-	    !(run->b->ops->caps && (run->b->ops->caps(run->b) & SBX_CAP_SNAPSHOTS))) {
+	    !(sbx_backend_caps(run->b) & SBX_CAP_SNAPSHOTS)) {
 		sbx_json_set_str(sr, "skipped", "the backend has no snapshots");
 		return;
 	}

@@ -60,7 +60,7 @@ static json_object *entry(const struct item *it, const char *reason)
 				       json_object_new_string_len(it->session, (int)it->slen));
 	if (it->installer)
 		sbx_json_set_str(e, "purpose", SBX_PURPOSE_SKILL_INSTALL);
-	sbx_json_set_str(e, "state", sbx_state_name(it->sb.state));
+	sbx_json_set_str(e, "state", sbx_sandbox_state(&it->sb));
 	if (reason)
 		sbx_json_set_str(e, "reason", reason);
 	return e;

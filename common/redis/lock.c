@@ -35,13 +35,6 @@ int64_t sbx_lock_wait_ms(int64_t dflt)
 	return sbx_env_ms("SBX_LOCK_WAIT", 0, 0, dflt);
 }
 
-static void sleep_ms(int64_t ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
 /* Free l; with give_back, first delete the lock if it holds our token. */
 static void lock_free_(struct sbx_lock *l, int give_back)
 {
@@ -125,7 +118,7 @@ int sbx_lock_acquire(struct sbx_redis *r, const char *tenant, size_t tlen,
 		}
 		if (pause > deadline - now)
 			pause = deadline - now;
-		sleep_ms(pause);
+		sbx_sleep_ms(pause);
 	}
 	if (sbx_tokenkey_hold(&l->tk, err) < 0) {
 		lock_free(l);

@@ -303,10 +303,7 @@ int64_t sbx_redis__failover_ms(void)
 
 void sbx_redis__backoff(int attempt)
 {
-	int64_t ms = 50LL << (attempt < 4 ? attempt : 4);    /* 50 ms .. 800 ms */
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
+	sbx_sleep_ms(50LL << (attempt < 4 ? attempt : 4));    /* 50 ms .. 800 ms */
 }
 
 /* ---- SCAN ---------------------------------------------------------------- */

@@ -318,7 +318,7 @@ static int create(const struct serve_req *r, struct serve_out *o, int v2)
 	/* A backend that kills idle sandboxes cannot pause them at an idle
 	 * timeout: then the sweeper alone pauses at the end time, and the
 	 * backend gets no backstop timer (it would kill). */
-	if (rc == 0 && req.timeout.on_timeout_pause && (b->ops->caps(b) & SBX_CAP_IDLE_KILL))
+	if (rc == 0 && req.timeout.on_timeout_pause && (sbx_backend_caps(b) & SBX_CAP_IDLE_KILL))
 		req.timeout.seconds = 0;
 	if (rc == 0) {
 		json_object *meta = NULL;
@@ -435,7 +435,7 @@ static int team_count(const struct serve_req *r, struct sbx_backend *b, size_t *
 		return -1;
 	size_t live = 0;
 	for (size_t i = 0; i < *n; i++) {
-		if (v[i].state != SBX_STATE_TERMINAL && v[i].state != SBX_STATE_DEAD)
+		if (v[i].state != SBX_STATE_TERMINAL)
 			live++;
 		sbx_sandbox_clear(&v[i]);
 	}
@@ -620,7 +620,7 @@ static int list(const struct serve_req *r, struct serve_out *o, int v2)
 	int more = 0;
 	for (size_t k = 0; k < n; k++) {
 		struct sbx_sandbox *sb = &v[asc ? n - 1 - k : k];
-		if (sb->state == SBX_STATE_TERMINAL || sb->state == SBX_STATE_DEAD)
+		if (sb->state == SBX_STATE_TERMINAL)
 			continue;
 		struct serve_rec rec;
 		struct sbx_err e2 = {0};
@@ -671,7 +671,7 @@ static int set_end(const struct serve_req *r, struct sbx_backend *b, struct sbx_
 	struct sbx_timeout_policy t = {.seconds = seconds ? seconds : 1,
 				       .on_timeout_pause = rec->auto_pause, .auto_resume = -1};
 	struct sbx_err e2 = {0};
-	if (rec->auto_pause && (b->ops->caps(b) & SBX_CAP_IDLE_KILL))
+	if (rec->auto_pause && (sbx_backend_caps(b) & SBX_CAP_IDLE_KILL))
 		return 0;                              /* it would kill: see create */
 	if (b->ops->set_timeout)
 		b->ops->set_timeout(b, sb, &t, &e2);   /* a backstop: best effort */
@@ -737,7 +737,7 @@ static int64_t metric_val(const char *out, const char *name)
 static int metric_sample(const struct serve_req *r, struct sbx_backend *b, struct sbx_sandbox *sb,
 			 json_object **out, struct sbx_err *err)
 {
-	if (!b->ops->exec || !(b->ops->caps(b) & SBX_CAP_EXEC))
+	if (!b->ops->exec || !(sbx_backend_caps(b) & SBX_CAP_EXEC))
 		return sbx_fail(err, SBX_UNSUPPORTED, "metrics",
 				"the backend cannot run a command in the sandbox, so it has no metrics");
 	char *argv[] = {"/bin/sh", "-c", (char *)metric_script, NULL};

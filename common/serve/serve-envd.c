@@ -10,9 +10,10 @@
  * default working directory of commands (serve-proc.c).  Absolute paths
  * are the sandbox's own; sbx's session folder is /workspace, by name.
  *
- * Promises: every path reaches the backend absolute and free of ".."
- * components (refused here, as sbx-fs's backend confinement refuses them),
- * and the backend confines it as it does for sbx-fs; the access token is
+ * Promises: every path is mapped onto the home, then put under the
+ * library's one path rule (path.h: the same spellings mean the same, and
+ * ".." is refused, as for sbx-fs), and the backend confines it as it does
+ * for sbx-fs; the access token is
  * compared in constant time; an unknown user is 401. */
 #include "serve-int.h"
 
@@ -25,6 +26,7 @@
 #include <zlib.h>
 
 #include "doc.h"
+#include "path.h"
 #include "sha.h"
 #include "util.h"
 
@@ -42,7 +44,7 @@ static int files_get(const struct serve_req *r, struct serve_out *o, struct sbx_
 	size_t len = 0, max = r->cfg->max_body;
 	struct sbx_dirent st = {0};
 	struct sbx_err se = {0};
-	if (sbx_call(b, file_stat, &se, sb, path, as_root, &st) == 0) {
+	if (sbx_file_stat(b, sb, path, as_root, &st, &se) == 0) {
 		int64_t size = st.size;
 		int file = st.type != SBX_FT_DIR;
 		free(st.name);
@@ -52,10 +54,10 @@ static int files_get(const struct serve_req *r, struct serve_out *o, struct sbx_
 			return serve_reply_error(o, 413, "path '%s' is larger than %zu bytes, the server's --max-body",
 						 path, max);
 	}
-	if (sbx_call(b, file_read, &err, sb, path, max, as_root, &data, &len) < 0) {
+	if (sbx_file_read(b, sb, path, max, as_root, &data, &len, &err) < 0) {
 		struct sbx_dirent e = {0};
 		struct sbx_err e2 = {0};
-		if (sbx_call(b, file_stat, &e2, sb, path, as_root, &e) == 0 && e.type == SBX_FT_DIR) {
+		if (sbx_file_stat(b, sb, path, as_root, &e, &e2) == 0 && e.type == SBX_FT_DIR) {
 			free(e.name);
 			free(e.path);
 			free(e.link_target);
@@ -76,18 +78,18 @@ static int files_get(const struct serve_req *r, struct serve_out *o, struct sbx_
 static int put_one(struct serve_out *o, struct sbx_backend *b, struct sbx_sandbox *sb, int as_root,
 		   const char *dest, const char *data, size_t len, json_object *arr)
 {
-	SBX_AUTOFREE char *path = serve_map_path(dest, as_root);
-	if (!serve_path_ok(path))
-		return serve_reply_error(o, 400, "invalid path '%s'", dest), -1;
 	struct sbx_err err = {0};
+	SBX_AUTOFREE char *path = serve_sandbox_path(dest, as_root, &err);
+	if (!path)
+		return serve_reply_error(o, 400, "invalid path: %s", err.msg), -1;
 	SBX_AUTOFREE char *dir = sbx_xstrdup(path);
 	char *slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
 		*slash = '\0';
 		struct sbx_err e2 = {0};
-		sbx_call(b, file_mkdir, &e2, sb, dir, 0755, as_root);
+		sbx_file_mkdir(b, sb, dir, 0755, as_root, &e2);
 	}
-	if (sbx_call(b, file_write, &err, sb, path, data, len, 0644, as_root) < 0) {
+	if (sbx_file_write(b, sb, path, data, len, 0644, as_root, &err) < 0) {
 		if (err.kind == SBX_CAPACITY)
 			return serve_reply_error(o, 507, "not enough disk space available"), -1;
 		return serve_reply_err(o, &err), -1;
@@ -297,9 +299,10 @@ int serve_envd_files(const struct serve_req *r, struct serve_out *o, struct sbx_
 	if (strcmp(r->method, "GET") != 0)
 		return serve_reply_error(o, 405, "method not allowed");
 	const char *q = serve_query(r, "path");
-	SBX_AUTOFREE char *path = serve_map_path(q, as_root);
-	if (!serve_path_ok(path))
-		return serve_reply_error(o, 400, "invalid path '%s'", q ? q : "");
+	struct sbx_err err = {0};
+	SBX_AUTOFREE char *path = serve_sandbox_path(q, as_root, &err);
+	if (!path)
+		return serve_reply_error(o, 400, "invalid path: %s", err.msg);
 	return files_get(r, o, b, sb, as_root, path);
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "doc.h"
+#include "path.h"
 #include "util.h"
 
 #define LIST_MAX 10000
@@ -71,12 +72,10 @@ static char *req_path(struct serve_out *o, json_object *in, const char *field, i
 		serve_connect_unary_err(o, "invalid_argument", "%s is required", field);
 		return NULL;
 	}
-	char *m = serve_map_path(p, as_root);
-	if (!serve_path_ok(m)) {
-		free(m);
-		serve_connect_unary_err(o, "invalid_argument", "invalid path '%s'", p);
-		return NULL;
-	}
+	struct sbx_err err = {0};
+	char *m = serve_sandbox_path(p, as_root, &err);
+	if (!m)
+		serve_connect_unary_err(o, "invalid_argument", "invalid path: %s", err.msg);
 	return m;
 }
 
@@ -85,7 +84,7 @@ static int stat_reply(struct serve_out *o, struct sbx_backend *b, struct sbx_san
 {
 	struct sbx_err err = {0};
 	struct sbx_dirent e = {0};
-	if (sbx_call(b, file_stat, &err, sb, path, as_root, &e) < 0)
+	if (sbx_file_stat(b, sb, path, as_root, &e, &err) < 0)
 		return serve_connect_from_err(o, 0, &err);
 	json_object *out = json_object_new_object();
 	json_object_object_add(out, "entry", entry_json(&e));
@@ -99,7 +98,7 @@ static int list_into(struct sbx_backend *b, struct sbx_sandbox *sb, const char *
 {
 	struct sbx_dirent *v = NULL;
 	size_t n = 0;
-	if (sbx_call(b, file_list, err, sb, path, as_root, &v, &n) < 0)
+	if (sbx_file_list(b, sb, path, as_root, &v, &n, err) < 0)
 		return -1;
 	int rc = 0;
 	for (size_t i = 0; i < n && json_object_array_length(arr) < LIST_MAX; i++) {
@@ -118,7 +117,7 @@ static int listdir(struct serve_out *o, struct sbx_backend *b, struct sbx_sandbo
 {
 	struct sbx_err err = {0};
 	struct sbx_dirent e = {0};
-	if (sbx_call(b, file_stat, &err, sb, path, as_root, &e) < 0)
+	if (sbx_file_stat(b, sb, path, as_root, &e, &err) < 0)
 		return serve_connect_from_err(o, 0, &err);
 	/* envd follows a symlink to a directory (the backend confines it) */
 	int dir = e.type == SBX_FT_DIR || e.type == SBX_FT_SYMLINK;
@@ -162,13 +161,13 @@ int serve_envd_fs(const struct serve_req *r, struct serve_out *o, struct sbx_bac
 		rc = 0;
 		if ((path = req_path(o, in, "path", as_root))) {
 			struct sbx_dirent e = {0};
-			if (sbx_call(b, file_stat, &err, sb, path, as_root, &e) == 0) {
+			if (sbx_file_stat(b, sb, path, as_root, &e, &err) == 0) {
 				int dir = e.type == SBX_FT_DIR;
 				dirent_clear(&e);
 				rc = dir ? serve_connect_unary_err(o, "already_exists", "directory already exists: %s",
 								   sbx_json_str(in, "path"))
 					 : serve_connect_unary_err(o, "invalid_argument", "path already exists and is not a directory");
-			} else if (sbx_call(b, file_mkdir, &err, sb, path, 0755, as_root) < 0) {
+			} else if (sbx_file_mkdir(b, sb, path, 0755, as_root, &err) < 0) {
 				rc = serve_connect_from_err(o, 0, &err);
 			} else {
 				rc = stat_reply(o, b, sb, path, as_root);
@@ -178,7 +177,7 @@ int serve_envd_fs(const struct serve_req *r, struct serve_out *o, struct sbx_bac
 		rc = 0;
 		if ((path = req_path(o, in, "source", as_root)) &&
 		    (to = req_path(o, in, "destination", as_root))) {
-			if (sbx_call(b, file_move, &err, sb, path, to, as_root) < 0)
+			if (sbx_file_move(b, sb, path, to, as_root, &err) < 0)
 				rc = serve_connect_from_err(o, 0, &err);
 			else
 				rc = stat_reply(o, b, sb, to, as_root);
@@ -186,7 +185,7 @@ int serve_envd_fs(const struct serve_req *r, struct serve_out *o, struct sbx_bac
 	} else if (!strcmp(method, "Remove")) {
 		rc = 0;
 		if ((path = req_path(o, in, "path", as_root))) {
-			if (sbx_call(b, file_remove, &err, sb, path, 1, as_root) < 0 && err.kind != SBX_NOT_FOUND)
+			if (sbx_file_remove(b, sb, path, 1, as_root, &err) < 0 && err.kind != SBX_NOT_FOUND)
 				rc = serve_connect_from_err(o, 0, &err);
 			else
 				rc = serve_connect_unary_ok(o, json_object_new_object());

@@ -278,22 +278,30 @@ static void worker_del(struct sbx_serve *s, pid_t pid)
 
 #define WORKER_TERM_MS 2000          /* SIGTERM to SIGKILL */
 
+struct reaped {
+	pid_t pid;
+	int st;
+};
+
+/* Ready once the worker is reaped (or waitpid fails: nothing to wait for). */
+static int worker_gone(void *ctx)
+{
+	struct reaped *r = ctx;
+	return waitpid(r->pid, &r->st, WNOHANG) != 0;
+}
+
 /* Wait for a worker; one still running (a client gone mid-stream) gets
  * SIGTERM, and SIGKILL if it has not exited WORKER_TERM_MS later, so that
  * no worker (nor the connection thread reaping it) outlives its request
  * for long whatever it does with SIGTERM. */
 static void worker_reap(struct sbx_serve *s, pid_t pid)
 {
-	int st;
-	if (waitpid(pid, &st, WNOHANG) == 0) {
+	struct reaped r = {.pid = pid};
+	if (!worker_gone(&r)) {
 		kill(pid, SIGTERM);
-		int64_t until = sbx_mono_ms() + WORKER_TERM_MS;
-		pid_t got;
-		while ((got = waitpid(pid, &st, WNOHANG)) == 0 && sbx_mono_ms() < until)
-			usleep(10 * 1000);
-		if (got == 0) {
+		if (!sbx_poll_until(WORKER_TERM_MS, 10, worker_gone, &r)) {
 			kill(pid, SIGKILL);
-			while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			while (waitpid(pid, &r.st, 0) < 0 && errno == EINTR)
 				;
 		}
 	}
@@ -814,7 +822,7 @@ static void *watchdog_main(void *arg)
 {
 	struct sbx_serve *s = arg;
 	for (;;) {
-		usleep(200 * 1000);
+		sbx_sleep_ms(200);
 		pthread_mutex_lock(&s->mu);
 		if (s->stopping) {
 			pthread_mutex_unlock(&s->mu);
@@ -883,7 +891,7 @@ static void *sweeper_main(void *arg)
 	struct sbx_serve *s = arg;
 	for (;;) {
 		for (int i = 0; i < 10; i++) {
-			usleep(100 * 1000);
+			sbx_sleep_ms(100);
 			pthread_mutex_lock(&s->mu);
 			int stop = s->stopping;
 			pthread_mutex_unlock(&s->mu);
@@ -1017,6 +1025,24 @@ unsigned sbx_serve_port(const struct sbx_serve *s)
 	return s->port;
 }
 
+static int no_inflight(void *ctx)
+{
+	struct sbx_serve *s = ctx;
+	pthread_mutex_lock(&s->mu);
+	unsigned n = s->inflight;
+	pthread_mutex_unlock(&s->mu);
+	return n == 0;
+}
+
+static int no_workers(void *ctx)
+{
+	struct sbx_serve *s = ctx;
+	pthread_mutex_lock(&s->mu);
+	size_t n = s->nworkers;
+	pthread_mutex_unlock(&s->mu);
+	return n == 0;
+}
+
 void sbx_serve_stop(struct sbx_serve *s, int64_t grace_ms)
 {
 	int lfd = MHD_quiesce_daemon(s->d);
@@ -1029,15 +1055,7 @@ void sbx_serve_stop(struct sbx_serve *s, int64_t grace_ms)
 		pthread_join(s->sweeper, NULL);
 	if (s->watchdog_on)
 		pthread_join(s->watchdog, NULL);
-	int64_t until = sbx_mono_ms() + grace_ms;
-	for (;;) {
-		pthread_mutex_lock(&s->mu);
-		unsigned n = s->inflight;
-		pthread_mutex_unlock(&s->mu);
-		if (!n || sbx_mono_ms() >= until)
-			break;
-		usleep(20 * 1000);
-	}
+	sbx_poll_until(grace_ms, 20, no_inflight, s);
 	/* SIGTERM, then SIGKILL for what is left WORKER_TERM_MS later: the
 	 * connection threads reap them, and MHD_stop_daemon joins those. */
 	for (int sig = SIGTERM;; sig = SIGKILL) {
@@ -1047,14 +1065,7 @@ void sbx_serve_stop(struct sbx_serve *s, int64_t grace_ms)
 		pthread_mutex_unlock(&s->mu);
 		if (sig == SIGKILL)
 			break;
-		for (int64_t end = sbx_mono_ms() + WORKER_TERM_MS; sbx_mono_ms() < end;) {
-			pthread_mutex_lock(&s->mu);
-			size_t left = s->nworkers;
-			pthread_mutex_unlock(&s->mu);
-			if (!left)
-				break;
-			usleep(20 * 1000);
-		}
+		sbx_poll_until(WORKER_TERM_MS, 20, no_workers, s);
 	}
 	MHD_stop_daemon(s->d);
 	serve_free(s);

@@ -221,8 +221,11 @@ int serve_envd_user(const struct serve_req *r, const char *name, char who[65]);
  * absolute path is itself (no aliasing: /home/user is the sandbox's own
  * /home/user, the commands' HOME).  Returns a malloc'd string. */
 char *serve_map_path(const char *p, int as_root);
-/* Absolute and without ".." components: what may reach the backend. */
-int serve_path_ok(const char *p);
+/* What may reach the backend: `p` mapped (serve_map_path), then under the
+ * library's one path rule (sbx_path_norm, path.h), so that envd's routes
+ * spell paths as sbx-fs does.  The normal spelling, malloc'd, or NULL with
+ * err (invalid_request, why in its message). */
+char *serve_sandbox_path(const char *p, int as_root, struct sbx_err *err);
 /* Equal strings, in time that depends on the length only. */
 int serve_ct_eq(const char *a, const char *b);
 

@@ -3,8 +3,8 @@
  * from the user's home (serve-envd.c's opening says how).  Leaf functions:
  * nothing here calls back into a plane.
  *
- * Promises: a path that serve_path_ok accepts is absolute and has no ".."
- * component; serve_ct_eq takes time that depends on the lengths only. */
+ * Promises: a path serve_sandbox_path returns is in the normal spelling of
+ * the one path rule (path.h); serve_ct_eq takes time that depends on the lengths only. */
 #include "serve-int.h"
 
 #include <ctype.h>
@@ -13,6 +13,7 @@
 #include <string.h>
 
 
+#include "path.h"
 #include "util.h"
 
 int serve_id_ok(const char *id)
@@ -87,12 +88,10 @@ char *serve_map_path(const char *p, int as_root)
 	return sbx_xstrdup(p);
 }
 
-int serve_path_ok(const char *p)
+char *serve_sandbox_path(const char *p, int as_root, struct sbx_err *err)
 {
-	for (const char *c = p; *c; c++)
-		if (c[0] == '.' && c[1] == '.' && (c == p || c[-1] == '/') && (c[2] == '/' || !c[2]))
-			return 0;
-	return p[0] == '/';
+	SBX_AUTOFREE char *m = serve_map_path(p, as_root);
+	return sbx_path_norm(m, "path", err);
 }
 
 int serve_ct_eq(const char *a, const char *b)

@@ -80,10 +80,8 @@ int serve_rec_save(const char *dir, const char *id, const struct serve_rec *rec,
 	sbx_json_set_bool(j, "auto_resume", rec->auto_resume);
 	sbx_json_set_bool(j, "allow_public", rec->allow_public);
 	sbx_json_set_str(j, "alias", rec->alias);
-	size_t n;
-	const char *s = json_object_to_json_string_length(j, JSON_C_TO_STRING_PLAIN, &n);
 	SBX_AUTOFREE char *p = rec_path(dir, "sandboxes", id);
-	int rc = sbx_write_file_atomic(p, s, n, 0600, err);
+	int rc = sbx_json_write_file(p, j, 0600, 0, err);
 	json_object_put(j);
 	return rc;
 }
@@ -111,7 +109,7 @@ static int secret(const char *dir, char out[65], struct sbx_err *err)
 			return 0;
 		}
 		if (len < 64 && tries)
-			usleep(10000);              /* being written */
+			sbx_sleep_ms(10);           /* being written */
 		int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd >= 0) {
 			char hex[65];
@@ -155,10 +153,8 @@ int serve_snap_note(const char *dir, const char *snap_id, const char *sandbox_id
 	json_object *j = json_object_new_object();
 	sbx_json_set_str(j, "sandbox", sandbox_id);
 	sbx_json_set_str(j, "team", team);
-	size_t n;
-	const char *s = json_object_to_json_string_length(j, JSON_C_TO_STRING_PLAIN, &n);
 	SBX_AUTOFREE char *p = rec_path(dir, "snapshots", snap_id);
-	int rc = sbx_write_file_atomic(p, s, n, 0600, err);
+	int rc = sbx_json_write_file(p, j, 0600, 0, err);
 	json_object_put(j);
 	return rc;
 }
@@ -285,7 +281,7 @@ int serve_load_sandbox(const struct serve_req *r, struct sbx_backend *b, const c
 		serve_rec_clear(rec);
 		return -1;
 	}
-	if (sb->state == SBX_STATE_TERMINAL || sb->state == SBX_STATE_DEAD) {
+	if (sb->state == SBX_STATE_TERMINAL) {
 		sbx_sandbox_clear(sb);
 		serve_rec_clear(rec);
 		return not_found(err, id);

@@ -79,6 +79,22 @@ void sbx_binding_clear(struct sbx_binding *b)
 	memset(b, 0, sizeof(*b));
 }
 
+void sbx_binding_json(const struct sbx_binding *b, json_object *o)
+{
+	char when[32];
+	sbx_json_set_str(o, "sandbox_id", b->sandbox_id);
+	sbx_json_set_str(o, "backend", b->backend);
+	sbx_json_set_str(o, "profile", b->profile);
+	sbx_json_set_str(o, "template", b->template_id);
+	sbx_json_set_int(o, "fence", b->fence);
+	sbx_time_iso(b->created_at, when, sizeof(when));
+	sbx_json_set_str(o, "created_at", when);
+	if (b->stale_at) {
+		sbx_time_iso(b->stale_at, when, sizeof(when));
+		sbx_json_set_str(o, "stale_at", when);
+	}
+}
+
 char *sbx_binding_encode(const struct sbx_binding *b)
 {
 	json_object *o = json_object_new_object();

@@ -46,6 +46,11 @@ struct sbx_binding {
 };
 
 void sbx_binding_clear(struct sbx_binding *b);
+/* The document shape of a binding (sbx-lease show), added to `o`
+ * (replacing): {sandbox_id, backend, profile, template, fence, created_at,
+ * stale_at (when stale)}, times in ISO-8601.  Not the stored form
+ * (sbx_binding_encode), which keeps unix seconds and the owner's ids. */
+void sbx_binding_json(const struct sbx_binding *b, json_object *o);
 /* JSON text (malloc'd). */
 char *sbx_binding_encode(const struct sbx_binding *b);
 /* Strict decode; tenant/session must equal the expected ones. */

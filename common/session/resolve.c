@@ -48,7 +48,7 @@ static void point(const char *name)
 
 static int gone_state(enum sbx_state s)
 {
-	return s == SBX_STATE_TERMINAL || s == SBX_STATE_DEAD;
+	return s == SBX_STATE_TERMINAL;
 }
 
 static void fill_owner(struct rs *c, struct sbx_sandbox *sb)
@@ -306,8 +306,7 @@ static int claim(struct rs *c, struct sbx_sandbox *out, struct sbx_err *err)
 	sbx_json_set_str(want, SBX_MD_BINDING_VERSION, "1");
 	struct sbx_list_filter f = {
 		.metadata = want,
-		.states = (1u << SBX_STATE_RUNNING) | (1u << SBX_STATE_PAUSED) |
-			  (1u << SBX_STATE_STOPPED),
+		.states = (1u << SBX_STATE_RUNNING) | (1u << SBX_STATE_PAUSED),
 	};
 	struct sbx_sandbox *all = NULL;
 	size_t n = 0;
@@ -540,7 +539,7 @@ int sbx_session_resolve(struct sbx_backend *b, struct sbx_redis *r,
 		return req->tenant ? -1 : sbx_fail(err, SBX_INVALID_REQUEST, "resolve", "no tenant");
 	if (sbx_random_hex(c.run_id, 8, err) < 0)
 		return -1;
-	c.caps = b->ops->caps ? b->ops->caps(b) : 0;
+	c.caps = sbx_backend_caps(b);
 	SBX_AUTOFREE char *host = NULL;
 	if (c.caps & SBX_CAP_HOST_LOCAL) {
 		if (!(host = sbx_host_id(err)))

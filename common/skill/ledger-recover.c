@@ -314,7 +314,7 @@ int sbx_ledger_recover(struct sbx_backend *b, struct sbx_redis *r, const char *t
 {
 	struct recov c = {.b = b, .r = r, .grace_ms = grace_ms, .dry_run = dry_run,
 			  .report = report,
-			  .host_local = b->ops->caps && (b->ops->caps(b) & SBX_CAP_HOST_LOCAL)};
+			  .host_local = (sbx_backend_caps(b) & SBX_CAP_HOST_LOCAL)};
 	static const char *const counts[] = {"recovered", "failed", "published", "deleted",
 					     "in_progress", "errors", "other_host"};
 	for (size_t i = 0; report && i < SBX_ARRAY_LEN(counts); i++)

@@ -22,6 +22,7 @@
 #include "keys.h"
 #include "ledger.h"
 #include "ledger-recover.h"
+#include "path.h"
 #include "keyspace.h"
 #include "fault.h"
 #include "util.h"
@@ -243,17 +244,6 @@ int sbx_skill_planned_name(const char *tenant, int64_t generation, char **out,
 
 /* ---- the pipeline ------------------------------------------------------- */
 
-static void add_ref(json_object *o, const struct sbx_snapshot_ref *ref)
-{
-	sbx_json_set_str(o, "id", ref->id);
-	if (ref->name)
-		sbx_json_set_str(o, "name", ref->name);
-	if (ref->layers >= 0)
-		sbx_json_set_int(o, "layers", ref->layers);
-	if (ref->size_bytes >= 0)
-		sbx_json_set_int(o, "size_bytes", ref->size_bytes);
-}
-
 /* Where a row's snapshot comes from: a skill install (prepare = remove /
  * clean / seal the installer, make = snapshot_create of it) or a flatten
  * of the tenant's image (make = the backend's snapshot_flatten, nothing to prepare). */
@@ -340,7 +330,7 @@ static int prepare_tree(struct maker *m, struct sbx_err *err)
 	SBX_AUTOFREE char *dir = sbx_xasprintf(SBX_SKILLS_ROOT "/%s", q->skill);
 	struct sbx_dirent de = {0};
 	struct sbx_err serr = {0};
-	if (sbx_call(m->b, file_stat, &serr, m->sb, dir, 1, &de) < 0) {
+	if (sbx_file_stat(m->b, m->sb, dir, 1, &de, &serr) < 0) {
 		if (serr.kind == SBX_NOT_FOUND)
 			return 0;
 		*err = serr;
@@ -419,7 +409,7 @@ int sbx_skill_flatten(struct sbx_backend *b, struct sbx_redis *r, const char *te
 		sbx_json_set_str(f, "from", im.snapshot_id);
 		rc = run_row(b, r, tenant, &row, &m, "flatten", &ref, f, err);
 		if (rc == 0)
-			add_ref(f, &ref);
+			sbx_snapshot_ref_json(&ref, f);
 		free(ref.id);
 		free(ref.name);
 		free(ref.parent);
@@ -517,7 +507,7 @@ int sbx_skill_snapshot(struct sbx_backend *b, struct sbx_redis *r, struct sbx_sa
 	json_object *snap = sbx_json_child(result, "snapshot");
 	rc = run_row(b, r, req->tenant, &row, &m, "snap", &ref, snap, err);
 	if (rc == 0) {
-		add_ref(snap, &ref);
+		sbx_snapshot_ref_json(&ref, snap);
 		sbx_json_set_str(snap, "skill", row.skill);
 		sbx_json_set_str(snap, "op", row.op);
 		sbx_json_set_int(snap, "generation", row.generation);
@@ -596,10 +586,7 @@ int sbx_skill_status(struct sbx_backend *b, struct sbx_redis *r, const char *ten
 		if (found >= 0)
 			sbx_json_set_bool(o, "exists", found);
 		if (found > 0) {
-			if (ref.layers >= 0)
-				sbx_json_set_int(o, "layers", ref.layers);
-			if (ref.size_bytes >= 0)
-				sbx_json_set_int(o, "size_bytes", ref.size_bytes);
+			sbx_snapshot_size_json(&ref, o);
 			int64_t total;
 			if (sbx_ledger_image_bytes(b, im.snapshot_id, &total, &lerr) == 0 &&
 			    total >= 0)

@@ -1,10 +1,14 @@
 /* Profiles: sources and precedence, self-contained profiles, secrets that
- * never reach a message. */
+ * never reach a message; the keys a backend owns, parsed by that backend
+ * (backend.h config_load) and accepted, untouched, for another. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "config.h"
+#include "docker-api.h"
+#include "local-sb.h"
 #include "util.h"
 #include "tap.h"
 
@@ -15,8 +19,27 @@ static void write_config(const char *text)
 	char path[256];
 	snprintf(path, sizeof(path), "%s/config.json", dir);
 	struct sbx_err err;
-	sbx_write_file_atomic(path, text, strlen(text), 0600, &err);
+	sbx_write_file_atomic(path, text, strlen(text), 0600, 0, &err);
 	setenv("SBX_CONFIG", path, 1);
+}
+
+/* As every program loads a profile (sbx_app_use): the file, then the
+ * backends' keys. */
+static int load(const char *name, struct sbx_profile **p, struct sbx_err *err)
+{
+	if (sbx_config_load(name, p, err) < 0)
+		return -1;
+	if (sbx_backend_configure(*p, err) < 0) {
+		sbx_profile_free(*p);
+		*p = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+static const struct local_conf *lconf(const struct sbx_profile *p)
+{
+	return p->backend_conf_of == &sbx_backend_local ? p->backend_conf : NULL;
 }
 
 int main(void)
@@ -32,9 +55,9 @@ int main(void)
 	unsetenv("SBX_STATE_DIR");
 
 	snprintf(keyfile, sizeof(keyfile), "%s/key", dir);
-	sbx_write_file_atomic(keyfile, "  e2b_sekrit123\n", 16, 0600, &err);
+	sbx_write_file_atomic(keyfile, "  e2b_sekrit123\n", 16, 0600, 0, &err);
 
-	char text[2048];
+	char text[4096];
 	snprintf(text, sizeof(text),
 		 "{\"default_profile\": \"a\", \"profiles\": {"
 		 "\"a\": {\"backend\": \"docker\", \"endpoint\": \"unix:///a.sock\", \"memory\": \"512M\","
@@ -55,10 +78,14 @@ int main(void)
 		 "\"eg_notstr\": {\"egress_allow\": [8]},"
 		 "\"nodes\": {\"redis_nodes\": [\"10.20.0.0/16\", \"FD00:0:0:1::/64\"]},"
 		 "\"nodes_bad\": {\"redis_nodes\": [\"10.20.0.1/16\"]},"
-		 "\"nodes_str\": {\"redis_nodes\": \"10.20.0.0/16\"}}}", keyfile);
+		 "\"nodes_str\": {\"redis_nodes\": \"10.20.0.0/16\"},"
+		 "\"dockertls\": {\"backend\": \"docker\", \"tls_cert_path\": \"/x/tls\"},"
+		 "\"mixed\": {\"backend\": \"docker\", \"allow_userns\": true, \"cgroup_parent\": \"y.slice\"},"
+		 "\"cubekeys\": {\"backend\": \"cube\", \"domain\": \"c.example\", \"proxy\": \"http://p\","
+		 "              \"data_plane\": \"host\"}}}", keyfile);
 	write_config(text);
 
-	ok(sbx_config_load(NULL, &p, &err) == 0, "the file's default profile loads");
+	ok(load(NULL, &p, &err) == 0, "the file's default profile loads");
 	is_str(p->name, "a", "default_profile is used");
 	is_str(p->backend, "docker", "backend from the profile");
 	is_str(p->endpoint, "unix:///a.sock", "endpoint from the profile");
@@ -71,19 +98,20 @@ int main(void)
 	is_int(p->on_timeout_pause, 0, "on_timeout kill");
 	sbx_profile_free(p);
 
-	ok(sbx_config_load("lim", &p, &err) == 0, "profile lim");
+	ok(load("lim", &p, &err) == 0, "profile lim");
 	is_int(p->limits.pids, 0, "pids 0 turns the default off");
 	is_int(p->limits.memory_bytes, SBX_DEFAULT_MEMORY, "memory: the built-in default");
 	is_int(p->limits.disk_bytes, 2LL << 30, "disk parsed");
 	is_int(p->limits.shm_bytes, 8LL << 20, "shm parsed");
-	is_str(p->cgroup_parent, "x.slice", "cgroup_parent");
+	ok(lconf(p) && lconf(p)->cgroup_parent && !strcmp(lconf(p)->cgroup_parent, "x.slice"),
+	   "cgroup_parent, parsed by the local backend");
 	sbx_profile_free(p);
 	p = NULL;
-	ok(sbx_config_load("badparent", &p, &err) < 0, "a cgroup_parent with .. is refused");
+	ok(load("badparent", &p, &err) < 0, "a cgroup_parent with .. is refused");
 	is_int(err.exit_status, 78, "... as a configuration error");
 
 	setenv("SBX_PROFILE", "b", 1);
-	ok(sbx_config_load(NULL, &p, &err) == 0, "SBX_PROFILE picks a profile");
+	ok(load(NULL, &p, &err) == 0, "SBX_PROFILE picks a profile");
 	is_str(p->name, "b", "profile b");
 	ok(p->endpoint == NULL, "a profile never inherits an endpoint from another");
 	char *secret = NULL;
@@ -92,19 +120,19 @@ int main(void)
 	sbx_secret_free(secret);
 	sbx_profile_free(p);
 
-	ok(sbx_config_load("a", &p, &err) == 0, "an explicit name wins over SBX_PROFILE");
+	ok(load("a", &p, &err) == 0, "an explicit name wins over SBX_PROFILE");
 	is_str(p->name, "a", "explicit profile a");
 	sbx_profile_free(p);
 	unsetenv("SBX_PROFILE");
 
 	setenv("SBX_BACKEND", "local", 1);
-	ok(sbx_config_load("a", &p, &err) == 0, "SBX_BACKEND overrides the backend");
+	ok(load("a", &p, &err) == 0, "SBX_BACKEND overrides the backend");
 	is_str(p->backend, "local", "backend overridden");
 	ok(p->endpoint == NULL, "switching backend drops the profile's endpoint");
 	sbx_profile_free(p);
 	unsetenv("SBX_BACKEND");
 
-	ok(sbx_config_load("c", &p, &err) == 0, "profile c");
+	ok(load("c", &p, &err) == 0, "profile c");
 	unsetenv("SBX_TEST_KEY");
 	ok(sbx_profile_secret(p, &secret, &err) < 0, "a missing secret variable is an error");
 	is_int(sbx_err_exit_status(&err), 78, "... a configuration error");
@@ -114,58 +142,81 @@ int main(void)
 	sbx_secret_free(secret);
 	sbx_profile_free(p);
 
-	ok(sbx_config_load("typo", &p, &err) < 0, "an unknown key is refused");
+	ok(load("typo", &p, &err) < 0, "an unknown key is refused");
 	ok(strstr(err.msg, "allow_privte") != NULL, "... and named: %s", err.msg);
 	is_int(sbx_err_exit_status(&err), 78, "... exit 78");
 
-	ok(sbx_config_load("inline", &p, &err) < 0, "an inline api_key is refused");
+	ok(load("inline", &p, &err) < 0, "an inline api_key is refused");
 	ok(strstr(err.msg, "sekrit") == NULL, "... without echoing the secret: %s", err.msg);
 
-	ok(sbx_config_load("badresume", &p, &err) < 0, "auto_resume without pause is refused");
+	ok(load("badresume", &p, &err) < 0, "auto_resume without pause is refused");
 
-	ok(sbx_config_load("egress", &p, &err) == 0, "egress_allow loads");
-	ok(p->egress_allow && p->egress_allow[0] && p->egress_allow[1] && p->egress_allow[2] &&
-	   !p->egress_allow[3], "... three entries");
-	is_str(p->egress_allow[0], "10.1.0.0/16", "... IPv4 kept");
-	is_str(p->egress_allow[1], "fd00::/64", "... IPv6 in canonical form");
-	is_str(p->egress_allow[2], "192.0.2.7/32", "... a single address");
+	ok(load("egress", &p, &err) == 0, "egress_allow loads");
+	char **eg = lconf(p) ? lconf(p)->egress_allow : NULL;
+	ok(eg && eg[0] && eg[1] && eg[2] && !eg[3], "... three entries, in the local backend's part");
+	is_str(eg ? eg[0] : NULL, "10.1.0.0/16", "... IPv4 kept");
+	is_str(eg ? eg[1] : NULL, "fd00::/64", "... IPv6 in canonical form");
+	is_str(eg ? eg[2] : NULL, "192.0.2.7/32", "... a single address");
 	sbx_profile_free(p);
 	const char *bad_eg[] = {"eg_hostbits", "eg_nolen", "eg_long", "eg_inject", "eg_notarray",
 			     "eg_notstr"};
 	for (size_t i = 0; i < sizeof(bad_eg) / sizeof(bad_eg[0]); i++) {
-		ok(sbx_config_load(bad_eg[i], &p, &err) < 0 && strstr(err.msg, "egress_allow"),
+		ok(load(bad_eg[i], &p, &err) < 0 && strstr(err.msg, "egress_allow"),
 		   "egress_allow refused in profile %s: %s", bad_eg[i], err.msg);
 		is_int(sbx_err_exit_status(&err), 78, "... a configuration error");
 	}
 
-	ok(sbx_config_load("nodes", &p, &err) == 0, "redis_nodes loads (%s)", err.msg);
+	ok(load("nodes", &p, &err) == 0, "redis_nodes loads (%s)", err.msg);
 	ok(p->redis_nodes && p->redis_nodes[0] && p->redis_nodes[1] && !p->redis_nodes[2],
 	   "... two entries");
 	is_str(p->redis_nodes[0], "10.20.0.0/16", "... IPv4 kept");
 	is_str(p->redis_nodes[1], "fd00:0:0:1::/64", "... IPv6 in canonical form");
-	ok(!p->egress_allow, "... and opens nothing in egress_allow");
+	ok(lconf(p) && !lconf(p)->egress_allow, "... and opens nothing in egress_allow");
 	sbx_profile_free(p);
-	ok(sbx_config_load("a", &p, &err) == 0 && !p->redis_nodes, "no redis_nodes: none");
+	ok(load("a", &p, &err) == 0 && !p->redis_nodes, "no redis_nodes: none");
 	sbx_profile_free(p);
 	const char *bad_nodes[] = {"nodes_bad", "nodes_str"};
 	for (size_t i = 0; i < sizeof(bad_nodes) / sizeof(bad_nodes[0]); i++) {
-		ok(sbx_config_load(bad_nodes[i], &p, &err) < 0 && strstr(err.msg, "redis_nodes"),
+		ok(load(bad_nodes[i], &p, &err) < 0 && strstr(err.msg, "redis_nodes"),
 		   "redis_nodes refused in profile %s: %s", bad_nodes[i], err.msg);
 		is_int(sbx_err_exit_status(&err), 78, "... a configuration error");
 	}
 
-	ok(sbx_config_load("nosuch", &p, &err) < 0, "a named profile that does not exist");
+	/* Each backend owns its keys: parsed by the profile's backend only. */
+	ok(load("dockertls", &p, &err) == 0, "a docker profile with tls_cert_path (%s)", err.msg);
+	ok(p->backend_conf_of == &sbx_backend_docker && p->backend_conf &&
+	   !strcmp(((const struct docker_conf *)p->backend_conf)->tls_cert_path, "/x/tls"),
+	   "... tls_cert_path parsed by the docker backend");
+	sbx_profile_free(p);
+	ok(load("mixed", &p, &err) == 0,
+	   "a docker profile carrying local keys still loads (SBX_BACKEND may pick local): %s",
+	   err.msg);
+	ok(!lconf(p), "... and the local keys are not parsed for docker");
+	sbx_profile_free(p);
+	setenv("SBX_BACKEND", "local", 1);
+	ok(load("mixed", &p, &err) == 0 && lconf(p) && lconf(p)->allow_userns &&
+	   !strcmp(lconf(p)->cgroup_parent, "y.slice"),
+	   "... under SBX_BACKEND=local, the local backend parses them");
+	sbx_profile_free(p);
+	unsetenv("SBX_BACKEND");
+	ok(load("cubekeys", &p, &err) == 0, "cube's keys are the cube backend's (%s)", err.msg);
+	sbx_profile_free(p);
+	ok(load("lim", &p, &err) == 0 && lconf(p) && !lconf(p)->allow_userns,
+	   "allow_userns: off unless set");
+	sbx_profile_free(p);
+
+	ok(load("nosuch", &p, &err) < 0, "a named profile that does not exist");
 	is_int(sbx_err_exit_status(&err), 78, "... is a configuration error");
 
 	write_config("{not json");
-	ok(sbx_config_load(NULL, &p, &err) < 0, "a broken config file is an error");
+	ok(load(NULL, &p, &err) < 0, "a broken config file is an error");
 	is_int(sbx_err_exit_status(&err), 78, "... exit 78");
 
 	setenv("SBX_CONFIG", "/nonexistent/sbx.json", 1);
-	ok(sbx_config_load(NULL, &p, &err) < 0, "SBX_CONFIG naming a missing file is an error");
+	ok(load(NULL, &p, &err) < 0, "SBX_CONFIG naming a missing file is an error");
 	unsetenv("SBX_CONFIG");
 	setenv("XDG_CONFIG_HOME", dir, 1);
-	ok(sbx_config_load(NULL, &p, &err) == 0, "no config file at all: built-in defaults");
+	ok(load(NULL, &p, &err) == 0, "no config file at all: built-in defaults");
 	is_str(p->name, "default", "profile 'default'");
 	is_str(p->backend, "local", "local backend by default");
 	is_str(p->prefix, "sbx", "key prefix sbx");

@@ -406,6 +406,21 @@ int main(void)
 	ok(!sbx_json_str(o, "bad") && !strcmp(sbx_json_str(o, "bad_base64"), "wK8="),
 	   "an overlong UTF-8 form goes under <key>_base64");
 	json_object_put(o);
+
+	/* A reader gone: the quiet end every main tells by its reason. */
+	signal(SIGPIPE, SIG_IGN);
+	int gp[2];
+	if (pipe(gp) == 0) {
+		close(gp[0]);
+		FILE *w = fdopen(gp[1], "w");
+		struct sbx_err we = {0};
+		o = json_object_new_object();
+		ok(sbx_doc_write(w, o, &we) < 0 && we.reason == SBX_R_STDOUT_GONE &&
+		   sbx_err_exit_status(&we) == SBX_EXIT_IOERR && !we.msg[0],
+		   "a write to a closed pipe: stdout_gone, exit 74, no message");
+		json_object_put(o);
+		fclose(w);
+	}
 	free(big);
 	free(buf);
 	return tap_done();

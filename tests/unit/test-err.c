@@ -1,6 +1,7 @@
 /* The error model: kinds, HTTP mapping, replace rule, exit table. */
 #include <errno.h>
 
+#include "cliopt.h"
 #include "err.h"
 #include "tap.h"
 
@@ -55,5 +56,39 @@ int main(void)
 	big[sizeof(big) - 1] = 0;
 	sbx_fail(&e, SBX_INTERNAL, "op", "%s", big);
 	ok(strlen(e.msg) == sizeof(e.msg) - 1, "long messages are truncated, not overflowed");
+
+	/* Reasons: set where the error is made, kept on the way up, cleared
+	 * by the next failure. */
+	int distinct = 1;
+	for (int r = 0; r < SBX_R_COUNT; r++)
+		for (int q = 0; q < r; q++)
+			distinct &= sbx_reason_name(r) && strcmp(sbx_reason_name(r), sbx_reason_name(q)) != 0;
+	ok(distinct, "every reason has a name of its own");
+	is_str(sbx_reason_name(SBX_R_COUNT), "none", "an unknown reason is none");
+	sbx_fail_reason(&e, SBX_INVALID_REQUEST, SBX_R_IS_DIR, "read", "/w: is a directory");
+	sbx_err_prefix(&e, "get");
+	ok(e.reason == SBX_R_IS_DIR && e.kind == SBX_INVALID_REQUEST && !strcmp(e.op, "read"),
+	   "a reason survives a prefix");
+	is_str(e.msg, "get: /w: is a directory", "... and the message is the text given");
+	sbx_fail(&e, SBX_INTERNAL, "op", "other");
+	is_int(e.reason, SBX_R_NONE, "sbx_fail clears the reason");
+	errno = EPIPE;
+	sbx_fail_errno(&e, SBX_INTERNAL, "tar", "writing the archive");
+	ok(e.errnum == EPIPE && e.reason == SBX_R_NONE, "sbx_fail_errno keeps errno in errnum");
+	is_str(e.msg, "writing the archive: Broken pipe", "... and its text in the message");
+	sbx_fail(&e, SBX_INTERNAL, "op", "other");
+	is_int(e.errnum, 0, "sbx_fail clears errnum");
+	sbx_fail_reason(&e, SBX_CONFLICT, SBX_R_IN_USE, "rm", "busy");
+	sbx_usage_err(&e, "--grace: %s", e.msg);
+	ok(e.reason == SBX_R_NONE && sbx_err_exit_status(&e) == SBX_EXIT_USAGE, "a usage error has no reason");
+	is_str(e.msg, "--grace: busy", "sbx_usage_err may quote the message it replaces");
+
+	struct { int to, sig, code, want; } raw[] = {
+		{0, 0, 0, 0}, {0, 0, 3, 3}, {1, 9, -1, 124}, {0, 9, -1, 137}, {0, 15, -1, 143},
+		{0, 0, -1, SBX_EXIT_RAW_SELF}, {0, 0, 255, 255},
+	};
+	for (size_t i = 0; i < sizeof(raw) / sizeof(raw[0]); i++)
+		is_int(sbx_raw_exit_status(raw[i].to, raw[i].sig, raw[i].code), raw[i].want,
+		       "--raw status: timed_out %d signal %d exit %d", raw[i].to, raw[i].sig, raw[i].code);
 	return tap_done();
 }

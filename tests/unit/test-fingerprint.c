@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "docker-api.h"
 #include "fingerprint.h"
 #include "util.h"
 #include "tap.h"
@@ -47,8 +48,10 @@ static const char *vt_fp(const struct sbx_backend_ops *ops, const char *tls, con
 {
 	static char out[4][65];
 	static int k;
-	struct sbx_profile p = {.tls_cert_path = (char *)tls, .endpoint = (char *)endpoint,
-				.state_dir = (char *)state_dir};
+	struct docker_conf dc = {.tls_cert_path = (char *)tls};
+	struct sbx_profile p = {.endpoint = (char *)endpoint, .state_dir = (char *)state_dir,
+				.backend_conf_of = ops,
+				.backend_conf = ops == &sbx_backend_docker ? &dc : NULL};
 	struct sbx_backend b = {.ops = ops, .profile = &p};
 	struct sbx_err err = {0};
 	char *o = out[k++ % 4];

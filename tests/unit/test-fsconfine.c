@@ -187,6 +187,15 @@ int main(void)
 	   err.kind == SBX_INVALID_REQUEST, "a relative path is refused");
 	ok(sbx_fsc_read(&c, "/etc/passwd", 4, &data, &len, &err) < 0 &&
 	   err.kind == SBX_INVALID_REQUEST, "a file over the read limit is refused");
+	is_str(sbx_reason_name(err.reason), "too_large", "... reason too_large (sbx-fs cat says use get)");
+	ok(sbx_fsc_read(&c, "/etc", 1 << 20, &data, &len, &err) < 0 &&
+	   err.kind == SBX_INVALID_REQUEST, "a read of a folder is refused");
+	is_str(sbx_reason_name(err.reason), "is_dir", "... reason is_dir (sbx-fs get copies it as a folder)");
+	symlink("etc", at(R, "etc-link"));
+	ok(sbx_fsc_read(&c, "/etc-link", 0, &data, &len, &err) < 0 && err.reason == SBX_R_IS_DIR,
+	   "a read of a link to a folder, limited to 0 bytes: is_dir, not too_large");
+	ok(sbx_fsc_read(&c, "/etc/passwd", 0, &data, &len, &err) < 0 && err.reason == SBX_R_TOO_LARGE,
+	   "a read of a file limited to 0 bytes: too_large");
 
 	/* ---- writes never follow the last component ---- */
 	ok(sbx_fsc_write(&c, "/evil", "pwned", 5, 0644, &err) < 0 &&
@@ -207,8 +216,8 @@ int main(void)
 	ok(sbx_fsc_write(&c, "/f.txt", "hi", 2, 04755, &err) == 0, "overwrite, setuid mode");
 	is_str(slurp(at(R, "f.txt")), "hi", "truncated and rewritten");
 	ok(stat(at(R, "f.txt"), &st) == 0 && (st.st_mode & 07777) == 04755, "setuid bit kept");
-	ok(sbx_fsc_write(&c, "/etc", "x", 1, 0644, &err) < 0 && err.kind == SBX_INVALID_REQUEST,
-	   "write onto a directory is refused");
+	ok(sbx_fsc_write(&c, "/etc", "x", 1, 0644, &err) < 0 && err.kind == SBX_INVALID_REQUEST &&
+	   err.reason == SBX_R_IS_DIR, "write onto a directory is refused (is_dir)");
 	ok(sbx_fsc_write(&c, "/", "x", 1, 0644, &err) < 0, "write to / is refused");
 
 	/* ---- device nodes and FIFOs are never opened ---- */
