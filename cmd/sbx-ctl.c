@@ -16,6 +16,8 @@
 #include "cliopt.h"
 #include "cliutil.h"
 #include "doc.h"
+#include "events.h"
+#include "lifecycle.h"
 #include "session.h"
 #include "util.h"
 
@@ -88,6 +90,23 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	return 0;
 }
 
+/* The Redis of a sandbox that has a tenant, for its events (events.h);
+ * NULL for another's, or when it cannot be opened (the event is counted
+ * as lost, the operation goes on). */
+static struct sbx_redis *ctl_redis(struct sbx_app *app, struct sbx_backend *b,
+				   struct sbx_sandbox *sb)
+{
+	const char *tenant, *session;
+	struct sbx_redis *r = NULL;
+	struct sbx_err e = {0};
+	if (!sbx_session_of(b, sb, &tenant, &session) && !sb->tenant &&
+	    !sbx_json_str(sb->metadata, SBX_MD_TENANT))
+		return NULL;
+	if (sbx_app_redis(app, &r, &e) < 0)
+		sbx_events_lost(&e);
+	return r;
+}
+
 /* Kill the sandbox of `sb`; a session sandbox's binding goes with it
  * (session.h, sbx_session_end: Redis is opened only for a session's). */
 static int ctl_kill(struct sbx_app *app, struct sbx_backend *b, struct sbx_sandbox *sb,
@@ -95,8 +114,12 @@ static int ctl_kill(struct sbx_app *app, struct sbx_backend *b, struct sbx_sandb
 {
 	const char *tenant, *session, *why;
 	struct sbx_redis *r = NULL;
-	if (sbx_session_of(b, sb, &tenant, &session) && sbx_app_redis(app, &r, err) < 0)
-		return -1;
+	if (sbx_session_of(b, sb, &tenant, &session)) {
+		if (sbx_app_redis(app, &r, err) < 0)
+			return -1;
+	} else {
+		r = ctl_redis(app, b, sb);    /* an installer's: for its event only */
+	}
 	return sbx_session_end(b, r, sb, SBX_END_KILL, gone, &why, err) < 0 ? -1 : 0;
 }
 
@@ -121,14 +144,14 @@ static int ctl_one(json_object *doc, void *ctx, struct sbx_err *err)
 			sb.state_word = NULL;
 		}
 	} else if (strcmp(o->op, "pause") == 0) {
-		rc = sbx_call(b, pause, err, &sb);
+		rc = sbx_lifecycle_pause(b, ctl_redis(&o->app, b, &sb), &sb, err);
 	} else if (strcmp(o->op, "resume") == 0) {
-		rc = sbx_call(b, connect, err, &sb);
+		rc = sbx_lifecycle_resume(b, ctl_redis(&o->app, b, &sb), &sb, err);
 	} else {
 		struct sbx_timeout_policy t = {
 			.seconds = o->seconds, .on_timeout_pause = o->pause, .auto_resume = o->auto_resume,
 		};
-		rc = sbx_call(b, set_timeout, err, &sb, &t);
+		rc = sbx_lifecycle_timeout(b, ctl_redis(&o->app, b, &sb), &sb, &t, err);
 		if (rc == 0) {
 			sbx_json_set_int(res, "seconds", t.seconds);
 			sbx_json_set_str(res, "on_timeout", t.on_timeout_pause ? "pause" : "kill");

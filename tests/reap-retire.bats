@@ -51,6 +51,8 @@ age() { touch -d "$2" "$SBX_STATE_DIR/local/sandboxes/$1/activity"; }
 	[ "$(rcli exists "$(skey ret idle binding)")" = 0 ]
 	[ "$(rcli exists "$(skey ret idle fence)")" = 0 ]
 	[ "$(rcli sismember "$(bound_key ret)" "$idle")" = 0 ]
+	# Its one event of the end (sbx-events(1)): killed, retired, by the reaper.
+	[ "$(sbx-events --tenant ret | jq -r 'select(.type == "killed") | "\(.session) \(.why) \(.by)"')" = "idle retired sbx-reap" ]
 	# Kept: the used one and the held one, bound as before.
 	assert_one_sandbox ret used "$used"
 	assert_one_sandbox ret held "$held"

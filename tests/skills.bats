@@ -79,6 +79,13 @@ in_sb() {
 	snap=$(jq -r .snapshot.id "$DOCS/5")
 	[ "$(jqd 'select(.skill) | .skill | "\(.skill) \(.state) \(.published) \(.snapshot_id)"')" = "csvstat ready true $snap" ]
 	[ "$(jqd 'select(.image) | .image | "\(.snapshot_id) \(.generation) \(.usable) \(.exists)"')" = "$snap 1 true true" ]
+	# The tenant's events (sbx-events(1)): the installer, its snapshot,
+	# the moved image, the installer's end.
+	run sbx-events --tenant $T
+	assert_success
+	[ "$(jqd -s 'map(.type + ":" + (.why // "")) | join(" ")')" = "created:skill-install snapshot: published: killed:command" ]
+	[ "$(jqd -s 'map(select(.type == "snapshot" or .type == "published") | .detail.snapshot) | unique | join(" ")')" = "$snap" ]
+	[ "$(jqd -s 'map(select(.type == "published"))[0].detail.generation')" = 1 ]
 }
 
 @test "a new session starts from the image and runs the skill without reinstalling" {

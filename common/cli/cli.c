@@ -9,10 +9,25 @@
 
 #include "cliopt.h"
 #include "doc.h"
+#include "events.h"
 #include "util.h"
+
+void sbx_cli_warn_events(const char *program)
+{
+	static unsigned long said;
+	unsigned long n = sbx_events_failed();
+	if (n <= said)
+		return;
+	struct sbx_err w = *sbx_events_last_error();
+	if (n - said > 1)
+		sbx_err_prefix(&w, "%lu event writes failed, the last", n - said);
+	said = n;
+	sbx_cli_warn(program, "%s: %s", sbx_kind_name(w.kind), w.msg);
+}
 
 int sbx_cli_report(const char *program, const struct sbx_err *err)
 {
+	sbx_cli_warn_events(program);
 	int st = sbx_err_exit_status(err);
 	if (err->reason == SBX_R_STDOUT_GONE)
 		return st;
@@ -48,6 +63,7 @@ int sbx_cli_fail(const char *program, json_object *input, const struct sbx_err *
 
 int sbx_cli_finish(const char *program, int rc, const struct sbx_err *err)
 {
+	sbx_cli_warn_events(program);
 	if (rc >= 0)
 		return 0;
 	if (err->reason == SBX_R_STDOUT_GONE)
@@ -78,6 +94,7 @@ static int one_doc(const char *program, json_object *doc, sbx_doc_fn fn, void *c
 	if (json_object_deep_copy(doc, &orig, NULL) < 0)
 		orig = NULL;
 	int rc = fn(doc, ctx, &err);
+	sbx_cli_warn_events(program);
 	int status = 0;
 	json_object *out = doc;
 	if (rc < 0) {

@@ -19,6 +19,11 @@ int sbx_cli_report(const char *program, const struct sbx_err *err);
 /* Print `PROGRAM: warning: MESSAGE`. */
 void sbx_cli_warn(const char *program, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* Say, as one warning (`PROGRAM: warning: KIND: MESSAGE`), the event
+ * writes (events.h) that failed since the last call; nothing when none
+ * did.  The document loop calls it after each document, sbx_cli_report and
+ * sbx_cli_finish on the way out. */
+void sbx_cli_warn_events(const char *program);
 /* Report and also write an error document to stdout (for errors outside
  * the document loop, e.g. a bad flag value seen after parsing). */
 int sbx_cli_fail(const char *program, json_object *input, const struct sbx_err *err);

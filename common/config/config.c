@@ -78,7 +78,7 @@ static const char *const profile_keys[] = {
 	"prefix", "api_key_file", "api_key_env", "allow_private",
 	"allow_internet", "allow_public", "memory", "pids", "cpus", "disk", "shm",
 	"idle_timeout", "on_timeout", "auto_resume", "description", "options", "env",
-	"redis_nodes",
+	"redis_nodes", "events_maxlen",
 };
 
 int sbx_config_key(const char *key)
@@ -179,6 +179,9 @@ static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *
 	if ((s = sbx_json_str(o, "shm")) && sbx_parse_size(s, &p->limits.shm_bytes, err) < 0)
 		return sbx_err_prefix(err, "profile '%s': shm", p->name), err->exit_status = SBX_EXIT_CONFIG, -1;
 	p->limits.pids = sbx_json_int(o, "pids", p->limits.pids);
+	p->events_maxlen = sbx_json_int(o, "events_maxlen", p->events_maxlen);
+	if (p->events_maxlen < 0)
+		return sbx_fail_config(err, "config", "profile '%s': events_maxlen must be >= 0", p->name);
 	json_object *cpus;
 	if (json_object_object_get_ex(o, "cpus", &cpus))
 		p->limits.cpus = json_object_get_double(cpus);
@@ -230,6 +233,7 @@ int sbx_config_load(const char *name, struct sbx_profile **out, struct sbx_err *
 	p->backend = sbx_xstrdup("local");
 	p->prefix = sbx_xstrdup("sbx");
 	p->on_timeout_pause = 1;
+	p->events_maxlen = SBX_EVENTS_MAXLEN_DEFAULT;
 	p->limits = (struct sbx_limits){.memory_bytes = SBX_DEFAULT_MEMORY, .pids = SBX_DEFAULT_PIDS,
 					.cpus = SBX_DEFAULT_CPUS, .disk_bytes = SBX_DEFAULT_DISK,
 					.shm_bytes = SBX_DEFAULT_SHM};

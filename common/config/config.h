@@ -39,6 +39,7 @@ struct sbx_limits {
 #define SBX_DEFAULT_CPUS   1.0
 #define SBX_DEFAULT_DISK   (4LL << 30)      /* 4 GiB */
 #define SBX_DEFAULT_SHM    (64LL << 20)     /* 64 MiB, like Docker's */
+#define SBX_EVENTS_MAXLEN_DEFAULT 10000     /* entries of a tenant's event stream (events.h) */
 
 struct sbx_profile {
 	char *name;             /* "default" when none is configured */
@@ -63,6 +64,7 @@ struct sbx_profile {
 	int64_t idle_timeout_ms;  /* idle timer; 0 = never */
 	int on_timeout_pause;     /* 1 = pause when idle, 0 = kill */
 	int auto_resume;
+	int64_t events_maxlen;    /* the event stream's length (events.h); 0 = no events */
 	json_object *raw;       /* the profile object as configured (may be NULL);
 				 * "env" there: variables for every sandbox it creates */
 	/* The keys a backend owns are not here: the backend parses them into

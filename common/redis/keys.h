@@ -8,6 +8,8 @@
  *   <prefix>:{<tenant>}:skill:<name>             ledger hash of one skill
  *   <prefix>:{<tenant>}:image                    current skill image hash
  *   <prefix>:{<tenant>}:ledger                   index of the tenant's skill rows
+ *   <prefix>:{<tenant>}:events                   the tenant's event stream (events.h)
+ *   <prefix>:{<tenant>}:audit                    ... its audit stream (events.h)
  *   <prefix>:tenants                             set of tenants (--all-tenants)
  *   <prefix>:reap:lease                          one reaper at a time
  *   <prefix>:reap:lease:<host>                   ... per host, for host-local backends
@@ -41,6 +43,8 @@ enum sbx_tenant_key {
 	SBX_KEY_BOUND,
 	SBX_KEY_IMAGE,
 	SBX_KEY_LEDGER,
+	SBX_KEY_EVENTS,
+	SBX_KEY_AUDIT,
 };
 
 /* 0, or -1 with invalid_request naming `what` ("tenant", "session"): empty,

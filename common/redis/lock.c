@@ -175,6 +175,15 @@ int sbx_lock_check(struct sbx_lock *l, struct sbx_err *err)
 	return sbx_tokenkey_check(&l->tk, err);
 }
 
+int sbx_lock_release_rider(struct sbx_lock *l, const char *rider_key, const char *cmd, int argc,
+			   const char **argv, char *rider_err, size_t errlen, struct sbx_err *err)
+{
+	int rc = sbx_tokenkey_release_rider(&l->tk, rider_key, cmd, argc, argv, rider_err, errlen,
+					    err);
+	lock_free(l);
+	return rc;
+}
+
 int sbx_lock_release(struct sbx_lock *l, struct sbx_err *err)
 {
 	if (!l)

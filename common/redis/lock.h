@@ -75,5 +75,10 @@ int sbx_lock_verify(struct sbx_lock *l, const char *before, struct sbx_err *err)
  * (someone else may have acted meanwhile), or a Redis error (the lock then
  * expires by itself).  Frees l in every case; NULL is a no-op. */
 int sbx_lock_release(struct sbx_lock *l, struct sbx_err *err);
+/* The same, with one more write in the release's round trip when the lock
+ * was still ours (tokenkey.h, sbx_tokenkey_release_rider): a resolve's
+ * event.  Frees l. */
+int sbx_lock_release_rider(struct sbx_lock *l, const char *rider_key, const char *cmd, int argc,
+			   const char **argv, char *rider_err, size_t errlen, struct sbx_err *err);
 
 #endif

@@ -114,6 +114,22 @@ static void key_spec(int argc, const char **argv, const size_t *lens, int *first
 			*first = *last = 2;
 		return;
 	}
+	/* Streams: XGROUP and XINFO name their key after a subcommand; XREAD
+	 * and XREADGROUP after STREAMS, the keys then their ids. */
+	if (cmd_is(argv[0], l0, "XGROUP") || cmd_is(argv[0], l0, "XINFO")) {
+		if (argc >= 3)
+			*first = *last = 2;
+		return;
+	}
+	if (cmd_is(argv[0], l0, "XREAD") || cmd_is(argv[0], l0, "XREADGROUP")) {
+		for (int i = 1; i < argc; i++)
+			if (cmd_is(argv[i], lens ? lens[i] : strlen(argv[i]), "STREAMS") &&
+			    argc - i - 1 >= 2) {
+				*first = i + 1, *last = i + (argc - i - 1) / 2;
+				return;
+			}
+		return;
+	}
 	if (cmd_is(argv[0], l0, "MSET") || cmd_is(argv[0], l0, "MSETNX")) {
 		*first = 1, *last = -1, *step = 2;
 		return;

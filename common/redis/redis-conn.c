@@ -276,7 +276,8 @@ int sbx_redis__read_only(const char *cmd, size_t len)
 	static const char *const ro[] = {
 		"GET", "EXISTS", "SISMEMBER", "SCARD", "SMEMBERS", "HGETALL", "HGET", "HMGET",
 		"SCAN", "SSCAN", "TYPE", "TTL", "PTTL", "PING", "MGET", "STRLEN", "DBSIZE",
-		"CLUSTER", "ROLE", "INFO", "MEMORY", "WAIT",
+		"CLUSTER", "ROLE", "INFO", "MEMORY", "WAIT", "XRANGE", "XREVRANGE", "XREAD", "XLEN",
+		"XPENDING",
 	};
 	for (size_t i = 0; i < SBX_ARRAY_LEN(ro); i++)
 		if (strlen(ro[i]) == len && strncasecmp(ro[i], cmd, len) == 0)

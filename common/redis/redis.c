@@ -293,6 +293,7 @@ static int redis_open_addr(struct sbx_redis_addr *a, char *safe, int64_t timeout
 	r->safe_url = safe;
 	r->timeout_ms = timeout_ms > 0 ? timeout_ms : sbx_redis_default_timeout_ms();
 	r->prefix = sbx_xstrdup(prefix ? prefix : "sbx");
+	r->events_maxlen = SBX_EVENTS_MAXLEN_DEFAULT;
 	wait_config(r);
 	int rc;
 	if (r->mode == SBX_REDIS_CLUSTER)
@@ -363,6 +364,7 @@ int sbx_redis_open(const struct sbx_profile *p, struct sbx_redis **out, struct s
 		return -1;
 	free((*out)->prefix);
 	(*out)->prefix = sbx_xstrdup(prefix);
+	(*out)->events_maxlen = p ? p->events_maxlen : SBX_EVENTS_MAXLEN_DEFAULT;
 	return 0;
 }
 
@@ -387,6 +389,7 @@ int sbx_redis_dup(const struct sbx_redis *r, struct sbx_redis **out, struct sbx_
 		return -1;
 	(*out)->wait_replicas = r->wait_replicas;
 	(*out)->wait_ms = r->wait_ms;
+	(*out)->events_maxlen = r->events_maxlen;
 	return 0;
 }
 

@@ -49,6 +49,8 @@ struct sbx_redis {
 	int wait_replicas;       /* durable scripts: replicas that must acknowledge */
 	int64_t wait_ms;         /* ... within this long (WAIT's timeout) */
 	long long redirects;     /* MOVED/ASK followed (tests and benchmarks read it) */
+	/* Added by the events work (issue 30): */
+	int64_t events_maxlen;   /* the profile's events_maxlen (events.h); 0 = off */
 };
 
 /* Cluster and Sentinel semantics (man sbx(7), FAILOVER):

@@ -18,6 +18,14 @@ static struct sbx_script renew_script = {.src = SBX_TOKENKEY_RENEW_LUA, .resend 
 
 static struct sbx_script release_script = {.src = SBX_TOKENKEY_RELEASE_LUA, .resend = 1};
 
+/* KEYS: the token key, the rider's key.  ARGV: token, command, its args. */
+static struct sbx_script release_rider_script = {.src =
+	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0, ''} end\n"
+	"redis.call('DEL', KEYS[1])\n"
+	"local r = redis.pcall(ARGV[2], KEYS[2], unpack(ARGV, 3))\n"
+	"if type(r) == 'table' and r.err then return {1, r.err} end\n"
+	"return {1, ''}\n"};
+
 int sbx_tokenkey_init(struct sbx_tokenkey *k, struct sbx_redis *r, char *key, int64_t ttl_ms,
 		      const char *what, struct sbx_err *err)
 {
@@ -170,4 +178,28 @@ void sbx_tokenkey_clear(struct sbx_tokenkey *k)
 	k->key = NULL;
 	pthread_mutex_destroy(&k->mu);
 	pthread_cond_destroy(&k->cv);
+}
+
+int sbx_tokenkey_release_rider(struct sbx_tokenkey *k, const char *rider_key, const char *cmd,
+			       int argc, const char **argv, char *rider_err, size_t errlen,
+			       struct sbx_err *err)
+{
+	stop_renewal(k);
+	rider_err[0] = '\0';
+	int lost = k->lost, rc = -1;
+	const char *keys[] = {k->key, rider_key};
+	SBX_AUTOFREE const char **args = sbx_xcalloc((size_t)argc + 2, sizeof(*args));
+	args[0] = k->token, args[1] = cmd;
+	memcpy(args + 2, argv, (size_t)argc * sizeof(*args));
+	redisReply *rep = NULL;
+	if (sbx_redis_eval(k->r, &release_rider_script, &rep, 2, keys, argc + 2, args, err) == 0) {
+		int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+			 rep->element[0]->type == REDIS_REPLY_INTEGER && rep->element[0]->integer == 1;
+		if (ok && rep->element[1]->type == REDIS_REPLY_STRING)
+			snprintf(rider_err, errlen, "%s", rep->element[1]->str);
+		freeReplyObject(rep);
+		rc = ok && !lost ? 0 : lost_err(k, err);
+	}
+	sbx_tokenkey_clear(k);
+	return rc;
 }

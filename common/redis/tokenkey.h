@@ -69,6 +69,15 @@ int sbx_tokenkey_check(struct sbx_tokenkey *k, struct sbx_err *err);
  * with conflict when it did not (someone else may have acted meanwhile),
  * or a Redis error (the key then expires by itself).  Clears k. */
 int sbx_tokenkey_release(struct sbx_tokenkey *k, struct sbx_err *err);
+/* sbx_tokenkey_release, and, only when the key still held our token, one
+ * more write in the same script (the same round trip): `cmd` on
+ * `rider_key` (same slot) with argv, run by redis.pcall so that its
+ * failure never fails the release; rider_err gets Redis's error text, ""
+ * when it ran or was not run.  Not resent after a broken connection (the
+ * rider may have run): that is `unavailable`, the key then expires. */
+int sbx_tokenkey_release_rider(struct sbx_tokenkey *k, const char *rider_key, const char *cmd,
+			       int argc, const char **argv, char *rider_err, size_t errlen,
+			       struct sbx_err *err);
 /* Stop renewing and free, sending nothing. */
 void sbx_tokenkey_clear(struct sbx_tokenkey *k);
 

@@ -11,6 +11,7 @@
 #include <json-c/json.h>
 
 #include "doc.h"
+#include "events.h"
 #include "keys.h"
 #include "metadata.h"
 #include "util.h"
@@ -560,8 +561,12 @@ static int mark_one(struct sbx_redis *r, struct stale_ctx *c, const char *sessio
 		rc = sbx_binding_decode(lock->binding_raw, lock->binding_len, c->tenant, session, &b, err);
 		if (rc == 0 && !b.stale_at) {
 			rc = sbx_binding_mark_stale(r, lock, &b, c->now, err);
-			if (rc > 0)
+			if (rc > 0) {
 				c->marked++;
+				struct sbx_event ev = {.type = "stale", .tenant = c->tenant,
+						       .session = session, .sandbox = b.sandbox_id};
+				sbx_event_emit(r, &ev);
+			}
 		}
 		sbx_binding_clear(&b);   /* zeroed by a failed decode: safe either way */
 	}

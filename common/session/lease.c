@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "events.h"
 #include "keys.h"
 #include "util.h"
 
@@ -112,16 +113,40 @@ static int run_state(struct sbx_redis *r, struct sbx_script *s, const char *tena
 	return 0;
 }
 
+/* The lease's event (events.h), with the count of turns still holding it. */
+static void lease_event(struct sbx_redis *r, const char *tenant, const char *session,
+			const char *how, long long refs)
+{
+	json_object *d = json_object_new_object();
+	json_object_object_add(d, "refs", json_object_new_int64(refs));
+	struct sbx_event ev = {.type = "lease", .tenant = tenant, .session = session,
+			       .how = how, .detail = d};
+	sbx_event_emit(r, &ev);
+	json_object_put(d);
+}
+
 int sbx_turn_begin(struct sbx_redis *r, const char *tenant, const char *session,
 		   long long *refs, struct sbx_err *err)
 {
-	return run_int(r, &begin_script, tenant, session, refs, err);
+	long long n = 0;
+	if (run_int(r, &begin_script, tenant, session, &n, err) < 0)
+		return -1;
+	if (refs)
+		*refs = n;
+	lease_event(r, tenant, session, "begin", n);
+	return 0;
 }
 
 int sbx_turn_end(struct sbx_redis *r, const char *tenant, const char *session,
 		 long long *refs, struct sbx_err *err)
 {
-	return run_int(r, &end_script, tenant, session, refs, err);
+	long long n = 0;
+	if (run_int(r, &end_script, tenant, session, &n, err) < 0)
+		return -1;
+	if (refs)
+		*refs = n;
+	lease_event(r, tenant, session, "end", n);
+	return 0;
 }
 
 int sbx_turn_consume(struct sbx_redis *r, const char *tenant, const char *session,

@@ -17,6 +17,7 @@
 
 #include "binding.h"
 #include "doc.h"
+#include "events.h"
 #include "image.h"
 #include "keys.h"
 #include "host.h"
@@ -59,6 +60,15 @@ static void fill_owner(struct rs *c, struct sbx_sandbox *sb)
 		sb->session = sbx_xstrdup(c->session);
 }
 
+/* The session's event (events.h): written, or counted as not written. */
+static void event(struct rs *c, const char *type, const char *sandbox, const char *how,
+		  const char *why)
+{
+	struct sbx_event ev = {.type = type, .tenant = c->tenant, .session = c->session,
+			       .sandbox = sandbox, .how = how, .why = why};
+	sbx_event_emit(c->r, &ev);
+}
+
 /* Remove a sandbox under lock `l` (sbx_session_remove: `where` is the test
  * point, the lock's token and fence are verified right before the delete),
  * treating "already gone" as done.  -1 when the lock was lost (conflict,
@@ -69,6 +79,9 @@ static int remove_sandbox(struct rs *c, struct sbx_lock *l, const char *id, cons
 	int gone = 0;
 	if (sbx_session_remove(c->b, l, id, where, &gone, err) < 0)
 		return sbx_err_may_replace_binding(err) ? 0 : -1;
+	if (!gone)
+		event(c, "killed", id, NULL, strstr(where, "rebuild") ? "rebuild"
+					   : strstr(where, "duplicate") ? "duplicate" : "cleanup");
 	return 0;
 }
 
@@ -229,8 +242,13 @@ static int use_binding(struct rs *c, const struct sbx_binding *bd, const struct 
 		gone = 1;
 	}
 	if (gone) {
+		/* Ended outside sbx (an idle kill, a crash, a hand): what we
+		 * saw, not who did it. */
 		sbx_sandbox_clear(&sb);
-		return drop_binding(c, bd->sandbox_id, err) < 0 ? -1 : 0;
+		if (drop_binding(c, bd->sandbox_id, err) < 0)
+			return -1;
+		event(c, "killed", bd->sandbox_id, NULL, "found-gone");
+		return 0;
 	}
 	if (bd->stale_at) {
 		/* Rebuild when no turn is active or this is the turn's first
@@ -253,12 +271,15 @@ static int use_binding(struct rs *c, const struct sbx_binding *bd, const struct 
 			return 0;
 		}
 	}
+	int was_paused = sb.state == SBX_STATE_PAUSED;
 	if (sbx_call(c->b, connect, err, &sb) < 0) {
 		sbx_sandbox_clear(&sb);
 		if (!sbx_err_may_replace_binding(err))
 			return -1;
 		return drop_binding(c, bd->sandbox_id, err) < 0 ? -1 : 0;
 	}
+	if (was_paused)
+		event(c, "resumed", sb.id, NULL, "resolve");
 	fill_owner(c, &sb);
 	*out = sb;
 	return 1;
@@ -437,6 +458,7 @@ static int create_and_bind(struct rs *c, struct sbx_sandbox *out, struct sbx_err
 	json_object_put(cr.metadata);
 	if (rc < 0)
 		return -1;
+	event(c, "created", sb.id, NULL, NULL);
 	point("resolve:after-backend-create");
 	if (bind_session(c, &sb, cr.template_id, err) < 0) {
 		cleanup_ours(c, sb.id);
@@ -472,6 +494,7 @@ static int installer(struct rs *c, struct sbx_sandbox *out, const char **how,
 	json_object_put(cr.metadata);
 	if (rc < 0)
 		return -1;
+	event(c, "created", out->id, NULL, SBX_PURPOSE_SKILL_INSTALL);
 	fill_owner(c, out);
 	*how = "created";
 	return 0;
@@ -525,6 +548,24 @@ static int resolve_locked(struct rs *c, struct sbx_sandbox *out, const char **ho
 	return 0;
 }
 
+/* Release the lock with the `resolved` event in the same round trip (the
+ * bound path stays at its round trips: docs/design.md), written only if
+ * the lock was still ours. */
+static int release_resolved(struct rs *c, const char *id, const char *how, struct sbx_err *err)
+{
+	struct sbx_event ev = {.type = "resolved", .tenant = c->tenant, .session = c->session,
+			       .sandbox = id, .how = how};
+	struct sbx_event_xadd x;
+	if (sbx_event_xadd(c->r, &ev, &x) <= 0)
+		return sbx_lock_release(c->lock, err);
+	char xerr[256];
+	int rc = sbx_lock_release_rider(c->lock, x.key, "XADD", x.argc, x.argv, xerr, sizeof(xerr),
+					err);
+	sbx_event_xadd_done(&x, xerr);
+	sbx_event_xadd_clear(&x);
+	return rc;
+}
+
 int sbx_session_resolve(struct sbx_backend *b, struct sbx_redis *r,
 			const struct sbx_resolve_req *req, struct sbx_sandbox *out,
 			const char **how, struct sbx_err *err)
@@ -560,7 +601,8 @@ int sbx_session_resolve(struct sbx_backend *b, struct sbx_redis *r,
 		return -1;
 	int rc = resolve_locked(&c, out, how, err);
 	struct sbx_err rel = {0};
-	if (sbx_lock_release(c.lock, &rel) < 0 && rc == 0 && rel.kind == SBX_CONFLICT) {
+	if ((rc == 0 ? release_resolved(&c, out->id, *how, &rel) : sbx_lock_release(c.lock, &rel)) < 0 &&
+	    rc == 0 && rel.kind == SBX_CONFLICT) {
 		/* Our writes were fenced, so what we bound is consistent; but we
 		 * can no longer vouch that nobody acted after us.  Report, as the
 		 * reference does; a retry resolves to the bound sandbox. */

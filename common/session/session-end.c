@@ -17,6 +17,7 @@
 
 #include "binding.h"
 #include "doc.h"
+#include "events.h"
 #include "fault.h"
 #include "lock.h"
 #include "util.h"
@@ -49,6 +50,14 @@ int sbx_session_remove(struct sbx_backend *b, struct sbx_lock *l, const char *id
 	if (sbx_lock_verify(l, what, err) < 0)
 		return -1;
 	return sbx_call(b, remove, err, id, gone);
+}
+
+/* The event of a delete (events.h), unless the backend had it no more:
+ * then whoever removed it said so, or it ended on its own. */
+static void killed(struct sbx_redis *r, const struct sbx_sandbox *sb, int gone, const char *why)
+{
+	if (!gone)
+		sbx_event_sandbox(r, sb, "killed", NULL, why, NULL);
 }
 
 /* Kept rather than failed: a reaper that lost the session's lock leaves
@@ -91,7 +100,7 @@ static int end_orphan(struct sbx_backend *b, struct sbx_redis *r, const struct s
 	int rc = sbx_binding_holds(r, l, tenant, session, sb->id, why, err);
 	if (rc == 0) {
 		if (sbx_session_remove(b, l, sb->id, "reap:before-delete", gone, err) == 0)
-			rc = 2;
+			rc = 2, killed(r, sb, *gone, "orphan");
 		else
 			rc = lost_lock(l, why) ? 1 : -1;
 	}
@@ -152,6 +161,8 @@ int sbx_session_retire(struct sbx_backend *b, struct sbx_redis *r, const struct 
 		rc = lost_lock(l, why) ? 0 : -1;
 	if (rc == 1 && sbx_binding_end(r, l, tenant, session, sb->id, err) < 0)
 		rc = -1;
+	if (rc == 1)
+		killed(r, sb, *gone, "retired");
 	struct sbx_err ignored = {0};
 	sbx_lock_release(l, &ignored);
 	return rc;
@@ -170,5 +181,6 @@ int sbx_session_end(struct sbx_backend *b, struct sbx_redis *r, const struct sbx
 		return -1;
 	if (how == SBX_END_KILL && owned && r && sbx_binding_drop_for_sandbox(r, sb, err) < 0)
 		return -1;
+	killed(r, sb, *gone, how == SBX_END_KILL ? "command" : "orphan");
 	return 1;
 }

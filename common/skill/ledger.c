@@ -19,6 +19,7 @@
 
 #include "binding.h"
 #include "doc.h"
+#include "events.h"
 #include "image.h"
 #include "keys.h"
 #include "fault.h"
@@ -571,6 +572,21 @@ static int image_descends_from(struct sbx_redis *r, const char *tenant, const ch
 	return found;
 }
 
+/* The event of a moved image pointer (events.h), before the stale marks
+ * it causes. */
+static void publish_event(struct sbx_redis *r, const char *tenant,
+			  const struct sbx_ledger_row *row, int64_t generation)
+{
+	json_object *d = json_object_new_object();
+	sbx_json_set_str(d, "skill", row->skill);
+	sbx_json_set_str(d, "op", row->op);
+	sbx_json_set_str(d, "snapshot", row->snapshot_id);
+	sbx_json_set_int(d, "generation", generation);
+	struct sbx_event ev = {.type = "published", .tenant = tenant, .detail = d};
+	sbx_event_emit(r, &ev);
+	json_object_put(d);
+}
+
 int sbx_ledger_publish(struct sbx_backend *b, struct sbx_redis *r, const char *tenant,
 		       const struct sbx_ledger_row *row, int check_exists, json_object *out,
 		       struct sbx_err *err)
@@ -655,6 +671,7 @@ int sbx_ledger_publish(struct sbx_backend *b, struct sbx_redis *r, const char *t
 			return sbx_fail(err, SBX_CONFLICT, "image", "%s", why);
 		}
 		sbx_fault("snap:after-pointer");
+		publish_event(r, tenant, row, new_gen);
 	}
 	if (out)
 		sbx_json_set_int(out, "image_generation", new_gen);

@@ -17,6 +17,7 @@
 
 
 #include "doc.h"
+#include "events.h"
 #include "sha.h"
 #include "image.h"
 #include "keys.h"
@@ -257,6 +258,22 @@ struct maker {
 	const char *src;          /* flatten: the image's snapshot */
 };
 
+/* The event of a recorded snapshot (events.h): the installer it was taken
+ * of (none for a flatten), the skill, the op, the snapshot. */
+static void snap_event(struct sbx_redis *r, const char *tenant, const struct sbx_ledger_row *row,
+		       const struct maker *m, const struct sbx_snapshot_ref *ref)
+{
+	json_object *d = json_object_new_object();
+	sbx_json_set_str(d, "skill", row->skill);
+	sbx_json_set_str(d, "op", row->op);
+	sbx_json_set_str(d, "snapshot", ref->id);
+	sbx_json_set_str(d, "name", row->planned_name);
+	struct sbx_event ev = {.type = "snapshot", .tenant = tenant, .detail = d,
+			       .sandbox = m->sb ? m->sb->id : NULL};
+	sbx_event_emit(r, &ev);
+	json_object_put(d);
+}
+
 /* The ledger protocol for one row (ledger.h steps 1-5): begin, prepare,
  * make the snapshot under row->planned_name, ready, publish.  `fault`
  * prefixes the SBX_FAULT points ("snap" or "flatten").  On success *ref is
@@ -298,6 +315,7 @@ static int run_row(struct sbx_backend *b, struct sbx_redis *r, const char *tenan
 		return sbx_fail(err, SBX_CONFLICT, "ledger",
 				"the ledger row of skill '%s' was settled by a recovery while this "
 				"run was snapshotting; see sbx-snap ls --tenant %s", row->skill, tenant);
+	snap_event(r, tenant, row, m, ref);
 	snprintf(fp, sizeof(fp), "%s:after-record", fault);
 	sbx_fault(fp);
 

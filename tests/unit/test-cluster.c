@@ -104,6 +104,20 @@ static void offline_tests(void)
 	       "SCAN MATCH of a tenant's pattern goes to the tenant's slot");
 	const char *scan2[] = {"SCAN", "0", "MATCH", "sbx:{*}:bound"};
 	is_int(sbx_redis_command_slot(4, scan2, NULL, &err), -1, "a glob in the tag: no slot");
+	/* The event stream (events.c): its key sits after a subcommand or
+	 * after STREAMS, never at argv[1]. */
+	SBX_AUTOFREE char *es = sbx_key_tenant("sbx", t, 4, SBX_KEY_EVENTS);
+	int tslot = (int)sbx_redis_key_slot(k[4], strlen(k[4]));
+	is_int(sbx_redis_command_slot(2, (const char *[]){"XLEN", es}, NULL, &err), tslot,
+	       "the event stream is in the tenant's slot");
+	const char *xg[] = {"XGROUP", "CREATE", es, "g", "0", "MKSTREAM"};
+	is_int(sbx_redis_command_slot(6, xg, NULL, &err), tslot, "XGROUP CREATE: the key is argv[2]");
+	const char *xr[] = {"XREADGROUP", "GROUP", "g", "c", "COUNT", "100", "BLOCK", "1000",
+			    "STREAMS", es, ">"};
+	is_int(sbx_redis_command_slot(11, xr, NULL, &err), tslot,
+	       "XREADGROUP: the key after STREAMS, its id not a key");
+	const char *xr2[] = {"XREAD", "STREAMS", es, other, "0", "0"};
+	ok(sbx_redis_command_slot(6, xr2, NULL, &err) == -2, "XREAD of two tenants' streams: refused");
 	for (int i = 0; i < 8; i++)
 		free(k[i]);
 }
