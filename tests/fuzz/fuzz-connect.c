@@ -9,7 +9,7 @@
  *   - a message it accepts from an envelope lies within the body: the
  *     declared length is at most the body's length less the 5 prefix
  *     bytes, and the envelope's flags are 0. */
-// fuzz-sources: common/serve/serve-connect.c common/serve/serve-wire.c common/serve/serve-req.c common/serve/serve-reply.c common/base/doc.c common/base/err.c common/base/util.c
+// fuzz-sources: common/serve/serve-connect.c common/serve/serve-wire.c common/serve/serve-req.c common/backend/path.c common/serve/serve-reply.c common/base/doc.c common/base/err.c common/base/util.c
 // fuzz-libs: -ljson-c
 // fuzz-max-len: 8192
 #include "serve-fuzz.h"

@@ -12,7 +12,7 @@
  *   - what the relay writes to the pipe always parses as a pipe head,
  *     every header name of it is a token, none is X-Sbx-Length (the
  *     pipe's own), and the body is exactly X-Sbx-Length bytes. */
-// fuzz-sources: common/serve/serve-wire.c common/serve/serve-req.c common/serve/serve-reply.c common/base/doc.c common/base/err.c common/base/util.c
+// fuzz-sources: common/serve/serve-wire.c common/serve/serve-req.c common/backend/path.c common/serve/serve-reply.c common/base/doc.c common/base/err.c common/base/util.c
 // fuzz-libs: -ljson-c
 // fuzz-max-len: 24576
 #include "serve-fuzz.h"

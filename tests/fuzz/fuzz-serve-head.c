@@ -10,7 +10,7 @@
  *   - unescaping never lengthens a string and never yields a NUL;
  *   - only the exact path /files gets max_body; every body accumulated
  *     in pieces stays within its limit, and is the input's prefix. */
-// fuzz-sources: common/serve/serve-wire.c common/serve/serve-req.c common/serve/serve-reply.c common/base/doc.c common/base/err.c common/base/util.c
+// fuzz-sources: common/serve/serve-wire.c common/serve/serve-req.c common/backend/path.c common/serve/serve-reply.c common/base/doc.c common/base/err.c common/base/util.c
 // fuzz-libs: -ljson-c
 // fuzz-max-len: 24576
 #include "serve-fuzz.h"
