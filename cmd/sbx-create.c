@@ -17,12 +17,13 @@
 #include "cliutil.h"
 #include "doc.h"
 #include "metadata.h"
+#include "netpolicy.h"
 #include "session.h"
 #include "util.h"
 
 enum { O_PROFILE, O_TEMPLATE, O_LABEL, O_ENV, O_TIMEOUT, O_ON_TIMEOUT, O_AUTO_RESUME,
        O_NO_AUTO_RESUME, O_MEMORY, O_PIDS, O_CPUS, O_DISK, O_INTERNET, O_TENANT, O_SESSION, O_SKILL_IMAGE, O_IN,
-       O_WAIT };
+       O_WAIT, O_ALLOW_OUT, O_DENY_OUT, O_NET_POLICY };
 
 static const struct sbx_opt opts[] = {
 	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE, SBX_ALL},
@@ -38,6 +39,9 @@ static const struct sbx_opt opts[] = {
 	{"cpus", 0, "N", "CPU limit (e.g. 1.5)", O_CPUS, SBX_ALL},
 	{"disk", 0, "SIZE", "disk budget of the sandbox's own layer (e.g. 2G)", O_DISK, SBX_ALL},
 	{"allow-internet", 0, NULL, "allow egress (default: no network but lo)", O_INTERNET, SBX_ALL},
+	{"allow-out", 0, "DEST[:PORTS]", "egress rule: allow a CIDR, a domain or *.suffix (repeatable, in order; implies egress)", O_ALLOW_OUT, SBX_ALL},
+	{"deny-out", 0, "DEST[:PORTS]", "egress rule: deny a CIDR, a domain or *.suffix (repeatable, in order)", O_DENY_OUT, SBX_ALL},
+	{"network-policy", 0, "FILE", "egress rules from a JSON policy document (after --allow-out/--deny-out)", O_NET_POLICY, SBX_ALL},
 	{"tenant", 0, "TENANT", "tenant of the session", O_TENANT, SBX_ALL},
 	{"session", 's', "SESSION", "resolve this session's sandbox", O_SESSION, SBX_ALL},
 	{"skill-image", 0, NULL, "start from the tenant's skill image (installer)", O_SKILL_IMAGE, SBX_ALL},
@@ -64,6 +68,8 @@ struct create_opts {
 	struct sbx_limits limits;
 	int disk_set;            /* --disk: must be enforced, not best effort */
 	int allow_internet;
+	struct sbx_netpolicy policy;   /* --allow-out/--deny-out/--network-policy, in order */
+	int policy_set, profile_policy_added;
 	const char *tenant, *session;
 	int skill_image, read_input;
 	int64_t lock_wait_ms;    /* 0 = library default; -1 = try once */
@@ -117,6 +123,21 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 		return 0;
 	}
 	case O_INTERNET: o->allow_internet = 1; return 0;
+	case O_ALLOW_OUT:
+	case O_DENY_OUT:
+		o->policy_set = 1;
+		return sbx_np_add(&o->policy, key == O_ALLOW_OUT ? SBX_NP_ALLOW : SBX_NP_DENY, arg, err);
+	case O_NET_POLICY: {
+		SBX_AUTOFREE char *text = NULL;
+		size_t len;
+		o->policy_set = 1;
+		if (sbx_read_file(arg, 1 << 22, &text, &len, err) < 0 ||
+		    sbx_np_from_text(text, len, &o->policy, err) < 0) {
+			sbx_err_prefix(err, "--network-policy %s", arg);
+			return -1;
+		}
+		return 0;
+	}
 	case O_TENANT: o->tenant = arg; return 0;
 	case O_SESSION: o->session = arg; return 0;
 	case O_SKILL_IMAGE: o->skill_image = 1; return 0;
@@ -153,6 +174,33 @@ static void build_request(struct create_opts *o, const struct sbx_profile *p,
 	req->timeout.on_timeout_pause = o->on_timeout_set ? o->on_timeout_pause : p->on_timeout_pause;
 	req->timeout.auto_resume = o->auto_resume ? o->auto_resume > 0 : p->auto_resume;
 	req->net.allow_internet = o->allow_internet || p->allow_internet;
+	/* The rules: the flags' (in order), then the profile's; the default
+	 * is the document's if one named it, else deny when any rule allows. */
+	json_object *pnp = sbx_json_obj(p->raw, "network_policy");
+	if (pnp && !o->profile_policy_added) {
+		struct sbx_err e = {0};   /* checked when the profile loaded */
+		struct sbx_netpolicy pp = {0};
+		if (sbx_np_from_json(pnp, &pp, &e) == 0) {
+			int keep = o->policy.dflt_set;
+			for (size_t i = 0; i < pp.n; i++) {
+				SBX_AUTOFREE char *t = sbx_np_rule_text(&pp.rules[i]);
+				(void)sbx_np_add(&o->policy, pp.rules[i].action, strchr(t, ' ') + 1, &e);
+			}
+			if (!keep && pp.dflt_set) {
+				o->policy.dflt = pp.dflt;
+				o->policy.dflt_set = 1;
+			}
+			o->policy_set = 1;
+		}
+		sbx_np_clear(&pp);
+		o->profile_policy_added = 1;
+	}
+	if (o->policy_set) {
+		if (!o->policy.dflt_set)
+			sbx_np_finish(&o->policy);
+		req->net.policy = &o->policy;
+		req->net.allow_internet = 1;
+	}
 	req->net.allow_public = p->allow_public;
 	req->limits = p->limits;
 	if (o->limits.memory_bytes)
@@ -220,6 +268,7 @@ int main(int argc, char **argv)
 	if (i < 0) {
 		json_object_put(o.labels);
 		json_object_put(o.env);
+		sbx_np_clear(&o.policy);
 		return sbx_cli_report(cmd.name, &err);
 	}
 	json_object *seed = o.read_input ? NULL : json_object_new_object();
@@ -228,6 +277,7 @@ int main(int argc, char **argv)
 	json_object_put(o.labels);
 	json_object_put(o.env);
 	json_object_put(o.env_all);
+	sbx_np_clear(&o.policy);
 	sbx_app_close(&o.app);
 	return st;
 }

@@ -2,6 +2,7 @@
  *
  *   sbx-ctl pause|resume|kill [--id ID]
  *   sbx-ctl timeout [--id ID] --seconds N [--on-timeout kill|pause] [--auto-resume]
+ *   sbx-ctl network [--id ID] [--allow-out R]... [--deny-out R]... [--policy FILE]
  *   sbx-ctl caps
  *
  * Per input document it acts on the document's sandbox, refreshes the
@@ -18,22 +19,26 @@
 #include "doc.h"
 #include "events.h"
 #include "lifecycle.h"
+#include "netpolicy.h"
 #include "session.h"
 #include "util.h"
 
-enum { O_PROFILE, O_ID, O_SECONDS, O_ON_TIMEOUT, O_AUTO_RESUME, O_NO_AUTO_RESUME };
-enum { S_PAUSE, S_RESUME, S_KILL, S_TIMEOUT, S_CAPS };
+enum { O_PROFILE, O_ID, O_SECONDS, O_ON_TIMEOUT, O_AUTO_RESUME, O_NO_AUTO_RESUME,
+       O_ALLOW_OUT, O_DENY_OUT, O_POLICY };
+enum { S_PAUSE, S_RESUME, S_KILL, S_TIMEOUT, S_NETWORK, S_CAPS };
 
 static const struct sbx_sub subs[] = {
 	[S_PAUSE] = {"pause", "", 0, 0, "freeze the sandbox's processes", NULL},
 	[S_RESUME] = {"resume", "", 0, 0, "thaw a paused sandbox", NULL},
 	[S_KILL] = {"kill", "", 0, 0, "delete the sandbox (one already gone is success)", NULL},
 	[S_TIMEOUT] = {"timeout", "", 0, 0, "set the idle timer and its action", "seconds"},
+	[S_NETWORK] = {"network", "", 0, 0, "replace the sandbox's egress policy (running or paused)", NULL},
 	[S_CAPS] = {"caps", "", 0, 0, "show the backend's capabilities and default limits", NULL},
 	{0},
 };
 
-#define ON_SANDBOX (SBX_SUB(S_PAUSE) | SBX_SUB(S_RESUME) | SBX_SUB(S_KILL) | SBX_SUB(S_TIMEOUT))
+#define ON_SANDBOX (SBX_SUB(S_PAUSE) | SBX_SUB(S_RESUME) | SBX_SUB(S_KILL) | SBX_SUB(S_TIMEOUT) | \
+		    SBX_SUB(S_NETWORK))
 static const struct sbx_opt opts[] = {
 	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE, SBX_ALL},
 	{"id", 0, "ID", "act on this sandbox instead of reading documents", O_ID, ON_SANDBOX},
@@ -45,12 +50,18 @@ static const struct sbx_opt opts[] = {
 	 SBX_SUB(S_TIMEOUT)},
 	{"no-auto-resume", 0, NULL, "timeout: stay paused until sbx-ctl resume", O_NO_AUTO_RESUME,
 	 SBX_SUB(S_TIMEOUT)},
+	{"allow-out", 0, "DEST[:PORTS]", "network: allow a CIDR, a domain or *.suffix (repeatable, in order)",
+	 O_ALLOW_OUT, SBX_SUB(S_NETWORK)},
+	{"deny-out", 0, "DEST[:PORTS]", "network: deny a CIDR, a domain or *.suffix (repeatable, in order)",
+	 O_DENY_OUT, SBX_SUB(S_NETWORK)},
+	{"policy", 0, "FILE", "network: rules from a JSON policy document (after the flags)", O_POLICY,
+	 SBX_SUB(S_NETWORK)},
 	{0},
 };
 
 static const struct sbx_cmd cmd = {
 	.name = "sbx-ctl",
-	.synopsis = "pause|resume|kill|timeout|caps [OPTIONS]",
+	.synopsis = "pause|resume|kill|timeout|network|caps [OPTIONS]",
 	.summary = "Pause, resume, kill or re-time sandboxes; show the backend's capabilities.",
 	.opts = opts,
 	.subs = subs,
@@ -63,6 +74,7 @@ struct ctl_opts {
 	int64_t seconds;
 	int pause;
 	int auto_resume;         /* 1 on, 0 off, -1 keep the sandbox's */
+	struct sbx_netpolicy policy;   /* network: the whole new policy */
 };
 
 static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
@@ -86,6 +98,19 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 		return 0;
 	case O_AUTO_RESUME: o->auto_resume = 1; return 0;
 	case O_NO_AUTO_RESUME: o->auto_resume = 0; return 0;
+	case O_ALLOW_OUT:
+	case O_DENY_OUT:
+		return sbx_np_add(&o->policy, key == O_ALLOW_OUT ? SBX_NP_ALLOW : SBX_NP_DENY, arg, err);
+	case O_POLICY: {
+		SBX_AUTOFREE char *text = NULL;
+		size_t len;
+		if (sbx_read_file(arg, 1 << 22, &text, &len, err) < 0 ||
+		    sbx_np_from_text(text, len, &o->policy, err) < 0) {
+			sbx_err_prefix(err, "--policy %s", arg);
+			return -1;
+		}
+		return 0;
+	}
 	}
 	return 0;
 }
@@ -147,6 +172,11 @@ static int ctl_one(json_object *doc, void *ctx, struct sbx_err *err)
 		rc = sbx_lifecycle_pause(b, ctl_redis(&o->app, b, &sb), &sb, err);
 	} else if (strcmp(o->op, "resume") == 0) {
 		rc = sbx_lifecycle_resume(b, ctl_redis(&o->app, b, &sb), &sb, err);
+	} else if (strcmp(o->op, "network") == 0) {
+		sbx_np_finish(&o->policy);
+		rc = sbx_call(b, set_network, err, &sb, &o->policy);
+		if (rc == 0)
+			json_object_object_add(res, "policy", sbx_np_to_json(&o->policy));
 	} else {
 		struct sbx_timeout_policy t = {
 			.seconds = o->seconds, .on_timeout_pause = o->pause, .auto_resume = o->auto_resume,
@@ -204,8 +234,10 @@ int main(int argc, char **argv)
 	int rc = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &a, &err);
 	if (rc == 0 && o.auto_resume == 1 && !o.pause)
 		rc = sbx_usage_err(&err, "--auto-resume needs --on-timeout pause");
-	if (rc < 0)
+	if (rc < 0) {
+		sbx_np_clear(&o.policy);
 		return sbx_cli_report(cmd.name, &err);
+	}
 	o.op = subs[a.sub].name;
 	int st;
 	if (a.sub == S_CAPS) {
@@ -215,6 +247,7 @@ int main(int argc, char **argv)
 		st = sbx_cli_run_docs(cmd.name, seed, ctl_one, &o);
 		json_object_put(seed);
 	}
+	sbx_np_clear(&o.policy);
 	sbx_app_close(&o.app);
 	return st;
 }

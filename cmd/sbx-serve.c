@@ -136,11 +136,35 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	return 0;
 }
 
+/* "YYYY-MM-DDTHH:MM:SSZ" of `now`, computed here rather than by gmtime_r:
+ * glibc's gmtime_r takes its time zone lock, and a worker forked (by the
+ * pool's thread, serve-pool.c) while another thread held it would hang at
+ * its own first gmtime_r, for as long as it lives.  So no thread of the
+ * server takes that lock.  (Days to a civil date: H. Hinnant's algorithm.) */
+static void utc_iso(time_t now, char *buf, size_t len)
+{
+	long long s = (long long)now, days = s / 86400, sec = s % 86400;
+	if (sec < 0) {
+		sec += 86400;
+		days--;
+	}
+	days += 719468;
+	long long era = (days >= 0 ? days : days - 146096) / 146097;
+	long long doe = days - era * 146097;
+	long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	long long mp = (5 * doy + 2) / 153;
+	long long d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9;
+	long long y = yoe + era * 400 + (m <= 2);
+	snprintf(buf, len, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ", y, m, d, sec / 3600,
+		 sec / 60 % 60, sec % 60);
+}
+
 static void log_line(void *ctx, const char *line)
 {
 	(void)ctx;
 	char t[32];
-	sbx_time_iso(time(NULL), t, sizeof(t));
+	utc_iso(time(NULL), t, sizeof(t));
 	fprintf(stderr, "%s sbx-serve: %s\n", t, line);
 }
 

@@ -36,6 +36,14 @@ probe() {
 		local s
 		s=$(sbx-snap --id "$SB" | jq -r .snapshot.id) && sbx-snap flatten "$s" ;;
 	network_policy)
+		if [ "$FIXTURE_BACKEND" = local ]; then
+			# egress rules on create, replaced while it runs
+			local out
+			out=$(sbx-create --deny-out 192.0.2.1/32 | sbx-ctl network --allow-out 192.0.2.2/32) || return 1
+			printf '%s\n' "$out" | sbx-ctl kill >/dev/null || return 1
+			jq -e '.ctl.policy.rules[0].to == "192.0.2.2/32"' <<<"$out" >/dev/null
+			return
+		fi
 		# a profile that asks for public inbound traffic
 		jq '.profiles.np = ((.profiles.default // {}) + {"allow_public": true})' "$SBX_CONFIG" \
 			>"$SBX_TEST_DIR/np.json"

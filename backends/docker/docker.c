@@ -139,7 +139,7 @@ static int create_network(struct sbx_backend *b, const struct sbx_create_req *re
 		return sbx_fail(err, SBX_UNSUPPORTED, "create",
 				"the docker backend has no inbound access by URL (allow_public)");
 	if ((req->net.allow_out && json_object_array_length(req->net.allow_out)) ||
-	    (req->net.deny_out && json_object_array_length(req->net.deny_out)))
+	    (req->net.deny_out && json_object_array_length(req->net.deny_out)) || req->net.policy)
 		return sbx_fail(err, SBX_UNSUPPORTED, "create",
 				"the docker backend has no egress rules (allow_out/deny_out); only on or off");
 	*netmode = "none";

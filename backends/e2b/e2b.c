@@ -27,6 +27,7 @@
 #include "e2b-sandbox.h"
 #include "fingerprint.h"
 #include "metadata.h"
+#include "netpolicy.h"
 #include "util.h"
 
 #define LIST_LIMIT 100
@@ -128,16 +129,44 @@ static json_object *create_body(struct sbx_backend *b, const struct sbx_create_r
 	return body;
 }
 
+static int e2b_create_mapped(struct sbx_backend *b, const struct sbx_create_req *req,
+			     struct sbx_sandbox *out, struct sbx_err *err);
+
 int e2b_create(struct sbx_backend *b, const struct sbx_create_req *req, struct sbx_sandbox *out,
 	       struct sbx_err *err)
+{
+	struct e2b_conn *c = e2b_conn(b);
+	if (req->disk_required)
+		return sbx_fail(err, SBX_UNSUPPORTED, "create", "the %s backend cannot set a disk size",
+				c->cube ? "cube" : "e2b");
+	/* An sbx policy goes to the service in its own terms (E2B's lists,
+	 * which Cube takes too), or is refused where they cannot say it. */
+	struct sbx_create_req mapped;
+	json_object *ao = NULL, *dn = NULL;
+	if (req->net.policy) {
+		if (sbx_np_to_e2b(req->net.policy, &ao, &dn, err) < 0) {
+			sbx_err_prefix(err, "the %s backend", c->cube ? "cube" : "e2b");
+			return -1;
+		}
+		mapped = *req;
+		mapped.net.allow_out = ao;
+		mapped.net.deny_out = dn;
+		mapped.net.allow_internet = 1;
+		req = &mapped;
+	}
+	int rc = e2b_create_mapped(b, req, out, err);
+	json_object_put(ao);
+	json_object_put(dn);
+	return rc;
+}
+
+static int e2b_create_mapped(struct sbx_backend *b, const struct sbx_create_req *req,
+			     struct sbx_sandbox *out, struct sbx_err *err)
 {
 	struct e2b_conn *c = e2b_conn(b);
 	const struct sbx_profile *p = b->profile;
 	const char *tpl = req->template_id && *req->template_id ? req->template_id
 			  : p && p->template_id && *p->template_id ? p->template_id : "base";
-	if (req->disk_required)
-		return sbx_fail(err, SBX_UNSUPPORTED, "create", "the %s backend cannot set a disk size",
-				c->cube ? "cube" : "e2b");
 	int64_t secs = req->timeout.seconds > 0 ? req->timeout.seconds : c->cube ? -1 : E2B_NEVER_SECONDS;
 	json_object *body = create_body(b, req, tpl, secs);
 	json_object *resp = NULL;

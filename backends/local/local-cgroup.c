@@ -362,3 +362,23 @@ void local_cg_rmdir_tree(const char *path)
 	closedir(d);
 	sbx_poll_until(2000, 10, rmdir_done, (void *)path);
 }
+
+void local_cg_sweep_x(const char *work, int mine)
+{
+	DIR *d = opendir(work);
+	if (!d)
+		return;
+	pid_t self = getpid();
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_type != DT_DIR || strncmp(e->d_name, "x-", 2) != 0)
+			continue;
+		pid_t maker = (pid_t)strtol(e->d_name + 2, NULL, 10);
+		if (!(mine && maker == self) && local_pid_alive(maker, 0))
+			continue;
+		char p[4200];
+		snprintf(p, sizeof(p), "%s/%s", work, e->d_name);
+		rmdir(p);   /* EBUSY while its processes live */
+	}
+	closedir(d);
+}

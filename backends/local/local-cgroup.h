@@ -55,6 +55,15 @@ json_object *local_cg_info(struct sbx_backend *b);
 /* Wait until `key` in <cg>/cgroup.events equals `want` (or the file is
  * gone).  0, or -1 with errno ETIMEDOUT after timeout_ms. */
 int local_cg_wait(const char *cg, const char *key, long want, int timeout_ms);
+/* Remove the empty x-* cgroups under `work` (<v2>/.../<id>/work) that
+ * execs and process starts left behind: their processes are gone, or their
+ * maker is.  Never one whose maker still lives, as a rule: between its
+ * mkdir and its command joining, a fresh cgroup is empty too.  With
+ * `mine`, the caller's own empty ones go as well: a long-lived caller (an
+ * sbx-serve worker) would keep one per timed start otherwise, and the
+ * caller (the library is single-threaded) is not between a mkdir and a
+ * join while it calls this.  A group that holds a process stays (EBUSY). */
+void local_cg_sweep_x(const char *work, int mine);
 /* Remove a cgroup directory and its children, deepest first (a v1
  * directory can stay busy for a moment after its last task died). */
 void local_cg_rmdir_tree(const char *path);

@@ -42,7 +42,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+
 #include "local-pid.h"
+#include "ssrf.h"
 #include "fault.h"
 #include "util.h"
 
@@ -133,7 +137,7 @@ static int prefix_len(const unsigned char *m, int bytes)
  * and its LAN (the router, the neighbours).  A shorter mask is no LAN
  * worth refusing wholesale.  NULL-terminated, malloc'd; NULL when
  * getifaddrs fails (the caller fails closed). */
-static char **host_cidrs(void)
+char **local_egress_host_cidrs(void)
 {
 	struct ifaddrs *ifa;
 	if (getifaddrs(&ifa) < 0)
@@ -175,7 +179,7 @@ static char **host_cidrs(void)
 	return v;
 }
 
-static void strv_free(char **v)
+void local_egress_strv_free(char **v)
 {
 	for (char **p = v; p && *p; p++)
 		free(*p);
@@ -183,6 +187,139 @@ static void strv_free(char **v)
 }
 
 enum { EG_OK = 0, EG_REFUSED = 1, EG_NO_NFT = 2, EG_SETNS = 3 };
+
+char *local_egress_broker_rules(void)
+{
+	return sbx_xasprintf(
+		"table inet sbx_egress {\n"
+		"\tchain refuse {\n"
+		"\t\tmeta l4proto tcp reject with tcp reset\n"
+		"\t\treject with icmpx admin-prohibited\n"
+		"\t}\n"
+		"\tchain to_broker {\n"
+		"\t\ttype nat hook output priority -100; policy accept;\n"
+		"\t\tip daddr != 127.0.0.0/8 meta l4proto tcp dnat ip to %s:%d\n"
+		"\t}\n"
+		"\tchain output {\n"
+		"\t\ttype filter hook output priority filter; policy accept;\n"
+		"\t\tct state established,related accept\n"
+		"\t\tip daddr 127.0.0.0/8 accept\n"
+		"\t\tip6 daddr ::1 accept\n"
+		"\t\tip daddr %s tcp dport %d accept\n"
+		"\t\tip daddr %s udp dport 53 accept\n"
+		"\t\tgoto refuse\n"
+		"\t}\n"
+		"}\n",
+		LOCAL_SANDBOX_RESOLVER, LOCAL_EGRESS_BROKER_PORT, LOCAL_SANDBOX_RESOLVER,
+		LOCAL_EGRESS_BROKER_PORT, LOCAL_SANDBOX_RESOLVER);
+}
+
+/* One rtnetlink request (NLM_F_ACK), 0 when the kernel acknowledged it. */
+static int nl_do(int fd, struct nlmsghdr *h)
+{
+	if (send(fd, h, h->nlmsg_len, 0) != (ssize_t)h->nlmsg_len)
+		return -1;
+	char buf[1024];
+	ssize_t n = recv(fd, buf, sizeof(buf), 0);
+	struct nlmsghdr *r = (struct nlmsghdr *)buf;
+	if (n < (ssize_t)(sizeof(*r) + sizeof(struct nlmsgerr)) || r->nlmsg_type != NLMSG_ERROR)
+		return -1;
+	int e = ((struct nlmsgerr *)NLMSG_DATA(r))->error;
+	if (e) {
+		errno = -e;
+		return -1;
+	}
+	return 0;
+}
+
+static void nl_attr(struct nlmsghdr *h, unsigned short type, const void *data, unsigned short len)
+{
+	struct rtattr *a = (struct rtattr *)((char *)h + NLMSG_ALIGN(h->nlmsg_len));
+	a->rta_type = type;
+	a->rta_len = (unsigned short)RTA_LENGTH(len);
+	memcpy(RTA_DATA(a), data, len);
+	h->nlmsg_len = NLMSG_ALIGN(h->nlmsg_len) + RTA_ALIGN(a->rta_len);
+}
+
+/* In the installer child, inside the namespace: the broker's network,
+ * LOCAL_SANDBOX_RESOLVER/32 on lo and a default route into lo (so that a
+ * connect to any IPv4 address is routed, and the table's dnat sends it
+ * to the broker).  Errors to `efd`. */
+static int broker_net(int efd)
+{
+	SBX_AUTOCLOSE int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	unsigned lo = if_nametoindex("lo");
+	if (fd < 0 || !lo) {
+		dprintf(efd, "netlink: %s", strerror(errno));
+		return -1;
+	}
+	struct { struct nlmsghdr h; char body[256]; } m;
+	struct in_addr a;
+	inet_pton(AF_INET, LOCAL_SANDBOX_RESOLVER, &a);
+
+	memset(&m, 0, sizeof(m));
+	m.h.nlmsg_type = RTM_NEWADDR;
+	m.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL;
+	m.h.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifaddrmsg));
+	struct ifaddrmsg *ifa = NLMSG_DATA(&m.h);
+	ifa->ifa_family = AF_INET;
+	ifa->ifa_prefixlen = 32;
+	ifa->ifa_scope = RT_SCOPE_HOST;
+	ifa->ifa_index = lo;
+	nl_attr(&m.h, IFA_LOCAL, &a, 4);
+	nl_attr(&m.h, IFA_ADDRESS, &a, 4);
+	if (nl_do(fd, &m.h) < 0) {
+		dprintf(efd, "add %s to lo: %s", LOCAL_SANDBOX_RESOLVER, strerror(errno));
+		return -1;
+	}
+
+	memset(&m, 0, sizeof(m));
+	m.h.nlmsg_type = RTM_NEWROUTE;
+	m.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL;
+	m.h.nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg));
+	struct rtmsg *rt = NLMSG_DATA(&m.h);
+	rt->rtm_family = AF_INET;
+	rt->rtm_table = RT_TABLE_MAIN;
+	rt->rtm_protocol = RTPROT_BOOT;
+	rt->rtm_scope = RT_SCOPE_LINK;
+	rt->rtm_type = RTN_UNICAST;
+	nl_attr(&m.h, RTA_OIF, &lo, 4);
+	nl_attr(&m.h, RTA_PREFSRC, &a, 4);   /* else the source is 0.0.0.0 */
+	if (nl_do(fd, &m.h) < 0) {
+		dprintf(efd, "default route into lo: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int local_egress_refused(const struct sockaddr *sa, char *const *allow, char *const *host,
+			 const char **why)
+{
+	for (char *const *a = allow; a && *a; a++)
+		if (sbx_cidr_contains(*a, sa)) {
+			*why = NULL;
+			return 0;
+		}
+	if (sbx_ssrf_classify(sa, why) != SBX_SSRF_ALLOW)   /* names the class */
+		return 1;
+	for (size_t i = 0; i < SBX_ARRAY_LEN(refused4); i++)
+		if (sbx_cidr_contains(refused4[i], sa)) {
+			*why = "not the internet";
+			return 1;
+		}
+	for (size_t i = 0; i < SBX_ARRAY_LEN(refused6); i++)
+		if (sbx_cidr_contains(refused6[i], sa)) {
+			*why = "not the internet";
+			return 1;
+		}
+	for (char *const *h = host; h && *h; h++)
+		if (sbx_cidr_contains(*h, sa)) {
+			*why = "the host's own address or network";
+			return 1;
+		}
+	*why = NULL;
+	return 0;
+}
 
 /* In the child, inside the sandbox's namespace: run `rules` through
  * libnftables, its error text to fd `efd`.  Exit status per the enum. */
@@ -215,14 +352,30 @@ static int via_lib(const char *rules, int efd)
 	return EG_OK;
 }
 
+static int install(pid_t pid, unsigned long long start, const char *rules, int broker,
+		   const char *id, struct sbx_err *err);
+
 int local_egress_install(pid_t pid, unsigned long long start, char *const *allow,
 			 const char *id, struct sbx_err *err)
 {
-	char **host = host_cidrs();
+	char **host = local_egress_host_cidrs();
 	if (!host)
 		return sbx_fail_errno(err, SBX_INTERNAL, "create", "egress filter: getifaddrs");
 	SBX_AUTOFREE char *rules = local_egress_rules(allow, host);
-	strv_free(host);
+	local_egress_strv_free(host);
+	return install(pid, start, rules, 0, id, err);
+}
+
+int local_egress_install_broker(pid_t pid, unsigned long long start, const char *id,
+				struct sbx_err *err)
+{
+	SBX_AUTOFREE char *rules = local_egress_broker_rules();
+	return install(pid, start, rules, 1, id, err);
+}
+
+static int install(pid_t pid, unsigned long long start, const char *rules, int broker,
+		   const char *id, struct sbx_err *err)
+{
 
 	/* The init's netns, proven to be the init's (local_init_open). */
 	SBX_AUTOCLOSE int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -249,6 +402,8 @@ int local_egress_install(pid_t pid, unsigned long long start, char *const *allow
 			_exit(EG_SETNS);
 		}
 		sbx_fault("local:egress");   /* tests: the installer dies */
+		if (broker && broker_net(ep[1]) < 0)
+			_exit(EG_REFUSED);
 		_exit(via_lib(rules, ep[1]));
 	}
 	close(ep[1]);

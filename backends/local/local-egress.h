@@ -48,4 +48,31 @@ int local_egress_install(pid_t pid, unsigned long long start, char *const *allow
  * (the host's addresses and networks).  malloc'd. */
 char *local_egress_rules(char *const *allow, char *const *host);
 
+/* The TCP port of the egress broker (local-broker.h), on
+ * LOCAL_SANDBOX_RESOLVER inside the sandbox. */
+#define LOCAL_EGRESS_BROKER_PORT 1
+
+/* A sandbox with a network policy: no slirp; in its namespace
+ * LOCAL_SANDBOX_RESOLVER/32 on lo, a default route into lo, and the
+ * broker's table (local_egress_broker_rules): every TCP connection not to
+ * 127/8 is rewritten to the broker's port, everything else but UDP to
+ * the resolver address port 53 and lo is refused.  Fail closed, as
+ * local_egress_install. */
+int local_egress_install_broker(pid_t pid, unsigned long long start, const char *id,
+				struct sbx_err *err);
+char *local_egress_broker_rules(void);
+
+/* 1 when an address must not be dialled for a sandbox (the refused
+ * ranges above, the SSRF guard's never-allowed ones, the host's `host`
+ * CIDRs), *why naming the class; 0 when it may, or when a CIDR of
+ * `allow` (egress_allow) contains it. */
+struct sockaddr;
+int local_egress_refused(const struct sockaddr *sa, char *const *allow, char *const *host,
+			 const char **why);
+
+/* The host's addresses and on-link networks, as refused (NULL-terminated,
+ * malloc'd; NULL when getifaddrs fails), and its release. */
+char **local_egress_host_cidrs(void);
+void local_egress_strv_free(char **v);
+
 #endif

@@ -16,6 +16,7 @@
  *  - While an exec runs, the idle timer does not fire (a shared flock on
  *    the sandbox's `busy` file that dies with us). */
 #include "local-exec.h"
+#include "local-cgroup.h"
 #include "local-spawn.h"
 
 #include "local-state.h"
@@ -127,26 +128,6 @@ static void run_init(struct run *x, const struct sbx_exec_req *req)
 		x->sp.cg_fds[i] = -1;
 }
 
-/* Remove the empty x-* cgroups that execs and process starts left behind
- * (their background processes are gone, or their maker crashed).  Never
- * one whose maker still lives (x-<pid>-...): between its mkdir and its
- * command joining, a fresh cgroup is empty too. */
-static void rm_empty_exec_cgroups(const char *work)
-{
-	DIR *d = opendir(work);
-	if (!d)
-		return;
-	struct dirent *e;
-	while ((e = readdir(d)))
-		if (e->d_type == DT_DIR && strncmp(e->d_name, "x-", 2) == 0 &&
-		    !local_pid_alive((pid_t)strtol(e->d_name + 2, NULL, 10), 0)) {
-			char p[4200];
-			snprintf(p, sizeof(p), "%s/%s", work, e->d_name);
-			rmdir(p);   /* EBUSY while background processes live */
-		}
-	closedir(d);
-}
-
 static void run_free(struct run *x)
 {
 	if (x->child > 0) {
@@ -164,7 +145,7 @@ static void run_free(struct run *x)
 		free(x->xcg);
 	}
 	if (x->work) {
-		rm_empty_exec_cgroups(x->work);
+		local_cg_sweep_x(x->work, 0);
 		free(x->work);
 	}
 	local_spawn_free(&x->sp);

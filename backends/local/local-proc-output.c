@@ -98,12 +98,37 @@ static int open_streams(struct follow *f, const struct sbx_proc_attach *a, struc
 	return 0;
 }
 
-/* Follow until the process has exited and everything is delivered. */
-static int follow_loop(struct follow *f, const struct sbx_proc_attach *a, struct sbx_err *err)
+/* The process's one inotify instance, made at its first follow and kept:
+ * closing an instance that held a watch waits for an SRCU grace period in
+ * the kernel (fsnotify_destroy_group), milliseconds that came after a
+ * process's last byte and before its end reached the caller.  A watch is
+ * added and removed per follow instead, which does not wait.  A forked
+ * child makes its own (it must not drain its parent's events); the fd is
+ * CLOEXEC.  Followers of one process run one at a time (the library is
+ * single-threaded), so the events in it are always the current follow's
+ * or stale ones, which only cost a look.  -1 with errno. */
+static int follow_inotify(void)
 {
-	SBX_AUTOCLOSE int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (in < 0 || inotify_add_watch(in, f->p->dir, IN_MODIFY | IN_MOVED_TO) < 0)
-		return sbx_fail_errno(err, SBX_INTERNAL, "proc", "inotify on %s", f->p->dir);
+	static int fd = -1;
+	static pid_t owner;
+	if (fd >= 0 && owner == getpid())
+		return fd;
+	fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	owner = getpid();
+	return fd;
+}
+
+static void drain(int in)
+{
+	char ev[4096];
+	while (read(in, ev, sizeof(ev)) > 0)
+		;
+}
+
+/* The follow itself, on the instance `in` (watching the record). */
+static int follow_events(struct follow *f, const struct sbx_proc_attach *a, int in,
+			 struct sbx_err *err)
+{
 	int64_t quiet_since = sbx_mono_ms();
 	for (;;) {
 		if (local_prec_refresh(f->p, err) < 0)
@@ -132,12 +157,22 @@ static int follow_loop(struct follow *f, const struct sbx_proc_attach *a, struct
 			wait = left < wait ? left : wait;
 		}
 		struct pollfd pf = {.fd = in, .events = POLLIN};
-		if (poll(&pf, 1, (int)wait) > 0) {
-			char ev[4096];
-			while (read(in, ev, sizeof(ev)) > 0)
-				;
-		}
+		if (poll(&pf, 1, (int)wait) > 0)
+			drain(in);
 	}
+}
+
+/* Follow until the process has exited and everything is delivered. */
+static int follow_loop(struct follow *f, const struct sbx_proc_attach *a, struct sbx_err *err)
+{
+	int in = follow_inotify();
+	int wd = in < 0 ? -1 : inotify_add_watch(in, f->p->dir, IN_MODIFY | IN_MOVED_TO);
+	if (wd < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "proc", "inotify on %s", f->p->dir);
+	drain(in);                   /* an earlier follow's leftovers */
+	int rc = follow_events(f, a, in, err);
+	inotify_rm_watch(in, wd);
+	return rc;
 }
 
 int local_proc_output(struct sbx_backend *b, struct sbx_sandbox *sb,

@@ -26,6 +26,8 @@
 #include "local-proc.h"
 #include "local-procd.h"
 #include "local-init.h"
+#include "local-cgroup.h"
+#include "local-clone.h"
 #include "local-spawn.h"
 #include "local-state.h"
 
@@ -57,7 +59,8 @@
 struct pstart {
 	struct local_spawn sp;
 	int out[2], err[2], status[2];
-	int fifo_r, keeper, nul, topcg, exe, procs, killfd;
+	int fifo_r, keeper, nul, topcg, topdir, exe, procs, killfd;
+	int born_top;                /* the supervisor was born in topdir */
 	char name[32];               /* .new-<hex> */
 	char *dir, *xcg;
 	char argv_buf[5][32];        /* the supervisor's argv, but HOSTPID */
@@ -67,7 +70,7 @@ static void ps_init(struct pstart *s)
 {
 	memset(s, 0, sizeof(*s));
 	s->out[0] = s->out[1] = s->err[0] = s->err[1] = s->status[0] = s->status[1] = -1;
-	s->fifo_r = s->keeper = s->nul = s->topcg = s->exe = s->procs = s->killfd = -1;
+	s->fifo_r = s->keeper = s->nul = s->topcg = s->topdir = s->exe = s->procs = s->killfd = -1;
 	s->sp.selfns = s->sp.report[0] = s->sp.report[1] = -1;
 	for (int i = 0; i < LOCAL_NCG; i++)
 		s->sp.cg_fds[i] = -1;
@@ -76,7 +79,7 @@ static void ps_init(struct pstart *s)
 static void ps_free(struct pstart *s)
 {
 	int *fds[] = {&s->out[0], &s->out[1], &s->err[0], &s->err[1], &s->status[0],
-		      &s->status[1], &s->fifo_r, &s->keeper, &s->nul, &s->topcg, &s->exe,
+		      &s->status[1], &s->fifo_r, &s->keeper, &s->nul, &s->topcg, &s->topdir, &s->exe,
 		      &s->procs, &s->killfd};
 	for (size_t i = 0; i < SBX_ARRAY_LEN(fds); i++)
 		local_closep(fds[i]);
@@ -133,7 +136,11 @@ static int under_lock(const char *procs, const char *tag, struct sbx_err *err)
 	return rc;
 }
 
-/* procs/.new-<hex>/ with proc.json: what was asked (env names only). */
+/* procs/.new-<hex>/ with proc.json: what was asked (env names only).
+ * Written in place, not synced: a .new-* dir is no record until the
+ * supervisor renames it (after this write is whole), a dead start's is
+ * removed as stale, and no record outlives the machine's processes, so
+ * neither a tmp + rename nor an fsync (tens of ms here) buys anything. */
 static int write_request(struct pstart *s, const char *procs, const struct sbx_proc_req *req,
 			 struct sbx_err *err)
 {
@@ -146,7 +153,9 @@ static int write_request(struct pstart *s, const char *procs, const struct sbx_p
 		return sbx_fail_errno(err, SBX_INTERNAL, "proc", "mkdir %s", s->dir);
 	json_object *j = sbx_proc_record(req);
 	SBX_AUTOFREE char *path = sbx_xasprintf("%s/proc.json", s->dir);
-	int rc = sbx_json_write_file(path, j, 0600, 0, err);
+	/* A new folder nobody reads before the supervisor starts: not synced
+	 * (the fsync was a few ms of every start). */
+	int rc = sbx_json_write_file(path, j, 0600, SBX_WRITE_NOSYNC, err);
 	json_object_put(j);
 	return rc;
 }
@@ -170,9 +179,13 @@ static int open_stdio(struct pstart *s, const struct local_rec *r, const struct 
 			return sbx_fail_errno(err, SBX_INTERNAL, "proc", "stdin fifo");
 	}
 	s->topcg = local_open_wr(r->cg[CG_V2], "cgroup.procs");
-	if (s->topcg < 0)
+	s->topdir = open(r->cg[CG_V2], O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (s->topcg < 0 || s->topdir < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "proc", "open %s", r->cg[CG_V2]);
 	if (req->timeout_ms > 0) {
+		/* our earlier starts' groups whose processes have ended */
+		SBX_AUTOFREE char *work = sbx_xasprintf("%s/work", r->cg[CG_V2]);
+		local_cg_sweep_x(work, 1);
 		char hex[17];
 		if (sbx_random_hex(hex, 8, err) < 0)
 			return -1;
@@ -199,13 +212,14 @@ static void utoa(char *buf, size_t n, long v)
 	buf[i] = '\0';
 }
 
-/* In the grandchild: join the sandbox's top cgroup, fork the process
- * into the sandbox, become sbx-procd.  No allocation, no return. */
+/* In the grandchild: join the sandbox's top cgroup (unless born in it),
+ * fork the process into the sandbox, become sbx-procd.  No allocation,
+ * no return. */
 static __attribute__((noreturn)) void become_supervisor(struct pstart *s)
 {
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	sigaction(SIGCHLD, &dfl, NULL);   /* an ignored SIGCHLD would reap it */
-	if (write(s->topcg, "0", 1) < 0)
+	if (!s->born_top && write(s->topcg, "0", 1) < 0)
 		_exit(126);
 	pid_t c = local_spawn_fork(&s->sp, 0);
 	if (c < 0)
@@ -270,7 +284,15 @@ static int launch(struct pstart *s, const char *procs, const char *id, const cha
 		return sbx_fail_errno(err, SBX_INTERNAL, "proc", "fork");
 	if (mid == 0) {
 		setsid();
-		pid_t g = fork();
+		/* Born in the sandbox's top cgroup where the kernel can: a
+		 * write to cgroup.procs waits for an RCU grace period (10 ms
+		 * and more here, most of a start; local-clone.h). */
+		s->born_top = 1;
+		pid_t g = local_clone_into_cgroup(s->topdir);
+		if (g < 0) {
+			s->born_top = 0;
+			g = fork();
+		}
 		if (g == 0)
 			become_supervisor(s);
 		_exit(g < 0 ? 1 : 0);

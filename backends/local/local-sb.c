@@ -178,6 +178,14 @@ void local_rec_to_sandbox(struct sbx_backend *b, const struct local_rec *r,
 	SBX_AUTOFREE char *act = sbx_xasprintf("%s/activity", r->dir);
 	if (stat(act, &st) == 0)
 		sb->active_at = st.st_mtime;
+	/* A sandbox with a network policy shows it as the broker sees it
+	 * (sbx-ctl network replaces the file; local-broker.h). */
+	SBX_AUTOFREE char *pol = sbx_xasprintf("%s/netpolicy.json", r->dir);
+	json_object *np = access(pol, F_OK) == 0 ? json_object_from_file(pol) : NULL;
+	if (np) {
+		sb->extra = json_object_new_object();
+		json_object_object_add(sb->extra, "network_policy", np);
+	}
 }
 
 int local_sb_get(struct sbx_backend *b, const char *id, struct sbx_sandbox *out,

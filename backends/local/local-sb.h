@@ -49,6 +49,9 @@ struct local_conf {
 				  * allow_internet): canonical CIDRs
 				  * (sbx_config_cidrs), NULL-terminated; NULL
 				  * when none */
+	char *egress_resolver;   /* IPv4 address the egress broker asks for
+				  * names (sandboxes with a network policy);
+				  * NULL = the host's first nameserver */
 };
 /* Never NULL: a profile without local keys (or no backend) reads as the
  * defaults. */

@@ -36,6 +36,20 @@ char *local_find_in_path(const char *prog)
  * namespace with every capability but NET_BIND_SERVICE dropped, and
  * --enable-seccomp limits its syscalls.  The destination filter is not
  * slirp's (it has none): see local-egress.h. */
+void local_net_helper_detach(const struct local_rec *r)
+{
+	setsid();
+	char me[32];
+	snprintf(me, sizeof(me), "%d", (int)getpid());
+	(void)local_cg_write(r->cg[CG_V2], "cgroup.procs", me);
+	if (fork() != 0)
+		_exit(0);
+	int nul = open("/dev/null", O_RDWR);
+	dup2(nul, 0);
+	dup2(nul, 1);
+	dup2(nul, 2);
+}
+
 int local_slirp_start(const char *slirp, const struct local_rec *r, pid_t init,
 		       struct sbx_err *err)
 {
@@ -46,16 +60,8 @@ int local_slirp_start(const char *slirp, const struct local_rec *r, pid_t init,
 	if (c < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "create", "fork");
 	if (c == 0) {
-		setsid();
-		char pid[32], fd[16], ipid[32];
-		snprintf(pid, sizeof(pid), "%d", (int)getpid());
-		(void)local_cg_write(r->cg[CG_V2], "cgroup.procs", pid);
-		if (fork() != 0)
-			_exit(0);
-		int nul = open("/dev/null", O_RDWR);
-		dup2(nul, 0);
-		dup2(nul, 1);
-		dup2(nul, 2);
+		local_net_helper_detach(r);
+		char fd[16], ipid[32];
 		int rfd = dup(ready[1]);   /* without O_CLOEXEC: slirp writes it */
 		/* Nothing else of the caller's lives on in slirp (host root, for
 		 * the sandbox's life): not a pipeline's pipe, not a file the

@@ -10,6 +10,14 @@
 /* The first executable `prog` in $PATH (malloc'd), or NULL. */
 char *local_find_in_path(const char *prog);
 
+/* In the child forked to run a host-side network helper of sandbox `r`
+ * (slirp4netns, the egress broker): its own session, the sandbox's top
+ * cgroup (so remove's cgroup.kill ends it too), forked once more so that
+ * the caller's waitpid returns at once and the helper is nobody's child,
+ * and stdin/stdout/stderr on /dev/null.  Returns in the grandchild; the
+ * intermediate child exits here. */
+void local_net_helper_detach(const struct local_rec *r);
+
 /* Egress on: slirp4netns (at path `slirp`) attached to the net namespace
  * of the init `init`, host loopback off, in the sandbox's top cgroup (so
  * remove's cgroup.kill ends it).  slirp runs as host root:

@@ -29,6 +29,7 @@
  *    the sandbox's mount namespace, which dies with its last process. */
 #include "local-sb.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -43,6 +44,8 @@
 #include "fault.h"
 #include "fingerprint.h"
 #include "local-devices.h"
+#include "local-broker.h"
+#include "netpolicy.h"
 #include "local-egress.h"
 #include "local-exec.h"
 #include "local-files.h"
@@ -109,13 +112,9 @@ static int create_check(struct sbx_backend *b, const struct sbx_create_req *req,
 			struct sbx_err *err)
 {
 	*slirp = NULL;
-	if (req->net.allow_internet && !(*slirp = local_find_in_path("slirp4netns")))
+	if (req->net.allow_internet && !req->net.policy && !(*slirp = local_find_in_path("slirp4netns")))
 		return sbx_fail(err, SBX_UNSUPPORTED, "create",
 				"egress needs slirp4netns, which is not installed");
-	if ((req->net.allow_out && json_object_array_length(req->net.allow_out) > 0) ||
-	    (req->net.deny_out && json_object_array_length(req->net.deny_out) > 0))
-		return sbx_fail(err, SBX_UNSUPPORTED, "create",
-				"the local backend has no allow_out/deny_out rules");
 	if (req->net.allow_public)   /* never a silent no-op (tests/caps.bats) */
 		return sbx_fail(err, SBX_UNSUPPORTED, "create",
 				"the local backend has no inbound access by URL (allow_public)");
@@ -167,7 +166,10 @@ static int create_record(struct sbx_backend *b, const struct sbx_create_req *req
 	json_object_object_add(lim, "cpus", json_object_new_double(req->limits.cpus));
 	sbx_json_set_int(lim, "disk_bytes", req->limits.disk_bytes);
 	sbx_json_set_int(lim, "shm_bytes", req->limits.shm_bytes);
-	sbx_json_set_bool(sbx_json_child(j, "network"), "allow_internet", req->net.allow_internet);
+	sbx_json_set_bool(sbx_json_child(j, "network"), "allow_internet",
+			  req->net.allow_internet || req->net.policy);
+	if (req->net.policy && local_broker_policy_write(r->dir, NULL, req->net.policy, err) < 0)
+		return -1;
 	sbx_json_set_bool(sbx_json_child(j, "security"), "allow_userns",
 			  local_conf_of(b)->allow_userns);
 	json_object *cg = sbx_json_child(j, "cgroups");
@@ -218,6 +220,17 @@ static int create_init(struct sbx_backend *b, const struct sbx_create_req *req, 
 	if (slirp && (local_egress_install(pid, start, local_conf_of(b)->egress_allow, id, err) < 0 ||
 		      local_slirp_start(slirp, r, pid, err) < 0))
 		return -1;
+	if (req->net.policy) {
+		const char *res = local_conf_of(b)->egress_resolver;
+		SBX_AUTOFREE char *host_res = res ? NULL : local_broker_host_resolver();
+		if (!res && !(res = host_res))
+			return sbx_fail(err, SBX_UNSUPPORTED, "create",
+					"a network policy needs a resolver: the host has no IPv4 nameserver "
+					"and the profile no egress_resolver");
+		if (local_egress_install_broker(pid, start, id, err) < 0 ||
+		    local_broker_start(r, pid, start, res, local_conf_of(b)->egress_allow, err) < 0)
+			return -1;
+	}
 	return 0;
 }
 
@@ -306,7 +319,14 @@ static int local_create(struct sbx_backend *b, const struct sbx_create_req *req,
 		return -1;
 	snprintf(id, sizeof(id), "sb-%s", hex);
 	struct local_rec r = {0};
-	if (do_create(b, req, id, &r, err) < 0) {
+	/* E2B's lists (sbx-serve) become the policy they mean. */
+	struct sbx_create_req mapped;
+	struct sbx_netpolicy np = {0};
+	int rc = local_broker_map_e2b(req, &mapped, &np, err);
+	if (rc > 0)
+		req = &mapped;
+	if (rc < 0 || do_create(b, req, id, &r, err) < 0) {
+		sbx_np_clear(&np);
 		/* Undo what exists; the error that matters is the first one. */
 		if (r.dir) {
 			struct sbx_err e2 = {0};
@@ -316,6 +336,7 @@ static int local_create(struct sbx_backend *b, const struct sbx_create_req *req,
 		local_rec_free(&r);
 		return -1;
 	}
+	sbx_np_clear(&np);
 	local_rec_to_sandbox(b, &r, out);
 	local_rec_free(&r);
 	return 0;
@@ -479,7 +500,7 @@ static int local_set_timeout(struct sbx_backend *b, struct sbx_sandbox *sb,
 /* ---- configuration: the profile keys the local backend owns ---- */
 
 static const char *const local_config_keys[] = {
-	"allow_userns", "cgroup_parent", "egress_allow", NULL,
+	"allow_userns", "cgroup_parent", "egress_allow", "egress_resolver", NULL,
 };
 
 static void local_config_free(void *conf)
@@ -489,6 +510,7 @@ static void local_config_free(void *conf)
 		return;
 	free(c->cgroup_parent);
 	sbx_strv_free(c->egress_allow);
+	free(c->egress_resolver);
 	free(c);
 }
 
@@ -503,6 +525,13 @@ static int local_config_load(const struct sbx_profile *p, json_object *o, void *
 		return sbx_fail_config(err, "config", "profile '%s': cgroup_parent must be a path "
 				       "below the cgroup2 mount, without '..'", p->name);
 	c->cgroup_parent = cg ? sbx_xstrdup(cg) : NULL;
+	json_object *v;
+	const char *res = sbx_json_str(o, "egress_resolver");
+	struct in_addr ra;
+	if (json_object_object_get_ex(o, "egress_resolver", &v) && (!res || inet_pton(AF_INET, res, &ra) != 1))
+		return sbx_fail_config(err, "config", "profile '%s': egress_resolver must be an IPv4 address",
+				       p->name);
+	c->egress_resolver = res ? sbx_xstrdup(res) : NULL;
 	return sbx_config_cidrs(p->name, o, "egress_allow", &c->egress_allow, err);
 }
 
@@ -529,7 +558,7 @@ static unsigned local_caps(struct sbx_backend *b)
 {
 	(void)b;
 	return SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_PAUSE | SBX_CAP_SNAPSHOTS |
-	       SBX_CAP_METADATA | SBX_CAP_LIST | SBX_CAP_TEMPLATES | SBX_CAP_TIMEOUT |
+	       SBX_CAP_METADATA | SBX_CAP_LIST | SBX_CAP_TEMPLATES | SBX_CAP_TIMEOUT | SBX_CAP_NETPOLICY |
 	       SBX_CAP_INSTALL | SBX_CAP_PROCESS | SBX_CAP_FLATTEN |
 	       SBX_CAP_HOST_LOCAL | SBX_CAP_TEMPLATE_IMPORT | SBX_CAP_TIMEOUT_POLICY;
 }
@@ -584,6 +613,7 @@ const struct sbx_backend_ops sbx_backend_local = {
 	.remove = local_remove,
 	.pause = local_pause,
 	.set_timeout = local_set_timeout,
+	.set_network = local_broker_set_network,
 	.exec = local_exec,
 	.proc_start = local_proc_start,
 	.proc_list = local_proc_list,

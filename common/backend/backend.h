@@ -75,11 +75,16 @@ struct sbx_timeout_policy {
 				  * set_timeout: -1 keeps the sandbox's setting */
 };
 
+struct sbx_netpolicy;
 struct sbx_network {
 	int allow_internet;      /* always sent explicitly */
 	int allow_public;
 	json_object *allow_out;  /* array of CIDR/domain strings, or NULL */
 	json_object *deny_out;
+	/* The egress policy (netpolicy.h), or NULL for none: egress is then
+	 * allow_internet alone.  A backend that cannot enforce it refuses
+	 * the create (unsupported); one with a policy implies egress on. */
+	struct sbx_netpolicy *policy;
 };
 
 struct sbx_create_req {
@@ -347,6 +352,10 @@ struct sbx_backend_ops {
 	int (*pause)(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err);
 	int (*set_timeout)(struct sbx_backend *b, struct sbx_sandbox *sb,
 			   const struct sbx_timeout_policy *t, struct sbx_err *err);
+	/* Replace a running or paused sandbox's egress policy, atomically:
+	 * new connections and lookups see it at once (sbx-ctl network). */
+	int (*set_network)(struct sbx_backend *b, struct sbx_sandbox *sb,
+			   const struct sbx_netpolicy *p, struct sbx_err *err);
 
 	int (*exec)(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_exec_req *req,
 		    struct sbx_exec_result *res, struct sbx_err *err);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "doc.h"
+#include "netpolicy.h"
 #include "ssrf.h"
 #include "util.h"
 
@@ -78,8 +79,26 @@ static const char *const profile_keys[] = {
 	"prefix", "api_key_file", "api_key_env", "allow_private",
 	"allow_internet", "allow_public", "memory", "pids", "cpus", "disk", "shm",
 	"idle_timeout", "on_timeout", "auto_resume", "description", "options", "env",
-	"redis_nodes", "events_maxlen",
+	"redis_nodes", "events_maxlen", "network_policy",
 };
+
+/* "network_policy": a policy document (netpolicy.h), the default egress
+ * rules of every sandbox the profile creates, read from the raw profile
+ * by sbx-create and checked here, at load. */
+static int check_netpolicy(const struct sbx_profile *p, json_object *o, struct sbx_err *err)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(o, "network_policy", &v))
+		return 0;
+	struct sbx_netpolicy np = {0};
+	int rc = sbx_np_from_json(v, &np, err);
+	sbx_np_clear(&np);
+	if (rc < 0) {
+		sbx_err_prefix(err, "profile '%s': network_policy", p->name);
+		err->exit_status = SBX_EXIT_CONFIG;
+	}
+	return rc;
+}
 
 int sbx_config_key(const char *key)
 {
@@ -194,6 +213,8 @@ static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *
 	}
 	if (sbx_json_bool(o, "auto_resume", 0) && !p->on_timeout_pause)
 		return sbx_fail_config(err, "config", "profile '%s': auto_resume needs on_timeout pause", p->name);
+	if (check_netpolicy(p, o, err) < 0)
+		return -1;
 	return sbx_config_cidrs(p->name, o, "redis_nodes", &p->redis_nodes, err);
 }
 

@@ -248,12 +248,19 @@ static int parent_of(const struct sbx_fsc *c, const char *p, char *leaf, const c
 	return fd;
 }
 
+/* The path rule on `path` (*p: the normalised path, malloc'd, or NULL),
+ * then its parent opened as parent_of does. */
+static int norm_parent(const struct sbx_fsc *c, const char *path, const char *op, char **p,
+		       char *leaf, struct sbx_err *err)
+{
+	*p = sbx_path_norm(path, op, err);
+	return *p ? parent_of(c, *p, leaf, op, err) : -1;
+}
+
 int sbx_fsc_parent(const struct sbx_fsc *c, const char *path, char *leaf, struct sbx_err *err)
 {
-	SBX_AUTOFREE char *p = sbx_path_norm(path, "files", err);
-	if (!p)
-		return -1;
-	return parent_of(c, p, leaf, "files", err);
+	SBX_AUTOFREE char *p = NULL;
+	return norm_parent(c, path, "files", &p, leaf, err);
 }
 
 /* ---- write / read ---------------------------------------------------- */
@@ -262,11 +269,9 @@ int sbx_fsc_write(const struct sbx_fsc *c, const char *path, const void *data, s
 		  unsigned mode, struct sbx_err *err)
 {
 	const char *op = "write";
-	SBX_AUTOFREE char *p = sbx_path_norm(path, op, err);
-	if (!p)
-		return -1;
+	SBX_AUTOFREE char *p = NULL;
 	char leaf[NAME_MAX + 1];
-	SBX_AUTOCLOSE int dfd = parent_of(c, p, leaf, op, err);
+	SBX_AUTOCLOSE int dfd = norm_parent(c, path, op, &p, leaf, err);
 	if (dfd < 0)
 		return -1;
 	SBX_AUTOCLOSE int fd = -1;
@@ -647,11 +652,9 @@ static int rm_contents(int dfd, uint64_t mnt, const char *path, int depth, struc
 int sbx_fsc_remove(const struct sbx_fsc *c, const char *path, int recursive, struct sbx_err *err)
 {
 	const char *op = "remove";
-	SBX_AUTOFREE char *p = sbx_path_norm(path, op, err);
-	if (!p)
-		return -1;
+	SBX_AUTOFREE char *p = NULL;
 	char leaf[NAME_MAX + 1];
-	SBX_AUTOCLOSE int dfd = parent_of(c, p, leaf, op, err);
+	SBX_AUTOCLOSE int dfd = norm_parent(c, path, op, &p, leaf, err);
 	if (dfd < 0)
 		return -1;
 	struct stat st;
@@ -693,17 +696,12 @@ int sbx_fsc_remove(const struct sbx_fsc *c, const char *path, int recursive, str
 int sbx_fsc_move(const struct sbx_fsc *c, const char *from, const char *to, struct sbx_err *err)
 {
 	const char *op = "move";
-	SBX_AUTOFREE char *pf = sbx_path_norm(from, op, err);
-	if (!pf)
-		return -1;
-	SBX_AUTOFREE char *pt = sbx_path_norm(to, op, err);
-	if (!pt)
-		return -1;
+	SBX_AUTOFREE char *pf = NULL, *pt = NULL;
 	char lf[NAME_MAX + 1], lt[NAME_MAX + 1];
-	SBX_AUTOCLOSE int df = parent_of(c, pf, lf, op, err);
+	SBX_AUTOCLOSE int df = norm_parent(c, from, op, &pf, lf, err);
 	if (df < 0)
 		return -1;
-	SBX_AUTOCLOSE int dt = parent_of(c, pt, lt, op, err);
+	SBX_AUTOCLOSE int dt = norm_parent(c, to, op, &pt, lt, err);
 	if (dt < 0)
 		return -1;
 	/* The source itself must not be a denied directory (/dev...). */

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "doc.h"
+#include "netpolicy.h"
 #include "util.h"
 
 #define TEAM_KEY "sbx.serve.team"
@@ -827,14 +828,34 @@ static int metrics(const struct serve_req *r, struct sbx_backend *b, struct sbx_
 	return 0;
 }
 
+/* PUT /sandboxes/{id}/network (E2B's updateNetwork): the body's allowOut
+ * and denyOut replace the whole egress configuration, mapped onto an sbx
+ * policy exactly as on create (sbx_np_from_e2b: allow wins, the rest
+ * allowed unless denyOut says 0.0.0.0/0).  Other keys are a 400; a
+ * backend without set_network, or a sandbox that cannot take one, is the
+ * backend's error (unsupported: 501). */
+static int update_network(struct sbx_backend *b, struct sbx_sandbox *sb, json_object *in,
+			  struct sbx_err *err)
+{
+	json_object_object_foreach(in, k, v) {
+		if (strcmp(k, "allowOut") && strcmp(k, "denyOut") && !unset(v))
+			return sbx_fail(err, SBX_INVALID_REQUEST, "network",
+					"sbx-serve does not implement 'network.%.64s'", k);
+	}
+	struct sbx_netpolicy p = {0};
+	int rc = sbx_np_from_e2b(serve_json_arr(in, "allowOut"), serve_json_arr(in, "denyOut"), 1, &p, err);
+	if (rc == 0)
+		rc = sbx_call(b, set_network, err, sb, &p);
+	sbx_np_clear(&p);
+	return rc;
+}
+
 /* The calls E2B has and this server does not: 501 with the call's name, so
  * that an SDK reports an unsupported call, not a missing sandbox. */
 static const char *unimplemented_call(const char *method, const char *op)
 {
 	if (!strcmp(method, "POST") && !strcmp(op, "fork"))
 		return "fork";
-	if (!strcmp(method, "PUT") && !strcmp(op, "network"))
-		return "updateNetwork (PUT /sandboxes/{id}/network)";
 	if (!strcmp(method, "GET") && !strcmp(op, "logs"))
 		return "logs";
 	return NULL;
@@ -849,8 +870,8 @@ static int sandbox_op(const struct serve_req *r, struct serve_out *o, const char
 	struct sbx_backend *b = NULL;
 	struct sbx_sandbox sb = {0};
 	struct serve_rec rec = {0};
-	int post = strcmp(r->method, "POST") == 0;
-	json_object *in = post ? body_obj(r, o) : json_object_new_object();
+	int post = strcmp(r->method, "POST") == 0, put = strcmp(r->method, "PUT") == 0;
+	json_object *in = post || put ? body_obj(r, o) : json_object_new_object();
 	if (!in)
 		return 0;
 	if (serve_open_backend(r, &b, &err) < 0 || serve_load_sandbox(r, b, id, &sb, &rec, &err) < 0) {
@@ -907,6 +928,8 @@ static int sandbox_op(const struct serve_req *r, struct serve_out *o, const char
 		} else if (sbx_now_ms() + d * 1000 > rec.end_at_ms) {
 			rc = set_end(r, b, &sb, &rec, d, &err);
 		}
+	} else if (put && !strcmp(op, "network")) {
+		rc = update_network(b, &sb, in, &err);
 	} else if (!strcmp(r->method, "GET") && !strcmp(op, "metrics")) {
 		rc = metrics(r, b, &sb, &out, &err);
 		status = 200;

@@ -1,13 +1,15 @@
 /* serve-http.c - sbx-serve's HTTP side: the libmicrohttpd daemon on one
- * listen address, API keys, limits, the request log, and the worker
- * process that serves each request (serve.h says why processes).
+ * listen address, API keys, limits, the request log, and the hand-off of
+ * each request to a worker process of the pool (serve-pool.c; serve.h
+ * says why processes).
  *
- * Promises: a connection thread never calls the backend, Redis or OpenSSL
- * (so a fork never copies a lock another thread holds in them); a head
+ * Promises: a connection thread never calls the backend, Redis, OpenSSL
+ * or glibc's time functions (so a fork never copies a lock another thread
+ * holds in them; cfg->log must not either); a head
  * over SERVE_URL_MAX / SERVE_HEAD_MAX is 414 / 431 before anything is
  * built from it; the key, the sandbox's record and its envd or traffic
  * token are checked on the head, before a byte of body is buffered, a
- * worker forked or a backend opened; a request body larger than its limit
+ * worker taken or a backend opened; a request body larger than its limit
  * is answered 413 before it is read; a client that stalls is cut off
  * after client_timeout_s of silence, a head (or an idle keep-alive) not
  * whole after head_timeout_s and an upload not finished after
@@ -18,6 +20,7 @@
  * every request gets one log line. */
 #include "serve.h"
 #include "serve-int.h"
+#include "serve-pool.h"
 #include "fault.h"
 
 #include <arpa/inet.h>
@@ -74,8 +77,7 @@ struct sbx_serve {
 	size_t nkeys;
 	char *dir;
 	pthread_mutex_t mu;
-	pid_t workers[1024];
-	size_t nworkers;
+	struct serve_pool *pool;
 	unsigned inflight;
 	struct key_use *kuse;        /* nkeys + 1 */
 	struct sb_use *sbuse;
@@ -255,97 +257,7 @@ static enum MHD_Result reply_gone(struct MHD_Connection *c, struct conn *q, int 
 	return reply_json(c, q, status, j, NULL);
 }
 
-/* ---- workers ---- */
-
-static void worker_add(struct sbx_serve *s, pid_t pid)
-{
-	pthread_mutex_lock(&s->mu);
-	if (s->nworkers < SBX_ARRAY_LEN(s->workers))
-		s->workers[s->nworkers++] = pid;
-	pthread_mutex_unlock(&s->mu);
-}
-
-static void worker_del(struct sbx_serve *s, pid_t pid)
-{
-	pthread_mutex_lock(&s->mu);
-	for (size_t i = 0; i < s->nworkers; i++)
-		if (s->workers[i] == pid) {
-			s->workers[i] = s->workers[--s->nworkers];
-			break;
-		}
-	pthread_mutex_unlock(&s->mu);
-}
-
-#define WORKER_TERM_MS 2000          /* SIGTERM to SIGKILL */
-
-struct reaped {
-	pid_t pid;
-	int st;
-};
-
-/* Ready once the worker is reaped (or waitpid fails: nothing to wait for). */
-static int worker_gone(void *ctx)
-{
-	struct reaped *r = ctx;
-	return waitpid(r->pid, &r->st, WNOHANG) != 0;
-}
-
-/* Wait for a worker; one still running (a client gone mid-stream) gets
- * SIGTERM, and SIGKILL if it has not exited WORKER_TERM_MS later, so that
- * no worker (nor the connection thread reaping it) outlives its request
- * for long whatever it does with SIGTERM. */
-static void worker_reap(struct sbx_serve *s, pid_t pid)
-{
-	struct reaped r = {.pid = pid};
-	if (!worker_gone(&r)) {
-		kill(pid, SIGTERM);
-		if (!sbx_poll_until(WORKER_TERM_MS, 10, worker_gone, &r)) {
-			kill(pid, SIGKILL);
-			while (waitpid(pid, &r.st, 0) < 0 && errno == EINTR)
-				;
-		}
-	}
-	worker_del(s, pid);
-}
-
-/* Fork the worker for `r`; it runs fn and exits.  Returns the pipe's read
- * end and *pid, or -1. */
-static int worker_spawn(struct sbx_serve *s, int (*fn)(const struct serve_req *, struct serve_out *),
-			const struct serve_req *r, pid_t *pid)
-{
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -1;
-	pid_t c = fork();
-	if (c < 0) {
-		close(p[0]);
-		close(p[1]);
-		return -1;
-	}
-	if (c == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		sigset_t all;
-		sigemptyset(&all);
-		sigprocmask(SIG_SETMASK, &all, NULL);
-		/* serve:worker-ignores-term: a worker stuck where SIGTERM
-		 * does not reach it, for the SIGKILL escalation's test. */
-		signal(SIGTERM, sbx_fault_on("serve:worker-ignores-term") ? SIG_IGN : SIG_DFL);
-		signal(SIGINT, SIG_DFL);
-		if (p[1] != 3) {
-			dup2(p[1], 3);
-		}
-		close_range(4, ~0U, 0);
-		struct serve_out o = {.fd = 3};
-		fn(r, &o);
-		if (!o.head_done)
-			serve_reply_error(&o, 500, "the request was not answered");
-		_exit(0);
-	}
-	close(p[1]);
-	worker_add(s, c);
-	*pid = c;
-	return p[0];
-}
+/* ---- workers (serve-pool.c) ---- */
 
 static int is_stream_rpc(const struct serve_req *r)
 {
@@ -357,7 +269,10 @@ struct body {
 	struct sbx_serve *s;
 	int fd;
 	int sock;                    /* the client's socket, watched for a hang-up */
-	pid_t pid;
+	struct serve_worker *w;
+	long long length;            /* of the body, -1 streamed */
+	uint64_t sent;               /* of it, relayed (q is gone by body_free) */
+	int eof;                     /* the worker closed the pipe */
 	char *pending;
 	size_t plen, poff;
 	struct conn *q;
@@ -373,6 +288,7 @@ static ssize_t body_read(void *cls, uint64_t pos, char *buf, size_t max)
 		memcpy(buf, b->pending + b->poff, n);
 		b->poff += n;
 		b->q->bytes += n;
+		b->sent += n;
 		return (ssize_t)n;
 	}
 	/* serve:stream-drop: the connection breaks after the first piece
@@ -396,20 +312,27 @@ static ssize_t body_read(void *cls, uint64_t pos, char *buf, size_t max)
 		ssize_t n = read(b->fd, buf, max);
 		if (n > 0) {
 			b->q->bytes += (uint64_t)n;
+			b->sent += (uint64_t)n;
 			return n;
 		}
-		if (n == 0)
+		if (n == 0) {
+			b->eof = 1;
 			return MHD_CONTENT_READER_END_OF_STREAM;
+		}
 		if (errno != EINTR)
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 	}
 }
 
+/* The answer is over: its worker goes back to the pool when all of it
+ * was relayed (a client gone mid-stream leaves it running: it is ended).
+ * MHD may call this after on_done has freed the request (b->q). */
 static void body_free(void *cls)
 {
 	struct body *b = cls;
 	close(b->fd);
-	worker_reap(b->s, b->pid);
+	int whole = b->length < 0 ? b->eof : b->sent >= (uint64_t)b->length;
+	serve_pool_done(b->s->pool, b->w, whole);
 	free(b->pending);
 	free(b);
 }
@@ -417,7 +340,8 @@ static void body_free(void *cls)
 /* Read the worker's head (status, headers) and queue the response.  The
  * worker's pipe and process are owned by the response from here on (its
  * free callback closes and reaps them); on any failure before that, here. */
-static enum MHD_Result relay(struct MHD_Connection *c, struct conn *q, int fd, pid_t pid)
+static enum MHD_Result relay(struct MHD_Connection *c, struct conn *q, int fd,
+			     struct serve_worker *w)
 {
 	char *head = sbx_xmalloc(HEAD_MAX + 1);
 	size_t n = 0;
@@ -438,13 +362,14 @@ static enum MHD_Result relay(struct MHD_Connection *c, struct conn *q, int fd, p
 	if (!end || serve_pipe_head(head, &ph) < 0) {
 		free(head);
 		close(fd);
-		worker_reap(q->s, pid);
+		serve_pool_done(q->s->pool, w, 0);
 		return reply_error(c, q, 500, "the worker failed", NULL);
 	}
 	struct body *b = sbx_xcalloc(1, sizeof(*b));
 	b->s = q->s;
 	b->fd = fd;
-	b->pid = pid;
+	b->w = w;
+	b->length = ph.length;
 	b->q = q;
 	b->drop = is_stream_rpc(&q->r) && sbx_fault_on("serve:stream-drop");
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -479,6 +404,12 @@ static enum MHD_Result relay(struct MHD_Connection *c, struct conn *q, int fd, p
 /* The worker's entry: which plane. */
 static int serve_worker(const struct serve_req *r, struct serve_out *o)
 {
+	if (r->plane == PLANE_SWEEP) {
+		struct sbx_err err = {0};
+		if (serve_sweep_once(r->serve_dir, r->cfg->profile, &err) < 0)
+			return serve_reply_err(o, &err);
+		return serve_reply(o, 200, NULL, NULL, 0);
+	}
 	if (r->plane == PLANE_API)
 		return serve_api(r, o);
 	return serve_envd(r, o);
@@ -674,13 +605,13 @@ static enum MHD_Result dispatch(struct MHD_Connection *c, struct conn *q)
 	const char *busy = take_slots(s, q);
 	if (busy)
 		return reply_error(c, q, 429, busy, "1");
-	pid_t pid;
-	int fd = worker_spawn(s, serve_worker, &q->r, &pid);
+	struct serve_worker *w;
+	int fd = serve_pool_run(s->pool, &q->r, &w);
 	if (fd < 0) {
 		give_slots(s, q);
 		return reply_error(c, q, 503, "cannot start a worker", "1");
 	}
-	return relay(c, q, fd, pid);
+	return relay(c, q, fd, w);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -899,32 +830,37 @@ static void *sweeper_main(void *arg)
 				return NULL;
 		}
 		struct sbx_err err = {0};
+		serve_pool_tidy(s->pool);
 		sbx_serve_sweep(s, &err);
 	}
 }
 
-static int sweep_worker(const struct serve_req *r, struct serve_out *o)
-{
-	struct sbx_err err = {0};
-	(void)o;
-	if (serve_sweep_once(r->serve_dir, r->cfg->profile, &err) < 0)
-		_exit(1);
-	_exit(0);
-}
-
+/* One sweep, in a worker of the pool: its answer's status says how it
+ * went. */
 int sbx_serve_sweep(struct sbx_serve *s, struct sbx_err *err)
 {
-	struct serve_req r = {.cfg = &s->cfg, .serve_dir = s->dir};
-	pid_t pid;
-	int fd = worker_spawn(s, sweep_worker, &r, &pid);
+	struct serve_req r = {.plane = PLANE_SWEEP, .cfg = &s->cfg, .serve_dir = s->dir};
+	snprintf(r.method, sizeof(r.method), "SWEEP");
+	struct serve_worker *w;
+	int fd = serve_pool_run(s->pool, &r, &w);
 	if (fd < 0)
-		return sbx_fail_errno(err, SBX_INTERNAL, "sweep", "fork");
+		return sbx_fail_errno(err, SBX_INTERNAL, "sweep", "no worker for the sweep");
+	char buf[512];
+	size_t n = 0;
+	ssize_t got;
+	while ((got = read(fd, buf + n, sizeof(buf) - 1 - n)) != 0) {
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			break;
+		n += (size_t)got;
+		if (n == sizeof(buf) - 1)
+			n = 4;           /* only the status line matters */
+	}
+	buf[n] = '\0';
 	close(fd);
-	int st = 0;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	worker_del(s, pid);
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
+	serve_pool_done(s->pool, w, got == 0);
+	if (strncmp(buf, "200\n", 4) != 0)
 		return sbx_fail(err, SBX_INTERNAL, "sweep", "the sweep failed");
 	return 0;
 }
@@ -946,6 +882,8 @@ static void set_defaults(struct sbx_serve_cfg *c)
 
 static void serve_free(struct sbx_serve *s)
 {
+	if (s->pool)
+		serve_pool_stop(s->pool);
 	for (size_t i = 0; i < s->nkeys; i++)
 		sbx_secret_free(s->keys[i].key);
 	free(s->keys);
@@ -971,6 +909,12 @@ int sbx_serve_start(const struct sbx_serve_cfg *cfg, struct sbx_serve **out, str
 	    listen_on(cfg->listen, &s->lfd, &s->port, err) < 0) {
 		serve_free(s);
 		return -1;
+	}
+	/* Room for every request in flight, and the sweep. */
+	if (serve_pool_start(&s->pool, s->cfg.max_workers + 1, serve_worker, &s->cfg, s->dir) < 0) {
+		close(s->lfd);
+		serve_free(s);
+		return sbx_fail_errno(err, SBX_INTERNAL, "serve", "cannot start the worker pool");
 	}
 	s->kuse = sbx_xcalloc(s->nkeys + 1, sizeof(*s->kuse));
 	SBX_AUTOFREE char *cert = NULL, *key = NULL;
@@ -1034,13 +978,11 @@ static int no_inflight(void *ctx)
 	return n == 0;
 }
 
-static int no_workers(void *ctx)
+/* No worker of the pool is busy with a request. */
+static int pool_idle(void *ctx)
 {
 	struct sbx_serve *s = ctx;
-	pthread_mutex_lock(&s->mu);
-	size_t n = s->nworkers;
-	pthread_mutex_unlock(&s->mu);
-	return n == 0;
+	return !serve_pool_signal_busy(s->pool, 0);
 }
 
 void sbx_serve_stop(struct sbx_serve *s, int64_t grace_ms)
@@ -1056,16 +998,12 @@ void sbx_serve_stop(struct sbx_serve *s, int64_t grace_ms)
 	if (s->watchdog_on)
 		pthread_join(s->watchdog, NULL);
 	sbx_poll_until(grace_ms, 20, no_inflight, s);
-	/* SIGTERM, then SIGKILL for what is left WORKER_TERM_MS later: the
+	/* SIGTERM, then SIGKILL for what is left SERVE_POOL_TERM_MS later: the
 	 * connection threads reap them, and MHD_stop_daemon joins those. */
 	for (int sig = SIGTERM;; sig = SIGKILL) {
-		pthread_mutex_lock(&s->mu);
-		for (size_t i = 0; i < s->nworkers; i++)
-			kill(s->workers[i], sig);
-		pthread_mutex_unlock(&s->mu);
-		if (sig == SIGKILL)
+		if (!serve_pool_signal_busy(s->pool, sig) || sig == SIGKILL)
 			break;
-		sbx_poll_until(WORKER_TERM_MS, 20, no_workers, s);
+		sbx_poll_until(SERVE_POOL_TERM_MS, 20, pool_idle, s);
 	}
 	MHD_stop_daemon(s->d);
 	serve_free(s);

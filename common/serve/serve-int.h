@@ -32,7 +32,9 @@
 
 struct serve_kv { char *k, *v; };
 
-enum serve_plane { PLANE_API, PLANE_ENVD, PLANE_PROXY };
+/* PLANE_SWEEP is the server's own end-time sweep (sbx_serve_sweep), run in
+ * a worker like a request; no client's request is ever routed to it. */
+enum serve_plane { PLANE_API, PLANE_ENVD, PLANE_PROXY, PLANE_SWEEP };
 
 /* One request, built by the connection thread, read by the worker. */
 struct serve_req {

@@ -5,13 +5,14 @@
  * Concurrency model: libmicrohttpd runs a thread per connection, and those
  * threads only parse HTTP, enforce limits and check API keys; they never
  * call the backend, Redis or OpenSSL.  Every request that passes is served
- * by a *worker process* forked for it, which opens the backend itself and
- * writes its response back through a pipe (a status line, headers, then
- * the body, streamed for Connect streams).  So the library's process-wide
- * state (a signal disposition swapped around exec, setns on the calling
- * thread, lazily filled script hashes) is only ever touched by one thread
- * of one process, exactly as in the other programs.  A worker that crashes
- * costs its one request a 500.
+ * by a *worker process*, one request at a time, which opens the backend
+ * itself and writes its response back through a pipe (a status line,
+ * headers, then the body, streamed for Connect streams).  Workers are
+ * forked ahead and kept for up to 256 requests (serve-pool.h).  So the
+ * library's process-wide state (a signal disposition swapped around exec,
+ * setns on the calling thread, lazily filled script hashes) is only ever
+ * touched by one thread of one process, exactly as in the other programs.
+ * A worker that crashes costs its one request a 500.
  *
  * Nothing here prints: the request log and notices go to cfg->log, which
  * main provides. */
@@ -52,6 +53,8 @@ struct sbx_serve_cfg {
 	unsigned head_timeout_s;     /* a whole request head, and an idle
 				      * keep-alive (default 10) */
 	unsigned request_deadline_s; /* a whole request's upload (default 120) */
+	/* Called from the connection threads: must take no lock a worker
+	 * uses (no gmtime_r or localtime; serve-pool.c). */
 	void (*log)(void *ctx, const char *line);
 	void *log_ctx;
 };

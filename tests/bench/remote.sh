@@ -59,6 +59,7 @@ F[create]=$(for i in $(seq "$RUNS"); do ms sdk create 1; done | median)
 	echo "One run, $(date -u +%Y-%m-%d), $(nproc) cores, sbx-serve over the local backend on loopback;"
 	echo "medians of $RUNS. sbx: a program per operation; SDK warm: one node process;"
 	echo "SDK fresh: a node process per operation. The listing is of $n sandboxes."
+	echo "Regenerate: \`BENCH=remote make bench\` (this file)."
 	echo
 	echo "| operation | sbx ms | SDK warm ms | SDK fresh ms | sbx / warm | sbx / fresh |"
 	echo "| --- | ---: | ---: | ---: | ---: | ---: |"

@@ -1,0 +1,790 @@
+/* local-broker.c - the egress broker of a local sandbox with a network
+ * policy (see local-broker.h for what it promises).
+ *
+ * One process per sandbox, one thread per TCP connection and per DNS
+ * query (blocking I/O: a connection's name, lookup, dial and relay are a
+ * straight line of code, and an idle sandbox costs one sleeping thread).
+ * Threads get 128 KiB stacks. */
+#include "local-broker.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/netfilter_ipv4.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "doc.h"
+#include "local-dns.h"
+#include "local-egress.h"
+#include "local-init.h"
+#include "local-pid.h"
+#include "local-slirp.h"
+#include "local-state.h"
+#include "netpolicy.h"
+#include "util.h"
+
+#define PEEK_MAX 16384
+#define PEEK_MS 5000          /* a client that sends nothing is judged unnamed */
+#define DIAL_MS 10000
+#define MAX_ADDRS 16
+
+/* ---- the creator's side ---------------------------------------------- */
+
+char *local_broker_host_resolver(void)
+{
+	FILE *f = fopen("/etc/resolv.conf", "re");
+	if (!f)
+		return NULL;
+	char line[512], *r = NULL;
+	while (!r && fgets(line, sizeof(line), f)) {
+		char ns[64];
+		struct in_addr a;
+		if (sscanf(line, " nameserver %63s", ns) == 1 && inet_pton(AF_INET, ns, &a) == 1)
+			r = sbx_xstrdup(ns);
+	}
+	fclose(f);
+	return r;
+}
+
+int local_broker_start(const struct local_rec *r, pid_t init, unsigned long long start,
+		       const char *resolver, char *const *allow, struct sbx_err *err)
+{
+	SBX_AUTOCLOSE int exe = local_libexec_open("sbx-egress", "create", err);
+	if (exe < 0)
+		return -1;
+	int ready[2];
+	if (pipe2(ready, O_CLOEXEC) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "create", "pipe");
+	size_t na = 0;
+	for (char *const *a = allow; a && *a; a++)
+		na++;
+	char pid[32], st[32], fd[16];
+	snprintf(pid, sizeof(pid), "%d", (int)init);
+	snprintf(st, sizeof(st), "%llu", start);
+	const char **argv = sbx_xcalloc(na + 8, sizeof(char *));
+	size_t k = 0;
+	argv[k++] = "sbx-egress";
+	argv[k++] = r->dir;
+	argv[k++] = pid;
+	argv[k++] = st;
+	argv[k++] = fd;
+	argv[k++] = resolver;
+	for (char *const *a = allow; a && *a; a++)
+		argv[k++] = *a;
+	pid_t c = fork();
+	if (c < 0) {
+		free(argv);
+		close(ready[0]);
+		close(ready[1]);
+		return sbx_fail_errno(err, SBX_INTERNAL, "create", "fork");
+	}
+	if (c == 0) {
+		local_net_helper_detach(r);
+		int rfd = dup(ready[1]);   /* without O_CLOEXEC: the broker writes it */
+		int efd = dup(exe);
+		if (rfd < 0 || efd < 0)
+			_exit(127);
+		/* Nothing of the caller's lives on in the broker but these. */
+		int lo = rfd < efd ? rfd : efd, hi = rfd < efd ? efd : rfd;
+		if (lo > 3)
+			close_range(3, (unsigned)lo - 1, 0);
+		if (hi > lo + 1)
+			close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
+		close_range((unsigned)hi + 1, ~0U, 0);
+		fcntl(efd, F_SETFD, FD_CLOEXEC);
+		snprintf(fd, sizeof(fd), "%d", rfd);
+		static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+		fexecve(efd, (char *const *)argv, envp);
+		_exit(127);
+	}
+	free(argv);
+	close(ready[1]);
+	waitpid(c, NULL, 0);
+	char buf[256];
+	struct pollfd pf = {.fd = ready[0], .events = POLLIN};
+	ssize_t n = poll(&pf, 1, 10000) > 0 ? read(ready[0], buf, sizeof(buf) - 1) : -1;
+	close(ready[0]);
+	if (n <= 0)
+		return sbx_fail(err, SBX_INTERNAL, "create", "the egress broker did not come up");
+	buf[n] = '\0';
+	if (buf[0] != 'R')
+		return sbx_fail(err, SBX_INTERNAL, "create", "the egress broker failed: %s", buf);
+	return 0;
+}
+
+int local_broker_policy_write(const char *dir, json_object *rec, const struct sbx_netpolicy *p,
+			      struct sbx_err *err)
+{
+	json_object *doc = sbx_np_to_json(p);
+	const char *txt = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN |
+							      JSON_C_TO_STRING_NOSLASHESCAPE);
+	SBX_AUTOFREE char *path = sbx_xasprintf("%s/" LOCAL_POLICY_FILE, dir);
+	int rc = sbx_write_file_atomic(path, txt, strlen(txt), 0600, 0, err);
+	if (rc == 0 && rec)
+		json_object_object_add(sbx_json_child(rec, "network"), "policy", json_object_get(doc));
+	json_object_put(doc);
+	return rc;
+}
+
+int local_broker_map_e2b(const struct sbx_create_req *req, struct sbx_create_req *out,
+			 struct sbx_netpolicy *np, struct sbx_err *err)
+{
+	int any = (req->net.allow_out && json_object_array_length(req->net.allow_out)) ||
+		  (req->net.deny_out && json_object_array_length(req->net.deny_out));
+	if (!any || req->net.policy)
+		return 0;
+	if (sbx_np_from_e2b(req->net.allow_out, req->net.deny_out, 1, np, err) < 0)
+		return -1;
+	*out = *req;
+	out->net.policy = np;
+	out->net.allow_internet = 1;
+	return 1;
+}
+
+int local_broker_set_network(struct sbx_backend *b, struct sbx_sandbox *sb,
+			     const struct sbx_netpolicy *p, struct sbx_err *err)
+{
+	struct local_rec r;
+	if (local_rec_load(b, sb->id, &r, err) < 0)
+		return -1;
+	enum local_state st;
+	int rc = local_rec_state_cont(b, &r, "network", &st, err);
+	if (rc == 0 && st != LOCAL_RUNNING && st != LOCAL_PAUSED)
+		rc = local_state_error(sb->id, st, "network", err);
+	SBX_AUTOFREE char *path = sbx_xasprintf("%s/" LOCAL_POLICY_FILE, r.dir);
+	if (rc == 0 && access(path, F_OK) != 0)
+		rc = sbx_fail(err, SBX_UNSUPPORTED, "network",
+			      "%s was created without a network policy: its egress is all or nothing "
+			      "(create it with --allow-out, --deny-out or --network-policy)", sb->id);
+	if (rc == 0)
+		rc = local_broker_policy_write(r.dir, NULL, p, err);
+	local_rec_free(&r);
+	return rc;
+}
+
+/* ---- the broker ------------------------------------------------------- */
+
+struct pref {
+	int refs;
+	struct sbx_netpolicy p;
+};
+
+struct broker {
+	char *path;              /* <dir>/netpolicy.json */
+	struct sockaddr_in resolver;
+	char **allow, **host;
+	int udp;
+	pthread_mutex_t mu;
+	struct pref *cur;
+	struct stat seen;
+};
+
+static void pref_put(struct broker *b, struct pref *p)
+{
+	pthread_mutex_lock(&b->mu);
+	int last = --p->refs == 0;
+	pthread_mutex_unlock(&b->mu);
+	if (last) {
+		sbx_np_clear(&p->p);
+		free(p);
+	}
+}
+
+static struct pref *load(const char *path)
+{
+	SBX_AUTOFREE char *text = NULL;
+	size_t len;
+	struct sbx_err err = {0};
+	if (sbx_read_file(path, 1 << 22, &text, &len, &err) < 0)
+		return NULL;
+	struct pref *p = sbx_xcalloc(1, sizeof(*p));
+	if (sbx_np_from_text(text, len, &p->p, &err) < 0) {
+		sbx_np_clear(&p->p);
+		free(p);
+		return NULL;
+	}
+	p->refs = 1;
+	return p;
+}
+
+/* The current policy (a reference: pref_put it), re-read when the file
+ * was replaced since the last look.  A file that cannot be read keeps the
+ * policy before it (sbx-ctl network validates and renames, so that is a
+ * crash in the middle at worst). */
+static struct pref *pref_get(struct broker *b)
+{
+	struct stat st;
+	pthread_mutex_lock(&b->mu);
+	if (stat(b->path, &st) == 0 &&
+	    (st.st_ino != b->seen.st_ino || st.st_mtim.tv_sec != b->seen.st_mtim.tv_sec ||
+	     st.st_mtim.tv_nsec != b->seen.st_mtim.tv_nsec || st.st_size != b->seen.st_size)) {
+		struct pref *n = load(b->path);
+		if (n) {
+			if (b->cur && --b->cur->refs == 0) {
+				sbx_np_clear(&b->cur->p);
+				free(b->cur);
+			}
+			b->cur = n;
+			b->seen = st;
+		}
+	}
+	struct pref *p = b->cur;
+	p->refs++;
+	pthread_mutex_unlock(&b->mu);
+	return p;
+}
+
+static char *verdict_text(const struct sbx_netpolicy *p, size_t rule)
+{
+	if (rule == SBX_NP_DEFAULT)
+		return sbx_xasprintf("the policy's default (%s)", p->dflt == SBX_NP_ALLOW ? "allow" : "deny");
+	SBX_AUTOFREE char *t = sbx_np_rule_text(&p->rules[rule]);
+	return sbx_xasprintf("rule %zu (%s)", rule + 1, t);
+}
+
+/* ---- DNS --------------------------------------------------------------- */
+
+struct query {
+	struct broker *b;
+	struct sockaddr_in peer;
+	size_t n;
+	unsigned char q[1500];
+};
+
+static void *dns_main(void *arg)
+{
+	struct query *qu = arg;
+	struct broker *b = qu->b;
+	unsigned char out[4096];
+	char name[256];
+	uint16_t qtype;
+	size_t qend, outn;
+	if (local_dns_question(qu->q, qu->n, name, &qtype, &qend) < 0) {
+		if (qu->n >= 12) {     /* header only: FORMERR */
+			memcpy(out, qu->q, 12);
+			out[2] = (unsigned char)(0x80 | (qu->q[2] & 0x79));
+			out[3] = 0x80 | DNS_FORMERR;
+			memset(out + 4, 0, 8);
+			sendto(b->udp, out, 12, 0, (struct sockaddr *)&qu->peer, sizeof(qu->peer));
+		}
+		free(qu);
+		return NULL;
+	}
+	struct pref *p = pref_get(b);
+	size_t rule;
+	if (qtype != DNS_A && qtype != DNS_AAAA)
+		outn = local_dns_reply(qu->q, qend, DNS_REFUSED, out);
+	else if (sbx_np_judge_name(&p->p, name, &rule) != SBX_NP_ALLOW)
+		outn = local_dns_reply(qu->q, qend, DNS_NXDOMAIN, out);
+	else if (qtype == DNS_AAAA)     /* no IPv6 inside: no data, at once */
+		outn = local_dns_reply(qu->q, qend, DNS_NOERROR, out);
+	else {
+		long r = local_dns_ask(&b->resolver, name, DNS_A, out, sizeof(out));
+		if (r < 0)
+			outn = local_dns_reply(qu->q, qend, DNS_SERVFAIL, out);
+		else {
+			outn = (size_t)r;
+			out[0] = qu->q[0];     /* the sandbox's id back */
+			out[1] = qu->q[1];
+		}
+	}
+	pref_put(b, p);
+	sendto(b->udp, out, outn, 0, (struct sockaddr *)&qu->peer, sizeof(qu->peer));
+	free(qu);
+	return NULL;
+}
+
+/* ---- what a connection says first ------------------------------------- */
+
+enum first { F_RAW, F_TLS, F_HTTP, F_CONNECT };
+
+/* The SNI of a TLS ClientHello in b[0..n), into name (256); 1 found, 0
+ * none, -1 incomplete. */
+static int tls_sni(const unsigned char *b, size_t n, char *name)
+{
+	if (n < 5)
+		return -1;
+	size_t rec = (size_t)(b[3] << 8 | b[4]);
+	if (n < 5 + rec)
+		return n >= PEEK_MAX ? 0 : -1;
+	const unsigned char *p = b + 5, *end = b + 5 + rec;
+	if (end - p < 4 || p[0] != 1)
+		return 0;
+	p += 4 + 2 + 32;                               /* handshake header, version, random */
+	if (p >= end || (p += 1 + p[0]) + 2 > end)     /* session id */
+		return 0;
+	p += 2 + (p[0] << 8 | p[1]);                   /* cipher suites */
+	if (p >= end || (p += 1 + p[0]) + 2 > end)     /* compression */
+		return 0;
+	const unsigned char *ext_end = p + 2 + (p[0] << 8 | p[1]);
+	p += 2;
+	if (ext_end > end)
+		return 0;
+	while (p + 4 <= ext_end) {
+		unsigned type = (unsigned)(p[0] << 8 | p[1]), len = (unsigned)(p[2] << 8 | p[3]);
+		p += 4;
+		if (p + len > ext_end)
+			return 0;
+		if (type == 0 && len >= 5 && p[2] == 0) {   /* server_name, host_name */
+			unsigned l = (unsigned)(p[3] << 8 | p[4]);
+			if (l == 0 || l > 253 || 5 + l > len)
+				return 0;
+			memcpy(name, p + 5, l);
+			name[l] = '\0';
+			return memchr(name, '\0', l) ? 0 : 1;
+		}
+		p += len;
+	}
+	return 0;
+}
+
+/* An HTTP request head in b[0..n): 1 complete (CONNECT target or Host
+ * into name, *cport the CONNECT port), 0 none, -1 incomplete. */
+static int http_name(const char *b, size_t n, int *is_connect, char *name, unsigned *cport)
+{
+	const char *eoh = memmem(b, n, "\r\n\r\n", 4);
+	if (!eoh)
+		return n >= PEEK_MAX ? 0 : -1;
+	*is_connect = n > 8 && memcmp(b, "CONNECT ", 8) == 0;
+	const char *v = NULL, *vend = NULL;
+	if (*is_connect) {
+		v = b + 8;
+		vend = memchr(v, ' ', (size_t)(eoh - v));
+	} else {
+		for (const char *l = memmem(b, n, "\r\n", 2); l && l < eoh; l = memmem(l + 2, (size_t)(eoh - l), "\r\n", 2)) {
+			if (eoh - l > 7 && strncasecmp(l + 2, "host:", 5) == 0) {
+				v = l + 7;
+				while (*v == ' ' || *v == '\t')
+					v++;
+				vend = memmem(v, (size_t)(eoh + 2 - v), "\r\n", 2);
+				break;
+			}
+		}
+	}
+	if (!v || !vend || vend <= v || vend - v > 260)
+		return 0;
+	char hp[264];
+	memcpy(hp, v, (size_t)(vend - v));
+	hp[vend - v] = '\0';
+	while (strlen(hp) && (hp[strlen(hp) - 1] == ' ' || hp[strlen(hp) - 1] == '\t'))
+		hp[strlen(hp) - 1] = '\0';
+	*cport = 0;
+	char *colon = hp[0] == '[' ? strstr(hp, "]:") : strrchr(hp, ':');
+	if (colon && (hp[0] == '[' || strchr(hp, ':') == colon)) {
+		char *ps = colon + (hp[0] == '[' ? 2 : 1), *e;
+		unsigned long pt = strtoul(ps, &e, 10);
+		if (*e || pt == 0 || pt > 65535)
+			return 0;
+		*cport = (unsigned)pt;
+		*(hp[0] == '[' ? colon + 1 : colon) = '\0';
+	}
+	snprintf(name, 256, "%s", hp);
+	return 1;
+}
+
+static void refuse(int fd, enum first kind, const char *why)
+{
+	if (kind == F_TLS) {
+		/* alert record, TLS 1.2 framing, fatal access_denied (49) */
+		static const unsigned char alert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 49};
+		(void)!write(fd, alert, sizeof(alert));
+	} else if (kind == F_HTTP || kind == F_CONNECT) {
+		char body[600], head[200];
+		int bn = snprintf(body, sizeof(body), "sbx egress: refused: %s\n", why);
+		int hn = snprintf(head, sizeof(head),
+				  "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n"
+				  "Content-Length: %d\r\nConnection: close\r\nX-Sbx-Egress: refused\r\n\r\n", bn);
+		(void)!write(fd, head, (size_t)hn);
+		(void)!write(fd, body, (size_t)bn);
+		shutdown(fd, SHUT_WR);
+		char sink[512];        /* let the client read it before the close */
+		struct pollfd pf = {.fd = fd, .events = POLLIN};
+		while (poll(&pf, 1, 1000) > 0 && read(fd, sink, sizeof(sink)) > 0)
+			;
+	} else {
+		struct linger l = {1, 0};   /* RST */
+		setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+	}
+	close(fd);
+}
+
+static int dial(const struct sockaddr_in *to)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (const struct sockaddr *)to, sizeof(*to)) < 0 && errno != EINPROGRESS) {
+		close(fd);
+		return -1;
+	}
+	struct pollfd pf = {.fd = fd, .events = POLLOUT};
+	int e = 0;
+	socklen_t el = sizeof(e);
+	if (poll(&pf, 1, DIAL_MS) <= 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) < 0 || e) {
+		close(fd);
+		return -1;
+	}
+	fcntl(fd, F_SETFL, 0);
+	return fd;
+}
+
+/* Both directions until both ends are done; a half close is passed on. */
+static void relay(int a, int c)
+{
+	char buf[65536];
+	int open_a = 1, open_c = 1;
+	while (open_a || open_c) {
+		struct pollfd pf[2] = {{.fd = open_a ? a : -1, .events = POLLIN},
+				       {.fd = open_c ? c : -1, .events = POLLIN}};
+		if (poll(pf, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		for (int i = 0; i < 2; i++) {
+			if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			int from = i ? c : a, to = i ? a : c;
+			ssize_t n = read(from, buf, sizeof(buf));
+			if (n <= 0) {
+				if (n < 0 && errno != ECONNRESET)
+					return;
+				if (n < 0) {
+					struct linger l = {1, 0};
+					setsockopt(to, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+					return;
+				}
+				shutdown(to, SHUT_WR);
+				*(i ? &open_c : &open_a) = 0;
+				continue;
+			}
+			if (sbx_write_all(to, buf, (size_t)n) < 0)
+				return;
+		}
+	}
+}
+
+struct conn {
+	struct broker *b;
+	int fd;
+};
+
+static int is_ipv4(const char *s, struct in_addr *a) { return inet_pton(AF_INET, s, a) == 1; }
+
+/* What the client sends first, up to PEEK_MAX bytes or PEEK_MS: its
+ * kind, and the name it carries (*named) with a CONNECT's port. */
+static enum first peek(int fd, unsigned char *buf, size_t *np, char *name, int *named,
+		       unsigned *cport)
+{
+	enum first kind = F_RAW;
+	size_t n = 0;
+	int64_t deadline = sbx_mono_ms() + PEEK_MS;
+	for (;;) {
+		struct pollfd pf = {.fd = fd, .events = POLLIN};
+		int64_t left = deadline - sbx_mono_ms();
+		if (left <= 0 || poll(&pf, 1, (int)left) <= 0)
+			break;
+		ssize_t r = read(fd, buf + n, PEEK_MAX - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+		int st;
+		if (buf[0] == 0x16) {
+			kind = F_TLS;
+			st = tls_sni(buf, n, name);
+		} else if (isupper(buf[0])) {
+			size_t k = 0;
+			while (k < n && k < 16 && isupper(buf[k]))
+				k++;
+			if (k < n && buf[k] != ' ') {
+				st = 0;
+			} else {
+				int isc = 0;
+				st = http_name((const char *)buf, n, &isc, name, cport);
+				kind = isc ? F_CONNECT : F_HTTP;
+				if (k == n)
+					st = -1;
+			}
+		} else {
+			st = 0;
+		}
+		if (st >= 0) {
+			*named = st == 1;
+			break;
+		}
+		if (n == PEEK_MAX)
+			break;
+	}
+	if (kind == F_HTTP && !*named && n && !memmem(buf, n, "\r\n\r\n", 4))
+		kind = F_RAW;
+	*np = n;
+	return kind;
+}
+
+/* The first of `addrs` that is neither always refused nor refused by the
+ * policy, dialled: its socket, or -1 with the reason of the last refusal
+ * in `why`. */
+static int pick_and_dial(struct broker *b, const struct sbx_netpolicy *p, const char *name,
+			 const struct in_addr *addrs, int na, unsigned port, char *why, size_t wl)
+{
+	int sfd = -1;
+	for (int i = 0; i < na && sfd < 0; i++) {
+		struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+					 .sin_addr = addrs[i]};
+		char at[INET_ADDRSTRLEN];
+		inet_ntop(AF_INET, &addrs[i], at, sizeof(at));
+		const char *cls;
+		size_t rule;
+		if (local_egress_refused((struct sockaddr *)&to, b->allow, b->host, &cls)) {
+			snprintf(why, wl, "%s%s%s:%u is never reachable from a sandbox (%s)",
+				 name ? name : "", name ? " at " : "", at, port, cls);
+			continue;
+		}
+		if (sbx_np_judge(p, name, (struct sockaddr *)&to, port, &rule) != SBX_NP_ALLOW) {
+			SBX_AUTOFREE char *v = verdict_text(p, rule);
+			snprintf(why, wl, "%s%s%s:%u by %s", name ? name : "", name ? " at " : "", at, port, v);
+			continue;
+		}
+		if ((sfd = dial(&to)) < 0)
+			snprintf(why, wl, "%s:%u: connect failed", at, port);
+	}
+	return sfd;
+}
+
+static void *conn_main(void *arg)
+{
+	struct conn *cn = arg;
+	struct broker *b = cn->b;
+	int fd = cn->fd;
+	free(cn);
+	struct sockaddr_in orig;
+	socklen_t ol = sizeof(orig);
+	if (getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &orig, &ol) < 0) {
+		refuse(fd, F_RAW, "");
+		return NULL;
+	}
+	unsigned port = ntohs(orig.sin_port);
+	struct pref *pr = pref_get(b);
+	const struct sbx_netpolicy *p = &pr->p;
+	unsigned char *buf = sbx_xmalloc(PEEK_MAX);
+	size_t n = 0;
+	enum first kind = F_RAW;
+	char name[264] = "";
+	int named = 0;
+	unsigned cport = 0;
+	/* Read what the client says first, when a domain rule could decide. */
+	if (sbx_np_wants_name(p, port))
+		kind = peek(fd, buf, &n, name, &named, &cport);
+	if (kind == F_CONNECT && cport)
+		port = cport;
+	/* An IP literal where a name goes is no name: the address is judged
+	 * (a CONNECT to one is to that address). */
+	struct in_addr lit;
+	if (named && is_ipv4(name, &lit)) {
+		named = 0;
+		if (kind == F_CONNECT)
+			orig.sin_addr = lit;
+	} else if (named && sbx_np_name_norm(name) < 0) {
+		named = 0;
+	}
+	if (kind == F_CONNECT && !named && !cport) {
+		refuse(fd, kind, "CONNECT needs HOST:PORT");
+		goto out;
+	}
+
+	struct in_addr addrs[MAX_ADDRS];
+	int na = 0;
+	char why[600] = "";
+	if (named) {
+		size_t rule;
+		/* Refused by name before any lookup, so nothing about it leaves:
+		 * a domain rule that denies it, or no domain rule for it and a
+		 * default deny (as a lookup from inside: sbx_np_judge_name). */
+		if (sbx_np_judge(p, name, NULL, port, &rule) == SBX_NP_DENY) {
+			SBX_AUTOFREE char *v = verdict_text(p, rule);
+			snprintf(why, sizeof(why), "%s:%u by %s", name, port, v);
+			refuse(fd, kind, why);
+			goto out;
+		}
+		unsigned char ans[4096];
+		long an = local_dns_ask(&b->resolver, name, DNS_A, ans, sizeof(ans));
+		na = an < 0 ? -1 : local_dns_a_records(ans, (size_t)an, addrs, MAX_ADDRS);
+		if (na <= 0) {
+			snprintf(why, sizeof(why), "%s does not resolve", name);
+			refuse(fd, kind, why);
+			goto out;
+		}
+	} else {
+		addrs[0] = orig.sin_addr;
+		na = 1;
+	}
+	int sfd = pick_and_dial(b, p, named ? name : NULL, addrs, na, port, why, sizeof(why));
+	if (sfd < 0) {
+		refuse(fd, kind, why);
+		goto out;
+	}
+	pref_put(b, pr);
+	pr = NULL;
+	int one = 1;
+	setsockopt(sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (kind == F_CONNECT) {
+		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+		const char *eoh = memmem(buf, n, "\r\n\r\n", 4);
+		size_t head = (size_t)(eoh + 4 - (const char *)buf);
+		if (sbx_write_all(fd, ok, sizeof(ok) - 1) < 0 ||
+		    (n > head && sbx_write_all(sfd, buf + head, n - head) < 0))
+			goto done;
+	} else if (n && sbx_write_all(sfd, buf, n) < 0) {
+		goto done;
+	}
+	free(buf);
+	buf = NULL;
+	relay(fd, sfd);
+done:
+	close(sfd);
+	close(fd);
+out:
+	free(buf);
+	if (pr)
+		pref_put(b, pr);
+	return NULL;
+}
+
+static void spawn(void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setstacksize(&at, 128 * 1024);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_t t;
+	if (pthread_create(&t, &at, fn, arg) != 0) {
+		if (fn == conn_main) {
+			struct conn *c = arg;
+			refuse(c->fd, F_RAW, "");
+		}
+		free(arg);
+	}
+	pthread_attr_destroy(&at);
+}
+
+/* Every capability gone, for good (the sockets exist). */
+static int drop_caps(void)
+{
+	for (int c = 0; c <= CAP_LAST_CAP; c++)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+			return -1;
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2] = {{0}};
+	if (syscall(SYS_capset, &h, d) < 0)
+		return -1;
+	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+}
+
+static int fail_ready(int rfd, const char *what)
+{
+	dprintf(rfd, "%s: %s", what, strerror(errno));
+	return 1;
+}
+
+int local_broker_main(int argc, char **argv)
+{
+	if (argc < 6)
+		return 64;
+	int rfd = atoi(argv[4]);
+	struct broker b = {.path = sbx_xasprintf("%s/" LOCAL_POLICY_FILE, argv[1])};
+	pthread_mutex_init(&b.mu, NULL);
+	b.resolver.sin_family = AF_INET;
+	b.resolver.sin_port = htons(53);
+	if (inet_pton(AF_INET, argv[5], &b.resolver.sin_addr) != 1) {
+		dprintf(rfd, "resolver %s is not an IPv4 address", argv[5]);
+		return 1;
+	}
+	b.allow = &argv[6];
+	if (!(b.host = local_egress_host_cidrs()))
+		return fail_ready(rfd, "getifaddrs");
+	if (!(b.cur = load(b.path))) {
+		dprintf(rfd, "cannot read the policy %s", b.path);
+		return 1;
+	}
+	stat(b.path, &b.seen);
+	signal(SIGPIPE, SIG_IGN);
+
+	/* The sockets, made inside the sandbox's namespace. */
+	pid_t init = (pid_t)atoi(argv[2]);
+	unsigned long long start = strtoull(argv[3], NULL, 10);
+	struct sbx_err err = {0};
+	SBX_AUTOCLOSE int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	SBX_AUTOCLOSE int pidfd = (int)syscall(SYS_pidfd_open, init, 0);
+	if (self < 0 || pidfd < 0 || local_pid_start(init) != start) {
+		dprintf(rfd, "the init is gone");
+		return 1;
+	}
+	SBX_AUTOCLOSE int ns = local_init_open(pidfd, init, "ns/net", O_RDONLY | O_CLOEXEC, "sandbox",
+					       "egress", &err);
+	if (ns < 0) {
+		dprintf(rfd, "%s", err.msg);
+		return 1;
+	}
+	if (setns(ns, CLONE_NEWNET) < 0)
+		return fail_ready(rfd, "setns");
+	struct sockaddr_in at = {.sin_family = AF_INET, .sin_port = htons(LOCAL_EGRESS_BROKER_PORT)};
+	inet_pton(AF_INET, LOCAL_SANDBOX_RESOLVER, &at.sin_addr);
+	int one = 1;
+	int tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (tcp < 0 || setsockopt(tcp, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(tcp, (struct sockaddr *)&at, sizeof(at)) < 0 || listen(tcp, 128) < 0)
+		return fail_ready(rfd, "the TCP socket");
+	at.sin_port = htons(53);
+	b.udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (b.udp < 0 || bind(b.udp, (struct sockaddr *)&at, sizeof(at)) < 0)
+		return fail_ready(rfd, "the DNS socket");
+	if (setns(self, CLONE_NEWNET) < 0)
+		return fail_ready(rfd, "setns back");
+	if (drop_caps() < 0)
+		return fail_ready(rfd, "dropping capabilities");
+	(void)!write(rfd, "R", 1);
+	close(rfd);
+
+	for (;;) {
+		struct pollfd pf[2] = {{.fd = tcp, .events = POLLIN}, {.fd = b.udp, .events = POLLIN}};
+		if (poll(pf, 2, -1) < 0)
+			continue;
+		if (pf[0].revents & POLLIN) {
+			int c = accept4(tcp, NULL, NULL, SOCK_CLOEXEC);
+			if (c >= 0) {
+				struct conn *cn = sbx_xmalloc(sizeof(*cn));
+				cn->b = &b;
+				cn->fd = c;
+				spawn(conn_main, cn);
+			}
+		}
+		if (pf[1].revents & POLLIN) {
+			struct query *q = sbx_xmalloc(sizeof(*q));
+			socklen_t pl = sizeof(q->peer);
+			ssize_t r = recvfrom(b.udp, q->q, sizeof(q->q), 0, (struct sockaddr *)&q->peer, &pl);
+			if (r <= 0) {
+				free(q);
+				continue;
+			}
+			q->b = &b;
+			q->n = (size_t)r;
+			spawn(dns_main, q);
+		}
+	}
+}

@@ -1,0 +1,549 @@
+/* serve-pool.c - sbx-serve's worker processes, forked ahead of the
+ * requests and kept (serve-pool.h has the model).
+ *
+ * Promises:
+ *  - A worker serves one request at a time, in a process of its own, as
+ *    the per-request fork did: the library's process-wide state is only
+ *    ever touched by one thread, and a worker that crashes costs the
+ *    request it held (its pipe ends early: the thread answers 500).
+ *  - A worker ends after SERVE_POOL_REQUESTS requests, after an answer
+ *    of 500 or more, after a handler's failure, and whenever the
+ *    connection thread cannot tell that it finished cleanly; the next
+ *    request that finds no idle worker gets a new one.
+ *  - Workers are forked by the pool's thread only (PR_SET_PDEATHSIG
+ *    follows the thread that forked: a worker dies with the server, not
+ *    with the connection that asked for it).  Between a fork and the
+ *    worker's loop nothing takes a lock another thread may hold: the
+ *    connection threads never hold one in the backend, Redis, OpenSSL or
+ *    stdio (serve-http.c), and no thread calls glibc's time zone code
+ *    (gmtime_r's lock, which the handlers take: sbx-serve's log line
+ *    formats its time itself).  A kept worker would otherwise hang on a
+ *    lock that was held at its fork for all its life, not one request.
+ *  - The request crosses the control socket as texts the worker bounds
+ *    again (at most SERVE_MAX_HEADERS headers, 64 query parameters, a
+ *    body within cfg->max_body), so a broken frame ends that worker and
+ *    nothing else. */
+#include "serve-pool.h"
+#include "fault.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define QUERY_MAX 64
+#define WAIT_MS 10000                /* for a worker to be forked */
+
+struct serve_worker {
+	pid_t pid;
+	int ctl;                     /* our end of its control socket */
+	int busy;
+	uint64_t idle_since;         /* a sequence: the newest idle is taken */
+};
+
+struct serve_pool {
+	pthread_mutex_t mu;
+	pthread_cond_t wake;         /* the pool thread: a worker is wanted */
+	pthread_cond_t ready;        /* a worker became idle */
+	struct serve_worker **w;
+	size_t n, max;               /* live workers (and ones being forked) */
+	size_t forking;
+	unsigned waiting;            /* requests waiting for an idle worker */
+	uint64_t seq;
+	int stopping;
+	pthread_t thread;
+	serve_pool_fn fn;
+	const struct sbx_serve_cfg *cfg;
+	const char *dir;
+};
+
+/* The frame's fixed part; the texts follow (path, then each header's
+ * name and value, then each query parameter's, NUL-terminated), then the
+ * body. */
+struct frame {
+	char method[16];
+	char sandbox_id[72];
+	char team[17];
+	uint32_t plane, port, nhdr, nquery;
+	uint64_t texts_len, body_len;
+};
+
+/* ---- both sides: whole reads and writes ---- */
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int read_all(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	while (len) {
+		ssize_t n = read(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* ---- the worker ---- */
+
+/* Read one request and the answer's fd.  0, 1 at the end (the server
+ * closed the socket: stop), -1 on a broken frame. */
+static int recv_req(int ctl, const struct serve_pool *p, struct serve_req *r, int *out)
+{
+	struct frame f;
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = {.iov_base = &f, .iov_len = sizeof(f)};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			   .msg_controllen = sizeof(cbuf)};
+	ssize_t got;
+	do
+		got = recvmsg(ctl, &m, MSG_CMSG_CLOEXEC);
+	while (got < 0 && errno == EINTR);
+	if (got == 0)
+		return 1;
+	struct cmsghdr *c = got > 0 ? CMSG_FIRSTHDR(&m) : NULL;
+	if (!c || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int)))
+		return -1;
+	memcpy(out, CMSG_DATA(c), sizeof(int));
+	if ((size_t)got < sizeof(f) && read_all(ctl, (char *)&f + got, sizeof(f) - (size_t)got) < 0)
+		return -1;
+	f.method[sizeof(f.method) - 1] = f.sandbox_id[sizeof(f.sandbox_id) - 1] =
+		f.team[sizeof(f.team) - 1] = '\0';
+	if (f.nhdr > SERVE_MAX_HEADERS || f.nquery > QUERY_MAX || f.texts_len > (4u << 20) ||
+	    f.body_len > (p->cfg->max_body > p->cfg->max_json ? p->cfg->max_body : p->cfg->max_json))
+		return -1;
+	memset(r, 0, sizeof(*r));
+	memcpy(r->method, f.method, sizeof(r->method));
+	memcpy(r->sandbox_id, f.sandbox_id, sizeof(r->sandbox_id));
+	memcpy(r->team, f.team, sizeof(r->team));
+	r->plane = (enum serve_plane)f.plane;
+	r->port = f.port;
+	r->cfg = p->cfg;
+	r->serve_dir = p->dir;
+	SBX_AUTOFREE char *t = sbx_xmalloc(f.texts_len + 1);
+	if (read_all(ctl, t, f.texts_len) < 0)
+		return -1;
+	t[f.texts_len] = '\0';
+	const char *q = t, *end = t + f.texts_len;
+	size_t want = 1 + 2 * (size_t)(f.nhdr + f.nquery);
+	char *s[1 + 2 * (SERVE_MAX_HEADERS + QUERY_MAX)];
+	for (size_t i = 0; i < want; i++) {
+		if (q >= end)
+			return -1;
+		s[i] = (char *)q;
+		q += strlen(q) + 1;
+	}
+	r->path = sbx_xstrdup(s[0]);
+	for (size_t i = 0; i < f.nhdr; i++) {
+		r->hdr[i].k = sbx_xstrdup(s[1 + 2 * i]);
+		r->hdr[i].v = sbx_xstrdup(s[2 + 2 * i]);
+	}
+	r->nhdr = f.nhdr;
+	if (f.nquery)
+		r->query = sbx_xcalloc(f.nquery, sizeof(*r->query));
+	for (size_t i = 0; i < f.nquery; i++) {
+		r->query[i].k = sbx_xstrdup(s[1 + 2 * (f.nhdr + i)]);
+		r->query[i].v = sbx_xstrdup(s[2 + 2 * (f.nhdr + i)]);
+	}
+	r->nquery = f.nquery;
+	if (f.body_len) {
+		r->body = sbx_xmalloc(f.body_len + 1);
+		if (read_all(ctl, r->body, f.body_len) < 0)
+			return -1;
+		r->body[f.body_len] = '\0';
+		r->body_len = f.body_len;
+	}
+	return 0;
+}
+
+static __attribute__((noreturn)) void worker_main(struct serve_pool *p, int ctl)
+{
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	sigset_t all;
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	/* serve:worker-ignores-term: a worker stuck where SIGTERM does not
+	 * reach it, for the SIGKILL escalation's test. */
+	signal(SIGTERM, sbx_fault_on("serve:worker-ignores-term") ? SIG_IGN : SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	if (ctl != 3 && (dup2(ctl, 3) < 0 || close(ctl) < 0))
+		_exit(1);
+	/* Nothing of the server's (the listen socket, clients' sockets,
+	 * other workers' control sockets) lives on in a worker. */
+	close_range(4, ~0U, 0);
+	for (unsigned served = 0; served < SERVE_POOL_REQUESTS; served++) {
+		struct serve_req r;
+		int fd = -1;
+		int got = recv_req(3, p, &r, &fd);
+		if (got != 0)
+			_exit(got > 0 ? 0 : 1);
+		struct serve_out o = {.fd = fd};
+		int rc = p->fn(&r, &o);
+		if (!o.head_done)
+			serve_reply_error(&o, 500, "the request was not answered");
+		close(fd);
+		serve_req_clear(&r);
+		char done = rc < 0 || o.status >= 500 || served + 1 == SERVE_POOL_REQUESTS ? 'x' : 'k';
+		if (write_all(3, &done, 1) < 0 || done != 'k')
+			_exit(0);
+	}
+	_exit(0);
+}
+
+/* ---- the server's side ---- */
+
+/* Fork one worker (in the pool's thread).  NULL on failure. */
+static struct serve_worker *spawn(struct serve_pool *p)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return NULL;
+	pid_t c = fork();
+	if (c < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return NULL;
+	}
+	if (c == 0) {
+		close(sv[0]);
+		worker_main(p, sv[1]);
+	}
+	close(sv[1]);
+	struct serve_worker *w = sbx_xcalloc(1, sizeof(*w));
+	w->pid = c;
+	w->ctl = sv[0];
+	return w;
+}
+
+static void reap(struct serve_worker *w)
+{
+	while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	close(w->ctl);
+	free(w);
+}
+
+/* SIGTERM, SIGKILL SERVE_POOL_TERM_MS later if it has not exited, reaped. */
+static int worker_exited(void *ctx)
+{
+	const struct serve_worker *w = ctx;
+	return waitpid(w->pid, NULL, WNOHANG) != 0;
+}
+
+static void end_worker(struct serve_worker *w)
+{
+	if (waitpid(w->pid, NULL, WNOHANG) == 0) {
+		kill(w->pid, SIGTERM);
+		if (!sbx_poll_until(SERVE_POOL_TERM_MS, 10, worker_exited, w)) {
+			kill(w->pid, SIGKILL);
+			reap(w);
+			return;
+		}
+	}
+	close(w->ctl);
+	free(w);
+}
+
+/* Back to the idle ones.  Under p->mu. */
+static void idle_again(struct serve_pool *p, struct serve_worker *w)
+{
+	w->busy = 0;
+	w->idle_since = ++p->seq;
+	pthread_cond_broadcast(&p->ready);
+}
+
+/* Under p->mu. */
+static void forget(struct serve_pool *p, struct serve_worker *w)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (p->w[i] == w) {
+			p->w[i] = p->w[--p->n];
+			break;
+		}
+	pthread_cond_signal(&p->wake);
+}
+
+static size_t idle_count(const struct serve_pool *p)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < p->n; i++)
+		k += !p->w[i]->busy;
+	return k;
+}
+
+/* The pool's thread: keeps SERVE_POOL_SPARE idle workers, and one more
+ * for each request waiting, within max. */
+static void *pool_main(void *arg)
+{
+	struct serve_pool *p = arg;
+	pthread_mutex_lock(&p->mu);
+	while (!p->stopping) {
+		size_t idle = idle_count(p) + p->forking;
+		size_t want = SERVE_POOL_SPARE > p->waiting ? SERVE_POOL_SPARE : p->waiting;
+		if (idle >= want || p->n + p->forking >= p->max) {
+			pthread_cond_wait(&p->wake, &p->mu);
+			continue;
+		}
+		p->forking++;
+		pthread_mutex_unlock(&p->mu);
+		struct serve_worker *w = spawn(p);
+		pthread_mutex_lock(&p->mu);
+		p->forking--;
+		if (!w) {
+			/* out of processes: try again when one is given back */
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += 1;
+			pthread_cond_timedwait(&p->wake, &p->mu, &ts);
+			continue;
+		}
+		w->idle_since = ++p->seq;
+		p->w[p->n++] = w;
+		pthread_cond_broadcast(&p->ready);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+int serve_pool_start(struct serve_pool **out, unsigned max, serve_pool_fn fn,
+		     const struct sbx_serve_cfg *cfg, const char *dir)
+{
+	struct serve_pool *p = sbx_xcalloc(1, sizeof(*p));
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->wake, NULL);
+	pthread_cond_init(&p->ready, NULL);
+	p->max = max ? max : 1;
+	p->w = sbx_xcalloc(p->max, sizeof(*p->w));
+	p->fn = fn;
+	p->cfg = cfg;
+	p->dir = dir;
+	int e = pthread_create(&p->thread, NULL, pool_main, p);
+	if (e) {
+		free(p->w);
+		free(p);
+		errno = e;
+		return -1;
+	}
+	*out = p;
+	return 0;
+}
+
+/* Whether an idle worker is gone: it never writes while idle, so its
+ * socket readable (EOF) or hung up means it died. */
+static int idle_dead(const struct serve_worker *w)
+{
+	struct pollfd pf = {.fd = w->ctl, .events = POLLIN};
+	return poll(&pf, 1, 0) != 0;
+}
+
+/* Take the newest idle worker, waiting for one; NULL after WAIT_MS or
+ * when stopping. */
+static struct serve_worker *take(struct serve_pool *p)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += WAIT_MS / 1000;
+	pthread_mutex_lock(&p->mu);
+	p->waiting++;
+	pthread_cond_signal(&p->wake);
+	struct serve_worker *got = NULL;
+	while (!got && !p->stopping) {
+		for (size_t i = 0; i < p->n; i++)
+			if (!p->w[i]->busy && (!got || p->w[i]->idle_since > got->idle_since))
+				got = p->w[i];
+		if (got)
+			break;
+		if (pthread_cond_timedwait(&p->ready, &p->mu, &ts) == ETIMEDOUT)
+			break;
+	}
+	if (got)
+		got->busy = 1;
+	p->waiting--;
+	pthread_cond_signal(&p->wake);    /* the spare, topped up */
+	pthread_mutex_unlock(&p->mu);
+	return got;
+}
+
+static int send_req(struct serve_worker *w, const struct serve_req *r, int fd)
+{
+	struct frame f = {0};
+	snprintf(f.method, sizeof(f.method), "%s", r->method);
+	snprintf(f.sandbox_id, sizeof(f.sandbox_id), "%s", r->sandbox_id);
+	snprintf(f.team, sizeof(f.team), "%s", r->team);
+	f.plane = (uint32_t)r->plane;
+	f.port = r->port;
+	f.nhdr = (uint32_t)r->nhdr;
+	f.nquery = (uint32_t)r->nquery;
+	f.body_len = r->body ? r->body_len : 0;
+	size_t len = strlen(r->path ? r->path : "") + 1;
+	for (size_t i = 0; i < r->nhdr; i++)
+		len += strlen(r->hdr[i].k) + strlen(r->hdr[i].v) + 2;
+	for (size_t i = 0; i < r->nquery; i++)
+		len += strlen(r->query[i].k) + strlen(r->query[i].v) + 2;
+	SBX_AUTOFREE char *t = sbx_xmalloc(len);
+	char *q = t;
+#define PUT(str) (q = stpcpy(q, (str)) + 1)
+	PUT(r->path ? r->path : "");
+	for (size_t i = 0; i < r->nhdr; i++) {
+		PUT(r->hdr[i].k);
+		PUT(r->hdr[i].v);
+	}
+	for (size_t i = 0; i < r->nquery; i++) {
+		PUT(r->query[i].k);
+		PUT(r->query[i].v);
+	}
+#undef PUT
+	f.texts_len = len;
+	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
+	struct iovec iov = {.iov_base = &f, .iov_len = sizeof(f)};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			   .msg_controllen = sizeof(cbuf)};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	ssize_t n;
+	do
+		n = sendmsg(w->ctl, &m, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0 || (n < (ssize_t)sizeof(f) && write_all(w->ctl, (char *)&f + n, sizeof(f) - (size_t)n) < 0))
+		return -1;
+	if (write_all(w->ctl, t, len) < 0)
+		return -1;
+	return f.body_len ? write_all(w->ctl, r->body, f.body_len) : 0;
+}
+
+int serve_pool_run(struct serve_pool *p, const struct serve_req *r, struct serve_worker **out)
+{
+	/* Each failed try ends one worker: at most every live one, and the
+	 * one forked meanwhile. */
+	for (size_t tries = 0; tries < p->max + 2; tries++) {
+		struct serve_worker *w = take(p);
+		if (!w)
+			return -1;
+		int pp[2];
+		if (pipe2(pp, O_CLOEXEC) < 0) {
+			pthread_mutex_lock(&p->mu);
+			idle_again(p, w);              /* untouched */
+			pthread_mutex_unlock(&p->mu);
+			return -1;
+		}
+		if (!idle_dead(w) && send_req(w, r, pp[1]) == 0) {
+			close(pp[1]);
+			*out = w;
+			return pp[0];
+		}
+		/* It died while idle, or while taking the request. */
+		close(pp[0]);
+		close(pp[1]);
+		pthread_mutex_lock(&p->mu);
+		forget(p, w);
+		pthread_mutex_unlock(&p->mu);
+		end_worker(w);
+	}
+	return -1;
+}
+
+void serve_pool_done(struct serve_pool *p, struct serve_worker *w, int whole)
+{
+	char done = 0;
+	if (whole) {
+		struct pollfd pf = {.fd = w->ctl, .events = POLLIN};
+		if (poll(&pf, 1, SERVE_POOL_TERM_MS) == 1 && read(w->ctl, &done, 1) != 1)
+			done = 0;
+	}
+	pthread_mutex_lock(&p->mu);
+	if (done == 'k' && !p->stopping) {
+		idle_again(p, w);
+		pthread_mutex_unlock(&p->mu);
+		return;
+	}
+	forget(p, w);
+	pthread_mutex_unlock(&p->mu);
+	end_worker(w);
+}
+
+void serve_pool_tidy(struct serve_pool *p)
+{
+	struct serve_worker *dead[64];
+	size_t nd = 0;
+	pthread_mutex_lock(&p->mu);
+	for (size_t i = 0; i < p->n && nd < SBX_ARRAY_LEN(dead);)
+		if (!p->w[i]->busy && idle_dead(p->w[i])) {
+			dead[nd++] = p->w[i];
+			p->w[i] = p->w[--p->n];
+		} else {
+			i++;
+		}
+	if (nd)
+		pthread_cond_signal(&p->wake);
+	pthread_mutex_unlock(&p->mu);
+	for (size_t i = 0; i < nd; i++)
+		reap(dead[i]);
+}
+
+size_t serve_pool_signal_busy(struct serve_pool *p, int sig)
+{
+	pthread_mutex_lock(&p->mu);
+	size_t k = 0;
+	for (size_t i = 0; i < p->n; i++)
+		if (p->w[i]->busy) {
+			kill(p->w[i]->pid, sig);
+			k++;
+		}
+	pthread_mutex_unlock(&p->mu);
+	return k;
+}
+
+void serve_pool_stop(struct serve_pool *p)
+{
+	pthread_mutex_lock(&p->mu);
+	p->stopping = 1;
+	pthread_cond_broadcast(&p->wake);
+	pthread_cond_broadcast(&p->ready);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(p->thread, NULL);
+	/* The idle ones read EOF and exit; a busy one left (it should not
+	 * be) is ended. */
+	for (size_t i = 0; i < p->n; i++) {
+		if (!p->w[i]->busy) {
+			shutdown(p->w[i]->ctl, SHUT_RDWR);
+			reap(p->w[i]);
+		} else {
+			end_worker(p->w[i]);
+		}
+	}
+	free(p->w);
+	pthread_cond_destroy(&p->wake);
+	pthread_cond_destroy(&p->ready);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+# tests/lib/egress-servers.py - the "internet" of egress-policy.bats.
+#
+#   egress-servers.py PIDFILE CERT KEY ADDR...
+#
+# On every ADDR: HTTP on port 80 and HTTPS (CERT/KEY) on 443 answering
+# "answer-<the address it was reached at> host=<Host header>" (HTTP/1.1,
+# connections kept open), and a raw
+# TCP port 7000 that writes "raw-<address>" and closes.  Writes its pid to
+# PIDFILE once every socket is bound; closes inherited descriptors; ends
+# itself after 10 minutes.  Standard library only.
+import http.server
+import os
+import signal
+import socket
+import socketserver
+import ssl
+import sys
+import threading
+
+os.closerange(3, 65536)
+signal.alarm(600)
+pidfile, cert, key, addrs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+
+
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"   # keep-alive: a test holds a connection open
+
+    def do_GET(self):
+        body = ("answer-%s host=%s\n" % (self.connection.getsockname()[0],
+                                         self.headers.get("Host", ""))).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):
+        pass
+
+
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(cert, key)
+servers = []
+for a in addrs:
+    servers.append(S((a, 80), H))
+    t = S((a, 443), H)
+    t.socket = ctx.wrap_socket(t.socket, server_side=True)
+    servers.append(t)
+    r = socket.socket()
+    r.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    r.bind((a, 7000))
+    r.listen(16)
+
+    def raw(r=r, a=a):
+        while True:
+            c, _ = r.accept()
+            c.sendall(("raw-%s\n" % a).encode())
+            c.close()
+    threading.Thread(target=raw, daemon=True).start()
+for s in servers:
+    threading.Thread(target=s.serve_forever, daemon=True).start()
+open(pidfile + ".tmp", "w").write(str(os.getpid()))
+os.rename(pidfile + ".tmp", pidfile)
+threading.Event().wait()
