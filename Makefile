@@ -33,17 +33,26 @@ SANFLAGS :=
 endif
 
 CFLAGS   ?= -O2 -g
+# The library is a folder per concern (docs/design.md, "Folder order", which
+# tools/arch-check enforces); #include lines name bare headers, found by
+# one -I per folder, so every header's name is unique in the tree.
+COMMON_DIRS := $(patsubst %/,%,$(wildcard common/*/))
+BACKEND_DIRS := $(patsubst %/,%,$(wildcard backends/*/))
+COMMON_INC := $(addprefix -I,$(COMMON_DIRS))
 XCFLAGS  := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
-            -DSBX_VERSION='"$(VERSION)"' -Wno-format-truncation -Icommon -MMD -MP $(SANFLAGS)
+            -DSBX_VERSION='"$(VERSION)"' -Wno-format-truncation $(COMMON_INC) -MMD -MP $(SANFLAGS)
 LDLIBS   := -lhiredis -ljson-c -lseccomp -lpthread
 XLDFLAGS := $(SANFLAGS)
 
-# sbx-serve's part of the library (common/serve-*.c) is an archive of its
+# sbx-serve's part of the library (common/serve/) is an archive of its
 # own, linked into sbx-serve only: no other program loads libmicrohttpd.
-SERVE_SRC := $(wildcard common/serve-*.c)
+SERVE_SRC := $(wildcard common/serve/*.c)
 SERVE_OBJ := $(SERVE_SRC:%.c=$(BUILD)/obj/%.o)
 SERVE_LIB := $(BUILD)/libsbx-serve.a
-LIB_SRC  := $(filter-out $(SERVE_SRC),$(wildcard common/*.c) $(wildcard backends/*.c))
+# The sandbox init, the detached process's supervisor and the egress broker
+# live beside the local backend (backends/local/) but are programs of their own.
+LIBEXEC_SRC := backends/local/sbx-init.c backends/local/sbx-procd.c backends/local/sbx-egress.c
+LIB_SRC  := $(filter-out $(SERVE_SRC) $(LIBEXEC_SRC),$(wildcard common/*/*.c) $(wildcard backends/*/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CMD_SRC  := $(wildcard cmd/*.c)
 PROGS    := $(CMD_SRC:cmd/%.c=$(BUILD)/bin/%)
@@ -69,12 +78,14 @@ all: $(PROGS) $(CMD_OBJ) $(INIT) $(PROCD) $(EGRESS) $(UNITS) man
 # What is installed (make install, the package): no unit tests.
 progs: $(PROGS) $(INIT) $(PROCD) $(EGRESS) man
 
-# The backend boundary, enforced by the compiler: only backends (and the
-# unit tests of their internals) see backends/ on the include path, so a
-# common/ or cmd/ file that includes a backend header does not build.
+# The backend boundary, enforced by the compiler: only a backend sees its
+# own folder on the include path (and the unit tests of the internals see
+# every backend's), so a common/ or cmd/ file that includes a backend
+# header does not build, nor a backend that includes another's.
 # tests/arch.bats (tools/arch-check) checks the compiler's dependency lists
 # and the objects' symbols as well.
-$(BUILD)/obj/backends/%.o $(BUILD)/obj/tests/unit/%.o: XCFLAGS += -Ibackends
+$(foreach b,$(BACKEND_DIRS),$(eval $(BUILD)/obj/$(b)/%.o: XCFLAGS += -I$(b)))
+$(BUILD)/obj/tests/unit/%.o: XCFLAGS += $(addprefix -I,$(BACKEND_DIRS))
 
 # Objects are kept (not removed as intermediates): tests/arch.bats reads
 # every object's symbols, the programs' too.
@@ -104,20 +115,19 @@ $(BUILD)/bin/sbx-serve: $(BUILD)/obj/cmd/sbx-serve.o $(SERVE_LIB) $(LIB)
 # from the host's files and lives in the sandbox's memory cgroup.  Linked
 # statically: it is exec'd on every create, and without the dynamic loader
 # a create is ~4 ms (10%) faster (tests/bench/boundary.sh).
-$(INIT): libexec/sbx-init.c backends/local-init.h backends/local-shared.h
+$(INIT): backends/local/sbx-init.c backends/local/local-init.h backends/local/local-shared.h
 	@mkdir -p $(dir $@) $(BUILD)/obj/libexec
-	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends -MF $(BUILD)/obj/libexec/sbx-init.d \
-	  -static -o $@ libexec/sbx-init.c
+	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends/local -MF $(BUILD)/obj/libexec/sbx-init.d \
+	  -static -o $@ backends/local/sbx-init.c
 
-$(PROCD): libexec/sbx-procd.c backends/local-procd.h
+$(PROCD): backends/local/sbx-procd.c backends/local/local-procd.h
 	@mkdir -p $(dir $@) $(BUILD)/obj/libexec
-	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends -MF $(BUILD)/obj/libexec/sbx-procd.d \
-	  -static -o $@ libexec/sbx-procd.c
+	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends/local -MF $(BUILD)/obj/libexec/sbx-procd.d \
+	  -static -o $@ backends/local/sbx-procd.c
 
-$(EGRESS): $(BUILD)/obj/libexec/sbx-egress.o $(LIB)
+$(EGRESS): $(BUILD)/obj/backends/local/sbx-egress.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $< $(LINKLIB) $(LDLIBS)
-$(BUILD)/obj/libexec/sbx-egress.o: XCFLAGS += -Ibackends
 
 # Benchmark helpers in C (tests/bench/*.c), built by `make bench`.
 BENCH_SRC := $(wildcard tests/bench/*.c)

@@ -9,7 +9,7 @@
  *
  * Reads no documents.  Writes exactly one report document {"reap": {...}}
  * (with an "error" key added when the run failed or refused something) and
- * exits 0 only when the world is consistent.  The work is in common/reap.c. */
+ * exits 0 only when the world is consistent.  The work is in common/reap/reap.c. */
 #include <stdlib.h>
 #include <string.h>
 

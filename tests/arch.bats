@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
-# The architecture is a structure the build enforces (issue #14): programs
-# over the library over the vtable over the backends, no arrow back up, no
-# circle between files, no function over 120 lines.  tools/arch-check
+# The architecture is a structure the build enforces (issues #14, #27):
+# programs over the library over the vtable over the backends, the library's
+# folders in an order, no arrow back up, no circle between files, no
+# function over 120 lines.  tools/arch-check
 # states the rules; each is run on the tree and, on a small tree made here
 # that breaks it, shown to fail.
 
@@ -9,27 +10,37 @@ load lib/helpers
 
 CHECK="$SBX_TOP/tools/arch-check"
 
-# A tree in $T: common/, cmd/, backends/, docs/design.md, and its objects
-# under $T/build/obj as the Makefile lays them out (with the compiler's .d
-# files, and backends/ on the include path of backends only).
+# A tree in $T: common/ and backends/ in folders, cmd/, docs/design.md with
+# the folder order, and its objects under $T/build/obj as the Makefile lays
+# them out (with the compiler's .d files, every common/ folder on the
+# include path, and a backend's own folder on that backend's only).
 fixture() {
 	T="$BATS_TEST_TMPDIR/tree"
-	mkdir -p "$T/common" "$T/cmd" "$T/backends" "$T/docs"
-	printf '# design\n' >"$T/docs/design.md"
-	cat >"$T/common/util.h" <<-'EOF'
+	mkdir -p "$T/common/base" "$T/common/backend" "$T/cmd" "$T/backends/toy" "$T/docs"
+	cat >"$T/docs/design.md" <<-'EOF'
+		# design
+
+		## Folder order
+
+		- `common/base`: the bottom
+		- `common/backend`: the vtable
+		- `backends/toy`: a backend
+		- `cmd`: the programs
+	EOF
+	cat >"$T/common/base/util.h" <<-'EOF'
 		int util_add(int a, int b);
 	EOF
-	cat >"$T/common/util.c" <<-'EOF'
+	cat >"$T/common/base/util.c" <<-'EOF'
 		#include "util.h"
 		int util_add(int a, int b)
 		{
 			return a + b;
 		}
 	EOF
-	cat >"$T/backends/toy.h" <<-'EOF'
+	cat >"$T/backends/toy/toy.h" <<-'EOF'
 		int toy_do(int a);
 	EOF
-	cat >"$T/backends/toy.c" <<-'EOF'
+	cat >"$T/backends/toy/toy.c" <<-'EOF'
 		#include "toy.h"
 		#include "util.h"
 		int sbx_backend_toy = 1;
@@ -38,7 +49,7 @@ fixture() {
 			return util_add(a, 1);
 		}
 	EOF
-	cat >"$T/common/backend.c" <<-'EOF'
+	cat >"$T/common/backend/backend.c" <<-'EOF'
 		extern int sbx_backend_toy __attribute__((weak));
 		int backend_count(void)
 		{
@@ -56,13 +67,14 @@ fixture() {
 }
 
 build_fixture() {
-	local src o inc
-	for src in "$T"/common/*.c "$T"/cmd/*.c "$T"/backends/*.c; do
-		o=${src#"$T"/}
-		inc="-I$T/common"
-		case $o in backends/*) inc="$inc -I$T/backends";; esac
-		mkdir -p "$T/build/obj/$(dirname "$o")"
-		(cd "$T" && cc -c -MMD -MP $inc -o "build/obj/${o%.c}.o" "$o")
+	local src o inc d
+	rm -rf "$T/build"
+	for src in $(cd "$T" && find common cmd backends -name '*.c' | sort); do
+		inc=""
+		for d in "$T"/common/*/; do inc="$inc -I${d%/}"; done
+		case $src in backends/*) inc="$inc -I$T/$(dirname "$src")";; esac
+		mkdir -p "$T/build/obj/$(dirname "$src")"
+		(cd "$T" && cc -c -MMD -MP $inc -o "build/obj/${src%.c}.o" "$src")
 	done
 }
 
@@ -89,12 +101,12 @@ build_fixture() {
 
 @test "boundary: a common/ file that includes a backend header by a relative path fails" {
 	fixture
-	sed -i '1i #include "../backends/toy.h"' "$T/common/util.c"
+	sed -i '1i #include "../../backends/toy/toy.h"' "$T/common/base/util.c"
 	build_fixture
 	run "$CHECK" --top "$T" boundary
 	assert_failure
-	assert_line --partial 'common/util.c includes a backend header: ../backends/toy.h'
-	assert_line --partial "common/util.c includes a backend header (compiler's list)"
+	assert_line --partial 'common/base/util.c includes a backend header: ../../backends/toy/toy.h'
+	assert_line --partial "common/base/util.c includes a backend header (compiler's list)"
 }
 
 @test "boundary: a program that calls a backend's function fails; the registry's weak reference does not" {
@@ -109,12 +121,12 @@ build_fixture() {
 	build_fixture
 	run "$CHECK" --top "$T" boundary
 	assert_failure
-	assert_output 'arch-check: cmd/prog.c refers to toy_do, defined by backends/toy.c'
+	assert_output 'arch-check: cmd/prog.c refers to toy_do, defined by backends/toy/toy.c'
 }
 
-@test "boundary: the registry symbol referred to from anywhere but common/backend.c fails" {
+@test "boundary: the registry symbol referred to from anywhere but common/backend/backend.c fails" {
 	fixture
-	cat >"$T/common/other.c" <<-'EOF'
+	cat >"$T/common/backend/other.c" <<-'EOF'
 		extern int sbx_backend_toy;
 		int other(void)
 		{
@@ -124,19 +136,19 @@ build_fixture() {
 	build_fixture
 	run "$CHECK" --top "$T" boundary
 	assert_failure
-	assert_output 'arch-check: common/other.c refers to sbx_backend_toy, defined by backends/toy.c'
+	assert_output 'arch-check: common/backend/other.c refers to sbx_backend_toy, defined by backends/toy/toy.c'
 }
 
 @test "circles: two library files that call each other fail, and the circle is printed" {
 	fixture
-	cat >"$T/common/a.c" <<-'EOF'
+	cat >"$T/common/base/a.c" <<-'EOF'
 		int b(int);
 		int a(int x)
 		{
 			return x ? b(x - 1) : 0;
 		}
 	EOF
-	cat >"$T/common/b.c" <<-'EOF'
+	cat >"$T/common/base/b.c" <<-'EOF'
 		int a(int);
 		int b(int x)
 		{
@@ -146,21 +158,103 @@ build_fixture() {
 	build_fixture
 	run "$CHECK" --top "$T" circles
 	assert_failure
-	assert_output 'arch-check: call circle: common/a.c -> common/b.c -> common/a.c (one circle of: common/a.c common/b.c)'
+	assert_output 'arch-check: call circle: common/base/a.c -> common/base/b.c -> common/base/a.c (one circle of: common/base/a.c common/base/b.c)'
 	# Listed under "Circles kept", it is allowed.
-	printf '## Circles kept\n\n- `common/a.c`, `common/b.c`: a test\n' >>"$T/docs/design.md"
+	printf '## Circles kept\n\n- `common/base/a.c`, `common/base/b.c`: a test\n' >>"$T/docs/design.md"
 	run "$CHECK" --top "$T" circles
 	assert_success
 }
 
 @test "circles: headers that include each other fail" {
 	fixture
-	printf '#include "y.h"\n' >"$T/common/x.h"
-	printf '#include "x.h"\n' >"$T/common/y.h"
+	printf '#include "y.h"\n' >"$T/common/base/x.h"
+	printf '#include "x.h"\n' >"$T/common/backend/y.h"
 	build_fixture
 	run "$CHECK" --top "$T" circles
 	assert_failure
-	assert_output --partial 'include circle: common/x.h -> common/y.h -> common/x.h'
+	assert_output --partial 'include circle: common/backend/y.h -> common/base/x.h -> common/backend/y.h'
+}
+
+@test "folders: a lower folder that includes or calls a higher one fails; the other way passes" {
+	fixture
+	mkdir -p "$T/common/net"
+	sed -i 's/^- `common\/base`.*/&\n- `common\/net`: above the bottom/' "$T/docs/design.md"
+	printf 'int net_get(void);\n' >"$T/common/net/net.h"
+	cat >"$T/common/net/net.c" <<-'EOF'
+		#include "net.h"
+		#include "util.h"
+		int net_get(void)
+		{
+			return util_add(1, 2);
+		}
+	EOF
+	build_fixture
+	run "$CHECK" --top "$T" folders
+	assert_success
+	assert_output ""
+	cat >>"$T/common/base/util.c" <<-'EOF'
+		#include "net.h"
+		int util_net(void)
+		{
+			return net_get();
+		}
+	EOF
+	build_fixture
+	run "$CHECK" --top "$T" folders
+	assert_failure
+	assert_equal "${#lines[@]}" 2
+	assert_line 'arch-check: common/base/util.c (common/base) includes common/net/net.h (common/net, below it in the folder order of docs/design.md)'
+	assert_line 'arch-check: common/base/util.c (common/base) refers to net_get, defined by common/net/net.c (common/net, below it in the folder order of docs/design.md)'
+}
+
+@test "folders: a header that brings in a higher one is seen in the compiler's list of the file that includes it" {
+	fixture
+	mkdir -p "$T/common/net"
+	sed -i 's/^- `common\/base`.*/&\n- `common\/net`: above the bottom/' "$T/docs/design.md"
+	printf 'int net_get(void);\n' >"$T/common/net/net.h"
+	printf '#include "net.h"\n' >"$T/common/base/mid.h"
+	sed -i '1i #include "mid.h"' "$T/common/base/util.c"
+	build_fixture
+	run "$CHECK" --top "$T" folders
+	assert_failure
+	assert_equal "${#lines[@]}" 2
+	assert_line 'arch-check: common/base/mid.h (common/base) includes common/net/net.h (common/net, below it in the folder order of docs/design.md)'
+	assert_line "arch-check: common/base/util.c (common/base) includes (compiler's list) common/net/net.h (common/net, below it in the folder order of docs/design.md)"
+}
+
+@test "folders: two folders on one line may not use each other; a backend may not use another's" {
+	fixture
+	mkdir -p "$T/common/net"
+	sed -i 's/^- `common\/base`.*/- `common\/base`, `common\/net`: one line/' "$T/docs/design.md"
+	printf 'int net_get(void);\n' >"$T/common/net/net.h"
+	printf '#include "net.h"\n#include "util.h"\nint net_get(void)\n{\n\treturn util_add(1, 2);\n}\n' >"$T/common/net/net.c"
+	mkdir -p "$T/backends/two"
+	sed -i 's/^- `backends\/toy`.*/- `backends\/toy`, `backends\/two`: backends/' "$T/docs/design.md"
+	printf 'int toy_do(int a);\nint two(void)\n{\n\treturn toy_do(1);\n}\n' >"$T/backends/two/two.c"
+	build_fixture
+	run "$CHECK" --top "$T" folders
+	assert_failure
+	assert_line --partial 'common/net/net.c (common/net) includes common/base/util.h (common/base, on its own line in the folder order'
+	assert_line --partial 'common/net/net.c (common/net) refers to util_add, defined by common/base/util.c (common/base, on its own line'
+	assert_line 'arch-check: backends/two/two.c (backends/two) refers to toy_do, defined by backends/toy/toy.c: a backend uses another'"'"'s folder'
+}
+
+@test "folders: a file outside a folder, a folder not in the order and a header name used twice fail" {
+	fixture
+	printf 'int loose(void);\n' >"$T/common/loose.h"
+	mkdir -p "$T/common/extra"
+	printf 'int util_add(int a, int b);\n' >"$T/common/extra/util.h"
+	build_fixture
+	run "$CHECK" --top "$T" folders
+	assert_failure
+	assert_line 'arch-check: common/loose.h is not in a folder of common/'
+	assert_line 'arch-check: common/extra/util.h: folder common/extra is not listed under "Folder order" in docs/design.md'
+	assert_line 'arch-check: header name util.h is not unique: common/base/util.h common/extra/util.h (#include lines name headers bare)'
+	# With no order at all, the check says so.
+	printf '# design\n' >"$T/docs/design.md"
+	run "$CHECK" --top "$T" folders
+	assert_failure
+	assert_output --partial 'docs/design.md has no "Folder order"'
 }
 
 @test "length: a function of 121 lines fails, one of 120 passes, a listed one passes" {
@@ -170,14 +264,14 @@ build_fixture() {
 		for ((i = 0; i < $2; i++)); do printf '\t;\n'; done
 		printf '}\n'
 	}
-	long ok_fn 117 >"$T/common/ok.c"
+	long ok_fn 117 >"$T/common/base/ok.c"
 	run "$CHECK" --top "$T" length
 	assert_success
-	long too_long 118 >"$T/common/long.c"
+	long too_long 118 >"$T/common/base/long.c"
 	run "$CHECK" --top "$T" length
 	assert_failure
-	assert_output --partial 'common/long.c:1 too_long is 121 lines'
-	printf '## Long functions kept\n\n- `too_long` (common/long.c): a test\n' >>"$T/docs/design.md"
+	assert_output --partial 'common/base/long.c:1 too_long is 121 lines'
+	printf '## Long functions kept\n\n- `too_long` (common/base/long.c): a test\n' >>"$T/docs/design.md"
 	run "$CHECK" --top "$T" length
 	assert_success
 	# tests/ is not judged.

@@ -59,14 +59,14 @@ mode_of() { awk -v p="$1" '$2 == p {print $1}' "$DEB_DIR/contents"; }
 	assert_output --partial 'libjson-c5'
 	assert_output --partial 'libseccomp2'
 	assert_output --partial 'libmicrohttpd12'
-	refute_output --partial 'libssl3'   # the digests are in-tree (common/sha.c)
+	refute_output --partial 'libssl3'   # the digests are in-tree (common/base/sha.c)
 	assert_output --partial 'libcurl4 (>= 7.88.1)'
 	assert_output --partial 'libnftables1'
 	assert_output --partial 'slirp4netns'
 	run field Recommends
 	assert_output 'redis-server, docker.io'
 	# What the programs load at run time is what Depends names by hand.
-	run grep -ho 'dlopen("[^"]*"' "$BATS_TEST_DIRNAME"/../common/*.c "$BATS_TEST_DIRNAME"/../backends/*.c
+	run grep -ho 'dlopen("[^"]*"' "$BATS_TEST_DIRNAME"/../common/*/*.c "$BATS_TEST_DIRNAME"/../backends/*/*.c
 	assert_output $'dlopen("libcurl.so.4"\ndlopen("libnftables.so.1"'
 }
 

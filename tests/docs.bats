@@ -227,7 +227,7 @@ exit_table() {
 }
 
 @test "the exit table of sbx(7) is err.h's: each status once, each kind on its status's row, nothing extra" {
-	local h=$SBX_TOP/common/err.h c=$SBX_TOP/common/err.c
+	local h=$SBX_TOP/common/base/err.h c=$SBX_TOP/common/base/err.c
 	local table statuses kinds k enum exitc code row other
 	table=$(exit_table)
 	[ -n "$table" ]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # Egress by name (issue 28), local backend: a sandbox with a network
 # policy reaches what its rules allow and nothing else, through the egress
-# broker (backends/local-broker.h), which reads the name a connection
+# broker (backends/local/local-broker.h), which reads the name a connection
 # carries (TLS SNI, HTTP Host, CONNECT), resolves it itself and dials
 # through the always-refused ranges' guard; DNS inside answers only the
 # names the policy lets resolve.

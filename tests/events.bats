@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # suite: conformance
-# The tenant's event stream (common/events.c, sbx-events(1)) against a real
+# The tenant's event stream (common/events/events.c, sbx-events(1)) against a real
 # redis-server and the real backend: a session's whole life gives exactly
 # its events in order; a consumer group reader killed with -9 gets again
 # what it had not acknowledged and nothing it had; a failing --exec leaves

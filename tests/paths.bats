@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # suite: conformance
-# The one path rule (common/path.h) on any backend: each odd spelling of a
+# The one path rule (common/backend/path.h) on any backend: each odd spelling of a
 # sandbox path means the same through sbx-fs and through sbx-serve's
 # envd routes, whatever the backend.  "//", "/./" and a trailing slash
 # are the plain path; "..", relative and over-long paths are refused

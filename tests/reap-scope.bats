@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # sbx-reap judges only what its own Redis keyspace owns (sbx-reap(1),
-# common/keyspace.h): two profiles on one backend, with different key
+# common/redis/keyspace.h): two profiles on one backend, with different key
 # prefixes or different Redis servers, never reap each other's sandboxes.
 
 load lib/helpers

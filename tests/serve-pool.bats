@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# sbx-serve's worker pool (common/serve-pool.c): workers forked ahead and
+# sbx-serve's worker pool (common/serve/serve-pool.c): workers forked ahead and
 # kept, one request at a time each, real concurrent clients, a worker
 # killed with SIGKILL while idle and while it serves a stream, and a
 # worker replaced after SERVE_POOL_REQUESTS (256) requests.  A real server

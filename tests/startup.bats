@@ -2,8 +2,8 @@
 # What every sbx program pays before main: the shared libraries the
 # dynamic loader maps and relocates at each start.  libcrypto alone cost
 # about 2.5 million instructions per start (three quarters of sbx-exec
-# --version under callgrind), so the digests are in-tree (common/sha.c) and
-# libcurl is opened only when used (common/curl-lazy.c).  The list below is
+# --version under callgrind), so the digests are in-tree (common/base/sha.c) and
+# libcurl is opened only when used (common/net/curl-lazy.c).  The list below is
 # the whole allowance; a library added to LDLIBS must be argued for here.
 
 load lib/helpers

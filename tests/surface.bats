@@ -49,13 +49,17 @@ flags_of() { "$BUILD/bin/$1" --help | sed -nE 's/^  (-[A-Za-z0-9], |    )--([a-z
 	for f in "$SBX_TOP"/completions/bash/*; do bash -n "$f"; done
 }
 
-@test "the build keeps backends/ off the include path of common/ and cmd/" {
-	run make -s -n -B -C "$SBX_TOP" BUILD="$BUILD" "$BUILD/obj/common/app.o" "$BUILD/obj/cmd/sbx.o" "$BUILD/obj/backends/local.o"
+@test "the build keeps backends/ off the include path of common/ and cmd/, and each backend off another's" {
+	run make -s -n -B -C "$SBX_TOP" BUILD="$BUILD" "$BUILD/obj/common/cli/app.o" "$BUILD/obj/cmd/sbx.o" \
+		"$BUILD/obj/backends/local/local.o" "$BUILD/obj/backends/docker/docker.o"
 	assert_success
-	[ "$(grep -c -- ' -c ' <<<"$output")" -eq 3 ]
-	[ -z "$(grep -- 'common/app.c' <<<"$output" | grep -- -Ibackends)" ]
+	[ "$(grep -c -- ' -c ' <<<"$output")" -eq 4 ]
+	[ -z "$(grep -- 'common/cli/app.c' <<<"$output" | grep -- -Ibackends)" ]
 	[ -z "$(grep -- 'cmd/sbx.c' <<<"$output" | grep -- -Ibackends)" ]
-	grep -- 'backends/local.c' <<<"$output" | grep -q -- -Ibackends
+	grep -- 'backends/local/local.c' <<<"$output" | grep -q -- '-Ibackends/local\b'
+	[ -z "$(grep -- 'backends/local/local.c' <<<"$output" | grep -- -Ibackends/docker)" ]
+	grep -- 'backends/docker/docker.c' <<<"$output" | grep -q -- '-Ibackends/docker\b'
+	[ -z "$(grep -- 'backends/docker/docker.c' <<<"$output" | grep -- -Ibackends/local)" ]
 }
 
 # The rows of a program's --help "Commands" section as "WORD|ARGS|OPTIONS|NEEDS"

@@ -1,5 +1,5 @@
 /* libFuzzer target for the Connect request reader
- * (common/serve-connect.c serve_connect_request): a unary JSON body or a
+ * (common/serve/serve-connect.c serve_connect_request): a unary JSON body or a
  * streaming call's first envelope.  The first input byte picks the
  * content type; the rest is the body.  Properties beyond "no crash, no
  * leak, no UB":
@@ -9,7 +9,7 @@
  *   - a message it accepts from an envelope lies within the body: the
  *     declared length is at most the body's length less the 5 prefix
  *     bytes, and the envelope's flags are 0. */
-// fuzz-sources: common/serve-connect.c common/serve-wire.c common/serve-req.c common/serve-reply.c common/doc.c common/err.c common/util.c
+// fuzz-sources: common/serve/serve-connect.c common/serve/serve-wire.c common/serve/serve-req.c common/backend/path.c common/serve/serve-reply.c common/base/doc.c common/base/err.c common/base/util.c
 // fuzz-libs: -ljson-c
 // fuzz-max-len: 8192
 #include "serve-fuzz.h"

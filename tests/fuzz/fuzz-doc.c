@@ -1,4 +1,4 @@
-/* libFuzzer target for the document reader (common/doc.c).
+/* libFuzzer target for the document reader (common/base/doc.c).
  *
  * Each input is fed through a pipe (inputs are capped well below a pipe's
  * capacity by `make fuzz`, -max_len=4096; larger ones go through a memfd)
@@ -15,7 +15,7 @@
  *     accepts the input exactly when the stream reader reads it as one
  *     document, and then to the same text; its errors are invalid_request
  *     naming the offset. */
-// fuzz-sources: common/doc.c common/err.c common/util.c
+// fuzz-sources: common/base/doc.c common/base/err.c common/base/util.c
 // fuzz-libs: -ljson-c
 #include <stdint.h>
 #include <stdio.h>

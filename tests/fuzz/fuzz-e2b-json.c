@@ -1,5 +1,5 @@
 /* libFuzzer target for the e2b and cube backends' readers of the control
- * plane's JSON (backends/e2b-wire.c): a sandbox (create, detail, connect
+ * plane's JSON (backends/e2b/e2b-wire.c): a sandbox (create, detail, connect
  * answers), a listing, a snapshot, a template, a filesystem entry, and an
  * error reply.  The first byte picks the reader, the rest is the
  * server's body.  Properties checked beyond "no crash, no leak, no UB":
@@ -10,7 +10,7 @@
  *     server can put a line into sbx's stderr or split a header;
  *   - an error reply always becomes an error with the status it had,
  *     its message without CR or LF. */
-// fuzz-sources: backends/e2b-wire.c common/doc.c common/util.c common/err.c common/sandbox.c
+// fuzz-sources: backends/e2b/e2b-wire.c common/base/doc.c common/base/util.c common/base/err.c common/backend/sandbox.c
 // fuzz-libs: -ljson-c
 #include <stdint.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* libFuzzer target for envd's exec stream reader (backends/e2b-wire.c,
+/* libFuzzer target for envd's exec stream reader (backends/e2b/e2b-wire.c,
  * e2b_exec_stream_feed): Connect envelopes of start, data, keepalive and
  * end events and the end-of-stream message, as process.Process/Start
  * answers them.  The first byte sets the size of the pieces the bytes
@@ -10,7 +10,7 @@
  *   - kept output never passes the cap, and is truncated when more came;
  *   - a refusal has kind internal and a message without CR or LF, and so
  *     has the end-of-stream error (envd's message quoted). */
-// fuzz-sources: backends/e2b-wire.c common/doc.c common/util.c common/err.c common/sandbox.c
+// fuzz-sources: backends/e2b/e2b-wire.c common/base/doc.c common/base/util.c common/base/err.c common/backend/sandbox.c
 // fuzz-libs: -ljson-c
 #include <stdint.h>
 #include <stdio.h>

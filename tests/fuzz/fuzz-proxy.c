@@ -1,4 +1,4 @@
-/* libFuzzer target for the proxy plane's framing (common/serve-wire.c):
+/* libFuzzer target for the proxy plane's framing (common/serve/serve-wire.c):
  * the request text a sandbox's server gets (serve_proxy_request), the
  * relay of its raw answer into the worker's pipe (serve_proxy_answer), and
  * the connection thread's parse of that pipe head (serve_pipe_head).
@@ -12,7 +12,7 @@
  *   - what the relay writes to the pipe always parses as a pipe head,
  *     every header name of it is a token, none is X-Sbx-Length (the
  *     pipe's own), and the body is exactly X-Sbx-Length bytes. */
-// fuzz-sources: common/serve-wire.c common/serve-req.c common/serve-reply.c common/doc.c common/err.c common/util.c
+// fuzz-sources: common/serve/serve-wire.c common/serve/serve-req.c common/backend/path.c common/serve/serve-reply.c common/base/doc.c common/base/err.c common/base/util.c
 // fuzz-libs: -ljson-c
 // fuzz-max-len: 24576
 #include "serve-fuzz.h"

@@ -1,5 +1,5 @@
 /* libFuzzer target for sbx-serve's request head and body handling
- * (common/serve-wire.c): the head bounds, the routing of a request to a
+ * (common/serve/serve-wire.c): the head bounds, the routing of a request to a
  * plane and sandbox, the URL unescaping, the body limit of a path and the
  * body's accumulation under it.  Properties beyond "no crash, no leak, no
  * UB":
@@ -10,7 +10,7 @@
  *   - unescaping never lengthens a string and never yields a NUL;
  *   - only the exact path /files gets max_body; every body accumulated
  *     in pieces stays within its limit, and is the input's prefix. */
-// fuzz-sources: common/serve-wire.c common/serve-req.c common/serve-reply.c common/doc.c common/err.c common/util.c
+// fuzz-sources: common/serve/serve-wire.c common/serve/serve-req.c common/backend/path.c common/serve/serve-reply.c common/base/doc.c common/base/err.c common/base/util.c
 // fuzz-libs: -ljson-c
 // fuzz-max-len: 24576
 #include "serve-fuzz.h"

@@ -1,4 +1,4 @@
-/* libFuzzer target for the tar reader and confined extractor (common/tar.c).
+/* libFuzzer target for the tar reader and confined extractor (common/files/tar.c).
  *
  * Each input is an archive, fed through a memfd to sbx_tar_extract into a
  * fresh directory `root` inside a private temporary directory, confined
@@ -10,7 +10,7 @@
  *   - nothing is made outside `root`: its parent holds `root` alone;
  *   - with a budget, the regular files made add up to no more than it.
  * The tree is removed after each input. */
-// fuzz-sources: common/tar.c common/util.c common/err.c
+// fuzz-sources: common/files/tar.c common/base/util.c common/base/err.c
 // fuzz-max-len: 8192
 #define _XOPEN_SOURCE 700
 #include <dirent.h>

@@ -1,4 +1,4 @@
-/* The document reader (common/doc.c): NDJSON, pretty documents, several
+/* The document reader (common/base/doc.c): NDJSON, pretty documents, several
  * per line, whitespace, errors that name the right line, non-objects,
  * truncation, the size limit, deep nesting, and documents split across the
  * reader's 64 KiB buffer, fed through pipes by a writer child (as in a

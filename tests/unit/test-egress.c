@@ -1,4 +1,4 @@
-/* The egress filter's rules (backends/local-egress.c): the order that
+/* The egress filter's rules (backends/local/local-egress.c): the order that
  * makes them mean what local-egress.h promises.  Installing them in a real
  * namespace is tests/boundary-egress.bats. */
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* Confined file operations (common/fsconfine.c) against a hostile tree in a
+/* Confined file operations (common/files/fsconfine.c) against a hostile tree in a
  * temp directory: T/root plays the sandbox root, T/secret and T/hostdir are
  * "the host" that nothing may reach.  Escapes tried: absolute symlinks to
  * /, relative ".." chains, a symlink to a host file as the last component
@@ -439,7 +439,7 @@ int main(void)
 	   strstr(err.msg, "hi from") && atoi(strstr(err.msg, "hi from") + 8) != getpid(),
 	   "a child's error comes back over the pipe");
 
-	/* ---- tar round trip (needs common/tar.c) ---- */
+	/* ---- tar round trip (needs common/files/tar.c) ---- */
 	mkdir(at(R, "tree"), 0755);
 	mkdir(at(R, "tree/sub dir"), 0700);
 	put(at(R, "tree/sub dir/a b.txt"), "spaces\n");

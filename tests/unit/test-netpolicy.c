@@ -1,4 +1,4 @@
-/* The egress policy model (common/netpolicy.c): the text and document
+/* The egress policy model (common/net/netpolicy.c): the text and document
  * forms parsed strictly (each malformed case refused with the rule named),
  * the canonical document read back to the same policy, first match wins,
  * the default, E2B's lists mapped as E2B defines them. */

@@ -1,4 +1,4 @@
-/* SHA-1, SHA-256, HMAC-SHA-256 (common/sha.c) and base64 decoding (util.c) against the FIPS 180
+/* SHA-1, SHA-256, HMAC-SHA-256 (common/base/sha.c) and base64 decoding (util.c) against the FIPS 180
  * vectors, sha1sum/sha256sum on a million bytes, every split of an input
  * into two updates, and base64's refusals. */
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* sbx-procd - the supervisor of one detached process of a local sandbox
- * (the library side is backends/local-proc.c; the contract, fds and
- * files, is backends/local-procd.h).
+ * (the library side is backends/local/local-proc.c; the contract, fds and
+ * files, is backends/local/local-procd.h).
  *
  * It is exec'd with the process already forked as its child, so it alone
  * reaps it and knows its exit status.  It copies the process's stdout and

@@ -289,7 +289,7 @@ int local_layers_resolve(struct sbx_backend *b, const char *tpl, struct local_la
 }
 
 /* Layers stacked over the host's "/" mount it through a view of its own
- * (see mount_host_view in libexec/sbx-init.c), under the host mask that
+ * (see mount_host_view in backends/local/sbx-init.c), under the host mask that
  * hides what the sandbox must not see (local-hostview.c), built now from
  * the current configuration: [snapshot layers..., mask, view]. */
 static int host_view_layers(struct sbx_backend *b, const char *dir, struct local_layers *l,

@@ -48,7 +48,7 @@
 int local_broker_start(const struct local_rec *r, pid_t init, unsigned long long start,
 		       const char *resolver, char *const *allow, struct sbx_err *err);
 
-/* The broker itself (libexec/sbx-egress.c's main): argv as
+/* The broker itself (backends/local/sbx-egress.c's main): argv as
  * local_broker_start passes it.  Returns the exit status. */
 int local_broker_main(int argc, char **argv);
 

@@ -1,6 +1,6 @@
 /* local-procd.h - the contract between the library's side of detached
  * processes (local-proc.c, local-proc-start.c, local-proc-output.c: the
- * vtable's proc_* entries) and sbx-procd (libexec/sbx-procd.c, the
+ * vtable's proc_* entries) and sbx-procd (backends/local/sbx-procd.c, the
  * supervisor of one detached process).  libc only: sbx-procd includes it.
  *
  * Each detached process has a record directory on the host, under the

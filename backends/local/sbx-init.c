@@ -1,6 +1,6 @@
 /* sbx-init - the tiny PID 1 of every local sandbox (libexec, not for users).
  *
- * local_init_start (backends/local-init.c) forks and at once execs this
+ * local_init_start (backends/local/local-init.c) forks and at once execs this
  * program with a fixed argv, an empty environment and its configuration on
  * an inherited fd (the contract is local-init.h), so that nothing of the
  * creating process -- its command line, its environment, its memory --

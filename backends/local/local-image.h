@@ -1,4 +1,5 @@
-/* local-image.h - the local image store (local-image.c): templates (the
+/* local-image.h - the local image store (local-image.c; snapshots are taken
+ * and flattened in local-snapshot.c): templates (the
  * builtin `host`, imports) and snapshots as immutable layer stacks; the
  * vtable's template and snapshot entries, and the layer stacks create
  * mounts.  Private to the local backend, never included by common/ or

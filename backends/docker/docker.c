@@ -100,7 +100,7 @@ static int docker_health(struct sbx_backend *b, struct sbx_err *err)
 	return docker_ping(b, err);
 }
 
-/* Reference §4.3: the recipe (common/fingerprint.h) over ("docker", tls
+/* Reference §4.3: the recipe (common/config/fingerprint.h) over ("docker", tls
  * cert path, host), a blank host (the local socket) being "local-daemon".
  * The host is the profile's configured endpoint; a DOCKER_HOST picked up
  * from the environment does not count (the fingerprint is the profile's

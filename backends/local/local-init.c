@@ -1,6 +1,6 @@
 /* local-init.c - start the init of a local sandbox (the library side).
  *
- * The init is its own program, sbx-init (libexec/sbx-init.c), installed
+ * The init is its own program, sbx-init (backends/local/sbx-init.c), installed
  * beside the programs as <prefix>/libexec/sbx/sbx-init and found from the
  * running program: /proc/self/exe's directory, then ../libexec/sbx/ (the
  * same layout in the build tree: build/bin and build/libexec/sbx).  There

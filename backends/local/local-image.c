@@ -1,5 +1,6 @@
 /* local-image.c - templates and snapshots of the local backend: immutable
- * layer stacks.
+ * layer stacks, their records and layers (the store).  Taking a snapshot and
+ * flattening one are local-snapshot.c, over local-image-int.h.
  *
  * Layout, under <state_dir>/local/images/ (mode 0700: layers hold setuid
  * files that host users must not reach):
@@ -27,7 +28,7 @@
  * collects both (local_store_gc), a commit the first.  A layer is
  * deleted only when no record references it, and a record only when no
  * other record stacks on it and no sandbox was created from it. */
-#include "local-image.h"
+#include "local-image-int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -49,18 +50,7 @@
 #include "fault.h"
 #include "util.h"
 
-#define HOST_ID "host"
-#define HOST_LAYER "/"
-#define SNAP_PREFIX "snap-"
-
-struct rec {
-	char *id, *name, *kind, *parent, *from;
-	char **layers;           /* lids, or "/" for the host root; top first */
-	size_t nlayers;
-	int64_t created_at, size_bytes;
-};
-
-static void rec_clear(struct rec *r)
+void rec_clear(struct rec *r)
 {
 	free(r->id);
 	free(r->name);
@@ -80,13 +70,13 @@ static void recs_free(struct rec *r, size_t n)
 	free(r);
 }
 
-static void rec_add_layer(struct rec *r, const char *lid)
+void rec_add_layer(struct rec *r, const char *lid)
 {
 	r->layers = sbx_xrealloc(r->layers, (r->nlayers + 1) * sizeof(char *));
 	r->layers[r->nlayers++] = sbx_xstrdup(lid);
 }
 
-static int is_snapshot(const struct rec *r)
+int is_snapshot(const struct rec *r)
 {
 	return strcmp(r->kind, "snapshot") == 0 || sbx_str_starts(r->id, SNAP_PREFIX);
 }
@@ -101,9 +91,7 @@ static void host_rec(struct rec *r)
 	rec_add_layer(r, HOST_LAYER);
 }
 
-static char *img_path(struct sbx_backend *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static char *img_path(struct sbx_backend *b, const char *fmt, ...)
+char *img_path(struct sbx_backend *b, const char *fmt, ...)
 {
 	struct local *l = b->priv;
 	char *tail;
@@ -118,7 +106,7 @@ static char *img_path(struct sbx_backend *b, const char *fmt, ...)
 }
 
 /* The absolute directory of a layer as overlay's lowerdir wants it. */
-static char *layer_abs(struct sbx_backend *b, const char *lid)
+char *layer_abs(struct sbx_backend *b, const char *lid)
 {
 	return strcmp(lid, HOST_LAYER) == 0 ? sbx_xstrdup(HOST_LAYER) : img_path(b, "layers/%s", lid);
 }
@@ -142,7 +130,7 @@ static int valid_id(const char *s)
 
 /* Snapshot names are free text chosen by callers (the skills ledger plans
  * them): printable, 1..255 bytes. */
-static int valid_name(const char *s)
+int valid_name(const char *s)
 {
 	size_t n = s ? strlen(s) : 0;
 	if (n == 0 || n > 255)
@@ -153,7 +141,7 @@ static int valid_name(const char *s)
 	return 1;
 }
 
-static int images_init(struct sbx_backend *b, struct sbx_err *err)
+int images_init(struct sbx_backend *b, struct sbx_err *err)
 {
 	static const char *const subs[] = {"layers", "templates", "tmp"};
 	for (size_t i = 0; i < SBX_ARRAY_LEN(subs); i++) {
@@ -170,7 +158,7 @@ static int images_init(struct sbx_backend *b, struct sbx_err *err)
 /* Open (creating) the lock file at `path` and flock it in `mode`, waiting
  * as long as it takes.  Returns the fd that holds the lock (closing it
  * releases it), or -1 with err (kind internal, op `op`). */
-static int lock_file(const char *path, int mode, const char *op, struct sbx_err *err)
+int lock_file(const char *path, int mode, const char *op, struct sbx_err *err)
 {
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -266,7 +254,7 @@ static int rec_load(struct sbx_backend *b, const char *id, struct rec *r, struct
 }
 
 /* A template or snapshot id, including the builtin host. */
-static int image_load(struct sbx_backend *b, const char *id, struct rec *r, struct sbx_err *err)
+int image_load(struct sbx_backend *b, const char *id, struct rec *r, struct sbx_err *err)
 {
 	if (!id || !*id || strcmp(id, HOST_ID) == 0) {
 		host_rec(r);
@@ -350,7 +338,7 @@ static int rec_has_layer(const struct rec *r, const char *lid)
  * stack over the host's "/" mounts "/" through a view of its own, so that
  * overlayfs does not see our layers as lying inside another lower layer:
  * see mount_host_view in local-init.c.) */
-static int check_stack(struct sbx_backend *b, const struct rec *r, struct sbx_err *err)
+int check_stack(struct sbx_backend *b, const struct rec *r, struct sbx_err *err)
 {
 	size_t total = 0;
 	for (size_t i = 0; i < r->nlayers; i++) {
@@ -511,8 +499,8 @@ int local_store_gc(struct sbx_backend *b, int dry_run, struct sbx_store_gc *out,
  * lock.  An existing record of the same id is a conflict (imports race on
  * names).  A crash after the rename leaves an unnamed layer for img_gc.
  * On failure tmp is removed. */
-static int img_commit(struct sbx_backend *b, struct rec *r, const char *tmp, int gc_all,
-		      struct sbx_err *err)
+int img_commit(struct sbx_backend *b, struct rec *r, const char *tmp, int gc_all,
+	       struct sbx_err *err)
 {
 	SBX_AUTOCLOSE int lk = img_lock(b, err);
 	if (lk < 0)
@@ -547,8 +535,8 @@ static int img_commit(struct sbx_backend *b, struct rec *r, const char *tmp, int
  * with the flock on tmp/.work-<lid>.<pid>.lock that marks it as being worked on
  * (*lk; closing it, or dying, ends the work: see work_abandoned).  The
  * lock file itself is left for img_gc, which drops it once free. */
-static int new_work(struct sbx_backend *b, char lid[9], char **tmp, int *lk,
-		    struct sbx_err *err)
+int new_work(struct sbx_backend *b, char lid[9], char **tmp, int *lk,
+	     struct sbx_err *err)
 {
 	*lk = -1;
 	if (images_init(b, err) < 0 || sbx_random_hex(lid, 4, err) < 0)
@@ -561,7 +549,7 @@ static int new_work(struct sbx_backend *b, char lid[9], char **tmp, int *lk,
 
 /* Flush the new layer's filesystem before its record exists: a record
  * must never outlive its data across a power loss. */
-static int sync_tree(const char *path, struct sbx_err *err)
+int sync_tree(const char *path, struct sbx_err *err)
 {
 	SBX_AUTOCLOSE int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || syncfs(fd) < 0)
@@ -569,7 +557,7 @@ static int sync_tree(const char *path, struct sbx_err *err)
 	return 0;
 }
 
-static void ref_from_rec(const struct rec *r, struct sbx_snapshot_ref *out)
+void ref_from_rec(const struct rec *r, struct sbx_snapshot_ref *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->id = sbx_xstrdup(r->id);
@@ -887,236 +875,3 @@ int local_template_import(struct sbx_backend *b, const char *name, int fd, const
 	return rc;
 }
 
-/* A per-sandbox lock so two snapshots of one sandbox do not interleave
- * their freeze and thaw (the first thaw would unfreeze the second copy). */
-static int sb_lock(struct sbx_backend *b, const char *id, struct sbx_err *err)
-{
-	SBX_AUTOFREE char *p = img_path(b, "tmp/.sb-%s.lock", id);
-	return lock_file(p, LOCK_EX, "snapshot", err);
-}
-
-static int new_snap_id(char id[32], struct sbx_err *err)
-{
-	char hex[13];
-	if (sbx_random_hex(hex, 6, err) < 0)
-		return -1;
-	snprintf(id, 32, SNAP_PREFIX "%s", hex);
-	return 0;
-}
-
-/* The pre-copy of a snapshot: the upper dir copied into `tmp` while the
- * sandbox runs, so that the freeze after it only has to copy what changed
- * (lcopy_sync).  `since` is set to a little before the copy began: inode
- * times are coarse-grained (a jiffy), and a change made then is copied
- * again rather than missed.  1 when the pre-copy is whole; 0 when it
- * failed (a race this walk does not expect, a full disk): `tmp` is removed
- * and the snapshot copies everything while frozen, as it did before. */
-static int precopy(const char *upper, const char *tmp, struct timespec *since)
-{
-	clock_gettime(CLOCK_REALTIME, since);
-	since->tv_nsec -= 50 * 1000 * 1000;
-	if (since->tv_nsec < 0) {
-		since->tv_sec--;
-		since->tv_nsec += 1000 * 1000 * 1000;
-	}
-	/* A write through a shared mapping moves ctime only at the first
-	 * write fault on a clean page; a page dirtied before `since` would
-	 * take later writes silently.  syncfs writes every dirty page back
-	 * and write-protects it, so each write after this point faults and
-	 * moves ctime past `since`.  It runs before the freeze, not in it;
-	 * without it, the whole copy is done frozen. */
-	SBX_AUTOCLOSE int ufd = open(upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (ufd < 0 || syncfs(ufd) < 0)
-		return 0;
-	struct sbx_err err = {0};
-	if (lcopy_tree(upper, tmp, LCOPY_LIVE, NULL, &err) == 0)
-		return 1;
-	sbx_rm_rf(tmp, &err);
-	return 0;
-}
-
-/* Snapshot: resume (auto-resume), pre-copy the upper dir into a new layer
- * while the sandbox runs, freeze, copy again only what changed since the
- * pre-copy began, thaw - always, also when the copy failed - then sync and
- * commit the record {parent's layers + the new one}.  The sandbox keeps
- * running; it stops only for the second pass (issue 20:
- * docs/bench/scale.md measures the window).  A crash while frozen
- * leaves the sandbox frozen: it reads as paused and the next command that
- * touches it resumes it. */
-int local_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const char *name,
-			  struct sbx_snapshot_ref *out, struct sbx_err *err)
-{
-	if (!sb || !sb->id || !*sb->id || strchr(sb->id, '/'))
-		return sbx_fail(err, SBX_INVALID_REQUEST, "snapshot", "no valid sandbox id");
-	if (name && !valid_name(name))
-		return sbx_fail(err, SBX_INVALID_REQUEST, "snapshot",
-				"bad snapshot name: 1 to 255 printable bytes");
-	/* The per-sandbox lock first: another snapshot's freeze must not
-	 * look like a pause to our auto-resume below. */
-	if (images_init(b, err) < 0)
-		return -1;
-	SBX_AUTOCLOSE int sl = sb_lock(b, sb->id, err);
-	if (sl < 0)
-		return -1;
-	pid_t init;
-	if (local_sb_ensure_running(b, sb->id, &init, err) < 0)
-		return -1;
-	struct sbx_sandbox cur = {0};
-	if (sbx_call(b, get, err, sb->id, &cur) < 0)
-		return -1;
-	struct rec parent;
-	int rc = image_load(b, cur.template_id ? cur.template_id : sb->template_id, &parent, err);
-	sbx_sandbox_clear(&cur);
-	if (rc < 0) {
-		sbx_err_prefix(err, "the sandbox's template");
-		return -1;
-	}
-	struct rec r = {0};
-	char id[32], lid[9];
-	SBX_AUTOFREE char *tmp = NULL;
-	SBX_AUTOCLOSE int wlk = -1;
-	SBX_AUTOFREE char *upper = NULL;
-	struct lcopy_stats st = {0};
-	struct timespec since;
-	if (new_snap_id(id, err) < 0 || new_work(b, lid, &tmp, &wlk, err) < 0) {
-		rec_clear(&parent);
-		return -1;
-	}
-	r.id = sbx_xstrdup(id);
-	r.name = sbx_xstrdup(name ? name : id);
-	r.kind = sbx_xstrdup("snapshot");
-	r.parent = sbx_xstrdup(parent.id);
-	rec_add_layer(&r, lid);
-	for (size_t i = 0; i < parent.nlayers; i++)
-		rec_add_layer(&r, parent.layers[i]);
-	rec_clear(&parent);
-	rc = check_stack(b, &r, err);
-	if (rc == 0 && !(upper = local_sb_upper(b, sb->id)))
-		rc = sbx_fail(err, SBX_INTERNAL, "snapshot", "sandbox %s has no upper layer", sb->id);
-	if (rc < 0) {
-		rec_clear(&r);
-		return -1;
-	}
-
-	int pre = precopy(upper, tmp, &since);
-	sbx_fault("image:snapshot-precopied");
-	if (local_sb_freeze(b, sb->id, 1, err) < 0) {
-		rec_clear(&r);
-		return -1;
-	}
-	sbx_fault("snapshot-frozen");
-	rc = pre ? lcopy_sync(upper, tmp, &since, &st, err) : lcopy_tree(upper, tmp, 0, &st, err);
-	struct sbx_err terr = {0};
-	if (local_sb_freeze(b, sb->id, 0, &terr) < 0 && rc == 0) {
-		*err = terr;
-		sbx_err_prefix(err, "thaw after snapshot");
-		rc = -1;
-	}
-	close(sl);
-	sl = -1;
-	if (rc == 0)
-		rc = sync_tree(tmp, err);
-	sbx_fault("snapshot-copied");
-	sbx_fault("image:snapshot-copied");
-	if (rc < 0) {
-		struct sbx_err ignored = {0};
-		sbx_rm_rf(tmp, &ignored);
-		rec_clear(&r);
-		return -1;
-	}
-	if (lcopy_du(tmp, &r.size_bytes, err) < 0) {
-		struct sbx_err ignored = {0};
-		sbx_rm_rf(tmp, &ignored);
-		rec_clear(&r);
-		return -1;
-	}
-	r.created_at = sbx_now_ms() / 1000;
-	rc = img_commit(b, &r, tmp, 0, err);
-	if (rc == 0 && out)
-		ref_from_rec(&r, out);
-	rec_clear(&r);
-	return rc;
-}
-
-/* Follow parents through snapshots to the template at the bottom. */
-static char *root_template(struct sbx_backend *b, const struct rec *r)
-{
-	char *cur = sbx_xstrdup(r->parent ? r->parent : r->id);
-	for (int depth = 0; depth < 1000; depth++) {
-		struct rec p;
-		struct sbx_err ignored = {0};
-		if (image_load(b, cur, &p, &ignored) < 0)
-			return cur;
-		int snap = is_snapshot(&p) && p.parent;
-		if (snap) {
-			free(cur);
-			cur = sbx_xstrdup(p.parent);
-		}
-		rec_clear(&p);
-		if (!snap)
-			break;
-	}
-	return cur;
-}
-
-int local_snapshot_flatten(struct sbx_backend *b, const char *id, const char *name,
-			   struct sbx_snapshot_ref *out, struct sbx_err *err)
-{
-	if (name && !valid_name(name))
-		return sbx_fail(err, SBX_INVALID_REQUEST, "flatten",
-				"bad snapshot name: 1 to 255 printable bytes");
-	struct rec src;
-	if (image_load(b, id, &src, err) < 0)
-		return -1;
-	size_t n = src.nlayers;
-	int on_host = strcmp(src.layers[n - 1], HOST_LAYER) == 0;
-	if (on_host)
-		n--;
-	if (n == 0) {
-		rec_clear(&src);
-		return sbx_fail(err, SBX_INVALID_REQUEST, "flatten", "'%s' has no layers to flatten",
-				id);
-	}
-
-	char sid[32], lid[9];
-	SBX_AUTOFREE char *tmp = NULL;
-	SBX_AUTOCLOSE int wlk = -1;
-	if (new_snap_id(sid, err) < 0 || new_work(b, lid, &tmp, &wlk, err) < 0) {
-		rec_clear(&src);
-		return -1;
-	}
-	/* Bottom up: each layer is applied onto what lies below it. */
-	unsigned flags = LCOPY_MERGE | (on_host ? LCOPY_KEEP_WHITEOUTS : 0);
-	struct lcopy_stats st = {0};
-	int rc = 0;
-	for (size_t i = n; i-- > 0 && rc == 0;) {
-		SBX_AUTOFREE char *p = layer_abs(b, src.layers[i]);
-		rc = lcopy_tree(p, tmp, flags, &st, err);
-	}
-	struct rec r = {0};
-	if (rc == 0)
-		rc = lcopy_du(tmp, &r.size_bytes, err);
-	if (rc == 0)
-		rc = sync_tree(tmp, err);
-	if (rc < 0) {
-		struct sbx_err ignored = {0};
-		sbx_rm_rf(tmp, &ignored);
-		rec_clear(&src);
-		return -1;
-	}
-	r.id = sbx_xstrdup(sid);
-	r.name = name ? sbx_xstrdup(name) : sbx_xasprintf("%s-flat", src.name);
-	r.kind = sbx_xstrdup("snapshot");
-	r.parent = root_template(b, &src);
-	r.from = sbx_xstrdup(src.id);
-	r.created_at = sbx_now_ms() / 1000;
-	rec_add_layer(&r, lid);
-	if (on_host)
-		rec_add_layer(&r, HOST_LAYER);
-	rec_clear(&src);
-	rc = img_commit(b, &r, tmp, 0, err);
-	if (rc == 0 && out)
-		ref_from_rec(&r, out);
-	rec_clear(&r);
-	return rc;
-}

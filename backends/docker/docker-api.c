@@ -1,6 +1,6 @@
 /* docker-api.c - the Docker backend's transport (see docker-api.h): the
  * connection to the engine (unix socket, or TCP with TLS client
- * certificates and the SSRF dial guard, both through common/http.c), the
+ * certificates and the SSRF dial guard, both through common/net/http.c), the
  * versioned requests, their JSON replies, and the engine's errors mapped to
  * sbx kinds.  It knows nothing of containers, labels or sandboxes. */
 #include "docker-api.h"

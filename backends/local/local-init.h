@@ -1,6 +1,6 @@
 /* local-init.h - the contract between local-init.c (in the library, which
  * starts a sandbox's init) and sbx-init (the program that is that init,
- * libexec/sbx-init.c).
+ * backends/local/sbx-init.c).
  *
  * sbx-init is exec'd with argv {"sbx-init", NULL}, an empty environment,
  * /dev/null on fds 0-2 and exactly two more fds:

@@ -586,7 +586,7 @@ static json_object *local_limits_info(struct sbx_backend *b)
 	return o;
 }
 
-/* Local recipe of the skill-image fingerprint (common/fingerprint.h):
+/* Local recipe of the skill-image fingerprint (common/config/fingerprint.h):
  * ("local", "", state dir). */
 static int local_fingerprint(struct sbx_backend *b, char out[65], struct sbx_err *err)
 {

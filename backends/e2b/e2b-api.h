@@ -1,6 +1,6 @@
 /* e2b-api.h - the e2b and cube backends' transport: the control plane
  * (REST/JSON with the API key) and the envd data plane (Connect RPC and
- * /files), both on common/http.c.
+ * /files), both on common/net/http.c.
  *
  * Promises:
  *   - the API key comes from the profile's api_key_file or api_key_env

@@ -5,7 +5,7 @@
  * (local_sb_rootfd: /proc/<init>/root, the merged overlay with the
  * sandbox's /proc, /sys, /dev mounted inside), which also resumes a paused
  * sandbox first: touching files is activity, like exec.  Paths are confined
- * by common/fsconfine.c in sandbox mode: no escape through "..", symlinks or
+ * by common/files/fsconfine.c in sandbox mode: no escape through "..", symlinks or
  * races, and /proc, /sys, /dev are off limits.
  *
  * Identity: as_root = 0 acts as the sandbox user (uid/gid 1000): the

@@ -861,9 +861,10 @@ static const char *unimplemented_call(const char *method, const char *op)
 	return NULL;
 }
 
-/* One sandbox, by id: get, delete, pause, resume, connect, timeout,
- * refreshes, metrics, snapshots. */
-static int one(const struct serve_req *r, struct serve_out *o, const char *id, const char *op)
+/* The operations on one sandbox, by id (/sandboxes/{id}[/{op}]): get,
+ * delete, pause, resume, connect, timeout, refreshes, metrics, snapshots. */
+static int sandbox_op(const struct serve_req *r, struct serve_out *o, const char *id,
+		      const char *op)
 {
 	struct sbx_err err = {0};
 	struct sbx_backend *b = NULL;
@@ -1009,7 +1010,7 @@ int serve_api(const struct serve_req *r, struct serve_out *o)
 			return serve_reply_error(o, 404, "no such route");
 		if (!strcmp(id, "metrics") && !slash)   /* GET /sandboxes/metrics?sandbox_ids= */
 			return serve_reply_error(o, 501, "sbx-serve does not implement the metrics of several sandboxes at once");
-		return one(r, o, id, op);
+		return sandbox_op(r, o, id, op);
 	}
 	if (!strcmp(p, "/snapshots") && !strcmp(m, "GET"))
 		return serve_api_snapshots(r, o);
