@@ -115,12 +115,12 @@ $(BUILD)/bin/sbx-serve: $(BUILD)/obj/cmd/sbx-serve.o $(SERVE_LIB) $(LIB)
 # from the host's files and lives in the sandbox's memory cgroup.  Linked
 # statically: it is exec'd on every create, and without the dynamic loader
 # a create is ~4 ms (10%) faster (tests/bench/boundary.sh).
-$(INIT): backends/local/sbx-init.c backends/local/local-init.h backends/local/local-shared.h
+$(INIT): backends/local/sbx-init.c backends/local/local-init.h backends/local/local-shared.h backends/local/local-kfile.h
 	@mkdir -p $(dir $@) $(BUILD)/obj/libexec
 	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends/local -MF $(BUILD)/obj/libexec/sbx-init.d \
 	  -static -o $@ backends/local/sbx-init.c
 
-$(PROCD): backends/local/sbx-procd.c backends/local/local-procd.h
+$(PROCD): backends/local/sbx-procd.c backends/local/local-procd.h backends/local/local-kfile.h
 	@mkdir -p $(dir $@) $(BUILD)/obj/libexec
 	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends/local -MF $(BUILD)/obj/libexec/sbx-procd.d \
 	  -static -o $@ backends/local/sbx-procd.c

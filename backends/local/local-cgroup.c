@@ -115,14 +115,7 @@ int local_cg_write(const char *dir, const char *file, const char *v)
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	int fd = open(p, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = write(fd, v, strlen(v));
-	int e = errno;
-	close(fd);
-	errno = e;
-	return n < 0 ? -1 : 0;
+	return local_write_small(p, v);
 }
 
 /* Contents of <dir>/<file> (at most 4 KiB), "" when unreadable. */

@@ -241,6 +241,18 @@ static void nl_attr(struct nlmsghdr *h, unsigned short type, const void *data, u
 	h->nlmsg_len = NLMSG_ALIGN(h->nlmsg_len) + RTA_ALIGN(a->rta_len);
 }
 
+/* A new netlink request of `type` that creates (and fails if it
+ * exists), acknowledged, in the zeroed buffer of `size` bytes at h; its
+ * payload header (`len` bytes) is returned for the caller to fill. */
+static void *nl_new(struct nlmsghdr *h, size_t size, unsigned short type, size_t len)
+{
+	memset(h, 0, size);
+	h->nlmsg_type = type;
+	h->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL;
+	h->nlmsg_len = NLMSG_LENGTH(len);
+	return NLMSG_DATA(h);
+}
+
 /* In the installer child, inside the namespace: the broker's network,
  * LOCAL_SANDBOX_RESOLVER/32 on lo and a default route into lo (so that a
  * connect to any IPv4 address is routed, and the table's dnat sends it
@@ -257,11 +269,7 @@ static int broker_net(int efd)
 	struct in_addr a;
 	inet_pton(AF_INET, LOCAL_SANDBOX_RESOLVER, &a);
 
-	memset(&m, 0, sizeof(m));
-	m.h.nlmsg_type = RTM_NEWADDR;
-	m.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL;
-	m.h.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifaddrmsg));
-	struct ifaddrmsg *ifa = NLMSG_DATA(&m.h);
+	struct ifaddrmsg *ifa = nl_new(&m.h, sizeof(m), RTM_NEWADDR, sizeof(*ifa));
 	ifa->ifa_family = AF_INET;
 	ifa->ifa_prefixlen = 32;
 	ifa->ifa_scope = RT_SCOPE_HOST;
@@ -273,11 +281,7 @@ static int broker_net(int efd)
 		return -1;
 	}
 
-	memset(&m, 0, sizeof(m));
-	m.h.nlmsg_type = RTM_NEWROUTE;
-	m.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL;
-	m.h.nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg));
-	struct rtmsg *rt = NLMSG_DATA(&m.h);
+	struct rtmsg *rt = nl_new(&m.h, sizeof(m), RTM_NEWROUTE, sizeof(*rt));
 	rt->rtm_family = AF_INET;
 	rt->rtm_table = RT_TABLE_MAIN;
 	rt->rtm_protocol = RTPROT_BOOT;

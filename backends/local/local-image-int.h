@@ -36,6 +36,9 @@ int img_commit(struct sbx_backend *b, struct rec *r, const char *tmp, int gc_all
 int new_work(struct sbx_backend *b, char lid[9], char **tmp, int *lk,
 	     struct sbx_err *err);
 int sync_tree(const char *path, struct sbx_err *err);
+/* A new layer's tree is complete: its size measured (*bytes), then
+ * sync_tree. */
+int layer_settle(const char *path, int64_t *bytes, struct sbx_err *err);
 void ref_from_rec(const struct rec *r, struct sbx_snapshot_ref *out);
 
 #endif

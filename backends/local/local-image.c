@@ -557,6 +557,11 @@ int sync_tree(const char *path, struct sbx_err *err)
 	return 0;
 }
 
+int layer_settle(const char *path, int64_t *bytes, struct sbx_err *err)
+{
+	return lcopy_du(path, bytes, err) < 0 ? -1 : sync_tree(path, err);
+}
+
 void ref_from_rec(const struct rec *r, struct sbx_snapshot_ref *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -855,9 +860,7 @@ int local_template_import(struct sbx_backend *b, const char *name, int fd, const
 	sbx_fault("import-extracted");
 	struct rec r = {0};
 	if (rc == 0)
-		rc = lcopy_du(tmp, &r.size_bytes, err);
-	if (rc == 0)
-		rc = sync_tree(tmp, err);
+		rc = layer_settle(tmp, &r.size_bytes, err);
 	if (rc < 0) {
 		sbx_err_prefix(err, "import %s", name);
 		sbx_rm_rf(tmp, &ignored);

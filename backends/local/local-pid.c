@@ -20,19 +20,6 @@
 #include "fault.h"
 #include "util.h"
 
-int local_read_small(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
-	return 0;
-}
-
 unsigned long long local_pid_start(pid_t pid)
 {
 	char p[64], buf[1024];

@@ -7,10 +7,8 @@
 #include <sys/types.h>
 
 #include "err.h"
+#include "local-kfile.h"
 
-/* Read a small kernel file (/proc, cgroupfs) into buf, NUL-terminated;
- * 0, or -1 with errno. */
-int local_read_small(const char *path, char *buf, size_t len);
 
 /* Field 22 of /proc/PID/stat (its start time), 0 when the pid is free or
  * a zombie. */

@@ -226,9 +226,7 @@ int local_snapshot_flatten(struct sbx_backend *b, const char *id, const char *na
 	}
 	struct rec r = {0};
 	if (rc == 0)
-		rc = lcopy_du(tmp, &r.size_bytes, err);
-	if (rc == 0)
-		rc = sync_tree(tmp, err);
+		rc = layer_settle(tmp, &r.size_bytes, err);
 	if (rc < 0) {
 		struct sbx_err ignored = {0};
 		sbx_rm_rf(tmp, &ignored);

@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "local-init.h"
+#include "local-kfile.h"
 #include "local-shared.h"
 
 #define NS_FLAGS (CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | \
@@ -93,17 +94,6 @@ static void report(int fd, const char *fmt, ...)
 		_exit(1); \
 	} while (0)
 
-static int write_str(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = write(fd, s, strlen(s));
-	int e = errno;
-	close(fd);
-	errno = e;
-	return n < 0 ? -1 : 0;
-}
 
 /* Read the configuration (fd 4) into `buf` and point `c` into it.  0, or
  * -1 with errno set (EINVAL: a record is malformed or a key is missing). */
@@ -563,7 +553,7 @@ int main(int argc, char **argv)
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
 	for (int i = c.cg_joined ? 1 : 0; i < c.ncg; i++) {
 		snprintf(p, sizeof(p), "%s/cgroup.procs", c.cg[i]);
-		if (write_str(p, pid) < 0)
+		if (local_write_small(p, pid) < 0)
 			DIE(&f, "join the sandbox cgroups");
 	}
 	if (unshare(NS_FLAGS) < 0)

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "local-kfile.h"
 #include "local-procd.h"
 
 struct stream {
@@ -63,25 +64,13 @@ static long long now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int read_file(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
-	return 0;
-}
 
 /* Field 22 of /proc/PID/stat, 0 when unreadable. */
 static unsigned long long start_time(pid_t pid)
 {
 	char p[64], buf[1024];
 	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	if (read_file(p, buf, sizeof(buf)) < 0)
+	if (local_read_small(p, buf, sizeof(buf)) < 0)
 		return 0;
 	char *s = strrchr(buf, ')');
 	for (int f = 2; s && f < 22; f++) {
@@ -97,7 +86,7 @@ static int ns_pid(pid_t pid)
 {
 	char p[64], buf[4096];
 	snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
-	if (read_file(p, buf, sizeof(buf)) < 0)
+	if (local_read_small(p, buf, sizeof(buf)) < 0)
 		return -1;
 	char *l = strstr(buf, "\nNSpid:");
 	if (!l)

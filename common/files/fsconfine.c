@@ -328,19 +328,35 @@ int sbx_fsc_write(const struct sbx_fsc *c, const char *path, const void *data, s
 	return 0;
 }
 
+/* The path rule on `path` (*p: normalised, malloc'd), then an O_PATH
+ * descriptor of what it names, links followed inside the root, and its
+ * stat in *st. */
+static int norm_open_stat(const struct sbx_fsc *c, const char *path, const char *op, char **p,
+			  struct stat *st, struct sbx_err *err)
+{
+	*p = sbx_path_norm(path, op, err);
+	if (!*p)
+		return -1;
+	int fd = sbx_fsc_open(c, *p, O_PATH, 1, err);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, st) < 0) {
+		fail_errno(err, op, *p);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 int sbx_fsc_read(const struct sbx_fsc *c, const char *path, size_t max, char **data,
 		 size_t *len, struct sbx_err *err)
 {
 	const char *op = "read";
-	SBX_AUTOFREE char *p = sbx_path_norm(path, op, err);
-	if (!p)
-		return -1;
-	SBX_AUTOCLOSE int pfd = sbx_fsc_open(c, p, O_PATH, 1, err);
+	SBX_AUTOFREE char *p = NULL;
+	struct stat st;
+	SBX_AUTOCLOSE int pfd = norm_open_stat(c, path, op, &p, &st, err);
 	if (pfd < 0)
 		return -1;
-	struct stat st;
-	if (fstat(pfd, &st) < 0)
-		return fail_errno(err, op, p);
 	if (S_ISDIR(st.st_mode))
 		return sbx_fail_reason(err, SBX_INVALID_REQUEST, SBX_R_IS_DIR, op, "%s: is a directory", p);
 	if (!S_ISREG(st.st_mode))
@@ -476,15 +492,11 @@ static int cmp_dirent(const void *a, const void *b)
 int sbx_fsc_list(const struct sbx_fsc *c, const char *path, struct sbx_dirent **out,
 		 size_t *n, struct sbx_err *err)
 {
-	SBX_AUTOFREE char *p = sbx_path_norm(path, "list", err);
-	if (!p)
-		return -1;
-	SBX_AUTOCLOSE int pfd = sbx_fsc_open(c, p, O_PATH, 1, err);
+	SBX_AUTOFREE char *p = NULL;
+	struct stat st;
+	SBX_AUTOCLOSE int pfd = norm_open_stat(c, path, "list", &p, &st, err);
 	if (pfd < 0)
 		return -1;
-	struct stat st;
-	if (fstat(pfd, &st) < 0)
-		return fail_errno(err, "list", p);
 	if (!S_ISDIR(st.st_mode)) {
 		*out = sbx_xcalloc(1, sizeof(**out));
 		*n = 1;

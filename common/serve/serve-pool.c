@@ -81,11 +81,12 @@ struct frame {
 
 /* ---- both sides: whole reads and writes ---- */
 
-static int write_all(int fd, const void *buf, size_t len)
+/* All of len bytes sent (MSG_NOSIGNAL: a peer gone is -1, not SIGPIPE)
+ * or read; -1 on an error or an early end. */
+static int move_all(int fd, char *p, size_t len, int sending)
 {
-	const char *p = buf;
 	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		ssize_t n = sending ? send(fd, p, len, MSG_NOSIGNAL) : read(fd, p, len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -96,19 +97,14 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+static int write_all(int fd, const void *buf, size_t len)
+{
+	return move_all(fd, (char *)buf, len, 1);
+}
+
 static int read_all(int fd, void *buf, size_t len)
 {
-	char *p = buf;
-	while (len) {
-		ssize_t n = read(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return move_all(fd, buf, len, 0);
 }
 
 /* ---- the worker ---- */
