@@ -3,6 +3,7 @@
 #include "backend.h"
 
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,34 +139,36 @@ void sbx_exec_result_clear(struct sbx_exec_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
+/* Free the strings at `offs` in each of n elements of `size` bytes, then
+ * the array: the three arrays below hold three strings each. */
+static void free_array(void *arr, size_t n, size_t size, const size_t offs[3])
+{
+	for (size_t i = 0; arr && i < n; i++)
+		for (size_t k = 0; k < 3; k++)
+			free(*(char **)((char *)arr + i * size + offs[k]));
+	free(arr);
+}
+
 void sbx_dirents_free(struct sbx_dirent *e, size_t n)
 {
-	for (size_t i = 0; e && i < n; i++) {
-		free(e[i].name);
-		free(e[i].path);
-		free(e[i].link_target);
-	}
-	free(e);
+	static const size_t offs[3] = {offsetof(struct sbx_dirent, name), offsetof(struct sbx_dirent, path),
+				       offsetof(struct sbx_dirent, link_target)};
+	free_array(e, n, sizeof(*e), offs);
 }
 
 void sbx_snapshot_refs_free(struct sbx_snapshot_ref *r, size_t n)
 {
-	for (size_t i = 0; r && i < n; i++) {
-		free(r[i].id);
-		free(r[i].name);
-		free(r[i].parent);
-	}
-	free(r);
+	static const size_t offs[3] = {offsetof(struct sbx_snapshot_ref, id),
+				       offsetof(struct sbx_snapshot_ref, name),
+				       offsetof(struct sbx_snapshot_ref, parent)};
+	free_array(r, n, sizeof(*r), offs);
 }
 
 void sbx_templates_free(struct sbx_template *t, size_t n)
 {
-	for (size_t i = 0; t && i < n; i++) {
-		free(t[i].id);
-		free(t[i].name);
-		free(t[i].kind);
-	}
-	free(t);
+	static const size_t offs[3] = {offsetof(struct sbx_template, id), offsetof(struct sbx_template, name),
+				       offsetof(struct sbx_template, kind)};
+	free_array(t, n, sizeof(*t), offs);
 }
 
 /* ---- the document shapes of the value types (backend.h) ----------------- */

@@ -4,22 +4,25 @@
 #include "doc.h"
 #include "events.h"
 
+/* The backend's call went through (rc 0): the event of a command. */
+static int commanded(int rc, struct sbx_redis *r, struct sbx_sandbox *sb, const char *type)
+{
+	if (rc < 0)
+		return -1;
+	sbx_event_sandbox(r, sb, type, NULL, "command", NULL);
+	return 0;
+}
+
 int sbx_lifecycle_pause(struct sbx_backend *b, struct sbx_redis *r, struct sbx_sandbox *sb,
 			struct sbx_err *err)
 {
-	if (sbx_call(b, pause, err, sb) < 0)
-		return -1;
-	sbx_event_sandbox(r, sb, "paused", NULL, "command", NULL);
-	return 0;
+	return commanded(sbx_call(b, pause, err, sb), r, sb, "paused");
 }
 
 int sbx_lifecycle_resume(struct sbx_backend *b, struct sbx_redis *r, struct sbx_sandbox *sb,
 			 struct sbx_err *err)
 {
-	if (sbx_call(b, connect, err, sb) < 0)
-		return -1;
-	sbx_event_sandbox(r, sb, "resumed", NULL, "command", NULL);
-	return 0;
+	return commanded(sbx_call(b, connect, err, sb), r, sb, "resumed");
 }
 
 int sbx_lifecycle_timeout(struct sbx_backend *b, struct sbx_redis *r, struct sbx_sandbox *sb,
