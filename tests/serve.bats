@@ -434,6 +434,7 @@ teardown_file() {
 	local log=$SBX_TEST_DIR/serve-crash2.log
 	sbx-serve --listen 127.0.0.1:0 --api-key-file "$SERVE_KEYS" --state-dir "$SBX_TEST_DIR/serve-crash" 2>"$log" &
 	export SERVE_PID_crash=$!
+	echo "$SERVE_PID_crash" >"$SBX_TEST_DIR/serve-crash.pid"
 	local port=
 	for _ in $(seq 1 200); do port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$log"); [ -n "$port" ] && break; sleep 0.05; done
 	url=http://127.0.0.1:$port

@@ -33,12 +33,18 @@ serve_start() {
 	done
 	[ -n "$port" ] || { cat "$log" >&2; return 1; }
 	export "SERVE_URL_$name=http://127.0.0.1:$port" "SERVE_PID_$name=$pid"
+	echo "$pid" >"$SBX_TEST_DIR/serve-$name.pid"
 	[ -n "${SERVE_URL:-}" ] || export SERVE_URL="http://127.0.0.1:$port"
 }
 
+# A server started inside a test is not seen by teardown_file's variables
+# (each test runs in a subshell): its pid file is, so a failed test does
+# not leave one running (holding bats' output open: the run would hang).
 serve_stop() {
 	local v="SERVE_PID_$1" i
 	local pid=${!v:-}
+	[ -n "$pid" ] || pid=$(cat "$SBX_TEST_DIR/serve-$1.pid" 2>/dev/null) || true
+	rm -f "$SBX_TEST_DIR/serve-$1.pid"
 	[ -n "$pid" ] || return 0
 	kill -TERM "$pid" 2>/dev/null || return 0
 	for i in $(seq 1 400); do
