@@ -125,6 +125,25 @@ UNI_NAME='ünï cødé ✓'
 	assert_success
 }
 
+@test "get of a file never replaces a host device or FIFO (it used to unlink /dev/null)" {
+	echo data >"$BATS_TEST_TMPDIR/src"
+	fs put "$BATS_TEST_TMPDIR/src" /workspace/gf >/dev/null
+	mknod "$BATS_TEST_TMPDIR/null" c 1 3
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	local t
+	for t in null fifo; do
+		run --separate-stderr fs get /workspace/gf "$BATS_TEST_TMPDIR/$t"
+		[ "$status" -ne 0 ]
+		[ "$(jqo .error.kind)" = conflict ]
+	done
+	[ -c "$BATS_TEST_TMPDIR/null" ]
+	[ -p "$BATS_TEST_TMPDIR/fifo" ]
+	run ls -A "$BATS_TEST_TMPDIR"
+	refute_output --partial .tmp.
+	fs get /workspace/gf "$BATS_TEST_TMPDIR/plain" >/dev/null
+	[ "$(cat "$BATS_TEST_TMPDIR/plain")" = data ]
+}
+
 # The reader stops at the archive's end marker; a writer still sending
 # the record's padding then gets EPIPE, which is not a failed copy.
 @test "get of an empty folder succeeds every time (padding after the end marker)" {

@@ -310,6 +310,14 @@ int sbx_write_all(int fd, const void *buf, size_t len)
 int sbx_write_file_atomic(const char *path, const void *data, size_t len,
 			  unsigned mode, unsigned flags, struct sbx_err *err)
 {
+	/* Only a file (or a link, which the rename replaces, never follows)
+	 * is replaced: a rename over a device or a FIFO would take it off the
+	 * host (`sbx-fs get SB /f /dev/null` unlinked the host's /dev/null),
+	 * over a folder it fails later and less clearly. */
+	struct stat st;
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+		return sbx_fail(err, SBX_CONFLICT, "write",
+				"%s exists and is not a regular file: not replaced", path);
 	SBX_AUTOFREE char *tmp = sbx_xasprintf("%s.tmp.%d", path, (int)getpid());
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
 	if (fd < 0)

@@ -69,7 +69,8 @@ int sbx_read_file(const char *path, size_t max, char **out, size_t *len,
  * (they describe processes, which die with the host): a crash of the
  * writer still leaves the old file or the new one, a power loss may leave
  * an empty one.  On failure the temporary is removed and `path` is as it
- * was.  The one atomic writer: every tmp + rename goes through it. */
+ * was.  An existing `path` that is neither a file nor a link (a device, a
+ * FIFO, a folder) is refused (conflict), never replaced.  The one atomic writer: every tmp + rename goes through it. */
 #define SBX_WRITE_NOSYNC 1u
 int sbx_write_file_atomic(const char *path, const void *data, size_t len,
 			  unsigned mode, unsigned flags, struct sbx_err *err);
