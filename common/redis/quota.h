@@ -1,0 +1,79 @@
+/* quota.h - a tenant's quota: how many of its session sandboxes may run,
+ * and how many may exist (DESIGN issue 30).
+ *
+ * The count is a hash per tenant, <prefix>:{T}:usage, one field per
+ * session that holds a slot:
+ *
+ *   "running" | "paused"         a bound session (binding.c's scripts write
+ *                                and delete these in the script that binds
+ *                                or unbinds, so binding and slot agree)
+ *   "pending <lockkey> <token>"  a resolve, holding that session lock, is
+ *                                making the sandbox (sbx_quota_reserve)
+ *
+ * A pending slot counts as running while its lock still holds its token;
+ * every script that counts drops the pending slots whose lock is gone, so
+ * a resolve killed with -9 holds its slot until its lock expires (the
+ * lock's TTL), never longer.  All keys share the tenant's hash slot, so
+ * each check-and-take is one atomic script: N processes racing for the
+ * last slot get exactly one.
+ *
+ * Limits: the tenant's own hash <prefix>:{T}:quota (fields running,
+ * sandboxes; -1 = no limit), written by sbx-ctl quota, wins field by field
+ * over the profile's "quota" object (config.h); neither = no limit. */
+#ifndef SBX_QUOTA_H
+#define SBX_QUOTA_H
+
+#include <stdint.h>
+#include <json-c/json.h>
+
+#include "config.h"
+#include "err.h"
+#include "lock.h"
+#include "redis.h"
+
+/* Under the session's lock, before any backend work: take a pending slot
+ * for the session, or fail with capacity (reason SBX_R_QUOTA, exit 75)
+ * naming the quota that is full ("quota sandboxes=20 of tenant T is
+ * reached (20 in use)"); nothing is written then.  A slot the session
+ * already had (a stale entry: it has no binding) is replaced. */
+int sbx_quota_reserve(struct sbx_redis *r, struct sbx_lock *lock, const struct sbx_quota *q,
+		      const char *tenant, const char *session, struct sbx_err *err);
+/* Give back the session's pending slot if it is still ours (the resolve
+ * failed before its bind); a bound slot is left alone.  Best effort: a
+ * slot not given back is freed when the lock expires. */
+void sbx_quota_unreserve(struct sbx_redis *r, struct sbx_lock *lock, const char *tenant,
+			 const char *session);
+/* Before a bound, paused sandbox is resumed: its slot becomes running if
+ * the running quota allows (capacity otherwise, nothing changed).  A
+ * session without a slot (bound before quotas, or no session) is not
+ * checked.  1 switched, 0 nothing to do, -1 err. */
+int sbx_quota_resume(struct sbx_redis *r, const struct sbx_quota *q, const char *tenant,
+		     const char *session, struct sbx_err *err);
+/* After a pause, or a resume that failed: the session's slot, if it has
+ * one, says `state` ("paused" or "running"). */
+int sbx_quota_mark(struct sbx_redis *r, const char *tenant, const char *session,
+		   const char *state, struct sbx_err *err);
+
+/* What a tenant uses and may use (sbx-ls --usage): running counts the
+ * pending slots; limit is the effective quota (-1 = none) and which_*
+ * says where each limit comes from ("tenant", "profile", "none"). */
+struct sbx_usage {
+	int64_t running, sandboxes, pending;
+	struct sbx_quota limit;
+	const char *from_running, *from_sandboxes;
+};
+int sbx_quota_usage(struct sbx_redis *r, const struct sbx_quota *q, const char *tenant,
+		    struct sbx_usage *u, struct sbx_err *err);
+/* Its document: {"running": {"used", "limit" (null = none), "from"},
+ * "sandboxes": {...}, "pending": N}. */
+json_object *sbx_usage_json(const struct sbx_usage *u);
+
+/* sbx-ctl quota: set the tenant's own limits.  A field of `set` that is
+ * SBX_QUOTA_KEEP is left as it is, SBX_QUOTA_PROFILE removes the tenant's
+ * value (the profile's applies again), -1 means no limit, >= 0 a limit. */
+#define SBX_QUOTA_KEEP (-3)
+#define SBX_QUOTA_PROFILE (-2)
+int sbx_quota_set(struct sbx_redis *r, const char *tenant, const struct sbx_quota *set,
+		  struct sbx_err *err);
+
+#endif
