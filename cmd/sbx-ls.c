@@ -20,6 +20,7 @@
 #include "metadata.h"
 #include "pager.h"
 #include "quota.h"
+#include "session.h"
 #include "util.h"
 
 enum { O_PROFILE, O_ALL, O_LABEL, O_STATE, O_ID, O_TENANT, O_USAGE };
@@ -114,18 +115,46 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	return 0;
 }
 
-static int emit_sandbox(const struct sbx_sandbox *sb, struct sbx_err *err)
+/* {"sandbox": handle}, with "retain_until" beside it when the sandbox is
+ * a paused session's and its tenant or profile has a retention
+ * (session.h: one round trip for each such sandbox). */
+static int emit_sandbox(struct ls_opts *o, struct sbx_backend *b, const struct sbx_sandbox *sb,
+			struct sbx_err *err)
 {
 	json_object *doc = json_object_new_object();
 	json_object_object_add(doc, "sandbox", sbx_sandbox_to_json(sb));
+	struct sbx_redis *r;
+	int64_t until = 0;
+	if (sb->state == SBX_STATE_PAUSED && sbx_json_str(sb->metadata, SBX_MD_SESSION)) {
+		/* The listing is the backend's; retain_until, which Redis
+		 * knows, is an annotation: without Redis it is left out, with a
+		 * warning, and the listing goes on. */
+		struct sbx_err e = {0};
+		int rc = sbx_app_redis(&o->app, &r, &e) < 0 ? -1
+		       : sbx_session_retain_until(b, r, sb, &until, &e);
+		if (rc > 0) {
+			char when[32];
+			sbx_time_iso(until, when, sizeof(when));
+			sbx_json_set_str(doc, "retain_until", when);
+		} else if (rc < 0) {
+			sbx_cli_warn(cmd.name, "%s: no retain_until: %s: %s", sb->id,
+				     sbx_kind_name(e.kind), e.msg);
+		}
+	}
 	int rc = sbx_emit(doc, err);
 	json_object_put(doc);
 	return rc;
 }
 
+struct listed {
+	struct ls_opts *o;
+	struct sbx_backend *b;
+};
+
 static int emit_listed(struct sbx_sandbox *sb, void *ctx, struct sbx_err *err)
 {
-	return state_picked(ctx, sb) ? emit_sandbox(sb, err) : 0;
+	struct listed *l = ctx;
+	return state_picked(l->o, sb) ? emit_sandbox(l->o, l->b, sb, err) : 0;
 }
 
 /* --usage: {"tenant": T, "usage": {running, sandboxes, pending}}. */
@@ -134,7 +163,8 @@ static int ls_usage(struct ls_opts *o, struct sbx_err *err)
 	struct sbx_redis *r;
 	struct sbx_usage u;
 	if (sbx_app_use(&o->app, NULL, err) < 0 || sbx_app_redis(&o->app, &r, err) < 0 ||
-	    sbx_quota_usage(r, &o->app.profile->quota, o->tenant, &u, err) < 0)
+	    sbx_quota_usage(r, &o->app.profile->quota, o->app.profile->retain_paused_ms, o->tenant, &u,
+			    err) < 0)
 		return -1;
 	json_object *doc = json_object_new_object();
 	sbx_json_set_str(doc, "tenant", o->tenant);
@@ -157,7 +187,7 @@ static int ls_one(json_object *doc, void *ctx, struct sbx_err *err)
 		struct sbx_sandbox sb;
 		if (sbx_call(b, get, err, o->id, &sb) < 0)
 			return -1;
-		int rc = emit_sandbox(&sb, err);
+		int rc = emit_sandbox(o, b, &sb, err);
 		sbx_sandbox_clear(&sb);
 		return rc < 0 ? -1 : 1;
 	}
@@ -170,7 +200,8 @@ static int ls_one(json_object *doc, void *ctx, struct sbx_err *err)
 			   1u << SBX_STATE_TRANSITIONING;   /* live, a backend's own live states too */
 	/* Every page (pager.h): a backend that loops is an error, not a
 	 * listing that looks complete. */
-	if (sbx_list_each(b, &f, emit_listed, o, NULL, err) < 0)
+	struct listed l = {o, b};
+	if (sbx_list_each(b, &f, emit_listed, &l, NULL, err) < 0)
 		return -1;
 	return 1;
 }

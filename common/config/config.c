@@ -79,7 +79,7 @@ static const char *const profile_keys[] = {
 	"prefix", "api_key_file", "api_key_env", "allow_private",
 	"allow_internet", "allow_public", "memory", "pids", "cpus", "disk", "shm",
 	"idle_timeout", "on_timeout", "auto_resume", "description", "options", "env",
-	"redis_nodes", "events_maxlen", "network_policy", "quota",
+	"redis_nodes", "events_maxlen", "network_policy", "quota", "retain_paused",
 };
 
 /* "quota": {"running": N, "sandboxes": M}, each a count >= 0 (absent: no
@@ -232,6 +232,9 @@ static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *
 		p->limits.cpus = json_object_get_double(cpus);
 	if ((s = sbx_json_str(o, "idle_timeout")) && sbx_parse_duration_ms(s, &p->idle_timeout_ms, err) < 0)
 		return sbx_err_prefix(err, "profile '%s': idle_timeout", p->name), err->exit_status = SBX_EXIT_CONFIG, -1;
+	if ((s = sbx_json_str(o, "retain_paused")) &&
+	    sbx_parse_duration_ms(s, &p->retain_paused_ms, err) < 0)
+		return sbx_err_prefix(err, "profile '%s': retain_paused", p->name), err->exit_status = SBX_EXIT_CONFIG, -1;
 	if ((s = sbx_json_str(o, "on_timeout"))) {
 		if (strcmp(s, "pause") && strcmp(s, "kill"))
 			return sbx_fail_config(err, "config", "profile '%s': on_timeout must be pause or kill", p->name);

@@ -75,6 +75,8 @@ struct sbx_profile {
 	int auto_resume;
 	int64_t events_maxlen;    /* the event stream's length (events.h); 0 = no events */
 	struct sbx_quota quota;   /* per tenant; -1 = no limit (quota.h) */
+	int64_t retain_paused_ms; /* a paused session sandbox is ended this long
+				   * after its pause (the reaper); 0 = kept */
 	json_object *raw;       /* the profile object as configured (may be NULL);
 				 * "env" there: variables for every sandbox it creates */
 	/* The keys a backend owns are not here: the backend parses them into

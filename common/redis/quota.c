@@ -67,35 +67,51 @@ static struct sbx_script unreserve_script = {.src =
 	"redis.call('HDEL', KEYS[1], ARGV[1])\n"
 	"return {1}\n"};
 
-/* KEYS: usage, quota.  ARGV: session, running (the profile's). */
+/* KEYS: usage, quota, paused.  ARGV: session, running (the profile's).
+ * A resumed session's pause time goes (retention counts from a pause). */
 static struct sbx_script resume_script = {.src =
 	QUOTA_LUA
-	"if redis.call('HGET', KEYS[1], ARGV[1]) ~= 'paused' then return {0} end\n"
+	"if redis.call('HGET', KEYS[1], ARGV[1]) ~= 'paused' then\n"
+	"  redis.call('HDEL', KEYS[3], ARGV[1])\n"
+	"  return {0}\n"
+	"end\n"
 	"local run = count(KEYS[1], ARGV[1])\n"
 	"local lr = limit(KEYS[2], 'running', ARGV[2])\n"
 	"if lr >= 0 and run >= lr then return {-3, 'running', run, lr} end\n"
 	"redis.call('HSET', KEYS[1], ARGV[1], 'running')\n"
+	"redis.call('HDEL', KEYS[3], ARGV[1])\n"
 	"return {1}\n", .durable = 1};
 
-/* KEYS: usage.  ARGV: session, state.  Only a bound slot changes. */
+/* KEYS: usage, paused.  ARGV: session, state, now (unix seconds).  Only a
+ * bound slot changes; a pause keeps the time of the first one. */
 static struct sbx_script mark_script = {.src =
 	"local v = redis.call('HGET', KEYS[1], ARGV[1])\n"
 	"if v ~= 'running' and v ~= 'paused' then return {0} end\n"
 	"redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])\n"
+	"if ARGV[2] ~= 'paused' then redis.call('HDEL', KEYS[2], ARGV[1])\n"
+	"elseif v ~= 'paused' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) end\n"
 	"return {1}\n"};
 
-/* KEYS: usage, quota.  ARGV: running, sandboxes (the profile's). */
+/* KEYS: usage, quota.  ARGV: running, sandboxes, retain_paused (the
+ * profile's). */
 static struct sbx_script usage_script = {.src =
 	QUOTA_LUA
 	"local run, all, pend = count(KEYS[1], false)\n"
 	"local lr, fr = limit(KEYS[2], 'running', ARGV[1])\n"
 	"local la, fa = limit(KEYS[2], 'sandboxes', ARGV[2])\n"
-	"return {run, all, pend, lr, fr, la, fa}\n"};
+	"local lp, fp = limit(KEYS[2], 'retain_paused', ARGV[3])\n"
+	"return {run, all, pend, lr, fr, la, fa, lp, fp}\n"};
 
-/* KEYS: quota.  ARGV: running, sandboxes: 'keep', 'profile' or a number. */
+/* KEYS: paused, quota.  ARGV: session.  Read only. */
+static struct sbx_script retention_script = {.src =
+	"return {tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0') or 0,\n"
+	"        tonumber(redis.call('HGET', KEYS[2], 'retain_paused') or '-1') or -1}\n"};
+
+/* KEYS: quota.  ARGV: running, sandboxes, retain_paused: 'keep',
+ * 'profile' or a number. */
 static struct sbx_script set_script = {.src =
-	"local f = {'running', 'sandboxes'}\n"
-	"for i = 1, 2 do\n"
+	"local f = {'running', 'sandboxes', 'retain_paused'}\n"
+	"for i = 1, 3 do\n"
 	"  if ARGV[i] == 'profile' then redis.call('HDEL', KEYS[1], f[i])\n"
 	"  elseif ARGV[i] ~= 'keep' then redis.call('HSET', KEYS[1], f[i], ARGV[i]) end\n"
 	"end\n"
@@ -174,20 +190,47 @@ int sbx_quota_resume(struct sbx_redis *r, const struct sbx_quota *q, const char 
 {
 	SBX_AUTOFREE char *usage = tkey(r, tenant, SBX_KEY_USAGE);
 	SBX_AUTOFREE char *quota = tkey(r, tenant, SBX_KEY_QUOTA);
+	SBX_AUTOFREE char *paused = tkey(r, tenant, SBX_KEY_PAUSED);
 	char lr[24];
 	snprintf(lr, sizeof(lr), "%lld", (long long)q->running);
-	const char *keys[] = {usage, quota};
+	const char *keys[] = {usage, quota, paused};
 	const char *args[] = {session, lr};
-	return run(r, &resume_script, tenant, 2, keys, 2, args, err);
+	return run(r, &resume_script, tenant, 3, keys, 2, args, err);
 }
 
 int sbx_quota_mark(struct sbx_redis *r, const char *tenant, const char *session,
 		   const char *state, struct sbx_err *err)
 {
 	SBX_AUTOFREE char *usage = tkey(r, tenant, SBX_KEY_USAGE);
-	const char *keys[] = {usage};
-	const char *args[] = {session, state};
-	return run(r, &mark_script, tenant, 1, keys, 2, args, err);
+	SBX_AUTOFREE char *paused = tkey(r, tenant, SBX_KEY_PAUSED);
+	char now[24];
+	snprintf(now, sizeof(now), "%lld", (long long)(sbx_now_ms() / 1000));
+	const char *keys[] = {usage, paused};
+	const char *args[] = {session, state, now};
+	return run(r, &mark_script, tenant, 2, keys, 3, args, err);
+}
+
+int sbx_quota_retention(struct sbx_redis *r, const char *tenant, const char *session,
+			int64_t *paused_at, int64_t *retain_ms, struct sbx_err *err)
+{
+	*paused_at = 0;
+	*retain_ms = -1;
+	SBX_AUTOFREE char *paused = tkey(r, tenant, SBX_KEY_PAUSED);
+	SBX_AUTOFREE char *quota = tkey(r, tenant, SBX_KEY_QUOTA);
+	const char *keys[] = {paused, quota};
+	const char *args[] = {session};
+	redisReply *rep;
+	if (sbx_redis_eval(r, &retention_script, &rep, 2, keys, 1, args, err) < 0)
+		return -1;
+	int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+		 rep->element[0]->type == REDIS_REPLY_INTEGER &&
+		 rep->element[1]->type == REDIS_REPLY_INTEGER;
+	if (ok) {
+		*paused_at = rep->element[0]->integer;
+		*retain_ms = rep->element[1]->integer;
+	}
+	freeReplyObject(rep);
+	return ok ? 0 : sbx_fail(err, SBX_INTERNAL, "quota", "unexpected reply from the retention script");
 }
 
 static const char *from_word(const redisReply *e)
@@ -198,23 +241,25 @@ static const char *from_word(const redisReply *e)
 											: "none";
 }
 
-int sbx_quota_usage(struct sbx_redis *r, const struct sbx_quota *q, const char *tenant,
-		    struct sbx_usage *u, struct sbx_err *err)
+int sbx_quota_usage(struct sbx_redis *r, const struct sbx_quota *q, int64_t retain_ms,
+		    const char *tenant, struct sbx_usage *u, struct sbx_err *err)
 {
 	memset(u, 0, sizeof(*u));
 	SBX_AUTOFREE char *usage = tkey(r, tenant, SBX_KEY_USAGE);
 	SBX_AUTOFREE char *quota = tkey(r, tenant, SBX_KEY_QUOTA);
-	char lr[24], la[24];
+	char lr[24], la[24], lp[24];
 	snprintf(lr, sizeof(lr), "%lld", (long long)q->running);
 	snprintf(la, sizeof(la), "%lld", (long long)q->sandboxes);
+	/* A profile without retention keeps for good: "none" below. */
+	snprintf(lp, sizeof(lp), "%lld", (long long)(retain_ms > 0 ? retain_ms : -1));
 	const char *keys[] = {usage, quota};
-	const char *args[] = {lr, la};
+	const char *args[] = {lr, la, lp};
 	redisReply *rep;
-	if (sbx_redis_eval(r, &usage_script, &rep, 2, keys, 2, args, err) < 0)
+	if (sbx_redis_eval(r, &usage_script, &rep, 2, keys, 3, args, err) < 0)
 		return -1;
-	int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == 7;
-	for (size_t i = 0; ok && i < 7; i++)
-		if ((i == 4 || i == 6) ? 0 : rep->element[i]->type != REDIS_REPLY_INTEGER)
+	int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == 9;
+	for (size_t i = 0; ok && i < 9; i++)
+		if ((i == 4 || i == 6 || i == 8) ? 0 : rep->element[i]->type != REDIS_REPLY_INTEGER)
 			ok = 0;
 	if (ok) {
 		u->running = rep->element[0]->integer;
@@ -224,6 +269,8 @@ int sbx_quota_usage(struct sbx_redis *r, const struct sbx_quota *q, const char *
 		u->from_running = from_word(rep->element[4]);
 		u->limit.sandboxes = rep->element[5]->integer;
 		u->from_sandboxes = from_word(rep->element[6]);
+		u->retain_ms = rep->element[7]->integer;
+		u->from_retain = from_word(rep->element[8]);
 	}
 	freeReplyObject(rep);
 	return ok ? 0 : sbx_fail(err, SBX_INTERNAL, "quota", "unexpected reply from the usage script");
@@ -240,15 +287,16 @@ static void set_word(char *buf, size_t n, int64_t v)
 }
 
 int sbx_quota_set(struct sbx_redis *r, const char *tenant, const struct sbx_quota *set,
-		  struct sbx_err *err)
+		  int64_t retain_ms, struct sbx_err *err)
 {
 	SBX_AUTOFREE char *quota = tkey(r, tenant, SBX_KEY_QUOTA);
-	char lr[24], la[24];
+	char lr[24], la[24], lp[24];
 	set_word(lr, sizeof(lr), set->running);
 	set_word(la, sizeof(la), set->sandboxes);
+	set_word(lp, sizeof(lp), retain_ms);
 	const char *keys[] = {quota};
-	const char *args[] = {lr, la};
-	return run(r, &set_script, tenant, 1, keys, 2, args, err) < 0 ? -1 : 0;
+	const char *args[] = {lr, la, lp};
+	return run(r, &set_script, tenant, 1, keys, 3, args, err) < 0 ? -1 : 0;
 }
 
 /* One quota's line: {used, limit (null = none), from}. */
@@ -268,5 +316,10 @@ json_object *sbx_usage_json(const struct sbx_usage *u)
 	json_object_object_add(us, "sandboxes",
 			       quota_line(u->sandboxes, u->limit.sandboxes, u->from_sandboxes));
 	sbx_json_set_int(us, "pending", u->pending);
+	json_object *rp = json_object_new_object();
+	json_object_object_add(rp, "seconds", u->retain_ms > 0 ? json_object_new_int64(
+					      (u->retain_ms + 999) / 1000) : NULL);
+	sbx_json_set_str(rp, "from", u->from_retain);
+	json_object_object_add(us, "retain_paused", rp);
 	return us;
 }

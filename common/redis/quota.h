@@ -54,6 +54,15 @@ int sbx_quota_resume(struct sbx_redis *r, const struct sbx_quota *q, const char 
 int sbx_quota_mark(struct sbx_redis *r, const char *tenant, const char *session,
 		   const char *state, struct sbx_err *err);
 
+/* Retention, in one round trip: *paused_at, when the session's sandbox
+ * was paused by sbx (sbx-ctl pause), as the <prefix>:{T}:paused hash
+ * keeps it (unix seconds, 0 = none; a resume, a new binding and an
+ * unbinding drop it), and *retain_ms, the tenant's own retention (its
+ * quota hash's retain_paused: 0 = kept for good, -1 = none: the
+ * profile's applies).  0 / -1 err. */
+int sbx_quota_retention(struct sbx_redis *r, const char *tenant, const char *session,
+			int64_t *paused_at, int64_t *retain_ms, struct sbx_err *err);
+
 /* What a tenant uses and may use (sbx-ls --usage): running counts the
  * pending slots; limit is the effective quota (-1 = none) and which_*
  * says where each limit comes from ("tenant", "profile", "none"). */
@@ -61,19 +70,24 @@ struct sbx_usage {
 	int64_t running, sandboxes, pending;
 	struct sbx_quota limit;
 	const char *from_running, *from_sandboxes;
+	int64_t retain_ms;         /* the retention in force; <= 0: kept for good */
+	const char *from_retain;
 };
-int sbx_quota_usage(struct sbx_redis *r, const struct sbx_quota *q, const char *tenant,
-		    struct sbx_usage *u, struct sbx_err *err);
+/* retain_ms: the profile's retain_paused (0 = none). */
+int sbx_quota_usage(struct sbx_redis *r, const struct sbx_quota *q, int64_t retain_ms,
+		    const char *tenant, struct sbx_usage *u, struct sbx_err *err);
 /* Its document: {"running": {"used", "limit" (null = none), "from"},
- * "sandboxes": {...}, "pending": N}. */
+ * "sandboxes": {...}, "pending": N, "retain_paused": {"seconds" (null:
+ * kept for good), "from"}}. */
 json_object *sbx_usage_json(const struct sbx_usage *u);
 
-/* sbx-ctl quota: set the tenant's own limits.  A field of `set` that is
- * SBX_QUOTA_KEEP is left as it is, SBX_QUOTA_PROFILE removes the tenant's
- * value (the profile's applies again), -1 means no limit, >= 0 a limit. */
+/* sbx-ctl quota: set the tenant's own limits, and its retention
+ * (retain_ms: 0 = kept for good).  A value that is SBX_QUOTA_KEEP is left
+ * as it is, SBX_QUOTA_PROFILE removes the tenant's value (the profile's
+ * applies again), -1 means no limit, >= 0 a limit. */
 #define SBX_QUOTA_KEEP (-3)
 #define SBX_QUOTA_PROFILE (-2)
 int sbx_quota_set(struct sbx_redis *r, const char *tenant, const struct sbx_quota *set,
-		  struct sbx_err *err);
+		  int64_t retain_ms, struct sbx_err *err);
 
 #endif
