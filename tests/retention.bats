@@ -19,6 +19,8 @@ setup_file() {
 	mv "$SBX_CONFIG.new" "$SBX_CONFIG"
 }
 teardown_file() { sbx_teardown_file; }
+# A holder a test froze goes even when the test failed half-way.
+teardown() { [ -z "${a:-}" ] || kill -9 "$a" 2>/dev/null || true; }
 
 # Wait until the clock is past the ISO time $1 (a retention running out;
 # the assertions after it do not depend on how long that took).
@@ -142,4 +144,24 @@ wait_past() {
 	run sbx-reap --tenant tier
 	[ "$(jqo -c '[.reap.expired[].id]')" = "[\"$id\"]" ]
 	run -64 sbx-ctl quota --tenant tier --retain-paused 0
+}
+
+@test "a reaper frozen past its lock's TTL right before the delete deletes nothing (lock-lost)" {
+	run resolve fz a
+	id=${output%% *}
+	sbx-ctl pause --id "$id" >/dev/null
+	wait_past "$(sbx-ls --id "$id" | jq -r .retain_until)"
+	freeze_holder reap:before-expire-delete fz a sbx-reap --tenant fz
+	# Meanwhile a turn resolves the session: the sandbox is thawed, bound.
+	run resolve fz a
+	[ "$output" = "$id bound" ]
+	kill -CONT "$a"
+	local st=0
+	wait "$a" || st=$?
+	a=
+	[ "$(sbx-ls --id "$id" | jq -r .sandbox.state)" = running ]
+	[ "$(jq -r --arg id "$id" '.reap.skipped[] | select(.id == $id) | .reason' <"$BATS_TEST_TMPDIR/a.out")" = lock-lost ]
+	[ "$(jq '.reap.expired | length' <"$BATS_TEST_TMPDIR/a.out")" = 0 ]
+	[ "$(rcli get "$(skey fz a binding)" | jq -r .sandbox_id)" = "$id" ]
+	[ "$st" -eq 0 ]
 }
