@@ -4,6 +4,8 @@
  *   sbx-ctl timeout [--id ID] --seconds N [--on-timeout kill|pause] [--auto-resume]
  *   sbx-ctl network [--id ID] [--allow-out R]... [--deny-out R]... [--policy FILE]
  *   sbx-ctl caps
+ *   sbx-ctl quota --tenant T [--running N|none|profile] [--sandboxes N|none|profile]
+ *                 [--retain-paused DURATION|none|profile]
  *
  * Per input document it acts on the document's sandbox, refreshes the
  * handle and adds {"ctl": {"op": ...}}.  kill is idempotent: a sandbox
@@ -19,13 +21,16 @@
 #include "doc.h"
 #include "events.h"
 #include "lifecycle.h"
+#include "keys.h"
 #include "netpolicy.h"
+#include "quota.h"
 #include "session.h"
 #include "util.h"
 
 enum { O_PROFILE, O_ID, O_SECONDS, O_ON_TIMEOUT, O_AUTO_RESUME, O_NO_AUTO_RESUME,
-       O_ALLOW_OUT, O_DENY_OUT, O_POLICY };
-enum { S_PAUSE, S_RESUME, S_KILL, S_TIMEOUT, S_NETWORK, S_CAPS };
+       O_ALLOW_OUT, O_DENY_OUT, O_POLICY, O_TENANT, O_RUNNING, O_SANDBOXES,
+       O_RETAIN };
+enum { S_PAUSE, S_RESUME, S_KILL, S_TIMEOUT, S_NETWORK, S_CAPS, S_QUOTA };
 
 static const struct sbx_sub subs[] = {
 	[S_PAUSE] = {"pause", "", 0, 0, "freeze the sandbox's processes", NULL},
@@ -34,6 +39,7 @@ static const struct sbx_sub subs[] = {
 	[S_TIMEOUT] = {"timeout", "", 0, 0, "set the idle timer and its action", "seconds"},
 	[S_NETWORK] = {"network", "", 0, 0, "replace the sandbox's egress policy (running or paused)", NULL},
 	[S_CAPS] = {"caps", "", 0, 0, "show the backend's capabilities and default limits", NULL},
+	[S_QUOTA] = {"quota", "", 0, 0, "set or show a tenant's own quota (over the profile's)", "tenant"},
 	{0},
 };
 
@@ -56,12 +62,20 @@ static const struct sbx_opt opts[] = {
 	 O_DENY_OUT, SBX_SUB(S_NETWORK)},
 	{"policy", 0, "FILE", "network: rules from a JSON policy document (after the flags)", O_POLICY,
 	 SBX_SUB(S_NETWORK)},
+	{"tenant", 0, "TENANT", "quota: the tenant whose quota is set or shown", O_TENANT,
+	 SBX_SUB(S_QUOTA)},
+	{"running", 0, "N", "quota: running sandboxes at most (none: no limit; profile: the profile's)",
+	 O_RUNNING, SBX_SUB(S_QUOTA)},
+	{"sandboxes", 0, "N", "quota: sandboxes at most, paused or running (none, profile)",
+	 O_SANDBOXES, SBX_SUB(S_QUOTA)},
+	{"retain-paused", 0, "DURATION", "quota: end a sandbox paused this long (none: keep; profile)",
+	 O_RETAIN, SBX_SUB(S_QUOTA)},
 	{0},
 };
 
 static const struct sbx_cmd cmd = {
 	.name = "sbx-ctl",
-	.synopsis = "pause|resume|kill|timeout|network|caps [OPTIONS]",
+	.synopsis = "pause|resume|kill|timeout|network|caps|quota [OPTIONS]",
 	.summary = "Pause, resume, kill or re-time sandboxes; show the backend's capabilities.",
 	.opts = opts,
 	.subs = subs,
@@ -75,7 +89,30 @@ struct ctl_opts {
 	int pause;
 	int auto_resume;         /* 1 on, 0 off, -1 keep the sandbox's */
 	struct sbx_netpolicy policy;   /* network: the whole new policy */
+	const char *tenant;      /* quota */
+	struct sbx_quota quota;  /* quota: SBX_QUOTA_KEEP unless given */
+	int64_t retain_ms;       /* quota: the same */
 };
+
+/* --running / --sandboxes: a count, "none" (no limit) or "profile" (the
+ * tenant's own value goes). */
+static int quota_arg(const char *flag, const char *arg, int64_t *out, struct sbx_err *err)
+{
+	if (strcmp(arg, "none") == 0) {
+		*out = -1;
+		return 0;
+	}
+	if (strcmp(arg, "profile") == 0) {
+		*out = SBX_QUOTA_PROFILE;
+		return 0;
+	}
+	char *end;
+	long long n = strtoll(arg, &end, 10);
+	if (end == arg || *end || n < 0)
+		return sbx_usage_err(err, "--%s must be a count >= 0, none or profile", flag);
+	*out = n;
+	return 0;
+}
 
 static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 {
@@ -101,6 +138,21 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	case O_ALLOW_OUT:
 	case O_DENY_OUT:
 		return sbx_np_add(&o->policy, key == O_ALLOW_OUT ? SBX_NP_ALLOW : SBX_NP_DENY, arg, err);
+	case O_TENANT:
+		if (sbx_id_check("tenant", arg, strlen(arg), err) < 0)
+			return -1;
+		o->tenant = arg;
+		return 0;
+	case O_RUNNING: return quota_arg("running", arg, &o->quota.running, err);
+	case O_SANDBOXES: return quota_arg("sandboxes", arg, &o->quota.sandboxes, err);
+	case O_RETAIN:
+		if (strcmp(arg, "none") == 0 || strcmp(arg, "profile") == 0) {
+			o->retain_ms = arg[0] == 'n' ? 0 : SBX_QUOTA_PROFILE;
+			return 0;
+		}
+		if (sbx_parse_duration_ms(arg, &o->retain_ms, err) < 0 || o->retain_ms <= 0)
+			return sbx_usage_err(err, "--retain-paused must be a duration > 0, none or profile");
+		return 0;
 	case O_POLICY: {
 		SBX_AUTOFREE char *text = NULL;
 		size_t len;
@@ -226,9 +278,35 @@ static int caps_main(struct ctl_opts *o)
 	return rc < 0 ? sbx_cli_report(cmd.name, &err) : 0;
 }
 
+/* quota: write the tenant's own limits (if any flag says so), then show
+ * its use against the quota now in force, as sbx-ls --usage does. */
+static int quota_main(struct ctl_opts *o)
+{
+	struct sbx_err err = {0};
+	struct sbx_redis *r;
+	struct sbx_usage u;
+	if (sbx_app_use(&o->app, NULL, &err) < 0 || sbx_app_redis(&o->app, &r, &err) < 0)
+		return sbx_cli_report(cmd.name, &err);
+	if ((o->quota.running != SBX_QUOTA_KEEP || o->quota.sandboxes != SBX_QUOTA_KEEP ||
+	     o->retain_ms != SBX_QUOTA_KEEP) &&
+	    sbx_quota_set(r, o->tenant, &o->quota, o->retain_ms, &err) < 0)
+		return sbx_cli_report(cmd.name, &err);
+	if (sbx_quota_usage(r, &o->app.profile->quota, o->app.profile->retain_paused_ms, o->tenant,
+			    &u, &err) < 0)
+		return sbx_cli_report(cmd.name, &err);
+	json_object *doc = json_object_new_object();
+	sbx_json_set_str(doc, "tenant", o->tenant);
+	json_object_object_add(doc, "usage", sbx_usage_json(&u));
+	int rc = sbx_emit(doc, &err);
+	json_object_put(doc);
+	return rc < 0 ? sbx_cli_report(cmd.name, &err) : 0;
+}
+
 int main(int argc, char **argv)
 {
-	struct ctl_opts o = {.pause = 1, .auto_resume = -1};
+	struct ctl_opts o = {.pause = 1, .auto_resume = -1,
+			     .quota = {.running = SBX_QUOTA_KEEP, .sandboxes = SBX_QUOTA_KEEP},
+			     .retain_ms = SBX_QUOTA_KEEP};
 	struct sbx_err err = {0};
 	struct sbx_args a;
 	int rc = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &a, &err);
@@ -242,6 +320,8 @@ int main(int argc, char **argv)
 	int st;
 	if (a.sub == S_CAPS) {
 		st = caps_main(&o);
+	} else if (a.sub == S_QUOTA) {
+		st = quota_main(&o);
 	} else {
 		json_object *seed = sbx_cli_id_seed(o.id);
 		st = sbx_cli_run_docs(cmd.name, seed, ctl_one, &o);

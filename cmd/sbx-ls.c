@@ -1,11 +1,13 @@
 /* sbx-ls - list or show sandboxes.
  *
- *   sbx-ls [--all] [--label K=V]... [--state S]... [--id ID]
+ *   sbx-ls [--all] [--label K=V]... [--state S]... [--id ID] [--tenant T]
+ *   sbx-ls --tenant T --usage
  *
  * Writes one {"sandbox": handle} document per sandbox, so that the output
  * feeds any other program (`sbx-ls --all | sbx-ctl kill`).  Without --all
  * or --state only live sandboxes (running, paused, stopped, transitioning)
- * are listed.  Reads no documents. */
+ * are listed.  --usage writes instead one document of the tenant's quota
+ * slots against its quota (quota.h).  Reads no documents. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,10 +16,14 @@
 #include "cliopt.h"
 #include "cliutil.h"
 #include "doc.h"
+#include "keys.h"
+#include "metadata.h"
 #include "pager.h"
+#include "quota.h"
+#include "session.h"
 #include "util.h"
 
-enum { O_PROFILE, O_ALL, O_LABEL, O_STATE, O_ID };
+enum { O_PROFILE, O_ALL, O_LABEL, O_STATE, O_ID, O_TENANT, O_USAGE };
 
 static const struct sbx_opt opts[] = {
 	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE, SBX_ALL},
@@ -25,6 +31,9 @@ static const struct sbx_opt opts[] = {
 	{"label", 'l', "KEY=VALUE", "only sandboxes with this metadata pair (repeatable)", O_LABEL, SBX_ALL},
 	{"state", 0, "STATE", "only sandboxes in this state (repeatable)", O_STATE, SBX_ALL},
 	{"id", 0, "ID", "show this one sandbox (not found is an error)", O_ID, SBX_ALL},
+	{"tenant", 0, "TENANT", "only this tenant's sandboxes", O_TENANT, SBX_ALL},
+	{"usage", 0, NULL, "show the tenant's use against its quota instead (needs --tenant)", O_USAGE,
+	 SBX_ALL},
 	{0},
 };
 
@@ -50,6 +59,8 @@ struct ls_opts {
 	const char *words[LS_WORDS_MAX];
 	size_t nwords;
 	const char *id;
+	const char *tenant;
+	int usage;
 };
 
 /* --state NAME: a generic state, or a state word of a compiled-in backend
@@ -93,28 +104,82 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	case O_LABEL: return sbx_cli_pair_add(o->labels, arg, "--label", err);
 	case O_STATE: return add_state(o, arg, err);
 	case O_ID: o->id = arg; return 0;
+	case O_TENANT:
+		if (sbx_id_check("tenant", arg, strlen(arg), err) < 0)
+			return -1;
+		o->tenant = arg;
+		json_object_object_add(o->labels, SBX_MD_TENANT, json_object_new_string(arg));
+		return 0;
+	case O_USAGE: o->usage = 1; return 0;
 	}
 	return 0;
 }
 
-static int emit_sandbox(const struct sbx_sandbox *sb, struct sbx_err *err)
+/* {"sandbox": handle}, with "retain_until" beside it when the sandbox is
+ * a paused session's and its tenant or profile has a retention
+ * (session.h: one round trip for each such sandbox). */
+static int emit_sandbox(struct ls_opts *o, struct sbx_backend *b, const struct sbx_sandbox *sb,
+			struct sbx_err *err)
 {
 	json_object *doc = json_object_new_object();
 	json_object_object_add(doc, "sandbox", sbx_sandbox_to_json(sb));
+	struct sbx_redis *r;
+	int64_t until = 0;
+	if (sb->state == SBX_STATE_PAUSED && sbx_json_str(sb->metadata, SBX_MD_SESSION)) {
+		/* The listing is the backend's; retain_until, which Redis
+		 * knows, is an annotation: without Redis it is left out, with a
+		 * warning, and the listing goes on. */
+		struct sbx_err e = {0};
+		int rc = sbx_app_redis(&o->app, &r, &e) < 0 ? -1
+		       : sbx_session_retain_until(b, r, sb, &until, &e);
+		if (rc > 0) {
+			char when[32];
+			sbx_time_iso(until, when, sizeof(when));
+			sbx_json_set_str(doc, "retain_until", when);
+		} else if (rc < 0) {
+			sbx_cli_warn(cmd.name, "%s: no retain_until: %s: %s", sb->id,
+				     sbx_kind_name(e.kind), e.msg);
+		}
+	}
 	int rc = sbx_emit(doc, err);
 	json_object_put(doc);
 	return rc;
 }
 
+struct listed {
+	struct ls_opts *o;
+	struct sbx_backend *b;
+};
+
 static int emit_listed(struct sbx_sandbox *sb, void *ctx, struct sbx_err *err)
 {
-	return state_picked(ctx, sb) ? emit_sandbox(sb, err) : 0;
+	struct listed *l = ctx;
+	return state_picked(l->o, sb) ? emit_sandbox(l->o, l->b, sb, err) : 0;
+}
+
+/* --usage: {"tenant": T, "usage": {running, sandboxes, pending}}. */
+static int ls_usage(struct ls_opts *o, struct sbx_err *err)
+{
+	struct sbx_redis *r;
+	struct sbx_usage u;
+	if (sbx_app_use(&o->app, NULL, err) < 0 || sbx_app_redis(&o->app, &r, err) < 0 ||
+	    sbx_quota_usage(r, &o->app.profile->quota, o->app.profile->retain_paused_ms, o->tenant, &u,
+			    err) < 0)
+		return -1;
+	json_object *doc = json_object_new_object();
+	sbx_json_set_str(doc, "tenant", o->tenant);
+	json_object_object_add(doc, "usage", sbx_usage_json(&u));
+	int rc = sbx_emit(doc, err);
+	json_object_put(doc);
+	return rc < 0 ? -1 : 1;
 }
 
 static int ls_one(json_object *doc, void *ctx, struct sbx_err *err)
 {
 	struct ls_opts *o = ctx;
 	(void)doc;
+	if (o->usage)
+		return ls_usage(o, err);
 	struct sbx_backend *b;
 	if (sbx_app_backend(&o->app, NULL, &b, err) < 0)
 		return -1;
@@ -122,7 +187,7 @@ static int ls_one(json_object *doc, void *ctx, struct sbx_err *err)
 		struct sbx_sandbox sb;
 		if (sbx_call(b, get, err, o->id, &sb) < 0)
 			return -1;
-		int rc = emit_sandbox(&sb, err);
+		int rc = emit_sandbox(o, b, &sb, err);
 		sbx_sandbox_clear(&sb);
 		return rc < 0 ? -1 : 1;
 	}
@@ -135,7 +200,8 @@ static int ls_one(json_object *doc, void *ctx, struct sbx_err *err)
 			   1u << SBX_STATE_TRANSITIONING;   /* live, a backend's own live states too */
 	/* Every page (pager.h): a backend that loops is an error, not a
 	 * listing that looks complete. */
-	if (sbx_list_each(b, &f, emit_listed, o, NULL, err) < 0)
+	struct listed l = {o, b};
+	if (sbx_list_each(b, &f, emit_listed, &l, NULL, err) < 0)
 		return -1;
 	return 1;
 }
@@ -147,6 +213,10 @@ int main(int argc, char **argv)
 	o.labels = json_object_new_object();
 	struct sbx_args a;
 	int i = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &a, &err);
+	if (i == 0 && o.usage && !o.tenant)
+		i = sbx_usage_err(&err, "--usage needs --tenant");
+	if (i == 0 && o.usage && (o.id || o.all || o.states || json_object_object_length(o.labels) > 1))
+		i = sbx_usage_err(&err, "--usage goes with --tenant only");
 	if (i < 0) {
 		json_object_put(o.labels);
 		return sbx_cli_report(cmd.name, &err);

@@ -32,6 +32,7 @@ static const char *const reason_names[SBX_R_COUNT] = {
 	[SBX_R_NO_TEMPLATE] = "no_template",
 	[SBX_R_ENGINE_SETUP] = "engine_setup",
 	[SBX_R_STDOUT_GONE] = "stdout_gone",
+	[SBX_R_QUOTA] = "quota",
 };
 
 static void set_op(struct sbx_err *err, const char *op)

@@ -51,6 +51,7 @@ enum sbx_reason {
 	SBX_R_NO_TEMPLATE,      /* a create named a template the server does not have */
 	SBX_R_ENGINE_SETUP,     /* the engine as configured cannot start containers */
 	SBX_R_STDOUT_GONE,      /* stdout closed under us: end quietly (no message) */
+	SBX_R_QUOTA,            /* capacity: a tenant's quota (quota.h) is reached */
 	SBX_R_COUNT
 };
 

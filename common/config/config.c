@@ -79,8 +79,34 @@ static const char *const profile_keys[] = {
 	"prefix", "api_key_file", "api_key_env", "allow_private",
 	"allow_internet", "allow_public", "memory", "pids", "cpus", "disk", "shm",
 	"idle_timeout", "on_timeout", "auto_resume", "description", "options", "env",
-	"redis_nodes", "events_maxlen", "network_policy",
+	"redis_nodes", "events_maxlen", "network_policy", "quota", "retain_paused",
 };
+
+/* "quota": {"running": N, "sandboxes": M}, each a count >= 0 (absent: no
+ * limit).  Any other key is refused, paused_bytes too: nothing measures a
+ * tenant's paused layers yet, and a limit that is not enforced must not
+ * look as if it were. */
+static int parse_quota(struct sbx_profile *p, json_object *o, struct sbx_err *err)
+{
+	json_object *q;
+	p->quota = (struct sbx_quota){.running = -1, .sandboxes = -1};
+	if (!json_object_object_get_ex(o, "quota", &q))
+		return 0;
+	if (!json_object_is_type(q, json_type_object))
+		return sbx_fail_config(err, "config", "profile '%s': quota must be an object", p->name);
+	json_object_object_foreach(q, k, v) {
+		int64_t *slot = strcmp(k, "running") == 0 ? &p->quota.running
+			      : strcmp(k, "sandboxes") == 0 ? &p->quota.sandboxes : NULL;
+		if (!slot)
+			return sbx_fail_config(err, "config", "profile '%s': quota.%s is not a quota "
+					       "(running, sandboxes)", p->name, k);
+		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0)
+			return sbx_fail_config(err, "config", "profile '%s': quota.%s must be a count >= 0",
+					       p->name, k);
+		*slot = json_object_get_int64(v);
+	}
+	return 0;
+}
 
 /* "network_policy": a policy document (netpolicy.h), the default egress
  * rules of every sandbox the profile creates, read from the raw profile
@@ -206,6 +232,9 @@ static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *
 		p->limits.cpus = json_object_get_double(cpus);
 	if ((s = sbx_json_str(o, "idle_timeout")) && sbx_parse_duration_ms(s, &p->idle_timeout_ms, err) < 0)
 		return sbx_err_prefix(err, "profile '%s': idle_timeout", p->name), err->exit_status = SBX_EXIT_CONFIG, -1;
+	if ((s = sbx_json_str(o, "retain_paused")) &&
+	    sbx_parse_duration_ms(s, &p->retain_paused_ms, err) < 0)
+		return sbx_err_prefix(err, "profile '%s': retain_paused", p->name), err->exit_status = SBX_EXIT_CONFIG, -1;
 	if ((s = sbx_json_str(o, "on_timeout"))) {
 		if (strcmp(s, "pause") && strcmp(s, "kill"))
 			return sbx_fail_config(err, "config", "profile '%s': on_timeout must be pause or kill", p->name);
@@ -213,7 +242,7 @@ static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *
 	}
 	if (sbx_json_bool(o, "auto_resume", 0) && !p->on_timeout_pause)
 		return sbx_fail_config(err, "config", "profile '%s': auto_resume needs on_timeout pause", p->name);
-	if (check_netpolicy(p, o, err) < 0)
+	if (check_netpolicy(p, o, err) < 0 || parse_quota(p, o, err) < 0)
 		return -1;
 	return sbx_config_cidrs(p->name, o, "redis_nodes", &p->redis_nodes, err);
 }
@@ -255,6 +284,7 @@ int sbx_config_load(const char *name, struct sbx_profile **out, struct sbx_err *
 	p->prefix = sbx_xstrdup("sbx");
 	p->on_timeout_pause = 1;
 	p->events_maxlen = SBX_EVENTS_MAXLEN_DEFAULT;
+	p->quota = (struct sbx_quota){.running = -1, .sandboxes = -1};
 	p->limits = (struct sbx_limits){.memory_bytes = SBX_DEFAULT_MEMORY, .pids = SBX_DEFAULT_PIDS,
 					.cpus = SBX_DEFAULT_CPUS, .disk_bytes = SBX_DEFAULT_DISK,
 					.shm_bytes = SBX_DEFAULT_SHM};

@@ -38,6 +38,15 @@ struct sbx_limits {
 #define SBX_DEFAULT_PIDS   1024
 #define SBX_DEFAULT_CPUS   1.0
 #define SBX_DEFAULT_DISK   (4LL << 30)      /* 4 GiB */
+
+/* A tenant's quota (the profile's "quota" object; quota.h): how many of
+ * the tenant's session sandboxes may run, and how many may exist, paused
+ * or running.  -1 = no limit (the default).  A tenant's own override in
+ * Redis (sbx-ctl quota) wins over these. */
+struct sbx_quota {
+	int64_t running;
+	int64_t sandboxes;
+};
 #define SBX_DEFAULT_SHM    (64LL << 20)     /* 64 MiB, like Docker's */
 #define SBX_EVENTS_MAXLEN_DEFAULT 10000     /* entries of a tenant's event stream (events.h) */
 
@@ -65,6 +74,9 @@ struct sbx_profile {
 	int on_timeout_pause;     /* 1 = pause when idle, 0 = kill */
 	int auto_resume;
 	int64_t events_maxlen;    /* the event stream's length (events.h); 0 = no events */
+	struct sbx_quota quota;   /* per tenant; -1 = no limit (quota.h) */
+	int64_t retain_paused_ms; /* a paused session sandbox is ended this long
+				   * after its pause (the reaper); 0 = kept */
 	json_object *raw;       /* the profile object as configured (may be NULL);
 				 * "env" there: variables for every sandbox it creates */
 	/* The keys a backend owns are not here: the backend parses them into

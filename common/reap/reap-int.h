@@ -42,6 +42,7 @@ struct run {
 	json_object *rep;     /* the "reap" object */
 	json_object *kept, *deleted, *failed, *skipped, *would;
 	json_object *retired;  /* --retire-idle: ended (or, dry, would end) */
+	json_object *expired;  /* retain_paused: ended (or, dry, would end) */
 	json_object *ledger, *snapshots, *idle;   /* sections, added at the end */
 	json_object *images;
 	struct sbx_err first;  /* first failure */

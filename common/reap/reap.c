@@ -408,6 +408,57 @@ static void do_retire(struct run *run)
 		} else {
 			run->deletions++;
 			json_object_array_add(run->retired, e);
+			it->reason = "retired";     /* not again by retention */
+		}
+	}
+}
+
+/* Retention (the profile's retain_paused): bound sessions whose sandbox
+ * is paused past its retain_until are ended, each under its session's
+ * lock after a fresh look (session.h, sbx_session_expire), within the
+ * same --max-delete cap, never in a refused tenant.  A dry run lists them
+ * (would_expire) with their retain_until and deletes nothing. */
+static void do_expire(struct run *run)
+{
+	run->expired = json_object_new_array();
+	for (size_t i = 0; i < run->nitems; i++) {
+		struct item *it = &run->items[i];
+		int64_t until = 0;
+		struct sbx_err err = {0};
+		if (!it->reason || strcmp(it->reason, "bound") || !it->session || it->t < 0 ||
+		    it->sb.state != SBX_STATE_PAUSED || run->tenants[it->t].refused)
+			continue;
+		int rc = sbx_session_retain_until(run->b, run->r, &it->sb, &until, &err);
+		if (rc < 0)
+			note_failure(run, it->sb.id, "retention", &err);
+		if (rc <= 0 || until > run->now_ms / 1000)
+			continue;
+		if (run->o->max_delete >= 0 && run->deletions >= run->o->max_delete) {
+			json_object_array_add(run->skipped, entry(it, "max-delete"));
+			continue;
+		}
+		json_object *e = entry(it, NULL);
+		char when[32];
+		sbx_time_iso(until, when, sizeof(when));
+		sbx_json_set_str(e, "retain_until", when);
+		if (run->o->dry_run) {
+			run->deletions++;
+			json_object_array_add(run->expired, e);
+			continue;
+		}
+		int gone = 0;
+		const char *why = NULL;
+		rc = lease_keep(run) < 0 ? 0 : sbx_session_expire(run->b, run->r, &it->sb, &gone, &why,
+								  &err);
+		if (rc < 0) {
+			note_failure(run, it->sb.id, "retention", &err);
+			json_object_put(e);
+		} else if (rc == 0) {
+			json_object_put(e);
+			json_object_array_add(run->skipped, entry(it, why ? why : "lease-lost"));
+		} else {
+			run->deletions++;
+			json_object_array_add(run->expired, e);
 		}
 	}
 }
@@ -550,6 +601,9 @@ static int run_phases(struct run *run, json_object *refused, struct sbx_err *err
 	do_retire(run);
 	if (run->retired)
 		PHASE("retire");
+	do_expire(run);
+	if (run->expired)
+		PHASE("retention");
 	do_ledger(run);
 	PHASE("ledger");
 	do_snapshots(run);
@@ -588,6 +642,9 @@ static void report_close(struct run *run, json_object *refused)
 	if (run->retired)
 		json_object_object_add(run->rep, run->o->dry_run ? "would_retire" : "retired",
 				       run->retired);
+	if (run->expired)
+		json_object_object_add(run->rep, run->o->dry_run ? "would_expire" : "expired",
+				       run->expired);
 	if (run->images)
 		json_object_object_add(run->rep, "images", run->images);
 	if (run->keyspace[0])

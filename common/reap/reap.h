@@ -70,7 +70,8 @@ struct sbx_reap_opts {
  * are in reap.failed).
  *
  * Test points: the paging faults of pager.h (SBX_FAULT=list:...), and
- * SBX_FAULT/SBX_STOP=reap:before-delete and reap:before-retire-delete
+ * SBX_FAULT/SBX_STOP=reap:before-delete, reap:before-retire-delete and
+ * reap:before-expire-delete
  * (inside the session lock, before its token and fence are verified for
  * the delete: session.h, sbx_session_remove). */
 int sbx_reap_run(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_reap_opts *o,

@@ -10,6 +10,9 @@
  *   <prefix>:{<tenant>}:ledger                   index of the tenant's skill rows
  *   <prefix>:{<tenant>}:events                   the tenant's event stream (events.h)
  *   <prefix>:{<tenant>}:audit                    ... its audit stream (events.h)
+ *   <prefix>:{<tenant>}:usage                    hash session -> slot state (quota.h)
+ *   <prefix>:{<tenant>}:quota                    hash: the tenant's own quota (quota.h)
+ *   <prefix>:{<tenant>}:paused                   hash session -> unix time of its pause (quota.h)
  *   <prefix>:tenants                             set of tenants (--all-tenants)
  *   <prefix>:reap:lease                          one reaper at a time
  *   <prefix>:reap:lease:<host>                   ... per host, for host-local backends
@@ -45,6 +48,9 @@ enum sbx_tenant_key {
 	SBX_KEY_LEDGER,
 	SBX_KEY_EVENTS,
 	SBX_KEY_AUDIT,
+	SBX_KEY_USAGE,
+	SBX_KEY_QUOTA,
+	SBX_KEY_PAUSED,
 };
 
 /* 0, or -1 with invalid_request naming `what` ("tenant", "session"): empty,

@@ -40,23 +40,33 @@
 	"if not ok or type(v) ~= 'table' or v.sandbox_id ~= ARGV[3] then return {0} end\n" \
 	STORED_FENCE_CHECK
 
-/* KEYS: binding, lock, fence, bound.  ARGV: token, fence, json, sandbox_id */
+/* KEYS: binding, lock, fence, bound, usage, paused.  ARGV: token, fence,
+ * json, sandbox_id, session.  The session's quota slot (quota.h) becomes a
+ * running one in the same script: the pending slot its resolve took, or a
+ * new one (a claim). */
 static struct sbx_script create_script = {.src =
 	FENCE_CHECK
 	"local cur = redis.call('GET', KEYS[1])\n"
 	"if cur then return {0, cur} end\n"
 	"redis.call('SET', KEYS[1], ARGV[3])\n"
 	"redis.call('SADD', KEYS[4], ARGV[4])\n"
+	"redis.call('HSET', KEYS[5], ARGV[5], 'running')\n"
+	"redis.call('HDEL', KEYS[6], ARGV[5])\n"
 	"return {1}\n", .durable = 1};
 
-/* KEYS: binding, lock, fence, bound.  ARGV: token, fence, sandbox_id,
- * 'end' or ''.  With 'end' the session is over and its fence counter goes
- * too (sbx_binding_end: why that is safe). */
+/* KEYS: binding, lock, fence, bound, usage, paused.  ARGV: token, fence,
+ * sandbox_id, 'end' or '', session.  With 'end' the session is over and
+ * its fence counter goes too (sbx_binding_end: why that is safe).  The
+ * session's quota slot goes with the binding, unless it is pending (a
+ * resolve that drops a gone sandbox's binding keeps the slot it took). */
 static struct sbx_script delete_script = {.src =
 	FENCE_CHECK
 	LOAD_OWN_BINDING
 	"redis.call('DEL', KEYS[1])\n"
 	"redis.call('SREM', KEYS[4], ARGV[3])\n"
+	"local q = redis.call('HGET', KEYS[5], ARGV[5])\n"
+	"if q == 'running' or q == 'paused' then redis.call('HDEL', KEYS[5], ARGV[5]) end\n"
+	"redis.call('HDEL', KEYS[6], ARGV[5])\n"
 	"if ARGV[4] == 'end' then redis.call('DEL', KEYS[3]) end\n"
 	"return {1}\n", .durable = 1};
 
@@ -209,7 +219,7 @@ int sbx_binding_get(struct sbx_redis *r, const char *tenant, const char *session
 }
 
 struct wkeys {
-	char *binding, *lock, *fence, *bound;
+	char *binding, *lock, *fence, *bound, *usage, *paused;
 };
 
 static void wkeys_init(struct wkeys *k, struct sbx_redis *r, const char *tenant,
@@ -220,6 +230,8 @@ static void wkeys_init(struct wkeys *k, struct sbx_redis *r, const char *tenant,
 	k->lock = sbx_key_session(r->prefix, tenant, tl, session, sl, SBX_KEY_LOCK);
 	k->fence = sbx_key_session(r->prefix, tenant, tl, session, sl, SBX_KEY_FENCE);
 	k->bound = sbx_key_tenant(r->prefix, tenant, tl, SBX_KEY_BOUND);
+	k->usage = sbx_key_tenant(r->prefix, tenant, tl, SBX_KEY_USAGE);
+	k->paused = sbx_key_tenant(r->prefix, tenant, tl, SBX_KEY_PAUSED);
 }
 
 static void wkeys_free(struct wkeys *k)
@@ -228,6 +240,8 @@ static void wkeys_free(struct wkeys *k)
 	free(k->lock);
 	free(k->fence);
 	free(k->bound);
+	free(k->usage);
+	free(k->paused);
 }
 
 /* Run a fenced script; returns the reply's first integer (>= 0) or -1.
@@ -240,12 +254,12 @@ static int run_fenced(struct sbx_redis *r, struct sbx_script *s, struct sbx_lock
 		return -1;
 	char fence[24];
 	snprintf(fence, sizeof(fence), "%lld", lock ? (long long)lock->fence : 0LL);
-	const char *keys[] = {k->binding, k->lock, k->fence, k->bound};
+	const char *keys[] = {k->binding, k->lock, k->fence, k->bound, k->usage, k->paused};
 	const char *args[6] = {lock ? lock->tk.token : "", fence};
 	for (int i = 0; i < nargs_extra; i++)
 		args[2 + i] = extra[i];
 	redisReply *rep;
-	if (sbx_redis_eval(r, s, &rep, 4, keys, 2 + nargs_extra, args, err) < 0)
+	if (sbx_redis_eval(r, s, &rep, 6, keys, 2 + nargs_extra, args, err) < 0)
 		return -1;
 	if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
 	    rep->element[0]->type != REDIS_REPLY_INTEGER) {
@@ -278,9 +292,9 @@ int sbx_binding_create(struct sbx_redis *r, struct sbx_lock *lock, struct sbx_bi
 	SBX_AUTOFREE char *json = sbx_binding_encode(b);
 	struct wkeys k;
 	wkeys_init(&k, r, b->tenant, b->session);
-	const char *extra[] = {json, b->sandbox_id};
+	const char *extra[] = {json, b->sandbox_id, b->session};
 	redisReply *rep = NULL;
-	int rc = run_fenced(r, &create_script, lock, &k, 2, extra, &rep, err);
+	int rc = run_fenced(r, &create_script, lock, &k, 3, extra, &rep, err);
 	wkeys_free(&k);
 	if (rc < 0)
 		return -1;
@@ -299,8 +313,8 @@ static int delete_binding(struct sbx_redis *r, struct sbx_lock *lock, const char
 {
 	struct wkeys k;
 	wkeys_init(&k, r, tenant, session);
-	const char *extra[] = {sandbox_id, end ? "end" : ""};
-	int rc = run_fenced(r, &delete_script, lock, &k, 2, extra, NULL, err);
+	const char *extra[] = {sandbox_id, end ? "end" : "", session};
+	int rc = run_fenced(r, &delete_script, lock, &k, 3, extra, NULL, err);
 	wkeys_free(&k);
 	return rc;
 }

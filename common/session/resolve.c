@@ -26,6 +26,7 @@
 #include "lock.h"
 #include "fault.h"
 #include "pager.h"
+#include "quota.h"
 #include "util.h"
 
 struct rs {
@@ -45,6 +46,14 @@ struct rs {
 static void point(const char *name)
 {
 	sbx_fault(name);
+}
+
+static const struct sbx_quota no_quota = {.running = -1, .sandboxes = -1};
+
+/* The profile's quota (quota.h: a tenant's own overrides it in Redis). */
+static const struct sbx_quota *quota_of(const struct rs *c)
+{
+	return c->b->profile ? &c->b->profile->quota : &no_quota;
 }
 
 static int gone_state(enum sbx_state s)
@@ -272,7 +281,16 @@ static int use_binding(struct rs *c, const struct sbx_binding *bd, const struct 
 		}
 	}
 	int was_paused = sb.state == SBX_STATE_PAUSED;
+	/* A paused sandbox takes a running slot before it is thawed; the
+	 * binding stays whatever the quota says. */
+	if (was_paused && sbx_quota_resume(c->r, quota_of(c), c->tenant, c->session, err) < 0) {
+		sbx_sandbox_clear(&sb);
+		return -1;
+	}
 	if (sbx_call(c->b, connect, err, &sb) < 0) {
+		struct sbx_err ignored = {0};
+		if (was_paused)
+			sbx_quota_mark(c->r, c->tenant, c->session, "paused", &ignored);
 		sbx_sandbox_clear(&sb);
 		if (!sbx_err_may_replace_binding(err))
 			return -1;
@@ -535,15 +553,21 @@ static int resolve_locked(struct rs *c, struct sbx_sandbox *out, const char **ho
 			return rc < 0 ? -1 : 0;
 		}
 	}
-	int rc = claim(c, out, err);
-	if (rc < 0)
+	/* No binding: a new one needs a quota slot, taken before any backend
+	 * work and given back if no binding comes of it. */
+	if (sbx_quota_reserve(c->r, c->lock, quota_of(c), c->tenant, c->session, err) < 0)
 		return -1;
+	int rc = claim(c, out, err);
+	if (rc == 0)
+		rc = create_and_bind(c, out, err);
+	if (rc < 0) {
+		sbx_quota_unreserve(c->r, c->lock, c->tenant, c->session);
+		return -1;
+	}
 	if (rc > 0) {
 		*how = "claimed";
 		return 0;
 	}
-	if (create_and_bind(c, out, err) < 0)
-		return -1;
 	*how = c->rebuilding ? "rebuilt" : "created";
 	return 0;
 }

@@ -19,7 +19,9 @@
 #include "doc.h"
 #include "events.h"
 #include "fault.h"
+#include "keys.h"
 #include "lock.h"
+#include "quota.h"
 #include "util.h"
 
 int sbx_session_of(struct sbx_backend *b, struct sbx_sandbox *sb, const char **tenant,
@@ -163,6 +165,88 @@ int sbx_session_retire(struct sbx_backend *b, struct sbx_redis *r, const struct 
 		rc = -1;
 	if (rc == 1)
 		killed(r, sb, *gone, "retired");
+	struct sbx_err ignored = {0};
+	sbx_lock_release(l, &ignored);
+	return rc;
+}
+
+int sbx_session_retain_until(struct sbx_backend *b, struct sbx_redis *r,
+			     const struct sbx_sandbox *sb, int64_t *until, struct sbx_err *err)
+{
+	const char *tenant, *session;
+	int64_t keep = b->profile ? b->profile->retain_paused_ms : 0, at = 0, own = -1;
+	*until = 0;
+	if (sb->state != SBX_STATE_PAUSED || !sbx_binding_owner(sb, &tenant, &session))
+		return 0;
+	if (sbx_ids_check(tenant, "session", session, err) < 0 ||
+	    sbx_quota_retention(r, tenant, session, &at, &own, err) < 0)
+		return -1;
+	if (own >= 0)
+		keep = own;             /* the tenant's own tier (sbx-ctl quota) */
+	if (keep <= 0)
+		return 0;
+	if (at <= 0)
+		at = sb->active_at;     /* paused by its own idle timer: its last use */
+	if (at <= 0)
+		return 0;
+	*until = at + (keep + 999) / 1000;
+	return 1;
+}
+
+/* Under the lock: 1 when sb is still bound to this session, still paused
+ * by a fresh look, and past its retention; 0 (with *why) when not. */
+static int still_expired(struct sbx_backend *b, struct sbx_redis *r, struct sbx_lock *l,
+			 const struct sbx_sandbox *sb, const char *tenant, const char *session,
+			 const char **why, struct sbx_err *err)
+{
+	struct sbx_binding bd = {0};
+	struct sbx_err de = {0};
+	if (!l->binding_raw || sbx_binding_decode(l->binding_raw, l->binding_len, tenant, session,
+						  &bd, &de) < 0 || strcmp(bd.sandbox_id, sb->id)) {
+		sbx_binding_clear(&bd);
+		*why = "rebound";
+		return 0;
+	}
+	sbx_binding_clear(&bd);
+	struct sbx_sandbox now = {0};
+	if (sbx_call(b, get, err, sb->id, &now) < 0)
+		return -1;
+	if (!now.tenant && !now.metadata)
+		now.metadata = json_object_get(sb->metadata);
+	int64_t until = 0;
+	int rc = now.state != SBX_STATE_PAUSED ? 0 : sbx_session_retain_until(b, r, &now, &until, err);
+	sbx_sandbox_clear(&now);
+	if (rc < 0)
+		return -1;
+	if (rc == 0 || until > sbx_now_ms() / 1000) {
+		*why = rc == 0 ? "not-paused" : "retained";
+		return 0;
+	}
+	return 1;
+}
+
+int sbx_session_expire(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_sandbox *sb,
+		       int *gone, const char **why, struct sbx_err *err)
+{
+	const char *tenant, *session;
+	*gone = 0;
+	*why = NULL;
+	if (!sbx_binding_owner(sb, &tenant, &session)) {
+		*why = "not-a-session";
+		return 0;
+	}
+	struct sbx_lock *l = NULL;
+	int got = lock_once(r, tenant, session, &l, why, err);
+	if (got <= 0)
+		return got;
+	int rc = still_expired(b, r, l, sb, tenant, session, why, err);
+	/* Sandbox first, binding second, as sbx_session_retire. */
+	if (rc == 1 && sbx_session_remove(b, l, sb->id, "reap:before-expire-delete", gone, err) < 0)
+		rc = lost_lock(l, why) ? 0 : -1;
+	if (rc == 1 && sbx_binding_end(r, l, tenant, session, sb->id, err) < 0)
+		rc = -1;
+	if (rc == 1)
+		killed(r, sb, *gone, "retention");
 	struct sbx_err ignored = {0};
 	sbx_lock_release(l, &ignored);
 	return rc;

@@ -12,7 +12,8 @@
  * right before the lock is verified for the backend delete
  * (sbx_session_remove): resolve:before-rebuild-delete,
  * resolve:before-duplicate-delete, resolve:before-cleanup-delete, and the
- * reaper's reap:before-delete and reap:before-retire-delete. */
+ * reaper's reap:before-delete, reap:before-retire-delete and
+ * reap:before-expire-delete. */
 #ifndef SBX_SESSION_H
 #define SBX_SESSION_H
 
@@ -83,6 +84,24 @@ int sbx_session_retire(struct sbx_backend *b, struct sbx_redis *r, const struct 
 		       int64_t idle_ms, int *gone, const char **why, struct sbx_err *err);
 int sbx_session_end(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_sandbox *sb,
 		    enum sbx_end how, int *gone, const char **why, struct sbx_err *err);
+/* Retention (the tenant's own retain_paused, set by sbx-ctl quota, else
+ * the profile's): until when a paused session sandbox is kept, in unix
+ * seconds: its pause by sbx (quota.h, sbx_quota_retention), else its last
+ * use (a pause by its own idle timer), plus the retention.  One round trip
+ * for a paused session sandbox, none for any other.  1 with *until; 0 when it is kept for good
+ * (no retention, not paused, no session, no time known); -1 err. */
+int sbx_session_retain_until(struct sbx_backend *b, struct sbx_redis *r,
+			     const struct sbx_sandbox *sb, int64_t *until, struct sbx_err *err);
+/* End a paused session sandbox past its retention (sbx-reap), as
+ * sbx_session_retire ends an idle one: under the session's lock (tried
+ * once), only while the binding still names sb and a fresh look finds it
+ * still paused and past its retention; the sandbox is deleted, then the
+ * binding, its slots and its fence counter go in one fenced script, and
+ * the event is killed why=retention.  1 ended, 0 kept (*why: "locked",
+ * "rebound", "not-paused", "retained", "lock-lost"), -1 err.  Test point
+ * reap:before-expire-delete. */
+int sbx_session_expire(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_sandbox *sb,
+		       int *gone, const char **why, struct sbx_err *err);
 /* Whose session sandbox sb is (binding.h, sbx_binding_owner), looking a
  * bare handle's metadata up with the backend's get first.  1 / 0. */
 int sbx_session_of(struct sbx_backend *b, struct sbx_sandbox *sb, const char **tenant,

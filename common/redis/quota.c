@@ -1,0 +1,325 @@
+/* quota.c - a tenant's quota: the slots of its sessions (see quota.h).
+ *
+ * Every script here touches only the tenant's keys (its hash tag), so the
+ * count and the take are one atomic step.  The pending slots name their
+ * session's lock key, which the script reads without declaring it: it is
+ * in the same hash slot by construction (keys.h), which Redis Cluster
+ * allows. */
+#include "quota.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "doc.h"
+#include "keys.h"
+#include "util.h"
+
+/* count(h, self): running, all, pending slots of usage hash h, leaving out
+ * field `self`; pending slots whose lock no longer holds their token are
+ * deleted on the way (a killed resolve's).  limit(k, f, dflt): the
+ * tenant's value of field f, else the profile's dflt when >= 0, else -1,
+ * with where it came from. */
+#define QUOTA_LUA                                                                 \
+	"local function count(h, self)\n"                                         \
+	"  local run, all, pend = 0, 0, 0\n"                                       \
+	"  local t = redis.call('HGETALL', h)\n"                                  \
+	"  for i = 1, #t, 2 do\n"                                                 \
+	"    local f, v = t[i], t[i + 1]\n"                                       \
+	"    if f ~= self then\n"                                                 \
+	"      if string.sub(v, 1, 8) == 'pending ' then\n"                       \
+	"        local sp = string.find(v, ' ', 9, true)\n"                       \
+	"        if sp and redis.call('GET', string.sub(v, 9, sp - 1)) == string.sub(v, sp + 1) then\n" \
+	"          run = run + 1; all = all + 1; pend = pend + 1\n"                \
+	"        else\n"                                                          \
+	"          redis.call('HDEL', h, f)\n"                                    \
+	"        end\n"                                                           \
+	"      else\n"                                                            \
+	"        all = all + 1\n"                                                 \
+	"        if v ~= 'paused' then run = run + 1 end\n"                       \
+	"      end\n"                                                             \
+	"    end\n"                                                               \
+	"  end\n"                                                                 \
+	"  return run, all, pend\n"                                               \
+	"end\n"                                                                   \
+	"local function limit(k, f, dflt)\n"                                      \
+	"  local v = redis.call('HGET', k, f)\n"                                  \
+	"  if v then return tonumber(v) or -1, 'tenant' end\n"                    \
+	"  if tonumber(dflt) >= 0 then return tonumber(dflt), 'profile' end\n"    \
+	"  return -1, 'none'\n"                                                   \
+	"end\n"
+
+/* KEYS: usage, quota, lock.  ARGV: token, session, running, sandboxes
+ * (the profile's), lock key. */
+static struct sbx_script reserve_script = {.src =
+	QUOTA_LUA
+	"if redis.call('GET', KEYS[3]) ~= ARGV[1] then return {-1} end\n"
+	"local run, all = count(KEYS[1], ARGV[2])\n"
+	"local lr = limit(KEYS[2], 'running', ARGV[3])\n"
+	"local la = limit(KEYS[2], 'sandboxes', ARGV[4])\n"
+	"if la >= 0 and all >= la then return {-3, 'sandboxes', all, la} end\n"
+	"if lr >= 0 and run >= lr then return {-3, 'running', run, lr} end\n"
+	"redis.call('HSET', KEYS[1], ARGV[2], 'pending ' .. ARGV[5] .. ' ' .. ARGV[1])\n"
+	"return {1}\n", .durable = 1};
+
+/* KEYS: usage.  ARGV: session, the pending value that is ours. */
+static struct sbx_script unreserve_script = {.src =
+	"if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return {0} end\n"
+	"redis.call('HDEL', KEYS[1], ARGV[1])\n"
+	"return {1}\n"};
+
+/* KEYS: usage, quota, paused.  ARGV: session, running (the profile's).
+ * A resumed session's pause time goes (retention counts from a pause). */
+static struct sbx_script resume_script = {.src =
+	QUOTA_LUA
+	"if redis.call('HGET', KEYS[1], ARGV[1]) ~= 'paused' then\n"
+	"  redis.call('HDEL', KEYS[3], ARGV[1])\n"
+	"  return {0}\n"
+	"end\n"
+	"local run = count(KEYS[1], ARGV[1])\n"
+	"local lr = limit(KEYS[2], 'running', ARGV[2])\n"
+	"if lr >= 0 and run >= lr then return {-3, 'running', run, lr} end\n"
+	"redis.call('HSET', KEYS[1], ARGV[1], 'running')\n"
+	"redis.call('HDEL', KEYS[3], ARGV[1])\n"
+	"return {1}\n", .durable = 1};
+
+/* KEYS: usage, paused.  ARGV: session, state, now (unix seconds).  Only a
+ * bound slot changes; a pause keeps the time of the first one. */
+static struct sbx_script mark_script = {.src =
+	"local v = redis.call('HGET', KEYS[1], ARGV[1])\n"
+	"if v ~= 'running' and v ~= 'paused' then return {0} end\n"
+	"redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])\n"
+	"if ARGV[2] ~= 'paused' then redis.call('HDEL', KEYS[2], ARGV[1])\n"
+	"elseif v ~= 'paused' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) end\n"
+	"return {1}\n"};
+
+/* KEYS: usage, quota.  ARGV: running, sandboxes, retain_paused (the
+ * profile's). */
+static struct sbx_script usage_script = {.src =
+	QUOTA_LUA
+	"local run, all, pend = count(KEYS[1], false)\n"
+	"local lr, fr = limit(KEYS[2], 'running', ARGV[1])\n"
+	"local la, fa = limit(KEYS[2], 'sandboxes', ARGV[2])\n"
+	"local lp, fp = limit(KEYS[2], 'retain_paused', ARGV[3])\n"
+	"return {run, all, pend, lr, fr, la, fa, lp, fp}\n"};
+
+/* KEYS: paused, quota.  ARGV: session.  Read only. */
+static struct sbx_script retention_script = {.src =
+	"return {tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0') or 0,\n"
+	"        tonumber(redis.call('HGET', KEYS[2], 'retain_paused') or '-1') or -1}\n"};
+
+/* KEYS: quota.  ARGV: running, sandboxes, retain_paused: 'keep',
+ * 'profile' or a number. */
+static struct sbx_script set_script = {.src =
+	"local f = {'running', 'sandboxes', 'retain_paused'}\n"
+	"for i = 1, 3 do\n"
+	"  if ARGV[i] == 'profile' then redis.call('HDEL', KEYS[1], f[i])\n"
+	"  elseif ARGV[i] ~= 'keep' then redis.call('HSET', KEYS[1], f[i], ARGV[i]) end\n"
+	"end\n"
+	"return {1}\n", .durable = 1};
+
+static char *tkey(struct sbx_redis *r, const char *tenant, enum sbx_tenant_key which)
+{
+	return sbx_key_tenant(r->prefix, tenant, strlen(tenant), which);
+}
+
+/* The first integer of a script's reply, or -1 (internal).  A {-3, name,
+ * used, limit} reply is capacity naming the quota. */
+static int reply_int(redisReply *rep, const char *tenant, struct sbx_err *err)
+{
+	if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
+	    rep->element[0]->type != REDIS_REPLY_INTEGER)
+		return sbx_fail(err, SBX_INTERNAL, "quota", "unexpected reply from a quota script");
+	long long v = rep->element[0]->integer;
+	if (v == -3 && rep->elements >= 4 && rep->element[1]->type == REDIS_REPLY_STRING)
+		return sbx_fail_reason(err, SBX_CAPACITY, SBX_R_QUOTA, "quota",
+				       "tenant %s is at its quota %s=%lld (%lld in use)", tenant,
+				       rep->element[1]->str, rep->element[3]->integer,
+				       rep->element[2]->integer);
+	if (v == -1)
+		return sbx_fail(err, SBX_CONFLICT, "lock",
+				"lock ownership lost (the lock expired or was taken over)");
+	if (v < 0)
+		return sbx_fail(err, SBX_INTERNAL, "quota", "unexpected reply from a quota script");
+	return (int)v;
+}
+
+static int run(struct sbx_redis *r, struct sbx_script *s, const char *tenant, int nk,
+	       const char **keys, int na, const char **args, struct sbx_err *err)
+{
+	redisReply *rep;
+	if (sbx_redis_eval(r, s, &rep, nk, keys, na, args, err) < 0)
+		return -1;
+	int rc = reply_int(rep, tenant, err);
+	freeReplyObject(rep);
+	return rc;
+}
+
+static char *pending_value(const struct sbx_lock *lock)
+{
+	return sbx_xasprintf("pending %s %s", lock->tk.key, lock->tk.token);
+}
+
+int sbx_quota_reserve(struct sbx_redis *r, struct sbx_lock *lock, const struct sbx_quota *q,
+		      const char *tenant, const char *session, struct sbx_err *err)
+{
+	if (sbx_lock_check(lock, err) < 0)
+		return -1;
+	SBX_AUTOFREE char *usage = tkey(r, tenant, SBX_KEY_USAGE);
+	SBX_AUTOFREE char *quota = tkey(r, tenant, SBX_KEY_QUOTA);
+	char lr[24], la[24];
+	snprintf(lr, sizeof(lr), "%lld", (long long)q->running);
+	snprintf(la, sizeof(la), "%lld", (long long)q->sandboxes);
+	const char *keys[] = {usage, quota, lock->tk.key};
+	const char *args[] = {lock->tk.token, session, lr, la, lock->tk.key};
+	return run(r, &reserve_script, tenant, 3, keys, 5, args, err) < 0 ? -1 : 0;
+}
+
+void sbx_quota_unreserve(struct sbx_redis *r, struct sbx_lock *lock, const char *tenant,
+			 const char *session)
+{
+	struct sbx_err ignored = {0};
+	SBX_AUTOFREE char *usage = tkey(r, tenant, SBX_KEY_USAGE);
+	SBX_AUTOFREE char *mine = pending_value(lock);
+	const char *keys[] = {usage};
+	const char *args[] = {session, mine};
+	run(r, &unreserve_script, tenant, 1, keys, 2, args, &ignored);
+}
+
+int sbx_quota_resume(struct sbx_redis *r, const struct sbx_quota *q, const char *tenant,
+		     const char *session, struct sbx_err *err)
+{
+	SBX_AUTOFREE char *usage = tkey(r, tenant, SBX_KEY_USAGE);
+	SBX_AUTOFREE char *quota = tkey(r, tenant, SBX_KEY_QUOTA);
+	SBX_AUTOFREE char *paused = tkey(r, tenant, SBX_KEY_PAUSED);
+	char lr[24];
+	snprintf(lr, sizeof(lr), "%lld", (long long)q->running);
+	const char *keys[] = {usage, quota, paused};
+	const char *args[] = {session, lr};
+	return run(r, &resume_script, tenant, 3, keys, 2, args, err);
+}
+
+int sbx_quota_mark(struct sbx_redis *r, const char *tenant, const char *session,
+		   const char *state, struct sbx_err *err)
+{
+	SBX_AUTOFREE char *usage = tkey(r, tenant, SBX_KEY_USAGE);
+	SBX_AUTOFREE char *paused = tkey(r, tenant, SBX_KEY_PAUSED);
+	char now[24];
+	snprintf(now, sizeof(now), "%lld", (long long)(sbx_now_ms() / 1000));
+	const char *keys[] = {usage, paused};
+	const char *args[] = {session, state, now};
+	return run(r, &mark_script, tenant, 2, keys, 3, args, err);
+}
+
+int sbx_quota_retention(struct sbx_redis *r, const char *tenant, const char *session,
+			int64_t *paused_at, int64_t *retain_ms, struct sbx_err *err)
+{
+	*paused_at = 0;
+	*retain_ms = -1;
+	SBX_AUTOFREE char *paused = tkey(r, tenant, SBX_KEY_PAUSED);
+	SBX_AUTOFREE char *quota = tkey(r, tenant, SBX_KEY_QUOTA);
+	const char *keys[] = {paused, quota};
+	const char *args[] = {session};
+	redisReply *rep;
+	if (sbx_redis_eval(r, &retention_script, &rep, 2, keys, 1, args, err) < 0)
+		return -1;
+	int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+		 rep->element[0]->type == REDIS_REPLY_INTEGER &&
+		 rep->element[1]->type == REDIS_REPLY_INTEGER;
+	if (ok) {
+		*paused_at = rep->element[0]->integer;
+		*retain_ms = rep->element[1]->integer;
+	}
+	freeReplyObject(rep);
+	return ok ? 0 : sbx_fail(err, SBX_INTERNAL, "quota", "unexpected reply from the retention script");
+}
+
+static const char *from_word(const redisReply *e)
+{
+	if (e->type != REDIS_REPLY_STRING)
+		return "none";
+	return strcmp(e->str, "tenant") == 0 ? "tenant" : strcmp(e->str, "profile") == 0 ? "profile"
+											: "none";
+}
+
+int sbx_quota_usage(struct sbx_redis *r, const struct sbx_quota *q, int64_t retain_ms,
+		    const char *tenant, struct sbx_usage *u, struct sbx_err *err)
+{
+	memset(u, 0, sizeof(*u));
+	SBX_AUTOFREE char *usage = tkey(r, tenant, SBX_KEY_USAGE);
+	SBX_AUTOFREE char *quota = tkey(r, tenant, SBX_KEY_QUOTA);
+	char lr[24], la[24], lp[24];
+	snprintf(lr, sizeof(lr), "%lld", (long long)q->running);
+	snprintf(la, sizeof(la), "%lld", (long long)q->sandboxes);
+	/* A profile without retention keeps for good: "none" below. */
+	snprintf(lp, sizeof(lp), "%lld", (long long)(retain_ms > 0 ? retain_ms : -1));
+	const char *keys[] = {usage, quota};
+	const char *args[] = {lr, la, lp};
+	redisReply *rep;
+	if (sbx_redis_eval(r, &usage_script, &rep, 2, keys, 3, args, err) < 0)
+		return -1;
+	int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == 9;
+	for (size_t i = 0; ok && i < 9; i++)
+		if ((i == 4 || i == 6 || i == 8) ? 0 : rep->element[i]->type != REDIS_REPLY_INTEGER)
+			ok = 0;
+	if (ok) {
+		u->running = rep->element[0]->integer;
+		u->sandboxes = rep->element[1]->integer;
+		u->pending = rep->element[2]->integer;
+		u->limit.running = rep->element[3]->integer;
+		u->from_running = from_word(rep->element[4]);
+		u->limit.sandboxes = rep->element[5]->integer;
+		u->from_sandboxes = from_word(rep->element[6]);
+		u->retain_ms = rep->element[7]->integer;
+		u->from_retain = from_word(rep->element[8]);
+	}
+	freeReplyObject(rep);
+	return ok ? 0 : sbx_fail(err, SBX_INTERNAL, "quota", "unexpected reply from the usage script");
+}
+
+static void set_word(char *buf, size_t n, int64_t v)
+{
+	if (v == SBX_QUOTA_KEEP)
+		snprintf(buf, n, "keep");
+	else if (v == SBX_QUOTA_PROFILE)
+		snprintf(buf, n, "profile");
+	else
+		snprintf(buf, n, "%lld", (long long)(v < 0 ? -1 : v));
+}
+
+int sbx_quota_set(struct sbx_redis *r, const char *tenant, const struct sbx_quota *set,
+		  int64_t retain_ms, struct sbx_err *err)
+{
+	SBX_AUTOFREE char *quota = tkey(r, tenant, SBX_KEY_QUOTA);
+	char lr[24], la[24], lp[24];
+	set_word(lr, sizeof(lr), set->running);
+	set_word(la, sizeof(la), set->sandboxes);
+	set_word(lp, sizeof(lp), retain_ms);
+	const char *keys[] = {quota};
+	const char *args[] = {lr, la, lp};
+	return run(r, &set_script, tenant, 1, keys, 3, args, err) < 0 ? -1 : 0;
+}
+
+/* One quota's line: {used, limit (null = none), from}. */
+static json_object *quota_line(int64_t used, int64_t limit, const char *from)
+{
+	json_object *q = json_object_new_object();
+	sbx_json_set_int(q, "used", used);
+	json_object_object_add(q, "limit", limit >= 0 ? json_object_new_int64(limit) : NULL);
+	sbx_json_set_str(q, "from", from);
+	return q;
+}
+
+json_object *sbx_usage_json(const struct sbx_usage *u)
+{
+	json_object *us = json_object_new_object();
+	json_object_object_add(us, "running", quota_line(u->running, u->limit.running, u->from_running));
+	json_object_object_add(us, "sandboxes",
+			       quota_line(u->sandboxes, u->limit.sandboxes, u->from_sandboxes));
+	sbx_json_set_int(us, "pending", u->pending);
+	json_object *rp = json_object_new_object();
+	json_object_object_add(rp, "seconds", u->retain_ms > 0 ? json_object_new_int64(
+					      (u->retain_ms + 999) / 1000) : NULL);
+	sbx_json_set_str(rp, "from", u->from_retain);
+	json_object_object_add(us, "retain_paused", rp);
+	return us;
+}

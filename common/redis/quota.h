@@ -1,0 +1,93 @@
+/* quota.h - a tenant's quota: how many of its session sandboxes may run,
+ * and how many may exist (DESIGN issue 30).
+ *
+ * The count is a hash per tenant, <prefix>:{T}:usage, one field per
+ * session that holds a slot:
+ *
+ *   "running" | "paused"         a bound session (binding.c's scripts write
+ *                                and delete these in the script that binds
+ *                                or unbinds, so binding and slot agree)
+ *   "pending <lockkey> <token>"  a resolve, holding that session lock, is
+ *                                making the sandbox (sbx_quota_reserve)
+ *
+ * A pending slot counts as running while its lock still holds its token;
+ * every script that counts drops the pending slots whose lock is gone, so
+ * a resolve killed with -9 holds its slot until its lock expires (the
+ * lock's TTL), never longer.  All keys share the tenant's hash slot, so
+ * each check-and-take is one atomic script: N processes racing for the
+ * last slot get exactly one.
+ *
+ * Limits: the tenant's own hash <prefix>:{T}:quota (fields running,
+ * sandboxes; -1 = no limit), written by sbx-ctl quota, wins field by field
+ * over the profile's "quota" object (config.h); neither = no limit. */
+#ifndef SBX_QUOTA_H
+#define SBX_QUOTA_H
+
+#include <stdint.h>
+#include <json-c/json.h>
+
+#include "config.h"
+#include "err.h"
+#include "lock.h"
+#include "redis.h"
+
+/* Under the session's lock, before any backend work: take a pending slot
+ * for the session, or fail with capacity (reason SBX_R_QUOTA, exit 75)
+ * naming the quota that is full ("quota sandboxes=20 of tenant T is
+ * reached (20 in use)"); nothing is written then.  A slot the session
+ * already had (a stale entry: it has no binding) is replaced. */
+int sbx_quota_reserve(struct sbx_redis *r, struct sbx_lock *lock, const struct sbx_quota *q,
+		      const char *tenant, const char *session, struct sbx_err *err);
+/* Give back the session's pending slot if it is still ours (the resolve
+ * failed before its bind); a bound slot is left alone.  Best effort: a
+ * slot not given back is freed when the lock expires. */
+void sbx_quota_unreserve(struct sbx_redis *r, struct sbx_lock *lock, const char *tenant,
+			 const char *session);
+/* Before a bound, paused sandbox is resumed: its slot becomes running if
+ * the running quota allows (capacity otherwise, nothing changed).  A
+ * session without a slot (bound before quotas, or no session) is not
+ * checked.  1 switched, 0 nothing to do, -1 err. */
+int sbx_quota_resume(struct sbx_redis *r, const struct sbx_quota *q, const char *tenant,
+		     const char *session, struct sbx_err *err);
+/* After a pause, or a resume that failed: the session's slot, if it has
+ * one, says `state` ("paused" or "running"). */
+int sbx_quota_mark(struct sbx_redis *r, const char *tenant, const char *session,
+		   const char *state, struct sbx_err *err);
+
+/* Retention, in one round trip: *paused_at, when the session's sandbox
+ * was paused by sbx (sbx-ctl pause), as the <prefix>:{T}:paused hash
+ * keeps it (unix seconds, 0 = none; a resume, a new binding and an
+ * unbinding drop it), and *retain_ms, the tenant's own retention (its
+ * quota hash's retain_paused: 0 = kept for good, -1 = none: the
+ * profile's applies).  0 / -1 err. */
+int sbx_quota_retention(struct sbx_redis *r, const char *tenant, const char *session,
+			int64_t *paused_at, int64_t *retain_ms, struct sbx_err *err);
+
+/* What a tenant uses and may use (sbx-ls --usage): running counts the
+ * pending slots; limit is the effective quota (-1 = none) and which_*
+ * says where each limit comes from ("tenant", "profile", "none"). */
+struct sbx_usage {
+	int64_t running, sandboxes, pending;
+	struct sbx_quota limit;
+	const char *from_running, *from_sandboxes;
+	int64_t retain_ms;         /* the retention in force; <= 0: kept for good */
+	const char *from_retain;
+};
+/* retain_ms: the profile's retain_paused (0 = none). */
+int sbx_quota_usage(struct sbx_redis *r, const struct sbx_quota *q, int64_t retain_ms,
+		    const char *tenant, struct sbx_usage *u, struct sbx_err *err);
+/* Its document: {"running": {"used", "limit" (null = none), "from"},
+ * "sandboxes": {...}, "pending": N, "retain_paused": {"seconds" (null:
+ * kept for good), "from"}}. */
+json_object *sbx_usage_json(const struct sbx_usage *u);
+
+/* sbx-ctl quota: set the tenant's own limits, and its retention
+ * (retain_ms: 0 = kept for good).  A value that is SBX_QUOTA_KEEP is left
+ * as it is, SBX_QUOTA_PROFILE removes the tenant's value (the profile's
+ * applies again), -1 means no limit, >= 0 a limit. */
+#define SBX_QUOTA_KEEP (-3)
+#define SBX_QUOTA_PROFILE (-2)
+int sbx_quota_set(struct sbx_redis *r, const char *tenant, const struct sbx_quota *set,
+		  int64_t retain_ms, struct sbx_err *err);
+
+#endif
