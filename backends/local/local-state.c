@@ -24,6 +24,7 @@
 
 #include "doc.h"
 #include "fault.h"
+#include "local-idle.h"
 #include "local-pid.h"
 #include "util.h"
 
@@ -34,6 +35,10 @@ int local_sb_freeze(struct sbx_backend *b, const char *id, int freeze, struct sb
 		return -1;
 	int rc = 0;
 	char p[PATH_MAX];
+	/* Whichever way it goes, the idle timer's marker is no longer true:
+	 * a command pauses, a resume wakes (local-idle.h). */
+	snprintf(p, sizeof(p), "%s/" LOCAL_IDLE_MARKER, r.dir);
+	unlink(p);
 	snprintf(p, sizeof(p), "%s/work", r.cg[CG_V2] ? r.cg[CG_V2] : "/nonexistent");
 	if (local_cg_write(p, "cgroup.freeze", freeze ? "1" : "0") < 0)
 		rc = sbx_fail_errno(err, errno == ENOENT ? SBX_TERMINAL : SBX_INTERNAL,

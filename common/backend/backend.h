@@ -469,6 +469,15 @@ struct sbx_backend_ops {
 	 * `report` array.  NULL when the backend pauses instead. */
 	int (*reap_idle)(struct sbx_backend *b, int dry_run, json_object *report,
 			 struct sbx_err *err);
+
+	/* A turn lease on the sandbox's session is held until `until_ms`
+	 * (unix ms; 0: it ended now): the idle timer does not fire before
+	 * then, and counts from the lease's end afterwards.  The deadline is
+	 * the lease's TTL, so a holder that never ends it keeps the sandbox
+	 * no longer than Redis keeps the lease.  Never resumes a sandbox.
+	 * NULL when the backend's idle timer cannot see leases. */
+	int (*hold)(struct sbx_backend *b, const char *id, int64_t until_ms,
+		    struct sbx_err *err);
 };
 
 struct sbx_backend {

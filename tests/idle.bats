@@ -1,0 +1,114 @@
+#!/usr/bin/env bats
+# suite: local
+# Idle that sees work (issue 30, sbx(7) "Idle"): the idle timer pauses a
+# sandbox only when no exec, no detached process and no turn lease kept it
+# awake for the period; sbx-ls says which signal last did (`awake_by`).
+# Real sandboxes, real processes, real Redis; no assertion on elapsed time:
+# each test watches the state while the work runs, or compares two
+# sandboxes with the same timer.
+
+load lib/helpers
+bats_require_minimum_version 1.5.0
+
+setup_file() { sbx_setup_file; }
+teardown_file() { sbx_teardown_file; }
+
+TIMER=(--timeout 3s --on-timeout pause --auto-resume)
+new_sb() { sbx_new_id "${TIMER[@]}" "$@"; }
+ls_of() { sbx-ls --id "$1" 2>/dev/null | jq -r ".sandbox.$2"; }
+# Wait (bounded) until sandbox $1 is in state $2; the assertion is the
+# state, the bound only keeps a broken build from hanging the suite.
+wait_state() {
+	local i
+	for i in $(seq 1 600); do
+		[ "$(ls_of "$1" state)" = "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# Run `cond` (a shell string) until it holds, failing at once if sandbox
+# $1 is found paused meanwhile: the work it waits for kept it awake.
+awake_until() {
+	local id=$1 cond=$2 i
+	for i in $(seq 1 900); do
+		eval "$cond" && return 0
+		if [ "$(ls_of "$id" state)" = paused ]; then
+			echo "sandbox $id paused while its work ran (awake_by $(ls_of "$id" awake_by))" >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+@test "a detached process keeps the sandbox awake until it ends; then it pauses" {
+	local id done
+	id=$(new_sb)
+	done="$SBX_STATE_DIR/local/sandboxes/$id/upper/workspace/done"
+	run sbx-proc start --id "$id" -- sh -c 'sleep 8; touch /workspace/done'
+	[ "$status" -eq 0 ]
+	# Frozen at the timer, the process could never write the file.
+	awake_until "$id" '[ -e "$done" ]'
+	[ "$(ls_of "$id" awake_by)" = process ]
+	wait_state "$id" paused
+	[ "$(ls_of "$id" awake_by)" = process ]
+	[ "$(ls_of "$id" paused_by)" = idle ]
+	run sbx-exec --id "$id" -- cat /workspace/done
+	[ "$status" -eq 0 ]
+	[ "$(ls_of "$id" state)" = running ]
+	[ "$(ls_of "$id" paused_by)" = null ]
+	sbx-ctl kill --id "$id" >/dev/null
+}
+
+@test "a running sbx-exec keeps the sandbox awake; the silent sandbox then pauses" {
+	local id pid
+	id=$(new_sb)
+	sbx-exec --id "$id" --timeout 60s -- sh -c 'sleep 8; echo finished' >"$BATS_TEST_TMPDIR/exec.json" &
+	pid=$!
+	awake_until "$id" '! kill -0 $pid 2>/dev/null'
+	wait "$pid"
+	[ "$(jq -r .exec.stdout "$BATS_TEST_TMPDIR/exec.json")" = finished ]
+	wait_state "$id" paused
+	[ "$(ls_of "$id" awake_by)" = exec ]
+	sbx-ctl kill --id "$id" >/dev/null
+}
+
+@test "a held turn lease keeps the sandbox awake; its end lets the timer pause it" {
+	local held silent
+	held=$(new_sb --tenant idle --session lease1)
+	sbx-lease begin --tenant idle --session lease1 >/dev/null
+	[ "$(ls_of "$held" awake)" = true ]
+	[ "$(ls_of "$held" awake_by)" = lease ]
+	# Made after the lease began, with the same timer: idle for less time.
+	silent=$(new_sb)
+	wait_state "$silent" paused
+	[ "$(ls_of "$silent" awake_by)" = command ]
+	[ "$(ls_of "$held" state)" = running ]
+	[ "$(ls_of "$held" awake_by)" = lease ]
+	sbx-lease end --tenant idle --session lease1 >/dev/null
+	wait_state "$held" paused
+	[ "$(ls_of "$held" awake_by)" = lease ]
+	[ "$(ls_of "$held" paused_by)" = idle ]
+	sbx-ctl kill --id "$held" >/dev/null
+	sbx-ctl kill --id "$silent" >/dev/null
+}
+
+@test "a silent sandbox still pauses; a background job of an exec does not keep it awake" {
+	local id
+	id=$(new_sb)
+	sbx-exec --id "$id" -- sh -c 'sleep 1000 >/dev/null 2>&1 &' >/dev/null
+	wait_state "$id" paused
+	[ "$(ls_of "$id" paused_by)" = idle ]
+	[ "$(ls_of "$id" awake)" = null ]
+	sbx-ctl kill --id "$id" >/dev/null
+}
+
+@test "a command pause is not an idle pause" {
+	local id
+	id=$(sbx_new_id)
+	sbx-ctl pause --id "$id" >/dev/null
+	[ "$(ls_of "$id" state)" = paused ]
+	[ "$(ls_of "$id" paused_by)" = null ]
+	[ "$(ls_of "$id" awake_by)" = command ]
+	sbx-ctl kill --id "$id" >/dev/null
+}
