@@ -112,3 +112,33 @@ awake_until() {
 	[ "$(ls_of "$id" awake_by)" = command ]
 	sbx-ctl kill --id "$id" >/dev/null
 }
+
+@test "the idle timer's pause and a resume on use are events, written by the next reaper run" {
+	local id
+	id=$(new_sb --tenant idlev --session s1)
+	sbx-proc start --id "$id" -- sleep 1 >/dev/null
+	wait_state "$id" paused
+	sbx-reap --tenant idlev >/dev/null
+	run sbx-events --tenant idlev
+	[ "$status" -eq 0 ]
+	[ "$(jqo -s '[.[] | select(.type == "paused")] | length')" = 1 ]
+	[ "$(jqo -s '[.[] | select(.type == "paused")][0].why')" = idle ]
+	[ "$(jqo -s '[.[] | select(.type == "paused")][0].sandbox')" = "$id" ]
+	[ "$(jqo -s '[.[] | select(.type == "paused")][0].detail.awake_by')" = process ]
+	[ "$(jqo -s '[.[] | select(.type == "paused")][0].by')" = sbx-reap ]
+	# A command on the paused sandbox resumes it on use (auto_resume);
+	# the timer is off from here, so no later pause joins the count.
+	sbx-ctl timeout --id "$id" --seconds 0 >/dev/null
+	[ "$(ls_of "$id" state)" = paused ]
+	run sbx-exec --id "$id" -- true
+	[ "$status" -eq 0 ]
+	sbx-reap --tenant idlev >/dev/null
+	run sbx-events --tenant idlev
+	[ "$(jqo -s '[.[] | select(.type == "resumed")] | length')" = 1 ]
+	[ "$(jqo -s '[.[] | select(.type == "resumed")][0].why')" = use ]
+	# Each is written once: another run finds nothing new.
+	sbx-reap --tenant idlev >/dev/null
+	run sbx-events --tenant idlev
+	[ "$(jqo -s '[.[] | select(.type == "paused" or .type == "resumed")] | length')" = 2 ]
+	sbx-ctl kill --id "$id" >/dev/null
+}

@@ -58,6 +58,25 @@ static inline const char *local_awake_name(int i)
  * the signal that last kept it awake, one line.  Removed by a resume. */
 #define LOCAL_IDLE_MARKER "idle-paused"
 
+/* The idle timer's log, appended line by line (O_APPEND, one write each)
+ * and taken whole by the vtable's idle_notes (rename, read, unlink):
+ *   "P <unix ms> <awake_by>"   sbx-init paused the sandbox
+ *   "R <unix ms>"              a command resumed it on use (local-state.c)
+ * What is taken while a line is being appended may lose that line. */
+#define LOCAL_IDLE_LOG "idle-log"
+#define LOCAL_IDLE_LOG_MAX 65536
+
+static inline void local_idle_log(int dirfd, const char *line, size_t len)
+{
+	int fd = openat(dirfd, LOCAL_IDLE_LOG, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	struct stat st;
+	if (fstat(fd, &st) == 0 && st.st_size < LOCAL_IDLE_LOG_MAX)
+		(void)!write(fd, line, len);
+	close(fd);
+}
+
 struct local_idle {
 	int64_t last_ms;        /* unix ms the sandbox was last kept awake */
 	enum local_awake by;    /* by what */

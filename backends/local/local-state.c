@@ -104,6 +104,17 @@ int local_rec_state_cont(struct sbx_backend *b, const struct local_rec *r, const
 	return 0;
 }
 
+static void idle_log_resume(struct sbx_backend *b, const char *id)
+{
+	SBX_AUTOFREE char *dir = sbx_xasprintf("%s/sandboxes/%s", local_of(b)->dir, id);
+	SBX_AUTOCLOSE int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	char line[40];
+	int n = snprintf(line, sizeof(line), "R %lld\n", (long long)sbx_now_ms());
+	local_idle_log(dfd, line, (size_t)n);
+}
+
 /* The common part of ensure_running, init_pidfd and connect: sandbox `id`
  * is running when this returns 0, with the pid and start time its record
  * gives for the init.  Those name the init as it was when checked; see
@@ -135,6 +146,9 @@ int local_sb_running(struct sbx_backend *b, const char *id, int resume, pid_t *p
 		local_sb_touch(b, id);
 		if (local_sb_freeze(b, id, 0, err) < 0)
 			return -1;
+		/* For the resumed event the reaper writes (idle_notes):
+		 * resume on use happens below every program's Redis. */
+		idle_log_resume(b, id);
 	} else if (st != LOCAL_RUNNING) {
 		return local_state_error(id, st, "resume", err);
 	}

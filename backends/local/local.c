@@ -49,6 +49,7 @@
 #include "local-egress.h"
 #include "local-exec.h"
 #include "local-files.h"
+#include "local-idle.h"
 #include "local-image.h"
 #include "local-init.h"
 #include "local-layer.h"
@@ -633,6 +634,49 @@ static int local_hold(struct sbx_backend *b, const char *id, int64_t until_ms,
 	return 0;
 }
 
+/* The vtable's idle_notes: take the init's log (local-idle.h) by
+ * renaming it to a name of our own (two takers never share one), read at
+ * most LOCAL_IDLE_LOG_MAX bytes of it, forget it.  A line not of the
+ * log's grammar is skipped (the file is the host's, but a torn append is
+ * possible). */
+static int local_idle_notes(struct sbx_backend *b, const char *id, struct sbx_idle_note **out,
+			    size_t *n, struct sbx_err *err)
+{
+	*out = NULL;
+	*n = 0;
+	if (!local_sb_valid_id(id))
+		return sbx_fail(err, SBX_NOT_FOUND, "idle", "no local sandbox %s", id);
+	SBX_AUTOFREE char *log = sbx_xasprintf("%s/sandboxes/%s/" LOCAL_IDLE_LOG, local_of(b)->dir, id);
+	SBX_AUTOFREE char *taken = sbx_xasprintf("%s.%d", log, (int)getpid());
+	if (rename(log, taken) < 0)
+		return errno == ENOENT ? 0 : sbx_fail_errno(err, SBX_INTERNAL, "idle", "take %s", log);
+	SBX_AUTOFREE char *text = NULL;
+	size_t len = 0;
+	int rc = sbx_read_file(taken, 2 * LOCAL_IDLE_LOG_MAX, &text, &len, err);
+	unlink(taken);
+	if (rc < 0)
+		return -1;
+	for (char *line = text, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		struct sbx_idle_note nt = {0};
+		long long at;
+		char by[16] = "";
+		if (sscanf(line, "P %lld %15s", &at, by) == 2)
+			nt.resumed = 0;
+		else if (sscanf(line, "R %lld", &at) == 1)
+			nt.resumed = 1;
+		else
+			continue;
+		nt.at_ms = at;
+		snprintf(nt.awake_by, sizeof(nt.awake_by), "%s", by);
+		*out = sbx_xrealloc(*out, (*n + 1) * sizeof(**out));
+		(*out)[(*n)++] = nt;
+	}
+	return 0;
+}
+
 const struct sbx_backend_ops sbx_backend_local = {
 	.name = "local",
 	.config_keys = local_config_keys,
@@ -653,6 +697,7 @@ const struct sbx_backend_ops sbx_backend_local = {
 	.pause = local_pause,
 	.set_timeout = local_set_timeout,
 	.hold = local_hold,
+	.idle_notes = local_idle_notes,
 	.set_network = local_broker_set_network,
 	.exec = local_exec,
 	.proc_start = local_proc_start,

@@ -443,6 +443,12 @@ static void mark_idle_pause(int dirfd, enum local_awake by)
 	(void)!write(fd, w, strlen(w));
 	(void)!write(fd, "\n", 1);
 	close(fd);
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	char line[64];
+	int n = snprintf(line, sizeof(line), "P %lld %s\n",
+			 (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000, w);
+	local_idle_log(dirfd, line, (size_t)n);
 }
 
 static __attribute__((noreturn)) void init_loop(struct init_fds *f)
