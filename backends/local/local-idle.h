@@ -12,7 +12,8 @@
  *                         mtime: the end of the last one
  *   busy-proc  "process"  flock(LOCK_SH) held by the sbx-procd of every
  *                         running detached process (sbx-proc start; a
- *                         terminal is one of these); mtime: the last exit
+ *                         terminal would be one: there is no PTY yet);
+ *                         mtime: the last exit
  *   lease      "lease"    mtime: until when a turn lease is held (in the
  *                         future while held; sbx-lease begin/end)
  *   egress     "egress"   mtime: the last relay of bytes by the egress
