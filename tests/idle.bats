@@ -1,8 +1,10 @@
 #!/usr/bin/env bats
-# suite: local
+# suite: local docker
 # Idle that sees work (issue 30, sbx(7) "Idle"): the idle timer pauses a
 # sandbox only when no exec, no detached process and no turn lease kept it
 # awake for the period; sbx-ls says which signal last did (`awake_by`).
+# Docker kills from the reaper's sweep instead and sees only commands and
+# running execs (docs/docker.md): its test is the last one.
 # Real sandboxes, real processes, real Redis; no assertion on elapsed time:
 # each test watches the state while the work runs, or compares two
 # sandboxes with the same timer.
@@ -42,6 +44,7 @@ awake_until() {
 }
 
 @test "a detached process keeps the sandbox awake until it ends; then it pauses" {
+	local_only "the init's idle timer"
 	local id done
 	id=$(new_sb)
 	done="$SBX_STATE_DIR/local/sandboxes/$id/upper/workspace/done"
@@ -61,6 +64,7 @@ awake_until() {
 }
 
 @test "a running sbx-exec keeps the sandbox awake; the silent sandbox then pauses" {
+	local_only "the init's idle timer"
 	local id pid
 	id=$(new_sb)
 	sbx-exec --id "$id" --timeout 60s -- sh -c 'sleep 8; echo finished' >"$BATS_TEST_TMPDIR/exec.json" &
@@ -74,6 +78,7 @@ awake_until() {
 }
 
 @test "a held turn lease keeps the sandbox awake; its end lets the timer pause it" {
+	local_only "the init's idle timer"
 	local held silent
 	held=$(new_sb --tenant idle --session lease1)
 	sbx-lease begin --tenant idle --session lease1 >/dev/null
@@ -94,6 +99,7 @@ awake_until() {
 }
 
 @test "a silent sandbox still pauses; a background job of an exec does not keep it awake" {
+	local_only "the init's idle timer"
 	local id
 	id=$(new_sb)
 	sbx-exec --id "$id" -- sh -c 'sleep 1000 >/dev/null 2>&1 &' >/dev/null
@@ -104,6 +110,7 @@ awake_until() {
 }
 
 @test "a command pause is not an idle pause" {
+	local_only "the init's idle timer"
 	local id
 	id=$(sbx_new_id)
 	sbx-ctl pause --id "$id" >/dev/null
@@ -114,6 +121,7 @@ awake_until() {
 }
 
 @test "the idle timer's pause and a resume on use are events, written by the next reaper run" {
+	local_only "the init's idle timer"
 	local id
 	id=$(new_sb --tenant idlev --session s1)
 	sbx-proc start --id "$id" -- sleep 1 >/dev/null
@@ -141,4 +149,29 @@ awake_until() {
 	run sbx-events --tenant idlev
 	[ "$(jqo -s '[.[] | select(.type == "paused" or .type == "resumed")] | length')" = 2 ]
 	sbx-ctl kill --id "$id" >/dev/null
+}
+
+@test "docker: a running sbx-exec keeps the container from the idle sweep; then the sweep removes it" {
+	[ "$FIXTURE_BACKEND" = docker ] || skip "docker only: the idle sweep"
+	local id pid
+	id=$(sbx_new_id --timeout 2s --on-timeout kill)
+	sbx-exec --id "$id" --timeout 60s -- sh -c 'sleep 8; echo finished' >"$BATS_TEST_TMPDIR/exec.json" &
+	pid=$!
+	# Sweep again and again while the exec runs: the container must stay.
+	while kill -0 "$pid" 2>/dev/null; do
+		sbx-reap --all-tenants --grace 1h >/dev/null 2>&1 || true
+		[ "$(sbx-ls --id "$id" 2>/dev/null | jq -r .sandbox.state)" = running ]
+		sleep 0.5
+	done
+	wait "$pid"
+	[ "$(jq -r .exec.stdout "$BATS_TEST_TMPDIR/exec.json")" = finished ]
+	# Silent now: a sweep past the TTL removes it.
+	local i
+	for i in $(seq 1 100); do
+		sbx-reap --all-tenants --grace 1h >/dev/null 2>&1 || true
+		run sbx-ls --id "$id"
+		[ "$status" -ne 0 ] && break
+		sleep 0.2
+	done
+	[ "$status" -eq 66 ]
 }
