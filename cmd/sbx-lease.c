@@ -189,6 +189,9 @@ static int lease_one(json_object *doc, void *ctx, struct sbx_err *err)
 			sbx_json_set_bool(res, "rebuild", t.rebuild);
 			sbx_json_set_int(res, "refs", t.refs);
 			sbx_json_set_int(res, "ttl_ms", t.ttl_ms);
+			/* status renewed an active lease's TTL: so its hold. */
+			if (t.active)
+				lease_hold(o, r, tenant, session, t.refs);
 			int found = sbx_binding_get(r, tenant, session, &bd, err);
 			json_object *b = found > 0 ? json_object_new_object() : NULL;
 			if (found < 0)
