@@ -19,8 +19,9 @@
  * rest of its life: reap whatever is reparented to it, and run the idle
  * timer (pause or kill the sandbox after the policy's seconds in which
  * nothing kept it awake: no command, exec, detached process, turn lease or
- * egress; the rule is local-idle.h's).  It stays outside the frozen part of the cgroup tree (<cg>,
- * not <cg>/work), so a paused sandbox keeps its timer.
+ * egress; the rule is local-idle.h's).  It stays outside the frozen
+ * part of the cgroup tree (<cg>, not <cg>/work), so a paused sandbox
+ * keeps its timer.
  *
  * When the init dies, the kernel kills every process of its pid namespace
  * and the mount namespace (with the overlay) goes away with them.  Only
@@ -459,6 +460,9 @@ static __attribute__((noreturn)) void init_loop(struct init_fds *f)
 	sigaddset(&set, SIGHUP);
 	struct policy pol;
 	policy_load(f->dir, &pol);
+	/* This idle spell's pause is marked and logged once, also when the
+	 * freeze takes more than one turn of the loop to show as frozen. */
+	int marked = 0;
 	for (;;) {
 		struct timespec ts = {1, 0};
 		int64_t wait_ms = -1;
@@ -468,7 +472,9 @@ static __attribute__((noreturn)) void init_loop(struct init_fds *f)
 			int64_t left = pol.seconds * 1000 - idle;
 			if (left <= 0) {
 				if (pol.pause) {
-					mark_idle_pause(f->dir, by);
+					if (!marked)
+						mark_idle_pause(f->dir, by);
+					marked = 1;
 					(void)!write(f->freeze, "1", 1);
 				} else {
 					int k = openat(f->dir, "killed", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
@@ -479,6 +485,7 @@ static __attribute__((noreturn)) void init_loop(struct init_fds *f)
 				}
 				continue;
 			}
+			marked = 0;
 			/* Wake at the deadline, but at least once a second, so
 			 * that activity and resumes are seen without signals. */
 			wait_ms = left < 1000 ? left : 1000;
