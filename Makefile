@@ -115,7 +115,7 @@ $(BUILD)/bin/sbx-serve: $(BUILD)/obj/cmd/sbx-serve.o $(SERVE_LIB) $(LIB)
 # from the host's files and lives in the sandbox's memory cgroup.  Linked
 # statically: it is exec'd on every create, and without the dynamic loader
 # a create is ~4 ms (10%) faster (tests/bench/boundary.sh).
-$(INIT): backends/local/sbx-init.c backends/local/local-init.h backends/local/local-shared.h backends/local/local-kfile.h
+$(INIT): backends/local/sbx-init.c backends/local/local-idle.h backends/local/local-init.h backends/local/local-shared.h backends/local/local-kfile.h
 	@mkdir -p $(dir $@) $(BUILD)/obj/libexec
 	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends/local -MF $(BUILD)/obj/libexec/sbx-init.d \
 	  -static -o $@ backends/local/sbx-init.c

@@ -120,6 +120,29 @@ static int stale_all(struct sbx_redis *r, json_object *res, struct sbx_err *err)
 	return 0;
 }
 
+/* After begin/end: the bound sandbox's idle timer learns of the lease
+ * (sbx_turn_hold).  Best effort, on purpose: the lease is Redis's and is
+ * already taken; an unbound session, a sandbox gone or on another host, a
+ * backend that cannot be opened here change nothing about it, and the
+ * timer then only falls back to the other signals. */
+static void lease_hold(struct lease_opts *o, struct sbx_redis *r, const char *tenant,
+		       const char *session, long long refs)
+{
+	struct sbx_binding bd;
+	struct sbx_err e = {0};
+	if (sbx_binding_get(r, tenant, session, &bd, &e) <= 0)
+		return;
+	json_object *h = json_object_new_object();
+	if (bd.profile)
+		sbx_json_set_str(h, "profile", bd.profile);
+	struct sbx_backend *b;
+	if (sbx_app_backend(&o->app, h, &b, &e) == 0 && bd.backend &&
+	    !strcmp(b->ops->name, bd.backend))
+		sbx_turn_hold(b, bd.sandbox_id, refs, &e);
+	json_object_put(h);
+	sbx_binding_clear(&bd);
+}
+
 /* One document: act on the flags' ids, else on the handle's. */
 static int lease_one(json_object *doc, void *ctx, struct sbx_err *err)
 {
@@ -155,6 +178,7 @@ static int lease_one(json_object *doc, void *ctx, struct sbx_err *err)
 		if (rc == 0) {
 			sbx_json_set_int(res, "refs", refs);
 			sbx_json_set_bool(res, "active", refs > 0);
+			lease_hold(o, r, tenant, session, refs);
 		}
 	} else if (!strcmp(o->sub, "status")) {
 		struct sbx_turn t;
@@ -165,6 +189,9 @@ static int lease_one(json_object *doc, void *ctx, struct sbx_err *err)
 			sbx_json_set_bool(res, "rebuild", t.rebuild);
 			sbx_json_set_int(res, "refs", t.refs);
 			sbx_json_set_int(res, "ttl_ms", t.ttl_ms);
+			/* status renewed an active lease's TTL: so its hold. */
+			if (t.active)
+				lease_hold(o, r, tenant, session, t.refs);
 			int found = sbx_binding_get(r, tenant, session, &bd, err);
 			json_object *b = found > 0 ? json_object_new_object() : NULL;
 			if (found < 0)

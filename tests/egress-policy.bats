@@ -334,3 +334,24 @@ except OSError as e:
 	run napi PUT "/sandboxes/$id/network" -d '{"rules":[{"domain":"api.sbx.test"}]}'
 	[[ "$output" == *"network.rules"*"HTTP 400"* ]]
 }
+
+@test "egress through the broker keeps the sandbox awake: a job no exec waits for stays up while it talks" {
+	local id silent
+	id=$(new_sb --allow-out api.sbx.test --timeout 3s --on-timeout pause --auto-resume)
+	# A job the exec leaves behind keeps nothing awake by itself (sbx(7),
+	# IDLE); the bytes the broker relays for it do.
+	inside "$id" 'while :; do curl -sS http://api.sbx.test/ >/dev/null 2>&1; sleep 0.3; done >/dev/null 2>&1 &'
+	# Made after the job began, with the same timer: idle for less time.
+	silent=$(new_sb --allow-out api.sbx.test --timeout 3s --on-timeout pause --auto-resume)
+	local i
+	for i in $(seq 1 600); do
+		[ "$(sbx-ls --id "$silent" | jq -r .sandbox.state)" = paused ] && break
+		sleep 0.1
+	done
+	[ "$(sbx-ls --id "$silent" | jq -r .sandbox.state)" = paused ]
+	run sbx-ls --id "$id"
+	[ "$(jqo .sandbox.state)" = running ]
+	[ "$(jqo .sandbox.awake_by)" = egress ]
+	sbx-ctl kill --id "$id" >/dev/null
+	sbx-ctl kill --id "$silent" >/dev/null
+}

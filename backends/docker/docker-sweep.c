@@ -3,7 +3,8 @@
  * sbx.idle-ttl-seconds label is removed; "gone" means "rebuild on next
  * use".  Activity is the mtime of the marker every exec touches, read
  * through the archive API's stat header, so the sweep never runs anything
- * in a container.  See docker-sweep.h. */
+ * in a container, and an exec still running (the daemon says so).  See
+ * docker-sweep.h. */
 #include "docker-sweep.h"
 
 #include <fcntl.h>
@@ -64,6 +65,40 @@ static int64_t last_activity(struct sbx_backend *b, const char *id, int64_t fall
 	return t;
 }
 
+/* 1 when an exec of the container is running now (a long sbx-exec keeps
+ * it from the sweep, as on the local backend; sbx(7), IDLE).  The daemon
+ * lists its exec instances in the container's ExecIDs (finished ones
+ * too, for a while), so each is asked; at most EXEC_ASK_MAX of them.  Any
+ * failure answers 0: the marker alone judges, as before. */
+#define EXEC_ASK_MAX 64
+static int exec_running(struct sbx_backend *b, const char *id)
+{
+	SBX_AUTOFREE char *path = sbx_xasprintf("/containers/%s/json", id);
+	json_object *c;
+	struct sbx_err e = {0};
+	if (docker_api(b, "reap", "GET", path, NULL, &c, &e) < 0)
+		return 0;
+	json_object *ids = NULL;
+	int running = 0;
+	if (json_object_object_get_ex(c, "ExecIDs", &ids) && json_object_is_type(ids, json_type_array)) {
+		size_t n = json_object_array_length(ids);
+		for (size_t i = 0; i < n && i < EXEC_ASK_MAX && !running; i++) {
+			const char *eid = json_object_get_string(json_object_array_get_idx(ids, i));
+			/* The daemon's ids are hex; anything else is not put in a path. */
+			if (!eid || !*eid || strspn(eid, "0123456789abcdef") != strlen(eid))
+				continue;
+			SBX_AUTOFREE char *ep = sbx_xasprintf("/exec/%s/json", eid);
+			json_object *x;
+			if (docker_api(b, "reap", "GET", ep, NULL, &x, &e) < 0)
+				continue;
+			running = sbx_json_bool(x, "Running", 0);
+			json_object_put(x);
+		}
+	}
+	json_object_put(c);
+	return running;
+}
+
 /* One idle candidate's line in the vtable report. */
 static void report_item(json_object *arr, const char *id, int64_t idle_s, int deleted,
 			const struct sbx_err *e)
@@ -114,7 +149,7 @@ static int sweep(struct sbx_backend *b, int dry_run, json_object *items, int *ch
 			report_item(items, id, 0, 0, &e);
 			continue;
 		}
-		if (last < 0 || now - last <= ttl)
+		if (last < 0 || now - last <= ttl || exec_running(b, id))
 			continue;
 		if (dry_run) {
 			report_item(items, id, now - last, 0, NULL);
@@ -128,7 +163,7 @@ static int sweep(struct sbx_backend *b, int dry_run, json_object *items, int *ch
 			report_item(items, id, 0, 0, &e);
 			continue;
 		}
-		if (last < 0 || now - last <= ttl)
+		if (last < 0 || now - last <= ttl || exec_running(b, id))
 			continue;
 		int gone = 0;
 		if (docker_container_remove(b, id, &gone, &e) < 0) {

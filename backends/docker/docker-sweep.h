@@ -11,8 +11,9 @@
  * minute from create, get and connect).  Every sbx container whose label
  * sbx.idle-ttl-seconds is > 0 and whose last activity (the mtime of
  * /var/lib/sbx-activity; the container's start when the marker is missing
- * or more than 2 minutes in the future) is older than that is removed,
- * after checking the marker once more right before the delete.  With
+ * or more than 2 minutes in the future) is older than that, and none of
+ * whose execs is running, is removed, after checking both once more right
+ * before the delete.  With
  * dry_run nothing is removed.  `report` (an object, may be NULL) gets
  * {"checked": N, "idle": [ids], "deleted": [ids], "errors": [{id, kind,
  * message}]}.  A failure on one container does not stop the sweep; -1 only

@@ -444,6 +444,21 @@ static int dial(const struct sockaddr_in *to)
 	return fd;
 }
 
+/* Egress is activity (local-idle.h): the `egress` file's mtime is the
+ * last relay, touched at most once a second (one utimensat per second
+ * per sandbox, however many connections). */
+static char *egress_path;
+static int64_t egress_last;
+
+static void egress_seen(void)
+{
+	int64_t now = sbx_mono_ms(), last = __atomic_load_n(&egress_last, __ATOMIC_RELAXED);
+	if (egress_path && now - last >= 1000 &&
+	    __atomic_compare_exchange_n(&egress_last, &last, now, 0, __ATOMIC_RELAXED,
+					__ATOMIC_RELAXED))
+		utimensat(AT_FDCWD, egress_path, NULL, 0);
+}
+
 /* Both directions until both ends are done; a half close is passed on. */
 static void relay(int a, int c)
 {
@@ -476,6 +491,7 @@ static void relay(int a, int c)
 			}
 			if (sbx_write_all(to, buf, (size_t)n) < 0)
 				return;
+			egress_seen();
 		}
 	}
 }
@@ -708,6 +724,14 @@ int local_broker_main(int argc, char **argv)
 		return 64;
 	int rfd = atoi(argv[4]);
 	struct broker b = {.path = sbx_xasprintf("%s/" LOCAL_POLICY_FILE, argv[1])};
+	egress_path = sbx_xasprintf("%s/egress", argv[1]);
+	egress_last = sbx_mono_ms() - 1000;
+	/* Made at the epoch: no byte has flowed yet (local-idle.h). */
+	int efd = open(egress_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (efd >= 0) {
+		futimens(efd, (struct timespec[2]){{0, 0}, {0, 0}});
+		close(efd);
+	}
 	pthread_mutex_init(&b.mu, NULL);
 	b.resolver.sin_family = AF_INET;
 	b.resolver.sin_port = htons(53);

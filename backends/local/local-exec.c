@@ -382,6 +382,10 @@ int local_exec(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_e
 	int rc = run_exec(&x, sb->id, &r, res, err);
 	run_free(&x);
 	local_sb_touch(b, sb->id);
+	/* busy's mtime is the end of the last exec (local-idle.h): the idle
+	 * timer counts from here and names the exec. */
+	if (busy >= 0)
+		futimens(busy, NULL);
 	local_rec_free(&r);
 	return rc;
 }

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "doc.h"
+#include "local-idle.h"
 #include "local-pid.h"
 #include "util.h"
 
@@ -154,6 +155,35 @@ enum local_state local_rec_state(const struct local_rec *r)
 	return LOCAL_RUNNING;
 }
 
+/* What last kept the sandbox awake (local-idle.h's rule, the one the
+ * init's timer applies): `awake_by` names the signal, and `awake` is
+ * true while it holds the sandbox awake now.  Of a sandbox its idle timer
+ * paused, the marker the init wrote says what it was at the pause, and
+ * `paused_by` is "idle".  Nothing for a sandbox that is gone. */
+static void idle_show(const struct local_rec *r, enum local_state ls, json_object *extra)
+{
+	if (ls != LOCAL_RUNNING && ls != LOCAL_PAUSED && ls != LOCAL_STOPPED)
+		return;
+	SBX_AUTOCLOSE int dfd = open(r->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	char mark[32] = {0};
+	SBX_AUTOCLOSE int mfd = openat(dfd, LOCAL_IDLE_MARKER, O_RDONLY | O_CLOEXEC);
+	ssize_t n = mfd >= 0 ? read(mfd, mark, sizeof(mark) - 1) : -1;
+	if (ls == LOCAL_PAUSED && n > 0) {
+		mark[strcspn(mark, "\n")] = '\0';
+		for (int i = 0; i < LOCAL_AWAKE_N; i++)
+			if (!strcmp(mark, local_awake_name(i)))
+				sbx_json_set_str(extra, "awake_by", local_awake_name(i));
+		sbx_json_set_str(extra, "paused_by", "idle");
+		return;
+	}
+	struct local_idle st;
+	local_idle_probe(dfd, sbx_now_ms(), &st);
+	sbx_json_set_str(extra, "awake_by", local_awake_name(st.by));
+	sbx_json_set_bool(extra, "awake", ls == LOCAL_RUNNING && st.held);
+}
+
 void local_rec_to_sandbox(struct sbx_backend *b, const struct local_rec *r,
 			   struct sbx_sandbox *sb)
 {
@@ -182,10 +212,10 @@ void local_rec_to_sandbox(struct sbx_backend *b, const struct local_rec *r,
 	 * (sbx-ctl network replaces the file; local-broker.h). */
 	SBX_AUTOFREE char *pol = sbx_xasprintf("%s/netpolicy.json", r->dir);
 	json_object *np = access(pol, F_OK) == 0 ? json_object_from_file(pol) : NULL;
-	if (np) {
-		sb->extra = json_object_new_object();
+	sb->extra = json_object_new_object();
+	if (np)
 		json_object_object_add(sb->extra, "network_policy", np);
-	}
+	idle_show(r, ls, sb->extra);
 }
 
 int local_sb_get(struct sbx_backend *b, const char *id, struct sbx_sandbox *out,

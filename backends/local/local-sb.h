@@ -10,6 +10,12 @@
  *                      init reads it on SIGHUP)
  *       activity       mtime = last command (the idle timer reads it)
  *       busy           flock(LOCK_SH) held by every running exec
+ *       busy-proc      flock(LOCK_SH) held by every running sbx-procd
+ *       lease          mtime = until when a turn lease holds it awake
+ *       egress         mtime = the broker's last relay
+ *                      (these five: the idle rule, local-idle.h)
+ *       idle-paused    present while the idle timer's pause lasts
+ *       idle-log       the timer's pauses and resumes on use, for events
  *       killed         present when the idle timer killed the sandbox
  *       seccomp.bpf    the filter of every command
  *       upper/ work/   the overlay's writable layer and its workdir

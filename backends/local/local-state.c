@@ -24,6 +24,7 @@
 
 #include "doc.h"
 #include "fault.h"
+#include "local-idle.h"
 #include "local-pid.h"
 #include "util.h"
 
@@ -34,6 +35,10 @@ int local_sb_freeze(struct sbx_backend *b, const char *id, int freeze, struct sb
 		return -1;
 	int rc = 0;
 	char p[PATH_MAX];
+	/* Whichever way it goes, the idle timer's marker is no longer true:
+	 * a command pauses, a resume wakes (local-idle.h). */
+	snprintf(p, sizeof(p), "%s/" LOCAL_IDLE_MARKER, r.dir);
+	unlink(p);
 	snprintf(p, sizeof(p), "%s/work", r.cg[CG_V2] ? r.cg[CG_V2] : "/nonexistent");
 	if (local_cg_write(p, "cgroup.freeze", freeze ? "1" : "0") < 0)
 		rc = sbx_fail_errno(err, errno == ENOENT ? SBX_TERMINAL : SBX_INTERNAL,
@@ -99,6 +104,17 @@ int local_rec_state_cont(struct sbx_backend *b, const struct local_rec *r, const
 	return 0;
 }
 
+static void idle_log_resume(struct sbx_backend *b, const char *id)
+{
+	SBX_AUTOFREE char *dir = sbx_xasprintf("%s/sandboxes/%s", local_of(b)->dir, id);
+	SBX_AUTOCLOSE int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	char line[40];
+	int n = snprintf(line, sizeof(line), "R %lld\n", (long long)sbx_now_ms());
+	local_idle_log(dfd, line, (size_t)n);
+}
+
 /* The common part of ensure_running, init_pidfd and connect: sandbox `id`
  * is running when this returns 0, with the pid and start time its record
  * gives for the init.  Those name the init as it was when checked; see
@@ -130,6 +146,9 @@ int local_sb_running(struct sbx_backend *b, const char *id, int resume, pid_t *p
 		local_sb_touch(b, id);
 		if (local_sb_freeze(b, id, 0, err) < 0)
 			return -1;
+		/* For the resumed event the reaper writes (idle_notes):
+		 * resume on use happens below every program's Redis. */
+		idle_log_resume(b, id);
 	} else if (st != LOCAL_RUNNING) {
 		return local_state_error(id, st, "resume", err);
 	}

@@ -49,6 +49,7 @@
 #include "local-egress.h"
 #include "local-exec.h"
 #include "local-files.h"
+#include "local-idle.h"
 #include "local-image.h"
 #include "local-init.h"
 #include "local-layer.h"
@@ -102,6 +103,21 @@ static int touch_file(const char *dir, const char *name)
 		return -1;
 	close(fd);
 	return 0;
+}
+
+/* The same for a file whose mtime means "the last time this kept the
+ * sandbox awake" (local-idle.h): made at the epoch, so a new sandbox was
+ * last kept awake by its create ("command"), not by an exec never run. */
+static int touch_never(const char *dir, const char *name)
+{
+	SBX_AUTOFREE char *p = sbx_xasprintf("%s/%s", dir, name);
+	int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	struct timespec ts[2] = {{0, 0}, {0, 0}};
+	int rc = futimens(fd, ts);
+	close(fd);
+	return rc;
 }
 
 static int local_remove(struct sbx_backend *b, const char *id, int *gone, struct sbx_err *err);
@@ -188,7 +204,8 @@ static int create_cgroups(struct sbx_backend *b, const struct sbx_create_req *re
 	SBX_AUTOFREE char *filters = sbx_xasprintf("%s/seccomp", local_of(b)->dir);
 	if (local_seccomp_write(filter, filters, local_conf_of(b)->allow_userns, err) < 0 ||
 	    local_policy_write(r->dir, &req->timeout, err) < 0 ||
-	    touch_file(r->dir, "activity") < 0 || touch_file(r->dir, "busy") < 0 ||
+	    touch_file(r->dir, "activity") < 0 || touch_never(r->dir, "busy") < 0 ||
+	    touch_never(r->dir, "busy-proc") < 0 ||
 	    make_cgroups(b, r, &req->limits, err) < 0) {
 		if (err->kind == SBX_OK)        /* touch_file sets only errno */
 			sbx_fail_errno(err, SBX_INTERNAL, "create", "state files");
@@ -594,6 +611,72 @@ static int local_fingerprint(struct sbx_backend *b, char out[65], struct sbx_err
 								   : "/var/lib/sbx", out, err);
 }
 
+/* The vtable's hold: the `lease` file's mtime is the deadline
+ * (local-idle.h), created on the first lease.  A sandbox that is gone is
+ * not_found; one that is paused stays paused. */
+static int local_hold(struct sbx_backend *b, const char *id, int64_t until_ms,
+		      struct sbx_err *err)
+{
+	if (!local_sb_valid_id(id))
+		return sbx_fail(err, SBX_NOT_FOUND, "lease", "no local sandbox %s", id);
+	SBX_AUTOFREE char *dir = sbx_xasprintf("%s/sandboxes/%s", local_of(b)->dir, id);
+	SBX_AUTOCLOSE int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return sbx_fail_errno(err, errno == ENOENT ? SBX_NOT_FOUND : SBX_INTERNAL, "lease",
+				      "local sandbox %s", id);
+	SBX_AUTOCLOSE int fd = openat(dfd, "lease", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "lease", "the lease file of %s", id);
+	int64_t t = until_ms > 0 ? until_ms : sbx_now_ms();
+	struct timespec ts[2] = {{t / 1000, (t % 1000) * 1000000}, {t / 1000, (t % 1000) * 1000000}};
+	if (futimens(fd, ts) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "lease", "the lease file of %s", id);
+	return 0;
+}
+
+/* The vtable's idle_notes: take the init's log (local-idle.h) by
+ * renaming it to a name of our own (two takers never share one), read at
+ * most LOCAL_IDLE_LOG_MAX bytes of it, forget it.  A line not of the
+ * log's grammar is skipped (the file is the host's, but a torn append is
+ * possible). */
+static int local_idle_notes(struct sbx_backend *b, const char *id, struct sbx_idle_note **out,
+			    size_t *n, struct sbx_err *err)
+{
+	*out = NULL;
+	*n = 0;
+	if (!local_sb_valid_id(id))
+		return sbx_fail(err, SBX_NOT_FOUND, "idle", "no local sandbox %s", id);
+	SBX_AUTOFREE char *log = sbx_xasprintf("%s/sandboxes/%s/" LOCAL_IDLE_LOG, local_of(b)->dir, id);
+	SBX_AUTOFREE char *taken = sbx_xasprintf("%s.%d", log, (int)getpid());
+	if (rename(log, taken) < 0)
+		return errno == ENOENT ? 0 : sbx_fail_errno(err, SBX_INTERNAL, "idle", "take %s", log);
+	SBX_AUTOFREE char *text = NULL;
+	size_t len = 0;
+	int rc = sbx_read_file(taken, 2 * LOCAL_IDLE_LOG_MAX, &text, &len, err);
+	unlink(taken);
+	if (rc < 0)
+		return -1;
+	for (char *line = text, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		struct sbx_idle_note nt = {0};
+		long long at;
+		char by[16] = "";
+		if (sscanf(line, "P %lld %15s", &at, by) == 2)
+			nt.resumed = 0;
+		else if (sscanf(line, "R %lld", &at) == 1)
+			nt.resumed = 1;
+		else
+			continue;
+		nt.at_ms = at;
+		snprintf(nt.awake_by, sizeof(nt.awake_by), "%s", by);
+		*out = sbx_xrealloc(*out, (*n + 1) * sizeof(**out));
+		(*out)[(*n)++] = nt;
+	}
+	return 0;
+}
+
 const struct sbx_backend_ops sbx_backend_local = {
 	.name = "local",
 	.config_keys = local_config_keys,
@@ -613,6 +696,8 @@ const struct sbx_backend_ops sbx_backend_local = {
 	.remove = local_remove,
 	.pause = local_pause,
 	.set_timeout = local_set_timeout,
+	.hold = local_hold,
+	.idle_notes = local_idle_notes,
 	.set_network = local_broker_set_network,
 	.exec = local_exec,
 	.proc_start = local_proc_start,

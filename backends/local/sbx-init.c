@@ -17,9 +17,11 @@
  * every writable mount nodev and nosuid), pivots into it, sets the
  * hostname, brings lo up, reports ready, and then does two things for the
  * rest of its life: reap whatever is reparented to it, and run the idle
- * timer (pause or kill the sandbox after the policy's seconds without
- * activity).  It stays outside the frozen part of the cgroup tree (<cg>,
- * not <cg>/work), so a paused sandbox keeps its timer.
+ * timer (pause or kill the sandbox after the policy's seconds in which
+ * nothing kept it awake: no command, exec, detached process, turn lease or
+ * egress; the rule is local-idle.h's).  It stays outside the frozen
+ * part of the cgroup tree (<cg>, not <cg>/work), so a paused sandbox
+ * keeps its timer.
  *
  * When the init dies, the kernel kills every process of its pid namespace
  * and the mount namespace (with the overlay) goes away with them.  Only
@@ -47,6 +49,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "local-idle.h"
 #include "local-init.h"
 #include "local-kfile.h"
 #include "local-shared.h"
@@ -415,25 +418,38 @@ static int work_frozen(int events_fd)
 	return fz && fz[7] == '1';
 }
 
-/* Milliseconds since the last recorded activity; an exec in progress
- * (someone holds `busy` shared) counts as activity now. */
-static int64_t idle_ms(int dirfd)
+/* Milliseconds since something last kept the sandbox awake (the rule is
+ * local-idle.h's); *by gets what it was. */
+static int64_t idle_ms(int dirfd, enum local_awake *by)
 {
-	int fd = openat(dirfd, "busy", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		int busy = flock(fd, LOCK_EX | LOCK_NB) < 0;
-		close(fd);
-		if (busy)
-			return 0;
-	}
-	struct stat st;
-	if (fstatat(dirfd, "activity", &st, 0) < 0)
-		return 0;
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
-	int64_t ms = (now.tv_sec - st.st_mtim.tv_sec) * 1000 +
-		     (now.tv_nsec - st.st_mtim.tv_nsec) / 1000000;
-	return ms < 0 ? 0 : ms;
+	int64_t now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	struct local_idle st;
+	local_idle_probe(dirfd, now_ms, &st);
+	*by = st.by;
+	int64_t ms = now_ms - st.last_ms;
+	return st.held || ms < 0 ? 0 : ms;
+}
+
+/* The idle pause's marker (local-idle.h): what last kept the sandbox
+ * awake, for the host side to show.  Written before the freeze, so a
+ * frozen sandbox found without it was paused by a command. */
+static void mark_idle_pause(int dirfd, enum local_awake by)
+{
+	int fd = openat(dirfd, LOCAL_IDLE_MARKER, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	const char *w = local_awake_name(by);
+	(void)!write(fd, w, strlen(w));
+	(void)!write(fd, "\n", 1);
+	close(fd);
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	char line[64];
+	int n = snprintf(line, sizeof(line), "P %lld %s\n",
+			 (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000, w);
+	local_idle_log(dirfd, line, (size_t)n);
 }
 
 static __attribute__((noreturn)) void init_loop(struct init_fds *f)
@@ -444,14 +460,21 @@ static __attribute__((noreturn)) void init_loop(struct init_fds *f)
 	sigaddset(&set, SIGHUP);
 	struct policy pol;
 	policy_load(f->dir, &pol);
+	/* This idle spell's pause is marked and logged once, also when the
+	 * freeze takes more than one turn of the loop to show as frozen. */
+	int marked = 0;
 	for (;;) {
 		struct timespec ts = {1, 0};
 		int64_t wait_ms = -1;
 		if (pol.seconds > 0 && !work_frozen(f->events)) {
-			int64_t idle = idle_ms(f->dir);
+			enum local_awake by;
+			int64_t idle = idle_ms(f->dir, &by);
 			int64_t left = pol.seconds * 1000 - idle;
 			if (left <= 0) {
 				if (pol.pause) {
+					if (!marked)
+						mark_idle_pause(f->dir, by);
+					marked = 1;
 					(void)!write(f->freeze, "1", 1);
 				} else {
 					int k = openat(f->dir, "killed", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
@@ -462,6 +485,7 @@ static __attribute__((noreturn)) void init_loop(struct init_fds *f)
 				}
 				continue;
 			}
+			marked = 0;
 			/* Wake at the deadline, but at least once a second, so
 			 * that activity and resumes are seen without signals. */
 			wait_ms = left < 1000 ? left : 1000;

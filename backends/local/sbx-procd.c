@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -269,6 +270,19 @@ int main(int argc, char **argv)
 		waitpid(P.child, NULL, 0);
 		return 70;
 	}
+	/* While the process runs the sandbox is not idle: a shared lock on
+	 * the sandbox dir's busy-proc (local-idle.h), which dies with us; its
+	 * mtime, touched as we go, is the last exit. */
+	int awake = openat(LOCAL_PROC_FD_DIR, "../busy-proc", O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (awake >= 0 && awake <= LOCAL_PROC_FD_KILL) {
+		/* Never one of the fixed fds (a free fd 7 is closed again when
+		 * stdin closes). */
+		int hi = fcntl(awake, F_DUPFD_CLOEXEC, LOCAL_PROC_FD_KILL + 1);
+		close(awake);
+		awake = hi;
+	}
+	if (awake >= 0)
+		flock(awake, LOCK_SH);
 	const char *flags = argv[5];
 	int status = 0;
 	/* A SIGCHLD that came before the mask was set is gone: ask once. */
@@ -305,5 +319,7 @@ int main(int argc, char **argv)
 	close(LOCAL_PROC_FD_STDIN);
 	drain();
 	write_state();
+	if (awake >= 0)
+		futimens(awake, NULL);
 	return 0;
 }

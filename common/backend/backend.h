@@ -310,6 +310,13 @@ struct sbx_backend;
 
 struct sbx_store_gc;
 
+/* One thing a sandbox's idle timer did (the vtable's idle_notes). */
+struct sbx_idle_note {
+	int resumed;            /* 0: paused by the idle timer; 1: resumed on use */
+	int64_t at_ms;          /* unix ms */
+	char awake_by[16];      /* paused: what last kept it awake ("" unknown) */
+};
+
 struct sbx_backend_ops {
 	const char *name;        /* "local", "docker", ... */
 	/* The profile keys this backend owns, NULL-terminated (NULL: none),
@@ -469,6 +476,24 @@ struct sbx_backend_ops {
 	 * `report` array.  NULL when the backend pauses instead. */
 	int (*reap_idle)(struct sbx_backend *b, int dry_run, json_object *report,
 			 struct sbx_err *err);
+
+	/* A turn lease on the sandbox's session is held until `until_ms`
+	 * (unix ms; 0: it ended now): the idle timer does not fire before
+	 * then, and counts from the lease's end afterwards.  The deadline is
+	 * the lease's TTL, so a holder that never ends it keeps the sandbox
+	 * no longer than Redis keeps the lease.  Never resumes a sandbox.
+	 * NULL when the backend's idle timer cannot see leases. */
+	int (*hold)(struct sbx_backend *b, const char *id, int64_t until_ms,
+		    struct sbx_err *err);
+
+	/* Take, and forget, what the sandbox's own idle timer did while no
+	 * program with Redis watched: its idle pauses and its resumes on use
+	 * (a command on a paused sandbox), oldest first; *out malloc'd (NULL
+	 * when none).  Each is handed out once: a crash between the take and
+	 * the caller's event loses it (an event may be lost, never invented).
+	 * NULL when the backend's timer is the caller's own (docker). */
+	int (*idle_notes)(struct sbx_backend *b, const char *id, struct sbx_idle_note **out,
+			  size_t *n, struct sbx_err *err);
 };
 
 struct sbx_backend {

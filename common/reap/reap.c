@@ -33,6 +33,7 @@
 
 #include "binding.h"
 #include "doc.h"
+#include "events.h"
 #include "keys.h"
 #include "keyspace.h"
 #include "ledger.h"
@@ -501,6 +502,45 @@ static void do_images(struct run *run)
 	sbx_store_gc_json(&st, ir);
 }
 
+/* The idle timer's own pauses and resumes on use (the vtable's
+ * idle_notes) become events here: the timer runs below every program's
+ * Redis (sbx-init has none), and the reaper is the host-side program that
+ * looks at every sandbox.  So they are written when the reaper next runs,
+ * in the order they happened, with `at` (the detail) saying when.  Not in
+ * a dry run (taking them forgets them).  A failure is the run's, for that
+ * sandbox only. */
+static void do_idle_notes(struct run *run)
+{
+	if (!run->b->ops->idle_notes || run->o->dry_run)
+		return;
+	for (size_t i = 0; i < run->nitems; i++) {
+		struct sbx_sandbox *sb = &run->items[i].sb;
+		if (!meta(sb, SBX_MD_TENANT))
+			continue;
+		struct sbx_idle_note *nt = NULL;
+		size_t n = 0;
+		struct sbx_err err = {0};
+		if (run->b->ops->idle_notes(run->b, sb->id, &nt, &n, &err) < 0) {
+			if (err.kind != SBX_NOT_FOUND)
+				note_failure(run, sb->id, "idle_notes", &err);
+			continue;
+		}
+		for (size_t k = 0; k < n; k++) {
+			json_object *d = json_object_new_object();
+			char at[40];
+			sbx_time_iso(nt[k].at_ms / 1000, at, sizeof(at));
+			sbx_json_set_str(d, "at", at);
+			sbx_json_set_int(d, "at_ms", nt[k].at_ms);
+			if (!nt[k].resumed && nt[k].awake_by[0])
+				sbx_json_set_str(d, "awake_by", nt[k].awake_by);
+			sbx_event_sandbox(run->r, sb, nt[k].resumed ? "resumed" : "paused", NULL,
+					  nt[k].resumed ? "use" : "idle", d);
+			json_object_put(d);
+		}
+		free(nt);
+	}
+}
+
 static void do_idle(struct run *run)
 {
 	if (!run->b->ops->reap_idle)
@@ -590,6 +630,7 @@ static int run_phases(struct run *run, json_object *refused, struct sbx_err *err
 		return -1;
 	PHASE("list");
 	classify_local(run);
+	do_idle_notes(run);
 	if (classify_redis(run, err) < 0) {
 		sbx_err_prefix(err, "reading Redis (nothing was deleted)");
 		return -1;

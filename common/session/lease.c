@@ -169,3 +169,11 @@ int sbx_turn_observe(struct sbx_redis *r, const char *tenant, const char *sessio
 {
 	return run_state(r, &observe_script, tenant, session, out, err);
 }
+
+int sbx_turn_hold(struct sbx_backend *b, const char *sandbox_id, long long refs,
+		  struct sbx_err *err)
+{
+	if (!b->ops->hold)
+		return 0;
+	return b->ops->hold(b, sandbox_id, refs > 0 ? sbx_now_ms() + sbx_turn_ttl_ms() : 0, err);
+}

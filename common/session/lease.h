@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "backend.h"
 #include "err.h"
 #include "redis.h"
 
@@ -45,5 +46,12 @@ int sbx_turn_consume(struct sbx_redis *r, const char *tenant, const char *sessio
  * followed by ConsumeTurnRebuild. */
 int sbx_turn_observe(struct sbx_redis *r, const char *tenant, const char *session,
 		     struct sbx_turn *out, struct sbx_err *err);
+
+/* Tell the backend of the session's sandbox that a turn lease is held
+ * (refs > 0: until now + the lease's TTL) or ended (refs 0), so that its
+ * idle timer does not pause a sandbox in the middle of a turn (the
+ * vtable's hold).  A backend without hold: 0, nothing done. */
+int sbx_turn_hold(struct sbx_backend *b, const char *sandbox_id, long long refs,
+		  struct sbx_err *err);
 
 #endif
