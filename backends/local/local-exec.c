@@ -201,7 +201,7 @@ static int run_start(struct run *x, const char *id, const struct local_rec *r, i
 	int e = 0, stage;
 	if (local_forkd_start(id, r, &x->sp, &x->fk, &stage, &e)) {
 		/* The fork server's: held by us until it exits. */
-		x->child = x->fk.hostpid;
+		x->child = stage == 0 || stage == LOCAL_STAGE_EXEC ? x->fk.hostpid : -1;
 		local_forkd_adopt(&x->fk);
 	} else {
 		x->child = local_spawn_fork(&x->sp, 1);

@@ -24,7 +24,9 @@
  *                      process (SCM_RIGHTS) when one was forked
  *   library -> forkd   one byte LOCAL_FORKD_ADOPTED once someone holds the
  *                      connection for the rest of the process's life; a
- *                      hangup before it kills the process (the start died)
+ *                      hangup before it kills the process (the start died).
+ *                      The process is not reaped before it is adopted, so
+ *                      its /proc entry is there for the adopter to read
  *   forkd -> library   int32 wait status when the process exits
  *
  * A peer whose pid is visible in the sandbox's pid namespace (SO_PEERCRED)

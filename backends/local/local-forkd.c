@@ -235,22 +235,27 @@ int local_forkd_start(const char *id, const struct local_rec *r, struct local_sp
 		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
 		    cm->cmsg_len == CMSG_LEN(sizeof(int)))
 			memcpy(&pidfd, CMSG_DATA(cm), sizeof(int));
-	pid_t host = pidfd >= 0 ? pidfd_pid(pidfd) : -1;
-	if (got != (ssize_t)sizeof(rep) || rep.stage == LOCAL_FORKD_STAGE_REFUSED || pidfd < 0 ||
-	    host <= 0) {
-		/* Nothing started (or nothing we can hold): the old path. */
-		if (pidfd >= 0) {
-			syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+	if (got != (ssize_t)sizeof(rep) || rep.stage == LOCAL_FORKD_STAGE_REFUSED || pidfd < 0) {
+		/* Nothing was forked (the server forks only after a whole
+		 * request, and answers a fork with its pidfd): the old path. */
+		if (pidfd >= 0)
 			close(pidfd);
-		}
 		close(c);
 		return 0;
 	}
 	p->conn = c;
 	p->pidfd = pidfd;
-	p->hostpid = host;
+	p->hostpid = pidfd_pid(pidfd);
 	*stage = rep.stage;
 	*e = rep.err;
+	if (p->hostpid <= 0 && rep.stage == 0) {
+		/* Forked but not to be held (it cannot be reaped before we
+		 * adopt it, so this is not expected): never start it twice;
+		 * it is killed and the start fails. */
+		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+		*stage = LOCAL_STAGE_SETNS;
+		*e = ESRCH;
+	}
 	return 1;
 }
 

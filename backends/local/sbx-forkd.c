@@ -225,7 +225,9 @@ static __attribute__((noreturn)) void handle(int c)
 	reply(c, stage, msg[1], child, pidfd);
 	int adopted = 0, linked = 1, status = 0;
 	while (pidfd >= 0) {
-		struct pollfd pf[2] = {{.fd = pidfd, .events = POLLIN},
+		/* Not reaped before it is adopted: until then its /proc
+		 * entry (start time, NSpid) stays for whoever takes it. */
+		struct pollfd pf[2] = {{.fd = adopted || !linked ? pidfd : -1, .events = POLLIN},
 				       {.fd = linked ? c : -1, .events = POLLIN}};
 		if (poll(pf, 2, -1) < 0) {
 			if (errno == EINTR)
