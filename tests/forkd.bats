@@ -208,3 +208,12 @@ same() {
 	for _ in $(seq 100); do [ -d "/proc/$p" ] && [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" != Z ] || break; sleep 0.05; done
 	[ ! -d "/proc/$p" ] || [ "$(awk '{print $3}' "/proc/$p/stat")" = Z ]
 }
+
+@test "the server's socket is not in the sandbox's view" {
+	run sbx-exec --id "$SB" -- true
+	sock="$SBX_STATE_DIR/local/sandboxes/$SB/forkd.sock"
+	[ -S "$sock" ]
+	run sbx-exec --id "$SB" --root -- sh -c "test -e '$sock' && echo visible; test -e '$SBX_STATE_DIR/local/sandboxes' && echo state-visible; echo checked"
+	assert_success
+	[ "$(jqo .exec.stdout)" = checked ]
+}

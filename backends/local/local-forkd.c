@@ -235,13 +235,24 @@ int local_forkd_start(const char *id, const struct local_rec *r, struct local_sp
 		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
 		    cm->cmsg_len == CMSG_LEN(sizeof(int)))
 			memcpy(&pidfd, CMSG_DATA(cm), sizeof(int));
-	if (got != (ssize_t)sizeof(rep) || rep.stage == LOCAL_FORKD_STAGE_REFUSED || pidfd < 0) {
-		/* Nothing was forked (the server forks only after a whole
-		 * request, and answers a fork with its pidfd): the old path. */
+	if (got == (ssize_t)sizeof(rep) && (rep.stage == LOCAL_FORKD_STAGE_REFUSED || pidfd < 0)) {
+		/* Refused before any fork (a fork is always answered with
+		 * its pidfd): the old path. */
 		if (pidfd >= 0)
 			close(pidfd);
 		close(c);
 		return 0;
+	}
+	if (got != (ssize_t)sizeof(rep)) {
+		/* The server took the request and died before answering:
+		 * the process may have run, so the start fails rather than
+		 * run it twice. */
+		if (pidfd >= 0)
+			close(pidfd);
+		p->conn = c;
+		*stage = LOCAL_STAGE_SETNS;
+		*e = ECONNRESET;
+		return 1;
 	}
 	p->conn = c;
 	p->pidfd = pidfd;

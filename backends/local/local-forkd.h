@@ -30,7 +30,10 @@ struct local_forkd_proc {
  * would (0: exec'd); the caller sends local_forkd_adopt once it or its
  * heir holds p->conn, else the server kills the process when the
  * connection closes.  0 when the caller must take the old path (nothing
- * was started).  Never an error of its own. */
+ * was started: no server, or it refused the request).  A server that
+ * took the request and died before answering is a failed start (1 with
+ * LOCAL_STAGE_SETNS, ECONNRESET, p->pidfd -1): the process may have run,
+ * and taking the old path could run it twice. */
 int local_forkd_start(const char *id, const struct local_rec *r, struct local_spawn *s,
 		      struct local_forkd_proc *p, int *stage, int *e);
 /* Tell the server the process is held (see above). */

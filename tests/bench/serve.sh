@@ -87,7 +87,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 {
 	echo "# sbx-serve benchmarks"
 	echo
-	echo "tests/bench/serve.sh, $(date -u +%Y-%m-%d), $(nproc) CPUs, local backend (host template),"
+	echo "tests/bench/serve.sh, $(date -u +%Y-%m-%d), $(nproc) CPUs, load $(cut -d" " -f1 /proc/loadavg) at the end, local backend (host template),"
 	echo "medians of $RUNS rounds; the two sides alternate within a round."
 	echo "Regenerate: \`BENCH=serve make bench\` (this file)."
 	echo
