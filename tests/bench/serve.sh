@@ -74,6 +74,17 @@ for _ in $(seq $(((RUNS + CHUNK - 1) / CHUNK))); do
 		ms env SBX_LOCAL_FORKD=0 sbx-exec --id "$id" -- /bin/bash -l -c true >>"$W/run.prog.old"
 	done
 done
+# The same with GAP ms of quiet before each start, as calls come from an
+# agent: a cgroup move after a quiet spell is the one that waits for an
+# RCU grace period (back to back, the previous move's grace period may
+# still cover it).
+GAP=${GAP:-100}
+: >"$W/gap.sdk"; : >"$W/gap.sdk.old"
+for _ in $(seq $(((RUNS + CHUNK - 1) / CHUNK))); do
+	sdk run "$id" "$CHUNK" "$GAP" >>"$W/gap.sdk"
+	E2B_API_URL=http://127.0.0.1:$port_old E2B_SANDBOX_URL=http://127.0.0.1:$port_old \
+		sdk run "$id" "$CHUNK" "$GAP" >>"$W/gap.sdk.old"
+done
 rps_get=$(sdk rps "/sandboxes/$id" 64 "$REQS")
 rps_health=$(sdk rps /health 64 "$REQS")
 t0=$EPOCHREALTIME
@@ -83,6 +94,7 @@ rps_ls=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.0f", 640/(b-a)}'
 L1=$(median <"$W/life.sdk"); L2=$(median <"$W/life.prog")
 R1=$(median <"$W/run.sdk"); R2=$(median <"$W/run.prog")
 O1=$(median <"$W/run.sdk.old"); O2=$(median <"$W/run.prog.old")
+G1=$(median <"$W/gap.sdk"); G0=$(median <"$W/gap.sdk.old")
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 {
 	echo "# sbx-serve benchmarks"
@@ -97,7 +109,13 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 	echo "| \`commands.run('true')\` / \`sbx-exec -- /bin/bash -l -c true\` | $R1 ms | $R2 ms | $(ratio "$R1" "$R2") |"
 	echo "| the same, old start path (\`SBX_LOCAL_FORKD=0\`: no fork server, a cgroup move per start) | $O1 ms | $O2 ms | $(ratio "$O1" "$O2") |"
 	echo "| \`commands.run('true')\`, fork server / old path | $R1 ms | $O1 ms | $(ratio "$R1" "$O1") |"
+	echo "| \`sbx-exec -- /bin/bash -l -c true\`, fork server / old path | $R2 ms | $O2 ms | $(ratio "$R2" "$O2") |"
+	echo "| \`commands.run('true')\` after $GAP ms of quiet, fork server / old path | $G1 ms | $G0 ms | $(ratio "$G1" "$G0") |"
 	echo "| GET /sandboxes/{id}, 64 clients, $REQS requests / 64 parallel \`sbx-ls --id\` | $rps_get req/s | $rps_ls runs/s | $(ratio "$rps_get" "$rps_ls") |"
 	echo "| GET /sandboxes/{id} / GET /health (no worker: the HTTP floor) | $rps_get req/s | $rps_health req/s | $(ratio "$rps_get" "$rps_health") |"
+	echo
+	echo "In the three \"fork server / old path\" rows the columns are the fork server (the"
+	echo "default, docs/local.md \"The fork server\") and the old start path (\`SBX_LOCAL_FORKD=0\`)."
+	echo "Timings on a shared host swing with its load; the ratios of one run are the result."
 } >"$OUT"
 cat "$OUT"
