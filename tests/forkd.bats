@@ -59,6 +59,20 @@ same() {
 	[ "$(jqo .exec.stdout)" = "servers 2" ]
 }
 
+@test "concurrent first execs start one server and all succeed" {
+	S4=$(sbx_new_id --label suite=forkd)
+	for i in 1 2 3 4 5 6 7 8; do
+		sbx-exec --id "$S4" -- echo "n$i" >"$BATS_TEST_TMPDIR/c$i" &
+	done
+	wait
+	for i in 1 2 3 4 5 6 7 8; do
+		[ "$(jq -r .exec.stdout "$BATS_TEST_TMPDIR/c$i")" = "n$i" ] || { cat "$BATS_TEST_TMPDIR/c$i" >&2; return 1; }
+	done
+	[ "$(forkd_pid "$S4" | wc -l)" -eq 1 ]
+	run sbx-ctl kill --id "$S4"
+	assert_success
+}
+
 @test "exit status, signals, uid, cwd and environment are the old path's" {
 	run same -- sh -c 'exit 7'
 	assert_success
@@ -216,4 +230,21 @@ same() {
 	run sbx-exec --id "$SB" --root -- sh -c "test -e '$sock' && echo visible; test -e '$SBX_STATE_DIR/local/sandboxes' && echo state-visible; echo checked"
 	assert_success
 	[ "$(jqo .exec.stdout)" = checked ]
+}
+
+@test "a pause freezes the server with work; an exec after resume goes through it" {
+	run sbx-exec --id "$SB" -- true
+	p=$(forkd_pid "$SB")
+	[ -n "$p" ]
+	work=$(jq -r .cgroups.v2 "$(rec "$SB")")/work
+	run sbx-ctl pause --id "$SB"
+	assert_success
+	grep -qx "frozen 1" "$work/cgroup.events"
+	grep -qx "$p" "$work/cgroup.procs"
+	run sbx-ctl resume --id "$SB"
+	assert_success
+	run sbx-exec --id "$SB" -- echo back
+	assert_success
+	[ "$(jqo .exec.stdout)" = back ]
+	[ "$(forkd_pid "$SB")" = "$p" ]
 }
