@@ -248,3 +248,10 @@ same() {
 	[ "$(jqo .exec.stdout)" = back ]
 	[ "$(forkd_pid "$SB")" = "$p" ]
 }
+
+@test "a start too big for the server's wire takes the old path" {
+	big=$(head -c 120000 /dev/zero | tr '\0' a)
+	run sbx-exec --id "$SB" -- sh -c 'echo ${#1}' x "$big"
+	assert_success
+	[ "$(jqo .exec.stdout)" = 120000 ]
+}
