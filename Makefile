@@ -51,7 +51,8 @@ SERVE_OBJ := $(SERVE_SRC:%.c=$(BUILD)/obj/%.o)
 SERVE_LIB := $(BUILD)/libsbx-serve.a
 # The sandbox init, the detached process's supervisor and the egress broker
 # live beside the local backend (backends/local/) but are programs of their own.
-LIBEXEC_SRC := backends/local/sbx-init.c backends/local/sbx-procd.c backends/local/sbx-egress.c
+LIBEXEC_SRC := backends/local/sbx-init.c backends/local/sbx-procd.c backends/local/sbx-forkd.c \
+	backends/local/sbx-egress.c
 LIB_SRC  := $(filter-out $(SERVE_SRC) $(LIBEXEC_SRC),$(wildcard common/*/*.c) $(wildcard backends/*/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CMD_SRC  := $(wildcard cmd/*.c)
@@ -63,6 +64,8 @@ UNITS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 INIT     := $(BUILD)/libexec/sbx/sbx-init
 # The supervisor of a detached process (local backend), libc only too.
 PROCD    := $(BUILD)/libexec/sbx/sbx-procd
+# The fork server inside each local sandbox, libc only too.
+FORKD    := $(BUILD)/libexec/sbx/sbx-forkd
 # The egress broker of a sandbox with a network policy (local backend):
 # a host-side program, linked with the library (the policy, the guard).
 EGRESS   := $(BUILD)/libexec/sbx/sbx-egress
@@ -74,9 +77,9 @@ LIB      := $(BUILD)/libsbx.a
 LINKLIB  := -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
 
 .PHONY: deps all progs check check-scale check-vm bench demo fuzz install clean man unit completions deb check-deb
-all: $(PROGS) $(CMD_OBJ) $(INIT) $(PROCD) $(EGRESS) $(UNITS) man
+all: $(PROGS) $(CMD_OBJ) $(INIT) $(PROCD) $(FORKD) $(EGRESS) $(UNITS) man
 # What is installed (make install, the package): no unit tests.
-progs: $(PROGS) $(INIT) $(PROCD) $(EGRESS) man
+progs: $(PROGS) $(INIT) $(PROCD) $(FORKD) $(EGRESS) man
 
 # The backend boundary, enforced by the compiler: only a backend sees its
 # own folder on the include path (and the unit tests of the internals see
@@ -124,6 +127,11 @@ $(PROCD): backends/local/sbx-procd.c backends/local/local-procd.h backends/local
 	@mkdir -p $(dir $@) $(BUILD)/obj/libexec
 	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends/local -MF $(BUILD)/obj/libexec/sbx-procd.d \
 	  -static -o $@ backends/local/sbx-procd.c
+
+$(FORKD): backends/local/sbx-forkd.c backends/local/local-forkd-proto.h
+	@mkdir -p $(dir $@) $(BUILD)/obj/libexec
+	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends/local -MF $(BUILD)/obj/libexec/sbx-forkd.d \
+	  -static -o $@ backends/local/sbx-forkd.c
 
 $(EGRESS): $(BUILD)/obj/backends/local/sbx-egress.o $(LIB)
 	@mkdir -p $(dir $@)
@@ -187,7 +195,7 @@ install: progs
 	  $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
 	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 755 $(INIT) $(PROCD) $(EGRESS) $(DESTDIR)$(PREFIX)/libexec/sbx/
+	install -m 755 $(INIT) $(PROCD) $(FORKD) $(EGRESS) $(DESTDIR)$(PREFIX)/libexec/sbx/
 	for m in $(MANS); do case $$m in *.7) d=man7;; *) d=man1;; esac; \
 	  install -m 644 $$m $(DESTDIR)$(PREFIX)/share/man/$$d/; done
 	for f in completions/bash/*; do install -m 644 $$f $(DESTDIR)$(PREFIX)/share/bash-completion/completions/; done

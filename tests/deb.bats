@@ -33,13 +33,14 @@ mode_of() { awk -v p="$1" '$2 == p {print $1}' "$DEB_DIR/contents"; }
 	assert_failure
 }
 
-@test "every program the tree builds is in /usr/bin, sbx-init and sbx-procd in /usr/libexec/sbx" {
+@test "every program the tree builds is in /usr/bin, sbx-init, sbx-procd and sbx-forkd in /usr/libexec/sbx" {
 	local p
 	for p in "$BUILD"/bin/*; do
 		[ "$(mode_of "/usr/bin/$(basename "$p")")" = -rwxr-xr-x ] || { echo "missing: $p"; return 1; }
 	done
 	[ "$(mode_of /usr/libexec/sbx/sbx-init)" = -rwxr-xr-x ]
 	[ "$(mode_of /usr/libexec/sbx/sbx-procd)" = -rwxr-xr-x ]
+	[ "$(mode_of /usr/libexec/sbx/sbx-forkd)" = -rwxr-xr-x ]
 }
 
 @test "man pages, and completions in the folders Debian's bash, zsh and fish read" {

@@ -17,6 +17,7 @@
  *    the sandbox's `busy` file that dies with us). */
 #include "local-exec.h"
 #include "local-cgroup.h"
+#include "local-forkd.h"
 #include "local-spawn.h"
 
 #include "local-state.h"
@@ -112,6 +113,7 @@ struct run {
 	int p_in[2], p_out[2], p_err[2], nul;
 	struct sink so, se;
 	pid_t child;
+	struct local_forkd_proc fk;  /* fk.conn >= 0: started by the fork server */
 	int64_t t0;
 };
 
@@ -123,6 +125,7 @@ static void run_init(struct run *x, const struct sbx_exec_req *req)
 	x->p_in[0] = x->p_in[1] = x->p_out[0] = x->p_out[1] = x->p_err[0] = x->p_err[1] = -1;
 	x->so.fd = x->se.fd = -1;
 	x->child = -1;
+	x->fk.conn = x->fk.pidfd = -1;
 	x->sp.selfns = x->sp.report[0] = x->sp.report[1] = -1;
 	for (int i = 0; i < LOCAL_NCG; i++)
 		x->sp.cg_fds[i] = -1;
@@ -130,10 +133,13 @@ static void run_init(struct run *x, const struct sbx_exec_req *req)
 
 static void run_free(struct run *x)
 {
-	if (x->child > 0) {
+	if (x->child > 0 && x->fk.conn >= 0) {
+		syscall(SYS_pidfd_send_signal, x->fk.pidfd, SIGKILL, NULL, 0);
+	} else if (x->child > 0) {
 		kill(x->child, SIGKILL);
 		waitpid(x->child, NULL, 0);
 	}
+	local_forkd_close(&x->fk);
 	int *fds[] = {&x->p_in[0], &x->p_in[1], &x->p_out[0], &x->p_out[1], &x->p_err[0],
 		      &x->p_err[1], &x->nul, &x->killfd};
 	for (size_t i = 0; i < SBX_ARRAY_LEN(fds); i++)
@@ -189,17 +195,25 @@ static int run_pipes(struct run *x, struct sbx_err *err)
 /* Fork the command and learn whether it exec'd.  0 with *exec_errno set
  * when execve itself failed (the command "ran" and exits 127/126), -1 when
  * entering the sandbox failed. */
-static int run_start(struct run *x, const char *id, int *exec_errno, struct sbx_err *err)
+static int run_start(struct run *x, const char *id, const struct local_rec *r, int *exec_errno,
+		     struct sbx_err *err)
 {
-	x->child = local_spawn_fork(&x->sp, 1);
-	if (x->child < 0)
-		return local_spawn_fail(x->sp.pidfd, x->sp.init, id, "exec", err,
-					"fork into the pid namespace of %s", id);
-	local_closep(&x->sp.report[1]);
+	int e = 0, stage;
+	if (local_forkd_start(id, r, &x->sp, &x->fk, &stage, &e)) {
+		/* The fork server's: held by us until it exits. */
+		x->child = stage == 0 || stage == LOCAL_STAGE_EXEC ? x->fk.hostpid : -1;
+		local_forkd_adopt(&x->fk);
+	} else {
+		x->child = local_spawn_fork(&x->sp, 1);
+		if (x->child < 0)
+			return local_spawn_fail(x->sp.pidfd, x->sp.init, id, "exec", err,
+						"fork into the pid namespace of %s", id);
+		local_closep(&x->sp.report[1]);
+		stage = local_spawn_report(&x->sp, &e);
+	}
 	local_closep(&x->p_in[0]);
 	local_closep(&x->p_out[1]);
 	local_closep(&x->p_err[1]);
-	int e = 0, stage = local_spawn_report(&x->sp, &e);
 	*exec_errno = 0;
 	if (stage == 0)
 		return 0;
@@ -207,7 +221,8 @@ static int run_start(struct run *x, const char *id, int *exec_errno, struct sbx_
 		*exec_errno = e;
 		return 0;
 	}
-	waitpid(x->child, NULL, 0);
+	if (x->fk.conn < 0)
+		waitpid(x->child, NULL, 0);   /* the fork server reaps its own */
 	x->child = -1;
 	errno = e;
 	if (stage == LOCAL_STAGE_CWD)
@@ -235,7 +250,11 @@ static int run_pump(struct run *x, struct sbx_exec_result *res)
 	size_t in_off = 0;
 	if (x->p_in[1] >= 0)
 		fcntl(x->p_in[1], F_SETFL, O_NONBLOCK);
-	int cfd = (int)syscall(SYS_pidfd_open, x->child, 0);
+	/* Through the fork server, its connection brings the status; if
+	 * the server dies first, the pidfd says when the process is gone
+	 * (its status lost). */
+	int via = x->fk.conn >= 0;
+	int cfd = via ? x->fk.conn : (int)syscall(SYS_pidfd_open, x->child, 0);
 	int64_t deadline = x->req->timeout_ms > 0 ? x->t0 + x->req->timeout_ms : -1;
 	int status = 0, exited = 0;
 	while (!exited) {
@@ -257,7 +276,8 @@ static int run_pump(struct run *x, struct sbx_exec_result *res)
 			break;
 		if (deadline >= 0 && !res->timed_out && sbx_mono_ms() >= deadline) {
 			res->timed_out = 1;
-			if (x->killfd < 0 || write(x->killfd, "1", 1) < 0)
+			if ((x->killfd < 0 || write(x->killfd, "1", 1) < 0) &&
+			    !(via && syscall(SYS_pidfd_send_signal, x->fk.pidfd, SIGKILL, NULL, 0) == 0))
 				kill(x->child, SIGKILL);
 		}
 		if (pr <= 0) {
@@ -271,16 +291,28 @@ static int run_pump(struct run *x, struct sbx_exec_result *res)
 			local_closep(&x->se.fd);
 		if (i_in >= 0 && pf[i_in].revents)
 			pump_stdin(x, &in_off, pf[i_in].revents);
-		if (i_c >= 0 && pf[i_c].revents && waitpid(x->child, &status, WNOHANG) == x->child)
+		if (i_c >= 0 && pf[i_c].revents && via == 1) {
+			if (local_forkd_status(&x->fk, &status)) {
+				exited = 1;
+			} else {
+				via = 2;
+				cfd = x->fk.pidfd;
+			}
+		} else if (i_c >= 0 && pf[i_c].revents && via == 2) {
+			status = -1;
 			exited = 1;
+		} else if (i_c >= 0 && pf[i_c].revents &&
+			   waitpid(x->child, &status, WNOHANG) == x->child) {
+			exited = 1;
+		}
 	}
-	if (!exited)
+	if (!exited && !via)
 		waitpid(x->child, &status, 0);
 	x->child = -1;
 	/* A timed-out exec is over only when its whole tree is gone. */
 	if (res->timed_out && x->xcg)
 		local_cg_wait(x->xcg, "populated", 0, 10000);
-	if (cfd >= 0)
+	if (cfd >= 0 && !via)
 		close(cfd);
 	/* The main process is gone: take what is already in the pipes, but
 	 * do not wait for background processes that still hold them (nor
@@ -309,6 +341,8 @@ static void run_status(struct run *x, int status, int exec_errno, struct sbx_exe
 			(void)!write(x->req->raw_err_fd, line, (size_t)ln);
 		}
 		res->exit_code = exec_errno == ENOENT ? 127 : 126;
+	} else if (status == -1) {
+		res->exit_code = -1;   /* the fork server died with its status */
 	} else if (res->timed_out) {
 		res->exit_code = -1;
 		res->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
@@ -336,7 +370,7 @@ static int run_exec(struct run *x, const char *id, const struct local_rec *r,
 	    run_pipes(x, err) < 0)
 		return -1;
 	int exec_errno;
-	if (run_start(x, id, &exec_errno, err) < 0)
+	if (run_start(x, id, r, &exec_errno, err) < 0)
 		return -1;
 	void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN);
 	size_t cap = req->output_cap ? req->output_cap : DEFAULT_CAP;

@@ -28,6 +28,7 @@
 #include "local-init.h"
 #include "local-cgroup.h"
 #include "local-clone.h"
+#include "local-forkd.h"
 #include "local-spawn.h"
 #include "local-state.h"
 
@@ -61,6 +62,8 @@ struct pstart {
 	int out[2], err[2], status[2];
 	int fifo_r, keeper, nul, topcg, topdir, exe, procs, killfd;
 	int born_top;                /* the supervisor was born in topdir */
+	int fk_stage, fk_errno;      /* how the fork server's start went */
+	struct local_forkd_proc fk;  /* fk.conn >= 0: the fork server forked it */
 	char name[32];               /* .new-<hex> */
 	char *dir, *xcg;
 	char argv_buf[5][32];        /* the supervisor's argv, but HOSTPID */
@@ -71,6 +74,7 @@ static void ps_init(struct pstart *s)
 	memset(s, 0, sizeof(*s));
 	s->out[0] = s->out[1] = s->err[0] = s->err[1] = s->status[0] = s->status[1] = -1;
 	s->fifo_r = s->keeper = s->nul = s->topcg = s->topdir = s->exe = s->procs = s->killfd = -1;
+	s->fk.conn = s->fk.pidfd = -1;
 	s->sp.selfns = s->sp.report[0] = s->sp.report[1] = -1;
 	for (int i = 0; i < LOCAL_NCG; i++)
 		s->sp.cg_fds[i] = -1;
@@ -84,6 +88,7 @@ static void ps_free(struct pstart *s)
 	for (size_t i = 0; i < SBX_ARRAY_LEN(fds); i++)
 		local_closep(fds[i]);
 	local_spawn_free(&s->sp);
+	local_forkd_close(&s->fk);
 	free(s->dir);
 	free(s->xcg);
 }
@@ -221,7 +226,8 @@ static __attribute__((noreturn)) void become_supervisor(struct pstart *s)
 	sigaction(SIGCHLD, &dfl, NULL);   /* an ignored SIGCHLD would reap it */
 	if (!s->born_top && write(s->topcg, "0", 1) < 0)
 		_exit(126);
-	pid_t c = local_spawn_fork(&s->sp, 0);
+	/* Forked already by the fork server, or now by us. */
+	pid_t c = s->fk.conn >= 0 ? s->fk.hostpid : local_spawn_fork(&s->sp, 0);
 	if (c < 0)
 		_exit(125);
 	char hostpid[24];
@@ -230,7 +236,8 @@ static __attribute__((noreturn)) void become_supervisor(struct pstart *s)
 			s->argv_buf[2], NULL};
 	static char *const envp[] = {NULL};
 	int want[] = {s->status[1], s->procs, s->out[0], s->err[0],
-		      s->keeper >= 0 ? s->keeper : s->nul, s->killfd >= 0 ? s->killfd : s->nul};
+		      s->keeper >= 0 ? s->keeper : s->nul, s->killfd >= 0 ? s->killfd : s->nul,
+		      s->fk.conn >= 0 ? s->fk.conn : s->nul};
 	int hi[SBX_ARRAY_LEN(want)];
 	int e = fcntl(s->exe, F_DUPFD_CLOEXEC, 20), n = fcntl(s->nul, F_DUPFD_CLOEXEC, 20);
 	for (size_t i = 0; i < SBX_ARRAY_LEN(want); i++)
@@ -243,8 +250,8 @@ static __attribute__((noreturn)) void become_supervisor(struct pstart *s)
 			_exit(124);
 	/* Nothing else of the caller's (a pipeline's pipe, a file it held
 	 * without O_CLOEXEC) lives on in the supervisor. */
-	if (e > LOCAL_PROC_FD_KILL + 1)
-		syscall(SYS_close_range, LOCAL_PROC_FD_KILL + 1, e - 1, 0);
+	if (e > LOCAL_PROC_FD_FORKD + 1)
+		syscall(SYS_close_range, LOCAL_PROC_FD_FORKD + 1, e - 1, 0);
 	syscall(SYS_close_range, e + 1, ~0U, 0);
 	fexecve(e, argv, envp);
 	_exit(127);
@@ -279,6 +286,22 @@ static int read_started(struct pstart *s, int *pid, struct sbx_err *err)
 static int launch(struct pstart *s, const char *procs, const char *id, const char *argv0,
 		  int *pid, struct sbx_err *err)
 {
+	int e = 0, stage = 0;
+	if (s->fk.conn >= 0) {
+		stage = s->fk_stage;
+		e = s->fk_errno;
+		if (stage != 0 && stage != LOCAL_STAGE_EXEC) {
+			/* It never got in, and the server reaped it. */
+			struct sbx_err e2 = {0};
+			sbx_rm_rf(s->dir, &e2);
+			errno = e;
+			if (stage == LOCAL_STAGE_CWD)
+				return sbx_fail_errno(err, SBX_INVALID_REQUEST, "proc", "cwd %s",
+						      s->sp.cwd);
+			return local_spawn_fail(s->sp.pidfd, s->sp.init, id, "proc", err,
+						"enter sandbox %s (step %d)", id, stage);
+		}
+	}
 	pid_t mid = fork();
 	if (mid < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "proc", "fork");
@@ -307,7 +330,9 @@ static int launch(struct pstart *s, const char *procs, const char *id, const cha
 	local_closep(&s->err[0]);
 	local_closep(&s->fifo_r);
 	local_closep(&s->keeper);
-	int e = 0, stage = local_spawn_report(&s->sp, &e);
+	local_closep(&s->fk.conn);   /* the supervisor holds it now */
+	if (s->fk.pidfd < 0)
+		stage = local_spawn_report(&s->sp, &e);
 	if (stage == LOCAL_STAGE_EXEC) {
 		/* It "ran": exits 127 or 126 with the reason on its stderr,
 		 * as exec reports it. */
@@ -378,8 +403,13 @@ static int start_locked(struct pstart *s, struct sbx_sandbox *sb, const struct l
 	s->sp.errfd = s->err[1];
 	snprintf(s->argv_buf[0], sizeof(s->argv_buf[0]), "%lld", (long long)req->timeout_ms);
 	snprintf(s->argv_buf[1], sizeof(s->argv_buf[1]), "%d", LOCAL_PROC_OUT_MAX);
-	snprintf(s->argv_buf[2], sizeof(s->argv_buf[2]), "%s%s", req->keep_stdin ? "s" : "",
-		 s->killfd >= 0 ? "k" : req->keep_stdin ? "" : "-");
+	/* Through the sandbox's fork server where it takes the start (no
+	 * cgroup move: local-forkd.h); else the grandchild forks it. */
+	local_forkd_start(sb->id, r, &s->sp, &s->fk, &s->fk_stage, &s->fk_errno);
+	snprintf(s->argv_buf[2], sizeof(s->argv_buf[2]), "%s%s%s", req->keep_stdin ? "s" : "",
+		 s->killfd >= 0 ? "k" : "", s->fk.conn >= 0 ? "f" : "");
+	if (!s->argv_buf[2][0])
+		snprintf(s->argv_buf[2], sizeof(s->argv_buf[2]), "-");
 	int pid;
 	if (launch(s, procs, sb->id, req->argv[0], &pid, err) < 0)
 		return -1;

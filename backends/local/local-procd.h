@@ -39,8 +39,11 @@
  *         the cgroup.kill of the process's own cgroup, for its timeout),
  *         or "-"; nothing secret
  *   envp  {NULL}
+ *         "f" (fd 9 is the start's connection to the fork server, which
+ *         forked the process: the wait status comes there, not from
+ *         waitpid; the supervisor adopts it once the record is renamed)
  *   fds   0-2 /dev/null, 3 the status pipe, 4 the procs/ dir, 5 stdout
- *         and 6 stderr (read ends), 7 and 8 as FLAGS say (else /dev/null)
+ *         and 6 stderr (read ends), 7, 8 and 9 as FLAGS say (else /dev/null)
  *
  * On fd 3 it writes "P <pid> <hostpid> <starttime>\n" once the record is
  * renamed to <pid>, and closes fd 3 when it exits (after the final state);
@@ -54,6 +57,7 @@
 #define LOCAL_PROC_FD_ERR    6
 #define LOCAL_PROC_FD_STDIN  7
 #define LOCAL_PROC_FD_KILL   8
+#define LOCAL_PROC_FD_FORKD  9
 
 /* Default bound of each output file (bytes kept). */
 #define LOCAL_PROC_OUT_MAX (8 << 20)

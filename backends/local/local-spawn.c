@@ -169,11 +169,18 @@ static __attribute__((noreturn)) void child_main(const struct local_spawn *c)
 	setsid();
 	if (chdir("/") < 0)
 		child_fail(c, LOCAL_STAGE_CWD);
-	/* Nothing of the host but stdio and the report pipe goes further. */
-	int rep = c->report[1];
-	if (rep > 3)
-		syscall(SYS_close_range, 3, rep - 1, 0);
-	syscall(SYS_close_range, rep + 1, ~0U, 0);
+	/* Nothing of the host but stdio, the report pipe and (for the fork
+	 * server) its own executable goes further; both are CLOEXEC. */
+	int lo = c->report[1], hi = c->exe;
+	if (hi >= 0 && hi < lo) {
+		hi = lo;
+		lo = c->exe;
+	}
+	if (lo > 3)
+		syscall(SYS_close_range, 3, lo - 1, 0);
+	if (hi > lo + 1)
+		syscall(SYS_close_range, lo + 1, hi - 1, 0);
+	syscall(SYS_close_range, (hi > lo ? hi : lo) + 1, ~0U, 0);
 	drop_privileges(c);
 	if (chdir(c->cwd) < 0)
 		child_fail(c, LOCAL_STAGE_CWD);
@@ -181,9 +188,12 @@ static __attribute__((noreturn)) void child_main(const struct local_spawn *c)
 	environ = c->envp;
 	/* Last: from here on only execve (and, on its failure, the report
 	 * write and _exit) must pass the filter. */
-	if (local_seccomp_install(&c->filter) < 0)
+	if (!c->no_filter && local_seccomp_install(&c->filter) < 0)
 		child_fail(c, LOCAL_STAGE_PRIV);
-	execvp(c->argv[0], c->argv);
+	if (c->exe >= 0)
+		fexecve(c->exe, c->argv, c->envp);
+	else
+		execvp(c->argv[0], c->argv);
 	child_fail(c, LOCAL_STAGE_EXEC);
 }
 
@@ -226,6 +236,7 @@ int local_spawn_prepare(const char *id, const struct local_rec *r, int pidfd, pi
 	s->pidfd = pidfd;
 	s->init = init;
 	s->selfns = s->report[0] = s->report[1] = s->in = s->out = s->errfd = s->cg_dir = -1;
+	s->exe = -1;
 	for (int i = 0; i < LOCAL_NCG; i++)
 		s->cg_fds[i] = -1;
 	s->cwd = cmd->cwd && *cmd->cwd ? cmd->cwd : "/workspace";

@@ -50,6 +50,8 @@ struct local_spawn {
 	char *const *argv;
 	char **envp;             /* owned */
 	struct local_filter filter;
+	int exe;                 /* fexecve this (borrowed) instead of argv[0]; -1 */
+	int no_filter;           /* the fork server: no filter (it needs clone3) */
 };
 
 /* Prepare `cmd` for sandbox `id` (record `r`, init held by `pidfd`, which

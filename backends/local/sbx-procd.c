@@ -3,7 +3,10 @@
  * files, is backends/local/local-procd.h).
  *
  * It is exec'd with the process already forked as its child, so it alone
- * reaps it and knows its exit status.  It copies the process's stdout and
+ * reaps it and knows its exit status; or, when the sandbox's fork server
+ * forked it (flag "f"), with the server's connection, on which the wait
+ * status comes (if the server dies first, the process ends as exited,
+ * exit_code -1, when its pidfd says it is gone).  It copies the process's stdout and
  * stderr into the record's bounded `out` and `err` files, holds the stdin
  * FIFO open until told to let go (SIGUSR1), kills the process at its
  * timeout, and writes the record's `state` whenever something changes.
@@ -30,6 +33,8 @@
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -56,7 +61,9 @@ static struct {
 	long long ended_at;
 	long long out_max;
 	struct stream s[2];
-} P;
+	int forkd;               /* "f": the fork server's connection, -1 */
+	int lost;                /* a pidfd on the process once the server is gone */
+} P = {.forkd = -1, .lost = -1};
 
 static long long now_ms(void)
 {
@@ -229,6 +236,13 @@ static int setup(char **argv)
 	int n = snprintf(line, sizeof(line), "P %d %d %llu\n", P.nspid, (int)P.child,
 			 P.child_start);
 	(void)!write(LOCAL_PROC_FD_STATUS, line, (size_t)n);
+	if (strchr(flags, 'f')) {
+		/* The record has its pid: the server may reap it now. */
+		P.forkd = LOCAL_PROC_FD_FORKD;
+		P.lost = (int)syscall(SYS_pidfd_open, P.child, 0);
+		char a = 'A';
+		(void)!send(P.forkd, &a, 1, MSG_NOSIGNAL);
+	}
 	int tfd = -1;
 	if (timeout > 0) {
 		tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
@@ -286,15 +300,35 @@ int main(int argc, char **argv)
 	const char *flags = argv[5];
 	int status = 0;
 	/* A SIGCHLD that came before the mask was set is gone: ask once. */
-	if (waitpid(P.child, &status, WNOHANG) == P.child)
+	if (P.forkd < 0 && waitpid(P.child, &status, WNOHANG) == P.child)
 		reaped(status);
 	while (P.running) {
-		struct pollfd pf[4] = {
+		struct pollfd pf[5] = {
 			{.fd = P.s[0].in, .events = POLLIN}, {.fd = P.s[1].in, .events = POLLIN},
 			{.fd = sfd, .events = POLLIN}, {.fd = tfd, .events = POLLIN},
+			{.fd = P.forkd >= 0 ? P.forkd : P.lost, .events = POLLIN},
 		};
-		if (poll(pf, 4, -1) < 0 && errno != EINTR)
+		if (poll(pf, 5, -1) < 0 && errno != EINTR)
 			break;
+		if (pf[4].revents && P.forkd >= 0) {
+			int32_t st;
+			ssize_t got = recv(P.forkd, &st, sizeof(st), MSG_DONTWAIT);
+			if (got == (ssize_t)sizeof(st)) {
+				reaped(st);
+			} else if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
+				close(P.forkd);   /* the server died: its status is lost */
+				P.forkd = -1;
+				if (P.lost < 0) {
+					P.running = 0;
+					P.exit_code = -1;
+					P.ended_at = now_ms();
+				}
+			}
+		} else if (pf[4].revents && P.lost >= 0) {
+			P.running = 0;
+			P.exit_code = -1;
+			P.ended_at = now_ms();
+		}
 		for (int i = 0; i < 2; i++)
 			if (pf[i].revents && P.s[i].in >= 0 && pump(&P.s[i]) == 0) {
 				close(P.s[i].in);

@@ -5,7 +5,10 @@
 #      sbx-serve, and the same through the programs
 #      (sbx-create | sbx-exec -- true | sbx-ctl kill);
 #   2. commands.run('true') latency (SDK -> sbx-serve) against sbx-exec
-#      running what the SDK sends (/bin/bash -l -c true);
+#      running what the SDK sends (/bin/bash -l -c true), through the
+#      sandbox's fork server and, as the baseline, through the old path
+#      (SBX_LOCAL_FORKD=0: a second sbx-serve on the same state, and
+#      sbx-exec with it), alternating in chunks within the run;
 #   3. GET /sandboxes/{id} requests per second with 64 concurrent clients,
 #      against GET /health (answered by the server's thread alone: the HTTP
 #      floor) and against 64 parallel `sbx-ls --id` runs.
@@ -31,15 +34,20 @@ printf '%s\n' "$key" >"$W/keys"
 sbx-serve --listen 127.0.0.1:0 --api-key-file "$W/keys" --quiet --state-dir "$W/serve" \
 	--max-workers-per-key 64 2>"$W/serve.log" &
 spid=$!
+# The baseline: the same server forced onto the old start path.
+SBX_LOCAL_FORKD=0 sbx-serve --listen 127.0.0.1:0 --api-key-file "$W/keys" --quiet \
+	--state-dir "$W/serve" --max-workers-per-key 64 2>"$W/serve-old.log" &
+spid_old=$!
 cleanup() {
-	kill "$spid" 2>/dev/null || true
-	wait "$spid" 2>/dev/null || true
+	kill "$spid" "$spid_old" 2>/dev/null || true
+	wait "$spid" "$spid_old" 2>/dev/null || true
 	sbx-ls --all 2>/dev/null | sbx-ctl kill >/dev/null 2>&1 || true
 	rcli shutdown nosave >/dev/null 2>&1 || true
 	rm -rf --one-file-system "$W"
 }
 trap cleanup EXIT
 for _ in $(seq 200); do port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$W/serve.log"); [ -n "$port" ] && break; sleep 0.05; done
+for _ in $(seq 200); do port_old=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$W/serve-old.log"); [ -n "$port_old" ] && break; sleep 0.05; done
 export E2B_API_URL=http://127.0.0.1:$port E2B_SANDBOX_URL=http://127.0.0.1:$port E2B_API_KEY=$key
 sdk() { node "$top/tests/sdk/bench.mjs" "$@"; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
@@ -54,9 +62,29 @@ for _ in $(seq "$RUNS"); do
 	ms prog_life >>"$W/life.prog"
 done
 id=$(curl -sf -X POST "$E2B_API_URL/v2/sandboxes" -H "X-API-Key: $key" -d '{"timeout":3600}' | jq -r .sandboxID)
-sdk run "$id" "$RUNS" >"$W/run.sdk"
-: >"$W/run.prog"
-for _ in $(seq "$RUNS"); do ms sbx-exec --id "$id" -- /bin/bash -l -c true >>"$W/run.prog"; done
+# Fork server and old path alternate, in chunks of CHUNK starts.
+CHUNK=${CHUNK:-5}
+: >"$W/run.sdk"; : >"$W/run.prog"; : >"$W/run.sdk.old"; : >"$W/run.prog.old"
+for _ in $(seq $(((RUNS + CHUNK - 1) / CHUNK))); do
+	sdk run "$id" "$CHUNK" >>"$W/run.sdk"
+	E2B_API_URL=http://127.0.0.1:$port_old E2B_SANDBOX_URL=http://127.0.0.1:$port_old \
+		sdk run "$id" "$CHUNK" >>"$W/run.sdk.old"
+	for _ in $(seq "$CHUNK"); do
+		ms sbx-exec --id "$id" -- /bin/bash -l -c true >>"$W/run.prog"
+		ms env SBX_LOCAL_FORKD=0 sbx-exec --id "$id" -- /bin/bash -l -c true >>"$W/run.prog.old"
+	done
+done
+# The same with GAP ms of quiet before each start, as calls come from an
+# agent: a cgroup move after a quiet spell is the one that waits for an
+# RCU grace period (back to back, the previous move's grace period may
+# still cover it).
+GAP=${GAP:-100}
+: >"$W/gap.sdk"; : >"$W/gap.sdk.old"
+for _ in $(seq $(((RUNS + CHUNK - 1) / CHUNK))); do
+	sdk run "$id" "$CHUNK" "$GAP" >>"$W/gap.sdk"
+	E2B_API_URL=http://127.0.0.1:$port_old E2B_SANDBOX_URL=http://127.0.0.1:$port_old \
+		sdk run "$id" "$CHUNK" "$GAP" >>"$W/gap.sdk.old"
+done
 rps_get=$(sdk rps "/sandboxes/$id" 64 "$REQS")
 rps_health=$(sdk rps /health 64 "$REQS")
 t0=$EPOCHREALTIME
@@ -65,11 +93,13 @@ rps_ls=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.0f", 640/(b-a)}'
 
 L1=$(median <"$W/life.sdk"); L2=$(median <"$W/life.prog")
 R1=$(median <"$W/run.sdk"); R2=$(median <"$W/run.prog")
+O1=$(median <"$W/run.sdk.old"); O2=$(median <"$W/run.prog.old")
+G1=$(median <"$W/gap.sdk"); G0=$(median <"$W/gap.sdk.old")
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 {
 	echo "# sbx-serve benchmarks"
 	echo
-	echo "tests/bench/serve.sh, $(date -u +%Y-%m-%d), $(nproc) CPUs, local backend (host template),"
+	echo "tests/bench/serve.sh, $(date -u +%Y-%m-%d), $(nproc) CPUs, load $(cut -d" " -f1 /proc/loadavg) at the end, local backend (host template),"
 	echo "medians of $RUNS rounds; the two sides alternate within a round."
 	echo "Regenerate: \`BENCH=serve make bench\` (this file)."
 	echo
@@ -77,7 +107,15 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 	echo "|---|---|---|---|"
 	echo "| create + run \`true\` + kill (SDK / sbx-create \\| sbx-exec -- bash -l -c true \\| sbx-ctl kill) | $L1 ms | $L2 ms | $(ratio "$L1" "$L2") |"
 	echo "| \`commands.run('true')\` / \`sbx-exec -- /bin/bash -l -c true\` | $R1 ms | $R2 ms | $(ratio "$R1" "$R2") |"
+	echo "| the same, old start path (\`SBX_LOCAL_FORKD=0\`: no fork server, a cgroup move per start) | $O1 ms | $O2 ms | $(ratio "$O1" "$O2") |"
+	echo "| \`commands.run('true')\`, fork server / old path | $R1 ms | $O1 ms | $(ratio "$R1" "$O1") |"
+	echo "| \`sbx-exec -- /bin/bash -l -c true\`, fork server / old path | $R2 ms | $O2 ms | $(ratio "$R2" "$O2") |"
+	echo "| \`commands.run('true')\` after $GAP ms of quiet, fork server / old path | $G1 ms | $G0 ms | $(ratio "$G1" "$G0") |"
 	echo "| GET /sandboxes/{id}, 64 clients, $REQS requests / 64 parallel \`sbx-ls --id\` | $rps_get req/s | $rps_ls runs/s | $(ratio "$rps_get" "$rps_ls") |"
 	echo "| GET /sandboxes/{id} / GET /health (no worker: the HTTP floor) | $rps_get req/s | $rps_health req/s | $(ratio "$rps_get" "$rps_health") |"
+	echo
+	echo "In the three \"fork server / old path\" rows the columns are the fork server (the"
+	echo "default, docs/local.md \"The fork server\") and the old start path (\`SBX_LOCAL_FORKD=0\`)."
+	echo "Timings on a shared host swing with its load; the ratios of one run are the result."
 } >"$OUT"
 cat "$OUT"

@@ -1,7 +1,8 @@
 // bench.mjs - the SDK side of tests/bench/serve.sh.  Prints one number a
 // line (milliseconds, or requests per second) for the mode given:
 //   lifecycle N    create + commands.run('true') + kill, N times: each ms
-//   run ID N       commands.run('true') in sandbox ID, N times: each ms
+//   run ID N [GAP] commands.run('true') in sandbox ID, N times: each ms;
+//                  GAP ms of quiet (not timed) before each
 //   rps PATH C N   GET PATH with C concurrent clients, N requests in all:
 //                  requests per second (one line); exits 1 when any
 //                  request is not answered 200
@@ -22,6 +23,7 @@ if (mode === 'lifecycle') {
   const sb = await Sandbox.connect(a)
   await sb.commands.run('true')
   for (let i = 0; i < Number(b); i++) {
+    if (c) await new Promise((r) => setTimeout(r, Number(c)))
     const t = now()
     await sb.commands.run('true')
     console.log((now() - t).toFixed(2))
