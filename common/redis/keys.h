@@ -10,6 +10,9 @@
  *   <prefix>:{<tenant>}:ledger                   index of the tenant's skill rows
  *   <prefix>:{<tenant>}:events                   the tenant's event stream (events.h)
  *   <prefix>:{<tenant>}:audit                    ... its audit stream (events.h)
+ *   <prefix>:{<tenant>}:vols                     set of the tenant's volume names (volume.h)
+ *   <prefix>:{<tenant>}:vol:<name>               hash: one volume's record
+ *   <prefix>:{<tenant>}:vol:<name>:users         set of sandbox ids mounting it
  *   <prefix>:tenants                             set of tenants (--all-tenants)
  *   <prefix>:reap:lease                          one reaper at a time
  *   <prefix>:reap:lease:<host>                   ... per host, for host-local backends
@@ -45,6 +48,7 @@ enum sbx_tenant_key {
 	SBX_KEY_LEDGER,
 	SBX_KEY_EVENTS,
 	SBX_KEY_AUDIT,
+	SBX_KEY_VOLUMES,
 };
 
 /* 0, or -1 with invalid_request naming `what` ("tenant", "session"): empty,
@@ -67,6 +71,9 @@ char *sbx_key_tenant(const char *prefix, const char *tenant, size_t tlen,
 		     enum sbx_tenant_key which);
 char *sbx_key_skill(const char *prefix, const char *tenant, size_t tlen,
 		    const char *name, size_t nlen);
+/* A volume's record (users 0) or the set of sandboxes using it (users 1). */
+char *sbx_key_volume(const char *prefix, const char *tenant, size_t tlen,
+		     const char *name, size_t nlen, int users);
 char *sbx_key_tenants(const char *prefix);
 /* host: NULL, or a host id (host.h: plain characters only) for the lease
  * of a host-local backend's reaper, one per keyspace and host. */
