@@ -172,6 +172,32 @@ static int do_get(struct vol_opts *o, const struct sbx_vol *v, const char *src,
 	return emit_vol(v, f, err);
 }
 
+/* Before rm: users whose sandbox the backend no longer has (killed, or
+ * reaped, without telling the volume) are dropped; a live or paused one
+ * stays, and rm is then refused. */
+static int prune_users(struct vol_opts *o, struct sbx_redis *r, const char *name,
+		       struct sbx_err *err)
+{
+	char **ids;
+	size_t n;
+	struct sbx_backend *b;
+	if (sbx_vol_users(r, o->tenant, name, &ids, &n, err) < 0)
+		return -1;
+	int rc = n ? sbx_app_backend(&o->app, NULL, &b, err) : 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		struct sbx_sandbox sb = {0};
+		if (sbx_call(b, get, err, ids[i], &sb) == 0)
+			sbx_sandbox_clear(&sb);
+		else if (err->kind == SBX_NOT_FOUND || err->kind == SBX_TERMINAL) {
+			sbx_err_clear(err);
+			rc = sbx_vol_detach(r, o->tenant, name, ids[i], err);
+		} else
+			rc = -1;
+	}
+	sbx_strv_free(ids);
+	return rc;
+}
+
 static int vol_ls(struct vol_opts *o, struct sbx_redis *r, struct sbx_err *err)
 {
 	struct sbx_vol *v;
@@ -199,7 +225,9 @@ static int vol_run(struct vol_opts *o, enum sub sub, char **argv, struct sbx_err
 		rc = sbx_vol_create(r, p, o->tenant, argv[0], o->size, &v, err);
 		rc = rc < 0 ? -1 : emit_vol(&v, NULL, err);
 	} else if (sub == S_RM) {
-		rc = sbx_vol_remove(r, p, o->tenant, argv[0], err);
+		rc = prune_users(o, r, argv[0], err);
+		if (rc == 0)
+			rc = sbx_vol_remove(r, p, o->tenant, argv[0], err);
 		if (rc == 0) {
 			json_object *doc = json_object_new_object(), *vo = json_object_new_object();
 			sbx_json_set_str(vo, "tenant", o->tenant);

@@ -79,7 +79,7 @@ static const char *const profile_keys[] = {
 	"prefix", "api_key_file", "api_key_env", "allow_private",
 	"allow_internet", "allow_public", "memory", "pids", "cpus", "disk", "shm",
 	"idle_timeout", "on_timeout", "auto_resume", "description", "options", "env",
-	"redis_nodes", "events_maxlen", "network_policy",
+	"redis_nodes", "events_maxlen", "network_policy", "volumes",
 };
 
 /* "network_policy": a policy document (netpolicy.h), the default egress

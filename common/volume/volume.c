@@ -14,6 +14,7 @@
 #include "doc.h"
 #include "fsconfine.h"
 #include "keys.h"
+#include "path.h"
 #include "sha.h"
 #include "util.h"
 
@@ -154,6 +155,11 @@ int sbx_vol_create(struct sbx_redis *r, const struct sbx_profile *p, const char 
 	out->created_ms = now;
 	if (clear_dir(p, r->prefix, tenant, name, err) < 0 || sbx_mkdir_p(out->dir, 0755, err) < 0)
 		return -1;
+	/* The sandbox user (uid 1000 on every backend) owns the top folder,
+	 * so a writable mount is writable without --root.  Only root can
+	 * give it away; another creator keeps it (volume.h). */
+	if (geteuid() == 0 && chown(out->dir, SBX_VOL_UID, SBX_VOL_UID) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "volume", "chown %s", out->dir);
 	return 0;
 }
 
@@ -294,6 +300,84 @@ int sbx_vol_detach(struct sbx_redis *r, const char *tenant, const char *name, co
 	if (sbx_redis_cmd(r, &rep, err, 3, v, NULL) < 0)
 		return -1;
 	freeReplyObject(rep);
+	return 0;
+}
+
+int sbx_vol_spec_parse(const char *spec, char **name, char **path, int *ro,
+		       struct sbx_err *err)
+{
+	*name = *path = NULL;
+	*ro = 0;
+	const char *c = strchr(spec, ':');
+	if (!c || c == spec)
+		return sbx_fail(err, SBX_INVALID_REQUEST, "volume",
+				"--volume takes NAME:/PATH[:ro], got '%s'", spec);
+	SBX_AUTOFREE char *n = sbx_xasprintf("%.*s", (int)(c - spec), spec);
+	SBX_AUTOFREE char *rest = sbx_xstrdup(c + 1);
+	size_t rl = strlen(rest);
+	if (rl > 3 && (!strcmp(rest + rl - 3, ":ro") || !strcmp(rest + rl - 3, ":rw"))) {
+		*ro = rest[rl - 1] == 'o';
+		rest[rl - 3] = '\0';
+	}
+	if (sbx_vol_name_check(n, err) < 0)
+		return -1;
+	char *p = sbx_path_norm(rest, "volume", err);
+	if (!p)
+		return -1;
+	if (!strcmp(p, "/")) {
+		free(p);
+		return sbx_fail(err, SBX_INVALID_REQUEST, "volume", "a volume cannot be mounted at /");
+	}
+	*name = n, n = NULL;
+	*path = p;
+	return 0;
+}
+
+int sbx_vol_mounts(struct sbx_redis *r, const struct sbx_profile *p, const char *tenant,
+		   const char *const *specs, size_t n, struct sbx_vol *vols, char **paths,
+		   struct sbx_vol_mount *out, struct sbx_err *err)
+{
+	if (n > SBX_VOLUMES_MAX)
+		return sbx_fail(err, SBX_INVALID_REQUEST, "volume", "more than %d volumes",
+				SBX_VOLUMES_MAX);
+	for (size_t i = 0; i < n; i++) {
+		SBX_AUTOFREE char *name = NULL;
+		int ro;
+		if (sbx_vol_spec_parse(specs[i], &name, &paths[i], &ro, err) < 0 ||
+		    sbx_vol_load(r, p, tenant, name, &vols[i], err) < 0)
+			return -1;
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(paths[j], paths[i]))
+				return sbx_fail(err, SBX_INVALID_REQUEST, "volume",
+						"two volumes at %s", paths[i]);
+		if (sbx_mkdir_p(vols[i].dir, 0755, err) < 0)
+			return -1;
+		out[i] = (struct sbx_vol_mount){.name = vols[i].name, .host_dir = vols[i].dir,
+						.path = paths[i], .read_only = ro};
+	}
+	return 0;
+}
+
+int sbx_vol_users(struct sbx_redis *r, const char *tenant, const char *name, char ***ids,
+		  size_t *n, struct sbx_err *err)
+{
+	*ids = NULL;
+	*n = 0;
+	if (check(tenant, name, err) < 0)
+		return -1;
+	SBX_AUTOFREE char *users = sbx_key_volume(r->prefix, tenant, strlen(tenant), name,
+						  strlen(name), 1);
+	redisReply *m = NULL;
+	const char *mv[] = {"SMEMBERS", users};
+	if (sbx_redis_cmd(r, &m, err, 2, mv, NULL) < 0)
+		return -1;
+	size_t k = m->type == REDIS_REPLY_ARRAY ? m->elements : 0;
+	char **v = sbx_xcalloc(k + 1, sizeof(*v));
+	for (size_t i = 0; i < k; i++)
+		if (m->element[i]->type == REDIS_REPLY_STRING)
+			v[(*n)++] = sbx_xstrdup(m->element[i]->str);
+	freeReplyObject(m);
+	*ids = v;
 	return 0;
 }
 

@@ -14,6 +14,10 @@
  * sandbox that is given the volume sees only the volume's own folder,
  * bound in; the host path behind it is never shown).
  *
+ * The top folder is owned by uid/gid 1000, the sandbox user, when the
+ * creator is root (so that a writable mount needs no --root); files put
+ * by sbx-vol are the creator's.
+ *
  * Names are 1..64 bytes of [A-Za-z0-9._-], not starting with '.': a name
  * is a file name and a mount's source, so it is kept plain rather than
  * escaped.
@@ -37,11 +41,13 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
+#include "backend.h"
 #include "config.h"
 #include "err.h"
 #include "redis.h"
 
 #define SBX_VOL_NAME_MAX 64
+#define SBX_VOL_UID 1000         /* the sandbox user: owns a volume's top folder */
 
 struct sbx_vol {
 	char *tenant, *name;
@@ -81,6 +87,24 @@ int sbx_vol_attach(struct sbx_redis *r, const char *tenant, const char *name, co
 		   struct sbx_err *err);
 int sbx_vol_detach(struct sbx_redis *r, const char *tenant, const char *name, const char *id,
 		   struct sbx_err *err);
+
+/* "NAME:/mnt/path[:ro]" (or ":rw", the default) into its parts: the name
+ * checked, the path in the one path rule's spelling and not "/".
+ * *name and *path are the caller's. */
+int sbx_vol_spec_parse(const char *spec, char **name, char **path, int *ro,
+		       struct sbx_err *err);
+/* The mounts of a create: each spec's volume loaded from the tenant's
+ * records (a volume of another tenant is not found: not_found), two on
+ * one path refused.  out[i] points into vols[i] (and into the spec
+ * strings parsed, kept in vols[i].name and paths[i]); free with
+ * sbx_vols_free(vols, n) and free(paths[i]). */
+int sbx_vol_mounts(struct sbx_redis *r, const struct sbx_profile *p, const char *tenant,
+		   const char *const *specs, size_t n, struct sbx_vol *vols, char **paths,
+		   struct sbx_vol_mount *out, struct sbx_err *err);
+/* The sandboxes recorded as mounting the volume (ids the caller frees
+ * with sbx_strv_free). */
+int sbx_vol_users(struct sbx_redis *r, const char *tenant, const char *name, char ***ids,
+		  size_t *n, struct sbx_err *err);
 
 /* Bytes the folder's files hold on disk (st_blocks), mounts not crossed. */
 int sbx_vol_used(const struct sbx_vol *v, int64_t *bytes, struct sbx_err *err);
