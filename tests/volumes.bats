@@ -48,9 +48,11 @@ in_sb() { # in_sb ID [--root] -- CMD...: the command's stdout
 	assert_output --partial big.bin
 	run sbx-exec --id "$id" --root -- sh -c 'grep " /mnt/corpus " /proc/self/mountinfo'
 	[[ "$(jqo .exec.stdout)" == *" ro,"* ]]
-	[[ "$(jqo .exec.stdout)" == *nosuid* ]]
-	[[ "$(jqo .exec.stdout)" == *nodev* ]]
 	if [ "$FIXTURE_BACKEND" = local ]; then
+		# docker: no nosuid/nodev on a bind; no-new-privileges and no
+		# CAP_MKNOD stand for them (docs/docker.md)
+		[[ "$(jqo .exec.stdout)" == *nosuid* ]]
+		[[ "$(jqo .exec.stdout)" == *nodev* ]]
 		run sbx-exec --id "$id" --root -- sh -c "ls $SBX_STATE_DIR/volumes; echo rc=\$?"
 		refute_output --partial rc=0
 	fi
