@@ -162,6 +162,12 @@ static int do_get(struct vol_opts *o, const struct sbx_vol *v, const char *src,
 	if (!strcmp(dest, "-"))
 		return sbx_write_all(1, data, len) < 0
 			       ? sbx_fail_errno(err, SBX_INTERNAL, "get", "stdout") : 0;
+	/* DEST is replaced by a rename: never a device, FIFO or folder there
+	 * (renaming over /dev/null as root would replace it). */
+	struct stat st;
+	if (lstat(dest, &st) == 0 && !S_ISREG(st.st_mode))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "get",
+				"%s: not a regular file (use - for stdout)", dest);
 	if (sbx_write_file_atomic(dest, data, len, mode & 0777, 0, err) < 0)
 		return -1;
 	json_object *f = json_object_new_object();

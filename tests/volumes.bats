@@ -135,7 +135,7 @@ in_sb() { # in_sb ID [--root] -- CMD...: the command's stdout
 	assert_output --partial unsupported
 }
 
-@test "the reaper never deletes a volume, used or not" {
+@test "the reaper never deletes a volume, and lists those of tenants it knows nothing else of" {
 	need_cap volumes
 	sbx-vol --tenant acme create kept >/dev/null
 	echo keep | sbx-vol --tenant acme put kept - /k >/dev/null
@@ -143,8 +143,17 @@ in_sb() { # in_sb ID [--root] -- CMD...: the command's stdout
 	sbx-ctl kill --id "$id" >/dev/null
 	run sbx-reap --all-tenants --grace 0
 	assert_success
+	# listed: a tenant sbx knows nothing else of (no session, no skill)
+	[ "$(jqo '.reap.volumes.orphaned[] | select(.tenant == "acme") | .volumes | index("kept") != null')" = true ]
+	rcli sadd sbx:tenants acme >/dev/null
+	run sbx-reap --all-tenants --grace 0
+	rcli srem sbx:tenants acme >/dev/null
+	[ "$(jqo '[.reap.volumes.orphaned[] | select(.tenant == "acme")] | length')" = 0 ]
 	run sbx-vol --tenant acme get kept /k -
 	assert_output keep
-	run sbx-vol --tenant acme get corpus /big.bin /dev/null
-	assert_success
+	run -65 sbx-vol --tenant acme get corpus /big.bin /dev/null
+	assert_output --partial 'not a regular file'
+	[ -c /dev/null ]
+	sbx-vol --tenant acme get corpus /big.bin "$BATS_TEST_TMPDIR/big"
+	[ "$(sha256sum <"$BATS_TEST_TMPDIR/big" | cut -d' ' -f1)" = "$(cat "$SBX_TEST_DIR/big.sum")" ]
 }

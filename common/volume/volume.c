@@ -60,7 +60,7 @@ static int check(const char *tenant, const char *name, struct sbx_err *err)
 
 char *sbx_vol_root(const struct sbx_profile *p)
 {
-	return sbx_xasprintf("%s/volumes", p->state_dir ? p->state_dir : "/var/lib/sbx");
+	return sbx_xasprintf("%s/volumes", p && p->state_dir ? p->state_dir : "/var/lib/sbx");
 }
 
 /* volumes/<K>: K from the keyspace and the tenant (volume.h). */
@@ -379,6 +379,63 @@ int sbx_vol_users(struct sbx_redis *r, const char *tenant, const char *name, cha
 	freeReplyObject(m);
 	*ids = v;
 	return 0;
+}
+
+struct orphans {
+	struct sbx_redis *r;
+	json_object *out;
+	int n;
+};
+
+/* One <prefix>:{<tenant>}:vols key: is its tenant known elsewhere? */
+static int orphan_key(const char *key, size_t len, void *ctx, struct sbx_err *err)
+{
+	(void)len;
+	struct orphans *o = ctx;
+	SBX_AUTOFREE char *tag = sbx_key_hash_tag(key);
+	size_t tl = 0;
+	SBX_AUTOFREE char *tenant = tag ? sbx_key_unescape(tag, strlen(tag), &tl) : NULL;
+	if (!tenant || strlen(tenant) != tl)
+		return 0;                /* not one of ours */
+	SBX_AUTOFREE char *idx = sbx_key_tenants(o->r->prefix);
+	SBX_AUTOFREE char *bound = sbx_key_tenant(o->r->prefix, tenant, tl, SBX_KEY_BOUND);
+	redisReply *a = NULL, *b = NULL;
+	const char *av[] = {"SISMEMBER", idx, tenant}, *bv[] = {"EXISTS", bound};
+	if (sbx_redis_cmd(o->r, &a, err, 3, av, NULL) < 0)
+		return -1;
+	int known = a->type == REDIS_REPLY_INTEGER && a->integer == 1;
+	freeReplyObject(a);
+	if (!known && sbx_redis_cmd(o->r, &b, err, 2, bv, NULL) < 0)
+		return -1;
+	if (b) {
+		known = b->type == REDIS_REPLY_INTEGER && b->integer == 1;
+		freeReplyObject(b);
+	}
+	if (known)
+		return 0;
+	struct sbx_vol *v;
+	size_t n;
+	if (sbx_vol_list(o->r, NULL, tenant, &v, &n, err) < 0)
+		return -1;
+	json_object *e = json_object_new_object(), *names = json_object_new_array();
+	for (size_t i = 0; i < n; i++)
+		json_object_array_add(names, json_object_new_string(v[i].name));
+	sbx_vols_free(v, n);
+	sbx_json_set_str(e, "tenant", tenant);
+	json_object_object_add(e, "volumes", names);
+	json_object_array_add(o->out, e);
+	o->n++;
+	return 0;
+}
+
+int sbx_vol_orphans(struct sbx_redis *r, json_object *out, struct sbx_err *err)
+{
+	struct orphans o = {.r = r, .out = out};
+	SBX_AUTOFREE char *gp = sbx_key_glob_escape(r->prefix);
+	SBX_AUTOFREE char *pat = sbx_xasprintf("%s:{*}:vols", gp);
+	if (sbx_redis_scan_all(r, pat, orphan_key, &o, err) < 0)
+		return -1;
+	return o.n;
 }
 
 /* nftw has no context argument; one walk at a time per process. */

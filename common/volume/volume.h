@@ -106,6 +106,12 @@ int sbx_vol_mounts(struct sbx_redis *r, const struct sbx_profile *p, const char 
 int sbx_vol_users(struct sbx_redis *r, const char *tenant, const char *name, char ***ids,
 		  size_t *n, struct sbx_err *err);
 
+/* The reaper's look at volumes (it never deletes one): every tenant of
+ * the keyspace with volumes that sbx knows nothing else of (not in the
+ * tenant index, no bound session), as [{"tenant", "volumes": [names]}],
+ * appended to `out`.  Returns the number of such tenants, or -1. */
+int sbx_vol_orphans(struct sbx_redis *r, json_object *out, struct sbx_err *err);
+
 /* Bytes the folder's files hold on disk (st_blocks), mounts not crossed. */
 int sbx_vol_used(const struct sbx_vol *v, int64_t *bytes, struct sbx_err *err);
 /* Write `data` as file `path` (absolute inside the volume) atomically,
