@@ -157,3 +157,16 @@ in_sb() { # in_sb ID [--root] -- CMD...: the command's stdout
 	sbx-vol --tenant acme get corpus /big.bin "$BATS_TEST_TMPDIR/big"
 	[ "$(sha256sum <"$BATS_TEST_TMPDIR/big" | cut -d' ' -f1)" = "$(cat "$SBX_TEST_DIR/big.sum")" ]
 }
+
+@test "a session's sandbox gets its volumes when the session makes it, and keeps them when it is resolved again" {
+	need_cap volumes
+	run sbx_new --tenant acme --session s-vol --volume corpus:/mnt/corpus:ro
+	assert_success
+	id=$(jqo .sandbox.id)
+	[ "$(in_sb "$id" -- ls /mnt/corpus)" = big.bin ]
+	run sbx_new --tenant acme --session s-vol --volume corpus:/mnt/corpus:ro
+	[ "$(jqo .sandbox.id)" = "$id" ]
+	[ "$(rcli scard 'sbx:{acme}:vol:corpus:users')" -ge 1 ]
+	[ "$(rcli sismember 'sbx:{acme}:vol:corpus:users' "$id")" = 1 ]
+	sbx-ctl kill --id "$id" >/dev/null
+}
