@@ -20,9 +20,10 @@
 #include "netpolicy.h"
 #include "session.h"
 #include "util.h"
+#include "volume.h"
 
 enum { O_PROFILE, O_TEMPLATE, O_LABEL, O_ENV, O_TIMEOUT, O_ON_TIMEOUT, O_AUTO_RESUME,
-       O_NO_AUTO_RESUME, O_MEMORY, O_PIDS, O_CPUS, O_DISK, O_INTERNET, O_TENANT, O_SESSION, O_SKILL_IMAGE, O_IN,
+       O_NO_AUTO_RESUME, O_MEMORY, O_PIDS, O_CPUS, O_DISK, O_INTERNET, O_TENANT, O_SESSION, O_SKILL_IMAGE, O_VOLUME, O_IN,
        O_WAIT, O_ALLOW_OUT, O_DENY_OUT, O_NET_POLICY };
 
 static const struct sbx_opt opts[] = {
@@ -45,6 +46,7 @@ static const struct sbx_opt opts[] = {
 	{"tenant", 0, "TENANT", "tenant of the session", O_TENANT, SBX_ALL},
 	{"session", 's', "SESSION", "resolve this session's sandbox", O_SESSION, SBX_ALL},
 	{"skill-image", 0, NULL, "start from the tenant's skill image (installer)", O_SKILL_IMAGE, SBX_ALL},
+	{"volume", 'v', "NAME:/PATH[:ro]", "mount the tenant's volume NAME at PATH, read-only with :ro (repeatable; needs --tenant)", O_VOLUME, SBX_ALL},
 	{"in", 0, NULL, "read documents from stdin and act once per document", O_IN, SBX_ALL},
 	{"wait", 0, "DURATION", "session: wait for a busy session lock (default 90s; 0 = no wait)", O_WAIT, SBX_ALL},
 	{0},
@@ -74,6 +76,8 @@ struct create_opts {
 	int skill_image, read_input;
 	int64_t lock_wait_ms;    /* 0 = library default; -1 = try once */
 	json_object *env_all;    /* the profile's env, then --env over it */
+	const char *volumes[SBX_VOLUMES_MAX];   /* --volume specs */
+	size_t nvolumes;
 };
 
 static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
@@ -142,6 +146,11 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	case O_SESSION: o->session = arg; return 0;
 	case O_SKILL_IMAGE: o->skill_image = 1; return 0;
 	case O_IN: o->read_input = 1; return 0;
+	case O_VOLUME:
+		if (o->nvolumes == SBX_VOLUMES_MAX)
+			return sbx_usage_err(err, "at most %d --volume", SBX_VOLUMES_MAX);
+		o->volumes[o->nvolumes++] = arg;
+		return 0;
 	case O_WAIT:
 		if (sbx_parse_duration_ms(arg, &o->lock_wait_ms, err) < 0)
 			return -1;
@@ -214,6 +223,52 @@ static void build_request(struct create_opts *o, const struct sbx_profile *p,
 	req->disk_required = o->disk_set;
 }
 
+/* The volume specs of this create: the flags', else the profile's
+ * "volumes" (a list of the same strings).  -1 when the profile's is not
+ * a list of strings. */
+static int volume_specs(struct create_opts *o, const struct sbx_profile *p,
+			const char **specs, size_t *n, struct sbx_err *err)
+{
+	*n = o->nvolumes;
+	memcpy(specs, o->volumes, o->nvolumes * sizeof(*specs));
+	json_object *pv = NULL;
+	if (o->nvolumes || !p->raw || !json_object_object_get_ex(p->raw, "volumes", &pv))
+		return 0;
+	if (!json_object_is_type(pv, json_type_array) ||
+	    json_object_array_length(pv) > SBX_VOLUMES_MAX)
+		return sbx_fail_config(err, "create",
+				"profile '%s': volumes must be a list of at most %d NAME:/PATH[:ro]",
+				p->name, SBX_VOLUMES_MAX);
+	for (size_t i = 0; i < json_object_array_length(pv); i++) {
+		json_object *s = json_object_array_get_idx(pv, i);
+		if (!json_object_is_type(s, json_type_string))
+			return sbx_fail_config(err, "create",
+					"profile '%s': volumes[%zu] is not a string", p->name, i);
+		specs[(*n)++] = json_object_get_string(s);
+	}
+	return 0;
+}
+
+/* The sandbox is made: record it as a user of each volume (sbx-vol rm is
+ * refused while it lives).  A volume removed since it was looked up
+ * makes the create fail, and the sandbox is removed again. */
+static int attach_volumes(struct sbx_backend *b, struct sbx_redis *r, const char *tenant,
+			  const struct sbx_vol_mount *m, size_t n, const char *id,
+			  struct sbx_err *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (sbx_vol_attach(r, tenant, m[i].name, id, err) == 0)
+			continue;
+		struct sbx_err e = {0};
+		int gone = 0;
+		(void)sbx_call(b, remove, &e, id, &gone);
+		for (size_t j = 0; j < i; j++)
+			(void)sbx_vol_detach(r, tenant, m[j].name, id, &e);
+		return -1;
+	}
+	return 0;
+}
+
 static int create_one(json_object *doc, void *ctx, struct sbx_err *err)
 {
 	struct create_opts *o = ctx;
@@ -228,9 +283,31 @@ static int create_one(json_object *doc, void *ctx, struct sbx_err *err)
 	if (o->auto_resume > 0 && !req.timeout.on_timeout_pause)
 		return sbx_fail(err, SBX_INVALID_REQUEST, "create", "--auto-resume needs --on-timeout pause");
 
-	int rc;
-	if (o->tenant) {
-		struct sbx_redis *r;
+	const char *specs[SBX_VOLUMES_MAX];
+	size_t nspec = 0;
+	struct sbx_vol vols[SBX_VOLUMES_MAX] = {{0}};
+	char *paths[SBX_VOLUMES_MAX] = {0};
+	struct sbx_vol_mount mounts[SBX_VOLUMES_MAX];
+	struct sbx_redis *r = NULL;
+	if (volume_specs(o, o->app.profile, specs, &nspec, err) < 0)
+		return -1;
+	int rc = 0;
+	if (o->tenant && !o->session && !o->skill_image && !nspec)
+		return sbx_usage_err(err, "--tenant needs --session, --skill-image or a volume "
+				     "(--volume, or the profile's volumes)");
+	if (nspec) {
+		if (!o->tenant)
+			return sbx_usage_err(err, "a volume is a tenant's: --volume needs --tenant");
+		if (sbx_backend_require(b, SBX_CAP_VOLUMES, "create", err) < 0 ||
+		    sbx_app_redis(&o->app, &r, err) < 0)
+			return -1;
+		rc = sbx_vol_mounts(r, o->app.profile, o->tenant, specs, nspec, vols, paths,
+				    mounts, err);
+		req.volumes = mounts;
+		req.nvolumes = nspec;
+	}
+	if (rc < 0) {
+	} else if (o->tenant && (o->session || o->skill_image)) {
 		if (sbx_app_redis(&o->app, &r, err) < 0)
 			return -1;
 		struct sbx_resolve_req rr = {
@@ -242,8 +319,16 @@ static int create_one(json_object *doc, void *ctx, struct sbx_err *err)
 	} else {
 		rc = sbx_call(b, create, err, &req, &sb);
 	}
-	if (rc < 0)
+	if (rc == 0 && nspec)
+		rc = attach_volumes(b, r, o->tenant, mounts, nspec, sb.id, err);
+	for (size_t i = 0; i < nspec; i++)
+		free(paths[i]);
+	for (size_t i = 0; i < nspec; i++)
+		sbx_vol_clear(&vols[i]);
+	if (rc < 0) {
+		sbx_sandbox_clear(&sb);
 		return -1;
+	}
 	json_object_object_add(doc, "sandbox", sbx_sandbox_to_json(&sb));
 	if (how)
 		sbx_json_set_str(doc, "resolved", how);
@@ -261,8 +346,6 @@ int main(int argc, char **argv)
 	int i = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &a, &err);
 	if (i >= 0 && (o.session || o.skill_image) && !o.tenant)
 		i = sbx_usage_err(&err, "--session and --skill-image need --tenant");
-	if (i >= 0 && o.tenant && !o.session && !o.skill_image)
-		i = sbx_usage_err(&err, "--tenant needs --session or --skill-image");
 	if (i >= 0 && o.session && o.skill_image)
 		i = sbx_usage_err(&err, "--session and --skill-image exclude each other");
 	if (i < 0) {

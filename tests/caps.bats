@@ -32,6 +32,9 @@ probe() {
 	metadata) sbx-ls --label suite=caps | jq -e --arg id "$SB" 'select(.sandbox.id == $id)' ;;
 	set_timeout) sbx-ctl timeout --id "$SB" --seconds 3600 ;;
 	process) sbx-proc ls --id "$SB" ;;
+	volumes)
+		sbx-vol --tenant caps create capsvol >/dev/null 2>&1 || sbx-vol --tenant caps show capsvol >/dev/null || return 1
+		sbx_new --tenant caps --volume capsvol:/mnt/caps:ro | sbx-ctl kill ;;
 	flatten)
 		local s
 		s=$(sbx-snap --id "$SB" | jq -r .snapshot.id) && sbx-snap flatten "$s" ;;

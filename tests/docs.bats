@@ -189,6 +189,7 @@ run_man_page() { # run_man_page NAME [TEMPLATE]: TEMPLATE (busybox) imported fir
 @test "sbx-reap(1) EXAMPLES run" { run_man_page sbx-reap.1; }
 @test "sbx-serve(1) EXAMPLES run" { run_man_page sbx-serve.1; }
 @test "sbx-proc(1) EXAMPLES run" { run_man_page sbx-proc.1; }
+@test "sbx-vol(1) EXAMPLES run" { run_man_page sbx-vol.1; }
 
 @test "every man page with EXAMPLES has a test here" {
 	local f name

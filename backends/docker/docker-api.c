@@ -28,6 +28,11 @@ static struct docker_conn *conn_of(struct sbx_backend *b) { return b->priv; }
 
 /* ---- the connection ---------------------------------------------------- */
 
+int docker_engine_local(struct sbx_backend *b)
+{
+	return conn_of(b) && conn_of(b)->unix_path != NULL;
+}
+
 /* The endpoint as errors may show it: userinfo ("user:password@") after
  * the scheme is replaced by "***@", as the Redis URL's is left out. */
 static char *shown_endpoint(const char *ep)

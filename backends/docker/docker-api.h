@@ -53,6 +53,9 @@ int docker_ping(struct sbx_backend *b, struct sbx_err *err);
  * daemon's message in err. */
 int docker_api(struct sbx_backend *b, const char *op, const char *method, const char *path,
 	       json_object *body, json_object **out, struct sbx_err *err);
+/* 1 when the engine is reached over a unix socket (it runs on this host
+ * and sees its paths: a volume's folder can be bound), else 0. */
+int docker_engine_local(struct sbx_backend *b);
 /* The same, returning the raw response (any status) for callers that need
  * headers or a streamed body.  -1 only on a transport failure (err->op is
  * then `op`). */

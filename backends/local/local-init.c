@@ -33,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "err.h"
 #include "local-clone.h"
 #include "util.h"
@@ -91,6 +92,15 @@ static int write_config(const struct local_init_cfg *c, int joined, struct sbx_e
 	for (size_t i = 0; i < SBX_ARRAY_LEN(shared); i++)
 		if (shared[i][1])
 			cfg_add(&buf, &len, &cap, shared[i][0], shared[i][1]);
+	for (size_t i = 0; i < c->nvolumes; i++) {
+		const struct sbx_vol_mount *v = &c->volumes[i];
+		if (strchr(v->path, '\n') || strchr(v->host_dir, '\n'))
+			return sbx_fail(err, SBX_INVALID_REQUEST, "create",
+					"a volume's path holds a newline");
+		SBX_AUTOFREE char *rec = sbx_xasprintf("%c%s\n%s", v->read_only ? 'r' : 'w',
+						       v->path, v->host_dir);
+		cfg_add(&buf, &len, &cap, SBX_INIT_K_VOLUME, rec);
+	}
 	if (c->shm_bytes > 0) {
 		char v[32];
 		snprintf(v, sizeof(v), "%lld", (long long)c->shm_bytes);

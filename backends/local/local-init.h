@@ -38,6 +38,8 @@
 #define SBX_INIT_K_DEV       "dev"         /* bind as /dev */
 #define SBX_INIT_K_CG        "cg"          /* a cgroup dir to join (repeatable); the
 					    * first is the cgroup2 one */
+#define SBX_INIT_K_VOLUME    "volume"      /* repeatable: "<r|w><path>\n<host dir>", a
+					    * volume bound at <path> (read-only: r) */
 #define SBX_INIT_K_CG_JOINED "cg_joined"   /* optional, "1": the launcher was born in
 					    * the first cg (clone3), skip its move */
 
@@ -47,6 +49,7 @@
 #include <sys/types.h>
 
 struct sbx_err;
+struct sbx_vol_mount;
 
 /* What the init needs (local-init.c passes it to sbx-init as above).
  * Everything is prepared by create; the init only mounts, pivots and then
@@ -65,6 +68,8 @@ struct local_init_cfg {
 	const char *sysfs;       /* the shared mounts (local-shared.h), or NULL */
 	const char *empty;
 	const char *dev;
+	const struct sbx_vol_mount *volumes;   /* bound in before the pivot */
+	size_t nvolumes;
 };
 /* Start the init of a sandbox as a daemon: new mount, pid, uts, ipc, net
  * and cgroup namespaces, in the sandbox's cgroups, its root on the

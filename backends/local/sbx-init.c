@@ -58,6 +58,7 @@
 		  CLONE_NEWNET | CLONE_NEWCGROUP)
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_CG 8
+#define MAX_VOL 16
 
 struct cfg {
 	const char *id, *dir, *overlay, *host_view;
@@ -68,6 +69,8 @@ struct cfg {
 	const char *cg[MAX_CG];
 	int ncg;
 	int cg_joined;          /* born in cg[0]: do not move there */
+	const char *vol[MAX_VOL];  /* "<r|w><path>\n<host dir>" (local-init.h) */
+	int nvol;
 };
 
 /* fds the init keeps across the pivot (everything else is closed). */
@@ -146,6 +149,9 @@ static int cfg_read(char *buf, size_t cap, struct cfg *c)
 			c->shm_size = v;
 		else if (strcmp(r, SBX_INIT_K_CG) == 0 && c->ncg < MAX_CG)
 			c->cg[c->ncg++] = v;
+		else if (strcmp(r, SBX_INIT_K_VOLUME) == 0 && c->nvol < MAX_VOL &&
+			 (v[0] == 'r' || v[0] == 'w') && v[1] == '/' && strchr(v, '\n'))
+			c->vol[c->nvol++] = v;
 		else if (strcmp(r, SBX_INIT_K_CG_JOINED) == 0)
 			c->cg_joined = strcmp(v, "1") == 0;
 	}
@@ -332,6 +338,70 @@ static void mount_overlay(struct init_fds *f, const char *root, const char *opts
 		     "mount the overlay");
 }
 
+/* The directory `path` (absolute) below the directory fd `root`, made
+ * when missing (0755), as an O_PATH fd; every component is opened with
+ * O_NOFOLLOW, so a symlink in the template (mnt -> /proc, or into the
+ * host's paths before the pivot) is refused (ELOOP/ENOTDIR), never
+ * followed.  -1 with errno. */
+static int mkdir_below(int root, const char *path)
+{
+	char buf[4096];
+	snprintf(buf, sizeof(buf), "%s", path);
+	int fd = dup(root);
+	for (char *s = buf, *save = NULL, *c; fd >= 0 && (c = strtok_r(s, "/", &save)); s = NULL) {
+		if (!strcmp(c, ".") || !strcmp(c, "..")) {
+			close(fd);
+			errno = EINVAL;
+			return -1;
+		}
+		if (mkdirat(fd, c, 0755) < 0 && errno != EEXIST) {
+			close(fd);
+			return -1;
+		}
+		int next = openat(fd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		fd = next;
+	}
+	return fd;
+}
+
+/* The volumes (local-init.h), on the new root before the pivot: each a
+ * detached copy of its host folder (open_tree: nothing of the host's tree
+ * beside it comes along), set nodev, nosuid and, for r, read-only before
+ * it is attached (mount_setattr), then moved onto its mount point, which
+ * is reached through fds only (mkdir_below).  The sandbox's seccomp
+ * filter refuses every mount call (local-seccomp.c), so root inside can
+ * neither remount it writable nor unmount it to see what is below. */
+static void mount_volumes(struct init_fds *f, const struct cfg *c, const char *root)
+{
+	int rfd = c->nvol ? open(root, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (c->nvol && rfd < 0)
+		DIE(f, "open the new root");
+	for (int i = 0; i < c->nvol; i++) {
+		char path[4096];
+		const char *nl = strchr(c->vol[i], '\n');
+		snprintf(path, sizeof(path), "%.*s", (int)(nl - c->vol[i] - 1), c->vol[i] + 1);
+		int src = (int)syscall(SYS_open_tree, AT_FDCWD, nl + 1,
+				       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		if (src < 0)
+			DIE(f, "open a volume's folder");
+		struct mount_attr a = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+						   (c->vol[i][0] == 'r' ? MOUNT_ATTR_RDONLY : 0)};
+		if (syscall(SYS_mount_setattr, src, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)
+			DIE(f, "set a volume's mount flags");
+		int dst = mkdir_below(rfd, path);
+		if (dst < 0)
+			DIE(f, "make a volume's mount point");
+		if (syscall(SYS_move_mount, src, "", dst, "",
+			    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+			DIE(f, "mount a volume");
+		close(src);
+		close(dst);
+	}
+	if (rfd >= 0)
+		close(rfd);
+}
+
 /* Build the sandbox's root at <dir>/root and pivot into it.  The overlay
  * is nodev: a device node in any layer (a hostile template, a snapshot,
  * one root made inside) cannot be opened; and nosuid (see docs/security). */
@@ -352,6 +422,7 @@ static void setup_root(struct init_fds *f, const struct cfg *c)
 	protect_proc(f, root, empty);
 	setup_sys(f, c, root);
 	setup_dev(f, c, root);
+	mount_volumes(f, c, root);
 
 	/* pivot_root(".", "."): the old root ends up stacked under the new
 	 * one and is detached at once; no directory is needed for it. */

@@ -87,6 +87,18 @@ struct sbx_network {
 	struct sbx_netpolicy *policy;
 };
 
+/* A tenant's volume (volume.h) mounted at create.  The backend binds
+ * host_dir at path (absolute, the one path rule's spelling), nodev and
+ * nosuid, and read-only when read_only, so that no process inside, root
+ * included, can write it or remount it otherwise. */
+struct sbx_vol_mount {
+	const char *name;
+	const char *host_dir;
+	const char *path;
+	int read_only;
+};
+#define SBX_VOLUMES_MAX 16       /* per sandbox */
+
 struct sbx_create_req {
 	const char *template_id; /* NULL = the profile's template */
 	struct sbx_timeout_policy timeout;
@@ -94,6 +106,8 @@ struct sbx_create_req {
 	json_object *env;        /* string -> string, may be NULL */
 	struct sbx_network net;
 	struct sbx_limits limits;
+	const struct sbx_vol_mount *volumes;   /* SBX_CAP_VOLUMES; may be NULL */
+	size_t nvolumes;
 	int disk_required;       /* limits.disk_bytes was asked for explicitly:
 				  * unsupported where it cannot be enforced
 				  * (a profile's default is best effort) */
@@ -216,6 +230,7 @@ enum sbx_cap {
 					   * action and auto-resume (E2B fixes
 					   * them at create) */
 	SBX_CAP_HOST_LOCAL  = 1 << 16,   /* sandboxes live on the host that made them (host.h) */
+	SBX_CAP_VOLUMES     = 1 << 17,   /* create mounts a tenant's volumes (sbx_vol_mount) */
 };
 /* Names for documents and `sbx-ctl caps`: {"exec": true, ...}. */
 json_object *sbx_caps_to_json(unsigned caps);

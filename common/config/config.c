@@ -79,7 +79,7 @@ static const char *const profile_keys[] = {
 	"prefix", "api_key_file", "api_key_env", "allow_private",
 	"allow_internet", "allow_public", "memory", "pids", "cpus", "disk", "shm",
 	"idle_timeout", "on_timeout", "auto_resume", "description", "options", "env",
-	"redis_nodes", "events_maxlen", "network_policy", "quota", "retain_paused",
+	"redis_nodes", "events_maxlen", "network_policy", "quota", "retain_paused", "volumes",
 };
 
 /* "quota": {"running": N, "sandboxes": M}, each a count >= 0 (absent: no

@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "path.h"
 #include "util.h"
 
@@ -325,6 +326,73 @@ int sbx_fsc_write(const struct sbx_fsc *c, const char *path, const void *data, s
 		return fail_errno(err, op, p);
 	}
 	fd = -1;
+	return 0;
+}
+
+/* What is at `leaf` in dfd may be replaced by a new file: nothing, or a
+ * regular file inside the rules.  The same policy as sbx_fsc_write. */
+static int replaceable(const struct sbx_fsc *c, int dfd, const char *leaf, const char *op,
+		       const char *p, struct sbx_err *err)
+{
+	SBX_AUTOCLOSE int pfd = openat(dfd, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0)
+		return errno == ENOENT ? 0 : fail_errno(err, op, p);
+	struct stat st;
+	if (fstat(pfd, &st) < 0)
+		return fail_errno(err, op, p);
+	if (S_ISLNK(st.st_mode))
+		return refuse(err, op, p, "is a symbolic link; not followed");
+	if (S_ISDIR(st.st_mode))
+		return sbx_fail_reason(err, SBX_INVALID_REQUEST, SBX_R_IS_DIR, op,
+				       "%s: is a directory", p);
+	if (!S_ISREG(st.st_mode))
+		return refuse(err, op, p, "not a regular file");
+	return check_fd(c, pfd, op, p, err);
+}
+
+int sbx_fsc_write_atomic(const struct sbx_fsc *c, const char *path, const void *data,
+			 size_t len, unsigned mode, struct sbx_err *err)
+{
+	const char *op = "write";
+	SBX_AUTOFREE char *p = NULL;
+	char leaf[NAME_MAX + 1], tmp[64];
+	SBX_AUTOCLOSE int dfd = norm_parent(c, path, op, &p, leaf, err);
+	if (dfd < 0 || replaceable(c, dfd, leaf, op, p, err) < 0)
+		return -1;
+	snprintf(tmp, sizeof(tmp), ".sbx-put.%ld.%llx", (long)getpid(),
+		 (unsigned long long)sbx_now_ms());
+	/* Unnamed until whole: a crash before the link leaves nothing. */
+	int named = 0;
+	SBX_AUTOCLOSE int fd = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode & 0777);
+	if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    mode & 0777);
+		named = 1;
+	}
+	if (fd < 0)
+		return fail_errno(err, op, p);
+	int e = 0;
+	if (sbx_write_all(fd, data, len) < 0 || fchmod(fd, mode & 07777) < 0)
+		e = errno;
+	sbx_fault("files:atomic-written");
+	if (!e && fsync(fd) < 0)
+		e = errno;
+	if (!e && !named) {
+		char self[64];
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+		if (linkat(AT_FDCWD, self, dfd, tmp, AT_SYMLINK_FOLLOW) < 0)
+			e = errno;
+		else
+			named = 1;
+	}
+	if (!e && renameat(dfd, tmp, dfd, leaf) < 0)
+		e = errno;
+	if (e) {
+		if (named)
+			unlinkat(dfd, tmp, 0);
+		errno = e;
+		return fail_errno(err, op, p);
+	}
 	return 0;
 }
 

@@ -74,6 +74,14 @@ int sbx_fsc_parent(const struct sbx_fsc *c, const char *path, char *leaf,
  * place; a crash midway leaves it truncated or partial. */
 int sbx_fsc_write(const struct sbx_fsc *c, const char *path, const void *data, size_t len,
 		  unsigned mode, struct sbx_err *err);
+/* The same, but atomic: the data goes to an unnamed file (O_TMPFILE; a
+ * named ".sbx-put.*" one where the file system has none) in `path`'s
+ * directory, is synced, and is renamed over `path`.  A reader sees the old
+ * file or the new one whole; a crash while writing leaves `path` as it was
+ * and, with O_TMPFILE, no other name either.  The new file is the
+ * caller's (an existing file's owner is not kept). */
+int sbx_fsc_write_atomic(const struct sbx_fsc *c, const char *path, const void *data,
+			 size_t len, unsigned mode, struct sbx_err *err);
 /* Read the regular file `path` (symlinks followed, confined).  More than
  * `max` bytes is invalid_request.  *data is NUL-terminated, caller frees. */
 int sbx_fsc_read(const struct sbx_fsc *c, const char *path, size_t max, char **data,

@@ -44,6 +44,7 @@
 #include "sset.h"
 #include "tokenkey.h"
 #include "util.h"
+#include "volume.h"
 
 /* ------------------------------------------------------------------ */
 /* The run's state is in reap-int.h; its failures, lease and keyspace
@@ -614,6 +615,25 @@ static void report_open(struct run *run, json_object **report)
 		sbx_json_set_int(run->rep, "retire_idle_ms", o->retire_idle_ms);
 }
 
+/* Volumes are never deleted by the reaper (they outlive every sandbox
+ * and their tenant's sessions): it only lists, under "volumes", those of
+ * tenants sbx knows nothing else of, for an operator to look at.  A
+ * failure to read them is noted there and fails nothing else. */
+static void do_volumes(struct run *run)
+{
+	json_object *v = json_object_new_object(), *orph = json_object_new_array();
+	struct sbx_err err = {0};
+	if (run->o->tenant) {
+		json_object_put(orph);
+		json_object_put(v);
+		return;                /* a one-tenant run looks at that tenant only */
+	}
+	if (sbx_vol_orphans(run->r, orph, &err) < 0)
+		sbx_json_set_str(v, "skipped", err.msg);
+	json_object_object_add(v, "orphaned", orph);
+	json_object_object_add(run->rep, "volumes", v);
+}
+
 /* The steps of a run that holds the lease, timed per phase (benchmarks,
  * and a slow backend or Redis shows up here first).  -1 when the listing
  * or Redis could not be read: then nothing at all was deleted. */
@@ -651,6 +671,7 @@ static int run_phases(struct run *run, json_object *refused, struct sbx_err *err
 	PHASE("snapshots");
 	do_images(run);
 	PHASE("images");
+	do_volumes(run);
 	do_idle(run);
 	if (run->idle)
 		PHASE("idle");

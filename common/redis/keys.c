@@ -20,6 +20,7 @@ static const char *const tenant_suffix[] = {
 	[SBX_KEY_EVENTS] = "events", [SBX_KEY_AUDIT] = "audit",
 	[SBX_KEY_USAGE] = "usage", [SBX_KEY_QUOTA] = "quota",
 	[SBX_KEY_PAUSED] = "paused",
+	[SBX_KEY_VOLUMES] = "vols",
 };
 
 int sbx_id_check(const char *what, const char *id, size_t len, struct sbx_err *err)
@@ -122,6 +123,14 @@ char *sbx_key_skill(const char *prefix, const char *tenant, size_t tlen,
 	SBX_AUTOFREE char *t = sbx_key_escape(tenant, tlen);
 	SBX_AUTOFREE char *n = sbx_key_escape(name, nlen);
 	return sbx_xasprintf("%s:{%s}:skill:%s", prefix, t, n);
+}
+
+char *sbx_key_volume(const char *prefix, const char *tenant, size_t tlen,
+		     const char *name, size_t nlen, int users)
+{
+	SBX_AUTOFREE char *t = sbx_key_escape(tenant, tlen);
+	SBX_AUTOFREE char *n = sbx_key_escape(name, nlen);
+	return sbx_xasprintf("%s:{%s}:vol:%s%s", prefix, t, n, users ? ":users" : "");
 }
 
 char *sbx_key_tenants(const char *prefix)

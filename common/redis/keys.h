@@ -13,6 +13,9 @@
  *   <prefix>:{<tenant>}:usage                    hash session -> slot state (quota.h)
  *   <prefix>:{<tenant>}:quota                    hash: the tenant's own quota (quota.h)
  *   <prefix>:{<tenant>}:paused                   hash session -> unix time of its pause (quota.h)
+ *   <prefix>:{<tenant>}:vols                     set of the tenant's volume names (volume.h)
+ *   <prefix>:{<tenant>}:vol:<name>               hash: one volume's record
+ *   <prefix>:{<tenant>}:vol:<name>:users         set of sandbox ids mounting it
  *   <prefix>:tenants                             set of tenants (--all-tenants)
  *   <prefix>:reap:lease                          one reaper at a time
  *   <prefix>:reap:lease:<host>                   ... per host, for host-local backends
@@ -51,6 +54,7 @@ enum sbx_tenant_key {
 	SBX_KEY_USAGE,
 	SBX_KEY_QUOTA,
 	SBX_KEY_PAUSED,
+	SBX_KEY_VOLUMES,
 };
 
 /* 0, or -1 with invalid_request naming `what` ("tenant", "session"): empty,
@@ -73,6 +77,9 @@ char *sbx_key_tenant(const char *prefix, const char *tenant, size_t tlen,
 		     enum sbx_tenant_key which);
 char *sbx_key_skill(const char *prefix, const char *tenant, size_t tlen,
 		    const char *name, size_t nlen);
+/* A volume's record (users 0) or the set of sandboxes using it (users 1). */
+char *sbx_key_volume(const char *prefix, const char *tenant, size_t tlen,
+		     const char *name, size_t nlen, int users);
 char *sbx_key_tenants(const char *prefix);
 /* host: NULL, or a host id (host.h: plain characters only) for the lease
  * of a host-local backend's reaper, one per keyspace and host. */

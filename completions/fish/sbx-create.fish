@@ -18,6 +18,7 @@ complete -c sbx-create -l network-policy -r -d 'egress rules from a JSON policy 
 complete -c sbx-create -l tenant -r -d 'tenant of the session'
 complete -c sbx-create -l session -s s -r -d 'resolve this session\'s sandbox'
 complete -c sbx-create -l skill-image -d 'start from the tenant\'s skill image (installer)'
+complete -c sbx-create -l volume -s v -d 'NAME:/PATH[:ro] mount the tenant\'s volume NAME at PATH, read-only with :ro (repeatable; needs --tenant)'
 complete -c sbx-create -l in -d 'read documents from stdin and act once per document'
 complete -c sbx-create -l wait -r -d 'session: wait for a busy session lock (default 90s; 0 = no wait)'
 complete -c sbx-create -l help -s h -d 'show help'
