@@ -25,8 +25,10 @@ teardown_file() {
 	sbx_teardown_file
 }
 
-# The server's worker processes (its children), sorted, one a line.
-workers() { pgrep -P "$SERVE_PID_main" | sort -n; }
+# The server's one child is the forker; the workers are its children
+# (serve-pool.c), sorted, one a line.
+forker() { pgrep -P "$SERVE_PID_main"; }
+workers() { pgrep -P "$(forker)" | sort -n; }
 # Those of them that are zombies (dead, not reaped).
 zombies() {
 	local p
@@ -47,6 +49,23 @@ get_many() {
 	local urls=() i
 	for i in $(seq 1 "$3"); do urls+=(-o /dev/null "$SERVE_URL/sandboxes/$2"); done
 	curl -sS -H "X-API-Key: $1" -w '%{http_code}\n' "${urls[@]}"
+}
+
+# A fork from the threaded server copies the locks its other threads hold
+# at that instant, held for good: under ASan a kept worker hung at its
+# first malloc with a request taken.  Workers come from a process of one
+# thread, the server's only child.
+@test "workers are forked by a one-thread forker, not by the threaded server" {
+	get_many "$SERVE_KEY" "$SB" 3 >/dev/null
+	local f p
+	f=$(forker)
+	[ "$(printf '%s\n' "$f" | wc -l)" -eq 1 ]
+	[ "$(awk '/^Threads:/{print $2}' "/proc/$f/status")" -eq 1 ]
+	[ "$(awk '/^Threads:/{print $2}' "/proc/$SERVE_PID_main/status")" -gt 1 ]
+	[ -n "$(workers)" ]
+	for p in $(workers); do
+		[ "$(awk '/^PPid:/{print $2}' "/proc/$p/status")" -eq "$f" ]
+	done
 }
 
 @test "requests and the once-a-second sweep are served by the same workers: no fork per request" {

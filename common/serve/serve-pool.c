@@ -10,15 +10,21 @@
  *    of 500 or more, after a handler's failure, and whenever the
  *    connection thread cannot tell that it finished cleanly; the next
  *    request that finds no idle worker gets a new one.
- *  - Workers are forked by the pool's thread only (PR_SET_PDEATHSIG
- *    follows the thread that forked: a worker dies with the server, not
- *    with the connection that asked for it).  Between a fork and the
- *    worker's loop nothing takes a lock another thread may hold: the
- *    connection threads never hold one in the backend, Redis, OpenSSL or
- *    stdio (serve-http.c), and no thread calls glibc's time zone code
- *    (gmtime_r's lock, which the handlers take: sbx-serve's log line
- *    formats its time itself).  A kept worker would otherwise hang on a
- *    lock that was held at its fork for all its life, not one request.
+ *  - Workers are forked by the forker, a process of one thread forked
+ *    from the server when the pool starts, before the server has a
+ *    second thread: a fork from the threaded server copies every lock
+ *    another thread holds at that instant, held for good (a kept worker
+ *    hung at its first malloc under ASan, whose allocator has no fork
+ *    handler, with a request already taken: stop 36's serve.bats hang),
+ *    and no rule about which locks the threads take can cover the
+ *    libraries'.  The pool's thread asks the forker for a worker over a
+ *    socket and gets back its pid, its control socket and a pidfd, by
+ *    which the worker is watched, signalled and waited for (it is the
+ *    forker's child, reaped by the kernel: the forker ignores SIGCHLD).
+ *    A worker dies with the forker (PR_SET_PDEATHSIG), the forker with
+ *    the server, or when the pool closes its socket.  A forker that is
+ *    gone (a kill -9) is started again by nobody: once the idle workers
+ *    are used up, requests get 503 ("cannot start a worker").
  *  - The request crosses the control socket as texts the worker bounds
  *    again (at most SERVE_MAX_HEADERS headers, 64 query parameters, a
  *    body within cfg->max_body), so a broken frame ends that worker and
@@ -36,6 +42,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +54,7 @@
 
 struct serve_worker {
 	pid_t pid;
+	int pidfd;                   /* readable once it has exited */
 	int ctl;                     /* our end of its control socket */
 	int busy;
 	uint64_t idle_since;         /* a sequence: the newest idle is taken */
@@ -63,6 +71,8 @@ struct serve_pool {
 	uint64_t seq;
 	int stopping;
 	pthread_t thread;
+	int forker;                  /* socket to the forker (the pool's thread's) */
+	pid_t forker_pid;
 	serve_pool_fn fn;
 	const struct sbx_serve_cfg *cfg;
 	const char *dir;
@@ -189,6 +199,7 @@ static __attribute__((noreturn)) void worker_main(struct serve_pool *p, int ctl)
 	 * reach it, for the SIGKILL escalation's test. */
 	signal(SIGTERM, sbx_fault_on("serve:worker-ignores-term") ? SIG_IGN : SIG_DFL);
 	signal(SIGINT, SIG_DFL);
+	signal(SIGCHLD, SIG_DFL);    /* the forker's SIG_IGN: handlers wait for their children */
 	if (ctl != 3 && (dup2(ctl, 3) < 0 || close(ctl) < 0))
 		_exit(1);
 	/* Nothing of the server's (the listen socket, clients' sockets,
@@ -215,56 +226,143 @@ static __attribute__((noreturn)) void worker_main(struct serve_pool *p, int ctl)
 
 /* ---- the server's side ---- */
 
-/* Fork one worker (in the pool's thread).  NULL on failure. */
+static int pidfd_open_(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static int pidfd_signal(int pidfd, int sig)
+{
+	return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+}
+
+/* The forker's loop: for each byte read on fd 3, a worker forked and
+ * {pid} sent back with its control socket and a pidfd (pid -1 and no fds
+ * when it could not be made).  EOF: the pool is done. */
+static __attribute__((noreturn)) void forker_main(struct serve_pool *p, int sock, pid_t server)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != server)
+		_exit(0);
+	signal(SIGCHLD, SIG_IGN);    /* its workers are reaped by the kernel */
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_IGN);     /* a ^C is the server's to handle */
+	if (sock != 3 && (dup2(sock, 3) < 0 || close(sock) < 0))
+		_exit(1);
+	close_range(4, ~0U, 0);
+	for (;;) {
+		char c;
+		ssize_t n = read(3, &c, 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(0);
+		int sv[2] = {-1, -1}, pfd = -1;
+		pid_t pid = -1;
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0) {
+			pid = fork();
+			if (pid == 0) {
+				close(sv[0]);
+				worker_main(p, sv[1]);
+			}
+			close(sv[1]);
+			if (pid > 0 && (pfd = pidfd_open_(pid)) < 0) {
+				kill(pid, SIGKILL);
+				pid = -1;
+			}
+		}
+		char cbuf[CMSG_SPACE(2 * sizeof(int))] = {0};
+		struct iovec iov = {.iov_base = &pid, .iov_len = sizeof(pid)};
+		struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+		if (pid > 0) {
+			int fds[2] = {sv[0], pfd};
+			m.msg_control = cbuf;
+			m.msg_controllen = sizeof(cbuf);
+			struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(sizeof(fds));
+			memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+		}
+		while (sendmsg(3, &m, MSG_NOSIGNAL) < 0)
+			if (errno != EINTR)
+				_exit(0);
+		if (sv[0] >= 0)
+			close(sv[0]);
+		if (pfd >= 0)
+			close(pfd);
+	}
+}
+
+/* One worker from the forker (in the pool's thread, its only user).
+ * NULL on failure: out of processes, or the forker gone. */
 static struct serve_worker *spawn(struct serve_pool *p)
 {
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+	char c = 'w';
+	if (write_all(p->forker, &c, 1) < 0)
 		return NULL;
-	pid_t c = fork();
-	if (c < 0) {
-		close(sv[0]);
-		close(sv[1]);
+	pid_t pid = -1;
+	char cbuf[CMSG_SPACE(2 * sizeof(int))];
+	struct iovec iov = {.iov_base = &pid, .iov_len = sizeof(pid)};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			   .msg_controllen = sizeof(cbuf)};
+	ssize_t got;
+	do
+		got = recvmsg(p->forker, &m, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+	while (got < 0 && errno == EINTR);
+	struct cmsghdr *cm = got == (ssize_t)sizeof(pid) ? CMSG_FIRSTHDR(&m) : NULL;
+	int fds[2] = {-1, -1};
+	if (cm && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(fds)))
+		memcpy(fds, CMSG_DATA(cm), sizeof(fds));
+	if (pid <= 0 || fds[0] < 0 || fds[1] < 0) {
+		if (fds[0] >= 0)
+			close(fds[0]);
+		if (fds[1] >= 0)
+			close(fds[1]);
 		return NULL;
 	}
-	if (c == 0) {
-		close(sv[0]);
-		worker_main(p, sv[1]);
-	}
-	close(sv[1]);
 	struct serve_worker *w = sbx_xcalloc(1, sizeof(*w));
-	w->pid = c;
-	w->ctl = sv[0];
+	w->pid = pid;
+	w->ctl = fds[0];
+	w->pidfd = fds[1];
 	return w;
+}
+
+/* Whether it has exited, waiting up to ms (-1: for good). */
+static int exited_within(const struct serve_worker *w, int ms)
+{
+	struct pollfd pf = {.fd = w->pidfd, .events = POLLIN};
+	int r;
+	while ((r = poll(&pf, 1, ms)) < 0 && errno == EINTR)
+		;
+	return r != 0;
+}
+
+static void release(struct serve_worker *w)
+{
+	close(w->pidfd);
+	close(w->ctl);
+	free(w);
 }
 
 static void reap(struct serve_worker *w)
 {
-	while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
-		;
-	close(w->ctl);
-	free(w);
+	exited_within(w, -1);
+	release(w);
 }
 
-/* SIGTERM, SIGKILL SERVE_POOL_TERM_MS later if it has not exited, reaped. */
-static int worker_exited(void *ctx)
-{
-	const struct serve_worker *w = ctx;
-	return waitpid(w->pid, NULL, WNOHANG) != 0;
-}
-
+/* SIGTERM, SIGKILL SERVE_POOL_TERM_MS later if it has not exited. */
 static void end_worker(struct serve_worker *w)
 {
-	if (waitpid(w->pid, NULL, WNOHANG) == 0) {
-		kill(w->pid, SIGTERM);
-		if (!sbx_poll_until(SERVE_POOL_TERM_MS, 10, worker_exited, w)) {
-			kill(w->pid, SIGKILL);
+	if (!exited_within(w, 0)) {
+		pidfd_signal(w->pidfd, SIGTERM);
+		if (!exited_within(w, SERVE_POOL_TERM_MS)) {
+			pidfd_signal(w->pidfd, SIGKILL);
 			reap(w);
 			return;
 		}
 	}
-	close(w->ctl);
-	free(w);
+	release(w);
 }
 
 /* Back to the idle ones.  Under p->mu. */
@@ -340,8 +438,26 @@ int serve_pool_start(struct serve_pool **out, unsigned max, serve_pool_fn fn,
 	p->fn = fn;
 	p->cfg = cfg;
 	p->dir = dir;
-	int e = pthread_create(&p->thread, NULL, pool_main, p);
+	int fs[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fs) < 0) {
+		free(p->w);
+		free(p);
+		return -1;
+	}
+	pid_t server = getpid();
+	p->forker_pid = fork();
+	if (p->forker_pid == 0) {
+		close(fs[0]);
+		forker_main(p, fs[1], server);
+	}
+	close(fs[1]);
+	p->forker = fs[0];
+	int e = p->forker_pid < 0 ? errno : pthread_create(&p->thread, NULL, pool_main, p);
 	if (e) {
+		close(p->forker);
+		if (p->forker_pid > 0)
+			while (waitpid(p->forker_pid, NULL, 0) < 0 && errno == EINTR)
+				;
 		free(p->w);
 		free(p);
 		errno = e;
@@ -512,7 +628,7 @@ size_t serve_pool_signal_busy(struct serve_pool *p, int sig)
 	size_t k = 0;
 	for (size_t i = 0; i < p->n; i++)
 		if (p->w[i]->busy) {
-			kill(p->w[i]->pid, sig);
+			pidfd_signal(p->w[i]->pidfd, sig);
 			k++;
 		}
 	pthread_mutex_unlock(&p->mu);
@@ -537,6 +653,10 @@ void serve_pool_stop(struct serve_pool *p)
 			end_worker(p->w[i]);
 		}
 	}
+	/* EOF: the forker exits. */
+	close(p->forker);
+	while (waitpid(p->forker_pid, NULL, 0) < 0 && errno == EINTR)
+		;
 	free(p->w);
 	pthread_cond_destroy(&p->wake);
 	pthread_cond_destroy(&p->ready);

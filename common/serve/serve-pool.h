@@ -2,9 +2,9 @@
  * of the requests, each serving one request at a time, and ended after
  * SERVE_POOL_REQUESTS requests or any failure.
  *
- * A worker is a process forked from the server (by the pool's own thread,
- * which lives as long as the pool: a worker's PR_SET_PDEATHSIG is tied to
- * it).  The connection thread hands it a request (serve_pool_run): the
+ * A worker is a process forked by the forker, a one-thread process the
+ * pool forks from the server at its start, before the server has a second
+ * thread (serve-pool.c says why); the pool's own thread asks it for each.  The connection thread hands it a request (serve_pool_run): the
  * request's texts and body over the worker's control socket, and the
  * write end of a fresh pipe, on which the worker writes its answer
  * (serve-int.h's pipe form) and which it closes when the answer is
