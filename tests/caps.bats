@@ -32,6 +32,16 @@ probe() {
 	metadata) sbx-ls --label suite=caps | jq -e --arg id "$SB" 'select(.sandbox.id == $id)' ;;
 	set_timeout) sbx-ctl timeout --id "$SB" --seconds 3600 ;;
 	process) sbx-proc ls --id "$SB" ;;
+	tty)
+		# -t is raw: its own failures are 125 with the stderr grammar;
+		# said here the way the other probes say them
+		local rc=0
+		sbx-exec --id "$SB" -t --tty-size 80x24 -- true 2>"$BATS_TEST_TMPDIR/tty.err" || rc=$?
+		if [ "$rc" -eq 125 ] && grep -q 'error: unsupported' "$BATS_TEST_TMPDIR/tty.err"; then
+			echo '{"error":{"kind":"unsupported"}}'
+			return 69
+		fi
+		return "$rc" ;;
 	flatten)
 		local s
 		s=$(sbx-snap --id "$SB" | jq -r .snapshot.id) && sbx-snap flatten "$s" ;;

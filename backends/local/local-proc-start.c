@@ -71,7 +71,8 @@ static void ps_init(struct pstart *s)
 	memset(s, 0, sizeof(*s));
 	s->out[0] = s->out[1] = s->err[0] = s->err[1] = s->status[0] = s->status[1] = -1;
 	s->fifo_r = s->keeper = s->nul = s->topcg = s->topdir = s->exe = s->procs = s->killfd = -1;
-	s->sp.selfns = s->sp.report[0] = s->sp.report[1] = -1;
+	s->sp.selfns = s->sp.report[0] = s->sp.report[1] = s->sp.cg_dir = -1;
+	s->sp.tty_sock[0] = s->sp.tty_sock[1] = -1;
 	for (int i = 0; i < LOCAL_NCG; i++)
 		s->sp.cg_fds[i] = -1;
 }

@@ -111,6 +111,26 @@ struct sbx_exec_req {
 	int raw_out_fd;          /* >= 0: stream stdout here instead of capturing */
 	int raw_err_fd;          /* >= 0: stream stderr here */
 	int raw_in_fd;           /* >= 0: stdin from this fd instead of stdin_data */
+	/* A pseudo-terminal (SBX_CAP_TTY; the fields below count only with
+	 * tty set).  The command's stdin, stdout and stderr are the slave of
+	 * a pty made inside the sandbox, its controlling terminal, in a
+	 * session of its own; the terminal's signals (Ctrl-C, Ctrl-Z) reach
+	 * its foreground process group.  The master's output goes to
+	 * raw_out_fd (else it is captured as stdout; stderr is empty), and
+	 * raw_in_fd's bytes (else stdin_data) go to the master unchanged;
+	 * at their end the terminal's EOF character (Ctrl-D) is sent once.
+	 * The caller's own terminal (raw mode, restoring it) is the
+	 * caller's business. */
+	int tty;
+	unsigned tty_cols, tty_rows;  /* the size at start; 0 = 80x24 */
+	int tty_size_fd;         /* >= 0: a stream of struct sbx_tty_size
+				  * records (a pipe the caller writes on
+				  * SIGWINCH), each one a resize; -1 = none */
+};
+
+/* One resize on sbx_exec_req.tty_size_fd (host byte order). */
+struct sbx_tty_size {
+	uint16_t cols, rows;
 };
 
 struct sbx_exec_result {
@@ -216,6 +236,7 @@ enum sbx_cap {
 					   * action and auto-resume (E2B fixes
 					   * them at create) */
 	SBX_CAP_HOST_LOCAL  = 1 << 16,   /* sandboxes live on the host that made them (host.h) */
+	SBX_CAP_TTY         = 1 << 17,   /* exec with a pseudo-terminal (sbx_exec_req.tty) */
 };
 /* Names for documents and `sbx-ctl caps`: {"exec": true, ...}. */
 json_object *sbx_caps_to_json(unsigned caps);
