@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# suite: local
+# suite: local docker
 # Terminals: `sbx-exec -it` driven by a real terminal.  tmux runs it in a
 # pane of a known size, types with send-keys and reads the screen with
 # capture-pane; a wrapper records the caller's `stty -a` before and after
@@ -13,6 +13,13 @@ setup_file() {
 	sbx_setup_file
 	SB=$(sbx_new_id --label suite=tty)
 	export SB
+	# bash where the image has it (local: the host's), else sh (docker's
+	# busybox image)
+	if sbx-exec --id "$SB" --raw -- sh -c 'command -v bash' >/dev/null; then
+		export TTY_SHELL="bash --norc --noprofile"
+	else
+		export TTY_SHELL="sh"
+	fi
 	# The wrapper a pane runs: the caller's terminal before, sbx-exec
 	# (its pid kept, to signal it), its status, the terminal after.
 	cat >"$SBX_TEST_DIR/term.sh" <<-'EOF'
@@ -61,9 +68,10 @@ wait_file() {
 	echo "no $1"; return 1
 }
 # A shell with a prompt we know (no rc file to change it).
-SHELL_ARGS=(--id "$SB" -e 'PS1=sbx-tty$ ' -- bash --norc --noprofile)
+# shellcheck disable=SC2206
+SHELL_ARGS=(--id "$SB" -e 'PS1=sbx-tty$ ' -e ENV=/dev/null -- $TTY_SHELL)
 
-@test "sbx-ctl caps reports tty on the local backend" {
+@test "sbx-ctl caps reports tty" {
 	run sbx-ctl caps
 	assert_success
 	[ "$(jqo .caps.tty)" = true ]
@@ -148,7 +156,7 @@ SHELL_ARGS=(--id "$SB" -e 'PS1=sbx-tty$ ' -- bash --norc --noprofile)
 }
 
 @test "a script drives -it --tty-size through a pipe: keys in, the shell's status out" {
-	run bash -c "printf 'echo hi-\$((1+2))\nexit 3\n' | sbx-exec --id '$SB' -it --tty-size 80x24 -- bash --norc"
+	run bash -c "printf 'echo hi-\$((1+2))\nexit 3\n' | sbx-exec --id '$SB' -it --tty-size 80x24 -- $TTY_SHELL"
 	[ "$status" -eq 3 ]
 	[[ "$output" == *"hi-3"* ]]
 	# stdin's end is the terminal's EOF: cat ends, its status passes out

@@ -95,6 +95,8 @@ static char **env_build(const char *id, json_object *sb_env, const struct local_
 	env_set(&e, buf);
 	env_set(&e, "SBX_SKILL_OUTPUT_DIR=/workspace/output");
 	env_set(&e, "SBX_SESSION_INPUT_DIR=/workspace/input");
+	if (cmd->tty)
+		env_set(&e, "TERM=xterm");   /* what docker exec -t sets */
 	if (sb_env && json_object_is_type(sb_env, json_type_object)) {
 		json_object_object_foreach(sb_env, k, v) {
 			char *kv = sbx_xasprintf("%s=%s", k, json_object_get_string(v));
