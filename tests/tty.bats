@@ -6,6 +6,7 @@
 # and sbx-exec's exit status.  No timed assertion: every wait is for
 # something to appear, bounded only so that a hang fails.
 load lib/helpers
+load lib/tty
 bats_require_minimum_version 1.5.0
 
 setup_file() {
@@ -20,53 +21,13 @@ setup_file() {
 	else
 		export TTY_SHELL="sh"
 	fi
-	# The wrapper a pane runs: the caller's terminal before, sbx-exec
-	# (its pid kept, to signal it), its status, the terminal after.
-	cat >"$SBX_TEST_DIR/term.sh" <<-'EOF'
-		#!/bin/bash
-		d=$1; shift
-		stty -a >"$d/before"
-		sh -c 'echo $$ >"$0/pid"; exec "$@"' "$d" sbx-exec "$@"
-		echo $? >"$d/rc"
-		stty -a >"$d/after"
-		exec sleep 1000
-	EOF
-	chmod +x "$SBX_TEST_DIR/term.sh"
+	tty_setup_file
 }
 teardown_file() {
-	tm kill-server 2>/dev/null || true
+	tty_teardown_file
 	sbx_teardown_file
 }
 
-tm() { tmux -S "$SBX_TEST_DIR/tmux.sock" "$@"; }
-
-# pane NAME ARGS...: a detached 80x24 pane running sbx-exec ARGS in the
-# wrapper; its files in $SBX_TEST_DIR/NAME.
-pane() {
-	local name=$1; shift
-	mkdir -p "$SBX_TEST_DIR/$name"
-	tm new-session -d -s "$name" -x 80 -y 24 \
-		"$SBX_TEST_DIR/term.sh $SBX_TEST_DIR/$name $(printf '%q ' "$@")"
-}
-screen() { tm capture-pane -p -t "$1"; }
-# wait_screen NAME REGEX: until the pane shows a line matching REGEX.
-wait_screen() {
-	local i
-	for i in $(seq 1 600); do
-		screen "$1" | grep -Eq "$2" && return 0
-		sleep 0.05
-	done
-	echo "pane $1 never showed /$2/:"; screen "$1"; return 1
-}
-# wait_file PATH: until it exists and is not empty.
-wait_file() {
-	local i
-	for i in $(seq 1 600); do
-		[ -s "$1" ] && return 0
-		sleep 0.05
-	done
-	echo "no $1"; return 1
-}
 # A shell with a prompt we know (no rc file to change it).
 # shellcheck disable=SC2206
 SHELL_ARGS=(--id "$SB" -e 'PS1=sbx-tty$ ' -e ENV=/dev/null -- $TTY_SHELL)
@@ -78,7 +39,7 @@ SHELL_ARGS=(--id "$SB" -e 'PS1=sbx-tty$ ' -e ENV=/dev/null -- $TTY_SHELL)
 }
 
 @test "sbx-exec -it gives bash a prompt on a terminal of its own, and passes exit 7 out" {
-	pane exit7 -it "${SHELL_ARGS[@]}"
+	pane exit7 sbx-exec -it "${SHELL_ARGS[@]}"
 	wait_screen exit7 '^sbx-tty\$ *$'
 	tm send-keys -t exit7 'tty; id -u; exit 7' Enter
 	wait_file "$SBX_TEST_DIR/exit7/rc"
@@ -90,7 +51,7 @@ SHELL_ARGS=(--id "$SB" -e 'PS1=sbx-tty$ ' -e ENV=/dev/null -- $TTY_SHELL)
 }
 
 @test "stty size inside follows tmux resize-window" {
-	pane resize -it "${SHELL_ARGS[@]}"
+	pane resize sbx-exec -it "${SHELL_ARGS[@]}"
 	wait_screen resize '^sbx-tty\$ *$'
 	tm send-keys -t resize 'stty size' Enter
 	wait_screen resize '^24 80$'
@@ -103,7 +64,7 @@ SHELL_ARGS=(--id "$SB" -e 'PS1=sbx-tty$ ' -e ENV=/dev/null -- $TTY_SHELL)
 }
 
 @test "Ctrl-C stops sleep 100 inside, not the shell" {
-	pane intr -it "${SHELL_ARGS[@]}"
+	pane intr sbx-exec -it "${SHELL_ARGS[@]}"
 	wait_screen intr '^sbx-tty\$ *$'
 	tm send-keys -t intr 'echo go; sleep 100' Enter
 	wait_screen intr '^go$'
@@ -120,7 +81,7 @@ SHELL_ARGS=(--id "$SB" -e 'PS1=sbx-tty$ ' -e ENV=/dev/null -- $TTY_SHELL)
 @test "the caller's terminal is put back when sbx-exec gets SIGTERM, SIGHUP or SIGINT" {
 	local sig
 	for sig in TERM HUP INT; do
-		pane "kill$sig" -it "${SHELL_ARGS[@]}"
+		pane "kill$sig" sbx-exec -it "${SHELL_ARGS[@]}"
 		wait_screen "kill$sig" '^sbx-tty\$ *$'
 		kill -"$sig" "$(cat "$SBX_TEST_DIR/kill$sig/pid")"
 		wait_file "$SBX_TEST_DIR/kill$sig/rc"
@@ -131,7 +92,7 @@ SHELL_ARGS=(--id "$SB" -e 'PS1=sbx-tty$ ' -e ENV=/dev/null -- $TTY_SHELL)
 }
 
 @test "--root gives root a terminal" {
-	pane root -it --root "${SHELL_ARGS[@]}"
+	pane root sbx-exec -it --root "${SHELL_ARGS[@]}"
 	wait_screen root '^sbx-tty\$ *$'
 	tm send-keys -t root 'echo "uid=$(id -u)"; exit 3' Enter
 	wait_file "$SBX_TEST_DIR/root/rc"

@@ -171,7 +171,15 @@ static int open_stdio(struct pstart *s, const struct local_rec *r, const struct 
 	if (s->nul < 0 || pipe2(s->out, O_CLOEXEC) < 0 || pipe2(s->err, O_CLOEXEC) < 0 ||
 	    pipe2(s->status, O_CLOEXEC) < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "proc", "pipe");
-	if (req->keep_stdin) {
+	if (req->tty) {
+		SBX_AUTOFREE char *wz = sbx_xasprintf("%s/" LOCAL_PROC_WINSIZE, s->dir);
+		SBX_AUTOFREE char *at = sbx_xasprintf("%s/" LOCAL_PROC_ATTACH, s->dir);
+		int afd = open(at, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (mkfifo(wz, 0600) < 0 || afd < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "proc", "terminal files");
+		close(afd);
+	}
+	if (req->keep_stdin || req->tty) {
 		SBX_AUTOFREE char *fifo = sbx_xasprintf("%s/stdin", s->dir);
 		if (mkfifo(fifo, 0600) < 0 ||
 		    (s->fifo_r = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0 ||
@@ -230,7 +238,7 @@ static __attribute__((noreturn)) void become_supervisor(struct pstart *s)
 	char *argv[] = {"sbx-procd", s->name, hostpid, s->argv_buf[0], s->argv_buf[1],
 			s->argv_buf[2], NULL};
 	static char *const envp[] = {NULL};
-	int want[] = {s->status[1], s->procs, s->out[0], s->err[0],
+	int want[] = {s->status[1], s->procs, s->sp.tty ? s->sp.tty_sock[0] : s->out[0], s->err[0],
 		      s->keeper >= 0 ? s->keeper : s->nul, s->killfd >= 0 ? s->killfd : s->nul};
 	int hi[SBX_ARRAY_LEN(want)];
 	int e = fcntl(s->exe, F_DUPFD_CLOEXEC, 20), n = fcntl(s->nul, F_DUPFD_CLOEXEC, 20);
@@ -306,6 +314,8 @@ static int launch(struct pstart *s, const char *procs, const char *id, const cha
 	local_closep(&s->out[0]);
 	local_closep(&s->out[1]);
 	local_closep(&s->err[0]);
+	local_closep(&s->sp.tty_sock[0]);
+	local_closep(&s->sp.tty_sock[1]);
 	local_closep(&s->fifo_r);
 	local_closep(&s->keeper);
 	int e = 0, stage = local_spawn_report(&s->sp, &e);
@@ -358,7 +368,9 @@ static int start_locked(struct pstart *s, struct sbx_sandbox *sb, const struct l
 			struct sbx_proc_info *out, struct sbx_err *err)
 {
 	struct local_cmd cmd = {.argv = req->argv, .env = req->env, .cwd = req->cwd,
-				.as_root = req->as_root};
+				.as_root = req->as_root, .tty = req->tty,
+				.cols = (unsigned short)(req->tty_cols > 0xffff ? 0xffff : req->tty_cols),
+				.rows = (unsigned short)(req->tty_rows > 0xffff ? 0xffff : req->tty_rows)};
 	SBX_AUTOFREE char *work = sbx_xasprintf("%s/work", r->cg[CG_V2]);
 	if (under_lock(procs, req->tag, err) < 0 || write_request(s, procs, req, err) < 0)
 		return -1;
@@ -379,8 +391,9 @@ static int start_locked(struct pstart *s, struct sbx_sandbox *sb, const struct l
 	s->sp.errfd = s->err[1];
 	snprintf(s->argv_buf[0], sizeof(s->argv_buf[0]), "%lld", (long long)req->timeout_ms);
 	snprintf(s->argv_buf[1], sizeof(s->argv_buf[1]), "%d", LOCAL_PROC_OUT_MAX);
-	snprintf(s->argv_buf[2], sizeof(s->argv_buf[2]), "%s%s", req->keep_stdin ? "s" : "",
-		 s->killfd >= 0 ? "k" : req->keep_stdin ? "" : "-");
+	int keep = req->keep_stdin || req->tty;
+	snprintf(s->argv_buf[2], sizeof(s->argv_buf[2]), "%s%s%s", keep ? "s" : "",
+		 s->killfd >= 0 ? "k" : "", req->tty ? "t" : keep || s->killfd >= 0 ? "" : "-");
 	int pid;
 	if (launch(s, procs, sb->id, req->argv[0], &pid, err) < 0)
 		return -1;

@@ -276,6 +276,13 @@ struct sbx_proc_req {
 	const char *tag;         /* optional: 1 to 256 bytes, any text */
 	int64_t timeout_ms;      /* 0 = none; else SIGKILL of the process tree at
 				  * expiry (E2B's Connect-Timeout-Ms on Start) */
+	/* A terminal (a backend without it: unsupported): stdio is the slave
+	 * of a pty made inside the sandbox, as exec's tty; its output is the
+	 * stdout stream (stderr stays empty), proc_input writes keys (stdin
+	 * is kept open whatever keep_stdin says), proc_resize sets its size,
+	 * and proc_claim makes one caller its one writer. */
+	int tty;
+	unsigned tty_cols, tty_rows;  /* 0 = 80x24 */
 };
 
 /* Selects one process: pid > 0, else tag. */
@@ -296,6 +303,8 @@ struct sbx_proc_info {
 	int signal;              /* the terminating signal, 0 if none */
 	int timed_out;           /* killed at its timeout_ms */
 	int stdin_open;          /* proc_input can still write */
+	int tty;                 /* started with a terminal */
+	int attached;            /* a terminal someone holds the claim of */
 	int64_t started_at;      /* unix milliseconds */
 	int64_t ended_at;        /* unix milliseconds, 0 while running */
 	int64_t out_end, err_end;     /* bytes written so far: the offset the
@@ -483,6 +492,19 @@ struct sbx_backend_ops {
 			   const struct sbx_proc_sel *sel, const struct sbx_proc_attach *a,
 			   sbx_proc_sink sink, void *ctx, struct sbx_proc_info *end,
 			   struct sbx_err *err);
+	/* Terminals (a process started with tty; another: conflict).
+	 * proc_resize: set its size (the foreground group inside gets
+	 * SIGWINCH).  proc_claim: become its one writer: *hold is an fd
+	 * whose close (or our exit, kill -9 included) gives the claim up;
+	 * conflict while another caller holds it.  The process shows
+	 * `attached` while the claim is held.  Both act as as_root's user
+	 * may (proc_signal's rule). */
+	int (*proc_resize)(struct sbx_backend *b, struct sbx_sandbox *sb,
+			   const struct sbx_proc_sel *sel, unsigned cols, unsigned rows,
+			   int as_root, struct sbx_err *err);
+	int (*proc_claim)(struct sbx_backend *b, struct sbx_sandbox *sb,
+			  const struct sbx_proc_sel *sel, int as_root, int *hold,
+			  struct sbx_err *err);
 
 	/* Backends whose idle policy is kill (SBX_CAP_IDLE_KILL): delete the
 	 * sandboxes idle past their timeout, re-checking each right before
