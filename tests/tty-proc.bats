@@ -72,7 +72,7 @@ proc_of() { sbx-proc ls --id "$SB" | jq -c --arg t "$1" '.procs[] | select(.tag 
 @test "attach refuses a process without a terminal, and needs --id" {
 	run sbx-proc start --id "$SB" --tag plain -- sleep 100
 	assert_success
-	[ "$(jqo .proc.tty)" = false ]
+	[ "$(jqo '.proc.tty // false')" = false ]
 	run sbx-proc attach --id "$SB" --tag plain </dev/null
 	[ "$status" -eq 125 ]
 	[[ "$output" == *"has no terminal"* ]]

@@ -119,9 +119,10 @@ void sbx_proc_info_json(const struct sbx_proc_info *p, json_object *o)
 		sbx_json_set_int(o, "ended_at_ms", p->ended_at);
 	}
 	sbx_json_set_bool(o, "stdin_open", p->stdin_open);
-	sbx_json_set_bool(o, "tty", p->tty);
-	if (p->tty)
+	if (p->tty) {        /* only then: the shape of the others stays */
+		sbx_json_set_bool(o, "tty", 1);
 		sbx_json_set_bool(o, "attached", p->attached);
+	}
 	sbx_json_set_int(o, "started_at_ms", p->started_at);
 	sbx_json_set_int(o, "stdout_end", p->out_end);
 	sbx_json_set_int(o, "stderr_end", p->err_end);
