@@ -8,7 +8,9 @@
  * document (kind "failed", exit 1) that still carries the result.  --raw
  * streams the command's output instead and exits with its status (124 on
  * timeout, 128+N when killed by signal N, 125 when sbx itself failed);
- * stdout then carries no documents. */
+ * stdout then carries no documents.  -t gives the command a terminal
+ * (a pty inside the sandbox; our own terminal in raw mode while -i
+ * passes the keys through) and implies --raw; so does -i alone. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -19,12 +21,13 @@
 #include "app.h"
 #include "cli.h"
 #include "cliopt.h"
+#include "cliterm.h"
 #include "cliutil.h"
 #include "doc.h"
 #include "util.h"
 
 enum { O_PROFILE, O_ID, O_ROOT, O_CHECK, O_RAW, O_TIMEOUT, O_ENV, O_CWD, O_STDIN_FILE,
-       O_STDIN_TEXT, O_OUTPUT_CAP };
+       O_STDIN_TEXT, O_OUTPUT_CAP, O_TTY, O_INTERACTIVE, O_TTY_SIZE };
 
 static const struct sbx_opt opts[] = {
 	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE, SBX_ALL},
@@ -38,6 +41,9 @@ static const struct sbx_opt opts[] = {
 	{"stdin-file", 0, "PATH", "feed this host file to the command's stdin", O_STDIN_FILE, SBX_ALL},
 	{"stdin-text", 0, "TEXT", "feed this text to the command's stdin", O_STDIN_TEXT, SBX_ALL},
 	{"output-cap", 0, "SIZE", "keep at most this much of each stream (default 1M)", O_OUTPUT_CAP, SBX_ALL},
+	{"tty", 't', NULL, "give the command a terminal (with --id; implies --raw)", O_TTY, SBX_ALL},
+	{"interactive", 'i', NULL, "pass stdin through (with --id; implies --raw); with -t, the keys", O_INTERACTIVE, SBX_ALL},
+	{"tty-size", 0, "COLSxROWS", "the terminal's size when stdin is no terminal (scripts)", O_TTY_SIZE, SBX_ALL},
 	{0},
 };
 
@@ -64,6 +70,9 @@ struct exec_opts {
 	size_t stdin_len;
 	int have_stdin;
 	int64_t output_cap;
+	int tty, interactive, tty_size_given;
+	unsigned cols, rows;
+	int winch_fd;            /* resizes of our terminal, -1 = none */
 	char **argv;
 	int check_status;        /* first --check failure's exit status */
 };
@@ -92,6 +101,11 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 		o->stdin_data = sbx_xstrdup(arg);
 		o->stdin_len = strlen(arg);
 		return 0;
+	case O_TTY: o->tty = o->raw = 1; return 0;
+	case O_INTERACTIVE: o->interactive = o->raw = 1; return 0;
+	case O_TTY_SIZE:
+		o->tty_size_given = 1;
+		return sbx_term_parse_size(arg, "--tty-size", &o->cols, &o->rows, err);
 	case O_OUTPUT_CAP:
 		if (sbx_parse_size(arg, &o->output_cap, err) < 0)
 			return -1;
@@ -130,6 +144,10 @@ static int run(struct exec_opts *o, json_object *doc, int raw_in, struct sbx_exe
 	struct sbx_backend *b;
 	if (sbx_cli_open_sandbox(&o->app, sbj, &sb, &b, err) < 0)
 		return -1;
+	if (o->tty && sbx_backend_require(b, SBX_CAP_TTY, "exec --tty", err) < 0) {
+		sbx_sandbox_clear(&sb);
+		return -1;
+	}
 	struct sbx_exec_req req = {
 		.argv = o->argv,
 		.stdin_data = o->have_stdin ? o->stdin_data : NULL,
@@ -142,6 +160,10 @@ static int run(struct exec_opts *o, json_object *doc, int raw_in, struct sbx_exe
 		.raw_out_fd = o->raw ? 1 : -1,
 		.raw_err_fd = o->raw ? 2 : -1,
 		.raw_in_fd = raw_in,
+		.tty = o->tty,
+		.tty_cols = o->cols,
+		.tty_rows = o->rows,
+		.tty_size_fd = o->winch_fd,
 	};
 	int rc = sbx_call(b, exec, err, &sb, &req, res);
 	sbx_sandbox_clear(&sb);
@@ -212,6 +234,37 @@ static int raw_one(json_object *doc, void *vctx, struct sbx_err *err)
 	return 0;
 }
 
+/* -t and -i: check what they need (before anything is done), take the
+ * size of our terminal unless --tty-size gave one. */
+static int tty_check(struct exec_opts *o, struct sbx_err *err)
+{
+	if (o->tty_size_given && !o->tty)
+		return sbx_usage_err(err, "--tty-size needs -t");
+	if (!o->tty && !o->interactive)
+		return 0;
+	o->raw = 1;              /* from here on, 125 is our own failure */
+	if (!o->id)
+		return sbx_usage_err(err, "-t and -i need --id (stdin is the terminal, not documents)");
+	if (o->tty && !o->tty_size_given && sbx_term_size(0, &o->cols, &o->rows) < 0)
+		return sbx_usage_err(err, "-t needs a terminal on stdin; give --tty-size COLSxROWS "
+					  "to run without one");
+	return 0;
+}
+
+/* Lend our terminal: raw mode while -i passes the keys (restored on
+ * every exit path we can catch, cliterm.h), and its resizes forwarded
+ * when the size is the terminal's. */
+static int tty_begin(struct exec_opts *o, struct sbx_err *err)
+{
+	if (!o->tty || !isatty(0))
+		return 0;
+	if (!o->tty_size_given && (o->winch_fd = sbx_term_winch_pipe(0, err)) < 0)
+		return -1;
+	if (o->interactive && !o->have_stdin)
+		return sbx_term_raw(0, err);
+	return 0;
+}
+
 /* --raw: no documents out; the status is the (last) command's, or
  * SBX_EXIT_RAW_SELF for a failure of our own. */
 static int raw_main(struct exec_opts *o, json_object *seed)
@@ -220,7 +273,12 @@ static int raw_main(struct exec_opts *o, json_object *seed)
 	struct raw_ctx c = {.o = o};
 	if (seed) {
 		struct sbx_exec_result res;
-		if (run(o, seed, o->have_stdin ? -1 : 0, &res, &err) < 0) {
+		int raw_in = o->have_stdin || (o->tty && !o->interactive) ? -1 : 0;
+		int rc = tty_begin(o, &err);
+		if (rc == 0)
+			rc = run(o, seed, raw_in, &res, &err);
+		sbx_term_restore();
+		if (rc < 0) {
 			sbx_cli_report(cmd.name, &err);
 			return SBX_EXIT_RAW_SELF;
 		}
@@ -237,10 +295,10 @@ static int raw_main(struct exec_opts *o, json_object *seed)
 
 int main(int argc, char **argv)
 {
-	struct exec_opts o = {0};
+	struct exec_opts o = {.winch_fd = -1};
 	struct sbx_err err = {0};
 	struct sbx_args a;
-	if (sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &a, &err) < 0) {
+	if (sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &a, &err) < 0 || tty_check(&o, &err) < 0) {
 		int st = sbx_cli_report(cmd.name, &err);
 		return o.raw ? SBX_EXIT_RAW_SELF : st;
 	}

@@ -9,6 +9,12 @@
  *                  [--close] [--root]
  *   sbx-proc output [--id ID] (--pid N | --tag T) [--follow] [--new]
  *                   [--stdout-offset N] [--stderr-offset N] [--raw]
+ *   sbx-proc attach --id ID (--pid N | --tag T) [--root] [--tty-size CxR]
+ *
+ * start --tty gives the process a terminal that outlives us; attach takes
+ * it over (one writer at a time), replaying the last 64 KiB of its
+ * screen, until Ctrl-P Ctrl-Q detaches (or the process exits: then its
+ * status is ours, as output --raw's).
  *
  * A started process outlives this program, survives a pause of its
  * sandbox, and keeps its output in the backend (bounded) until a later
@@ -19,6 +25,7 @@
  * (124 timed out, 128+N killed by signal N; 0 while it runs), 125 when
  * sbx itself failed; it needs --id. */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,14 +36,22 @@
 #include "app.h"
 #include "cli.h"
 #include "cliopt.h"
+#include "cliterm.h"
 #include "cliutil.h"
 #include "doc.h"
 #include "proc.h"
 #include "util.h"
 
 enum { O_PROFILE, O_ID, O_ROOT, O_STDIN, O_TAG, O_CWD, O_ENV, O_TIMEOUT, O_PID, O_SIGNAL,
-       O_TEXT, O_FILE, O_CLOSE, O_FOLLOW, O_NEW, O_OUT_OFF, O_ERR_OFF, O_RAW, O_CAP };
-enum { S_START, S_LS, S_KILL, S_INPUT, S_OUTPUT };
+       O_TEXT, O_FILE, O_CLOSE, O_FOLLOW, O_NEW, O_OUT_OFF, O_ERR_OFF, O_RAW, O_CAP, O_TTY,
+       O_TTY_SIZE };
+enum { S_START, S_LS, S_KILL, S_INPUT, S_OUTPUT, S_ATTACH };
+
+/* What attach replays of a terminal's screen before the live bytes. */
+#define REPLAY_BYTES (64 << 10)
+/* The detach keys: Ctrl-P then Ctrl-Q (docker's). */
+#define DETACH_1 0x10
+#define DETACH_2 0x11
 
 static const struct sbx_sub subs[] = {
 	[S_START] = {"start", "-- COMMAND [ARG...]", 1, -1, "start a detached process", NULL},
@@ -44,11 +59,12 @@ static const struct sbx_sub subs[] = {
 	[S_KILL] = {"kill", "", 0, 0, "send a signal (default KILL) to a process", NULL},
 	[S_INPUT] = {"input", "", 0, 0, "write to a process's stdin, or close it", NULL},
 	[S_OUTPUT] = {"output", "", 0, 0, "read (or follow) a process's output", NULL},
+	[S_ATTACH] = {"attach", "", 0, 0, "take over a process's terminal (Ctrl-P Ctrl-Q detaches)", NULL},
 	{0},
 };
 
-#define SEL (SBX_SUB(S_KILL) | SBX_SUB(S_INPUT) | SBX_SUB(S_OUTPUT))
-#define ACT (SBX_SUB(S_START) | SBX_SUB(S_KILL) | SBX_SUB(S_INPUT))
+#define SEL (SBX_SUB(S_KILL) | SBX_SUB(S_INPUT) | SBX_SUB(S_OUTPUT) | SBX_SUB(S_ATTACH))
+#define ACT (SBX_SUB(S_START) | SBX_SUB(S_KILL) | SBX_SUB(S_INPUT) | SBX_SUB(S_ATTACH))
 static const struct sbx_opt opts[] = {
 	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE, SBX_ALL},
 	{"id", 0, "ID", "act on this sandbox instead of reading documents", O_ID, SBX_ALL},
@@ -81,12 +97,16 @@ static const struct sbx_opt opts[] = {
 	 O_RAW, SBX_SUB(S_OUTPUT)},
 	{"output-cap", 0, "SIZE", "output: keep at most this much of each stream in the document (default 1M)",
 	 O_CAP, SBX_SUB(S_OUTPUT)},
+	{"tty", 't', NULL, "start: give the process a terminal, to attach to later", O_TTY,
+	 SBX_SUB(S_START)},
+	{"tty-size", 0, "COLSxROWS", "start, attach: the terminal's size (default: ours, else 80x24)",
+	 O_TTY_SIZE, SBX_SUB(S_START) | SBX_SUB(S_ATTACH)},
 	{0},
 };
 
 static const struct sbx_cmd cmd = {
 	.name = "sbx-proc",
-	.synopsis = "start|ls|kill|input|output [OPTIONS] [-- COMMAND [ARG...]]",
+	.synopsis = "start|ls|kill|input|output|attach [OPTIONS] [-- COMMAND [ARG...]]",
 	.summary = "Start, list, signal, feed and follow detached processes in a sandbox.",
 	.opts = opts,
 	.subs = subs,
@@ -107,6 +127,8 @@ struct proc_opts {
 	int have_data;
 	char **argv;
 	int raw_status;
+	int tty, tty_size_given;
+	unsigned cols, rows;
 };
 
 /* "KILL", "SIGKILL", "kill" or "9". */
@@ -184,6 +206,10 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	case O_OUT_OFF: return parse_count(arg, "--stdout-offset", &o->out_off, err);
 	case O_ERR_OFF: return parse_count(arg, "--stderr-offset", &o->err_off, err);
 	case O_RAW: o->raw = 1; return 0;
+	case O_TTY: o->tty = 1; return 0;
+	case O_TTY_SIZE:
+		o->tty_size_given = 1;
+		return sbx_term_parse_size(arg, "--tty-size", &o->cols, &o->rows, err);
 	case O_CAP:
 		if (sbx_parse_size(arg, &o->cap, err) < 0)
 			return -1;
@@ -275,6 +301,143 @@ static int do_output(struct proc_opts *o, struct sbx_backend *b, struct sbx_sand
 	return rc;
 }
 
+/* ---- attach ---- */
+
+struct attach {
+	struct proc_opts *o;
+	struct sbx_backend *b;
+	struct sbx_sandbox *sb;
+	struct sbx_proc_sel sel;
+	int winch;               /* resizes of our terminal, -1 = none */
+	int held_p;              /* the last key was DETACH_1, held back */
+	int detached;
+	int write_err;
+};
+
+/* Our keys to the terminal, the detach keys taken out: what stdin has
+ * now (it is polled, not waited on: the sink is called at least every
+ * tick).  1 when we are to stop (detach keys, or stdin's end). */
+static int attach_keys(struct attach *c)
+{
+	struct pollfd pf = {.fd = 0, .events = POLLIN};
+	if (poll(&pf, 1, 0) <= 0)
+		return 0;
+	char in[4096], out[4097];
+	ssize_t n = read(0, in, sizeof(in));
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+		c->detached = 1;
+		return 1;
+	}
+	size_t k = 0;
+	for (ssize_t i = 0; i < n; i++) {
+		if (c->held_p) {
+			c->held_p = 0;
+			if (in[i] == DETACH_2) {
+				c->detached = 1;
+				break;
+			}
+			out[k++] = DETACH_1;
+		}
+		if (in[i] == DETACH_1)
+			c->held_p = 1;
+		else
+			out[k++] = in[i];
+	}
+	struct sbx_err ignored = {0};
+	if (k)   /* a process that just exited: its end comes as the output's */
+		sbx_call(c->b, proc_input, &ignored, c->sb, &c->sel, out, k, 0, c->o->root);
+	return c->detached;
+}
+
+static void attach_resize(struct attach *c)
+{
+	struct sbx_tty_size sz[16];
+	ssize_t n = c->winch >= 0 ? read(c->winch, sz, sizeof(sz)) : -1;
+	if (n < (ssize_t)sizeof(sz[0]))
+		return;
+	size_t k = (size_t)n / sizeof(sz[0]);
+	struct sbx_err ignored = {0};
+	sbx_call(c->b, proc_resize, &ignored, c->sb, &c->sel, sz[k - 1].cols, sz[k - 1].rows,
+		 c->o->root);
+}
+
+static int attach_sink(void *ctx, int stream, const char *data, size_t len, int64_t offset)
+{
+	(void)offset;
+	struct attach *c = ctx;
+	if (stream != SBX_PROC_TICK && sbx_write_all(1, data, len) < 0) {
+		c->write_err = errno;
+		return 1;
+	}
+	attach_resize(c);
+	return attach_keys(c);
+}
+
+/* The running terminal `sel` names, and where its replay starts. */
+static int attach_find(struct proc_opts *o, struct sbx_backend *b, struct sbx_sandbox *sb,
+		       int *pid, int64_t *from, struct sbx_err *err)
+{
+	struct sbx_proc_info *all;
+	size_t n;
+	if (sbx_call(b, proc_list, err, sb, &all, &n) < 0)
+		return -1;
+	*pid = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct sbx_proc_info *p = &all[i];
+		if (!p->running || (o->pid ? p->pid != o->pid : !p->tag || strcmp(p->tag, o->tag)))
+			continue;
+		*pid = p->pid;
+		*from = p->out_end - REPLAY_BYTES > p->out_start ? p->out_end - REPLAY_BYTES
+								 : p->out_start;
+	}
+	sbx_proc_infos_free(all, n);
+	if (!*pid)
+		return sbx_fail(err, SBX_NOT_FOUND, "attach", "no running process %s%s",
+				o->pid ? "with that pid" : "tagged ", o->pid ? "" : o->tag);
+	return 0;
+}
+
+/* Claim the terminal, lend it ours (raw, resizes), replay, relay until
+ * the detach keys or the process's end; our terminal is put back on
+ * every path (cliterm.h) and the claim dies with us. */
+static int do_attach(struct proc_opts *o, struct sbx_backend *b, struct sbx_sandbox *sb,
+		     struct sbx_err *err)
+{
+	struct attach c = {.o = o, .b = b, .sb = sb, .winch = -1};
+	int64_t from = 0;
+	int pid, hold = -1;
+	if (attach_find(o, b, sb, &pid, &from, err) < 0)
+		return -1;
+	c.sel = (struct sbx_proc_sel){.pid = pid};
+	if (sbx_call(b, proc_claim, err, sb, &c.sel, o->root, &hold) < 0)
+		return -1;
+	int rc = 0;
+	unsigned cols = o->cols, rows = o->rows;
+	if (isatty(0)) {
+		if (!o->tty_size_given && (c.winch = sbx_term_winch_pipe(0, err)) < 0)
+			rc = -1;
+		if (rc == 0 && !o->tty_size_given)
+			sbx_term_size(0, &cols, &rows);
+		if (rc == 0)
+			rc = sbx_term_raw(0, err);
+	}
+	if (rc == 0 && cols && rows)
+		rc = sbx_call(b, proc_resize, err, sb, &c.sel, cols, rows, o->root);
+	struct sbx_proc_attach a = {.out_offset = from, .err_offset = -1, .follow = 1,
+				    .tick_ms = 50};
+	struct sbx_proc_info end;
+	if (rc == 0 && (rc = sbx_call(b, proc_output, err, sb, &c.sel, &a, attach_sink, &c, &end)) == 0) {
+		o->raw_status = c.detached ? 0 : raw_status(&end);
+		sbx_proc_info_clear(&end);
+	}
+	sbx_term_restore();
+	if (hold >= 0)
+		close(hold);
+	if (rc == 0 && c.detached)
+		fprintf(stderr, "\nsbx-proc: detached from process %d\n", pid);
+	return rc;
+}
+
 /* ---- the rest ---- */
 
 static int do_start(struct proc_opts *o, struct sbx_backend *b, struct sbx_sandbox *sb,
@@ -282,7 +445,11 @@ static int do_start(struct proc_opts *o, struct sbx_backend *b, struct sbx_sandb
 {
 	struct sbx_proc_req req = {.argv = o->argv, .env = o->env, .cwd = o->cwd,
 				   .as_root = o->root, .keep_stdin = o->keep_stdin, .tag = o->tag,
-				   .timeout_ms = o->timeout_ms};
+				   .timeout_ms = o->timeout_ms, .tty = o->tty};
+	if (o->tty && !o->tty_size_given && sbx_term_size(0, &o->cols, &o->rows) < 0)
+		o->cols = 80, o->rows = 24;
+	req.tty_cols = o->cols;
+	req.tty_rows = o->rows;
 	struct sbx_proc_info p;
 	if (sbx_call(b, proc_start, err, sb, &req, &p) < 0)
 		return -1;
@@ -349,6 +516,7 @@ static int proc_one(json_object *doc, void *ctx, struct sbx_err *err)
 		case S_START: rc = do_start(o, b, &sb, doc, err); break;
 		case S_LS: rc = do_ls(b, &sb, doc, err); break;
 		case S_OUTPUT: rc = do_output(o, b, &sb, doc, err); break;
+		case S_ATTACH: rc = do_attach(o, b, &sb, err); break;
 		default: rc = do_act(o, b, &sb, doc, err); break;
 		}
 	}
@@ -358,7 +526,9 @@ static int proc_one(json_object *doc, void *ctx, struct sbx_err *err)
 
 static int check_combinations(struct proc_opts *o, struct sbx_err *err)
 {
-	int sel = o->sub == S_KILL || o->sub == S_INPUT || o->sub == S_OUTPUT;
+	int sel = o->sub == S_KILL || o->sub == S_INPUT || o->sub == S_OUTPUT || o->sub == S_ATTACH;
+	if (o->sub == S_ATTACH)
+		o->raw = 1;      /* no documents; the process's status, 125 ours */
 	if (sel && !o->pid && !o->tag)
 		return sbx_usage_err(err, "name the process: --pid PID or --tag TAG");
 	if (sel && o->pid && o->tag)
@@ -368,7 +538,7 @@ static int check_combinations(struct proc_opts *o, struct sbx_err *err)
 	if (o->news && (o->out_off || o->err_off))
 		return sbx_usage_err(err, "--new starts at the end: no offsets with it");
 	if (o->raw && !o->id)
-		return sbx_usage_err(err, "--raw needs --id");
+		return sbx_usage_err(err, o->sub == S_ATTACH ? "attach needs --id" : "--raw needs --id");
 	return 0;
 }
 

@@ -35,6 +35,16 @@ probe() {
 	volumes)
 		sbx-vol --tenant caps create capsvol >/dev/null 2>&1 || sbx-vol --tenant caps show capsvol >/dev/null || return 1
 		sbx_new --tenant caps --volume capsvol:/mnt/caps:ro | sbx-ctl kill ;;
+	tty)
+		# -t is raw: its own failures are 125 with the stderr grammar;
+		# said here the way the other probes say them
+		local rc=0
+		sbx-exec --id "$SB" -t --tty-size 80x24 -- true 2>"$BATS_TEST_TMPDIR/tty.err" || rc=$?
+		if [ "$rc" -eq 125 ] && grep -q 'error: unsupported' "$BATS_TEST_TMPDIR/tty.err"; then
+			echo '{"error":{"kind":"unsupported"}}'
+			return 69
+		fi
+		return "$rc" ;;
 	flatten)
 		local s
 		s=$(sbx-snap --id "$SB" | jq -r .snapshot.id) && sbx-snap flatten "$s" ;;

@@ -20,7 +20,14 @@
  *     stream is still drained so the command never blocks on a full pipe);
  *     raw mode writes each frame to the caller's fd as it arrives;
  *   - stdin is written while output is read (no deadlock on large inputs)
- *     and half-closed at its end, so `cat` sees EOF.
+ *     and half-closed at its end, so `cat` sees EOF;
+ *   - with a tty (Tty: true; the engine makes the pty inside the
+ *     container), the stream is the terminal's bytes, not frames; the
+ *     size is set right after the start and on every record of
+ *     tty_size_fd (POST /exec/{eid}/resize), and the end of stdin is the
+ *     terminal's EOF character, not a half-close.  Not over TLS (no
+ *     hijack) nor with a timeout (its setsid would take the terminal
+ *     away from the command): unsupported.
  * Over TCP+TLS the connection cannot be hijacked (http.c): output is
  * spooled to a temporary file and demultiplexed after the command ends,
  * and stdin is staged into the container beforehand (stage_stdin). */
@@ -71,6 +78,7 @@ struct sink {
 };
 
 struct demux {
+	int raw;                 /* a tty's stream: no frames, all stdout */
 	unsigned char hdr[8];
 	size_t hlen;
 	uint32_t left;
@@ -108,6 +116,10 @@ static void sink_put(struct sink *s, const char *p, size_t n)
  * stdin echo, which Docker never sends without a tty) are skipped. */
 static void demux_feed(struct demux *d, const char *p, size_t n)
 {
+	if (d->raw) {
+		sink_put(&d->out, p, n);
+		return;
+	}
 	while (n) {
 		if (d->hlen < 8) {
 			size_t k = 8 - d->hlen < n ? 8 - d->hlen : n;
@@ -169,6 +181,12 @@ static json_object *exec_cmd(const struct sbx_exec_req *req, int64_t secs, const
 			 "\"${SBX_SESSION_INPUT_DIR=/workspace/input}\"\n"
 			 "export USER LOGNAME LANG SBX_SKILL_OUTPUT_DIR SBX_SESSION_INPUT_DIR\n",
 			 req->as_root ? "root" : "user", req->as_root ? "root" : "user");
+	/* A terminal has its size before the command starts (the engine's
+	 * resize comes after the start: a race with a command that asks at
+	 * once); an image without stty keeps the engine's. */
+	if (req->tty)
+		n += snprintf(pre + n, sizeof(pre) - (size_t)n, "stty cols %u rows %u 2>/dev/null\n",
+			      req->tty_cols ? req->tty_cols : 80, req->tty_rows ? req->tty_rows : 24);
 	/* Staged stdin (TLS, see stage_stdin): open it, then remove the
 	 * private folder before the command runs. */
 	if (stage)
@@ -232,11 +250,38 @@ static int set_nonblock(int fd)
 	return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-/* Pump the hijacked stream: stdin out (from memory or raw_in_fd, then
- * half-close), the multiplexed output in, until the daemon closes. */
-static int pump(int sock, const struct sbx_exec_req *req, int attach_in, struct demux *dm,
-		int64_t deadline, struct sbx_err *err)
+/* A tty exec's size (h = rows, w = cols).  Best effort: a size the
+ * engine refuses leaves the terminal as it was. */
+static void exec_resize(struct sbx_backend *b, const char *eid, unsigned cols, unsigned rows)
 {
+	SBX_AUTOFREE char *path = sbx_xasprintf("/exec/%s/resize?h=%u&w=%u", eid,
+						 rows ? rows : 24, cols ? cols : 80);
+	struct sbx_err ignored = {0};
+	docker_api(b, "exec", "POST", path, NULL, NULL, &ignored);
+}
+
+/* The resizes waiting on a tty's tty_size_fd, the last one applied; 0 at
+ * its EOF (no more polling it). */
+static int pump_resize(struct sbx_backend *b, const char *eid, int fd)
+{
+	struct sbx_tty_size sz[16];
+	ssize_t n = read(fd, sz, sizeof(sz));
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR;
+	size_t k = n > 0 ? (size_t)n / sizeof(sz[0]) : 0;
+	if (k && sz[k - 1].cols && sz[k - 1].rows)
+		exec_resize(b, eid, sz[k - 1].cols, sz[k - 1].rows);
+	return n != 0;
+}
+
+/* Pump the hijacked stream: stdin out (from memory or raw_in_fd, then
+ * half-close; with a tty, the EOF character instead), the output in,
+ * resizes to the engine, until the daemon closes. */
+static int pump(struct sbx_backend *b, const char *eid, int sock, const struct sbx_exec_req *req,
+		int attach_in, struct demux *dm, int64_t deadline, struct sbx_err *err)
+{
+	static const char veof[] = "\x04";
+	int size_fd = req->tty ? req->tty_size_fd : -1;
 	const char *in = req->stdin_data;
 	size_t in_len = req->stdin_data ? req->stdin_len : 0, in_off = 0;
 	int from_fd = req->raw_in_fd >= 0;
@@ -251,10 +296,19 @@ static int pump(int sock, const struct sbx_exec_req *req, int attach_in, struct 
 	set_nonblock(sock);
 	for (;;) {
 		if (!in_done && in_off == in_len && (!from_fd || in_eof)) {
-			shutdown(sock, SHUT_WR);
+			if (req->tty && in != veof) {
+				/* The terminal's EOF: the pty has no half-close. */
+				in = veof;
+				in_len = 1;
+				in_off = 0;
+				from_fd = 0;
+				continue;
+			}
+			if (!req->tty)
+				shutdown(sock, SHUT_WR);
 			in_done = 1;
 		}
-		struct pollfd p[2] = {{.fd = sock, .events = POLLIN}, {.fd = -1}};
+		struct pollfd p[3] = {{.fd = sock, .events = POLLIN}, {.fd = -1}, {.fd = size_fd, .events = POLLIN}};
 		if (!in_done && in_off < in_len)
 			p[0].events |= POLLOUT;
 		if (!in_done && from_fd && in_off == in_len && !in_eof)
@@ -267,12 +321,14 @@ static int pump(int sock, const struct sbx_exec_req *req, int attach_in, struct 
 						"the command outlived its timeout and the grace period");
 			ms = left > 1000000 ? 1000000 : (int)left;
 		}
-		int r = poll(p, 2, ms);
+		int r = poll(p, 3, ms);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
 			return sbx_fail_errno(err, SBX_INTERNAL, "exec", "poll");
 		}
+		if (size_fd >= 0 && p[2].revents && !pump_resize(b, eid, size_fd))
+			size_fd = -1;
 		if (p[1].fd >= 0 && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
 			ssize_t n = read(req->raw_in_fd, ibuf, sizeof(ibuf));
 			if (n < 0 && errno != EINTR && errno != EAGAIN)
@@ -402,11 +458,12 @@ static int exec_start(struct sbx_backend *b, const char *eid, const struct sbx_e
 		      struct sbx_err *err)
 {
 	SBX_AUTOFREE char *path = sbx_xasprintf("/exec/%s/start", eid);
-	static const char body[] = "{\"Detach\":false,\"Tty\":false}";
+	const char *body = req->tty ? "{\"Detach\":false,\"Tty\":true}"
+				    : "{\"Detach\":false,\"Tty\":false}";
 	const char *hdr[] = {"Content-Type: application/json", NULL};
 	struct sbx_http_req hr = {
 		.method = "POST", .path = path, .headers = hdr, .body = body,
-		.body_len = sizeof(body) - 1,
+		.body_len = strlen(body),
 	};
 	struct sbx_http_resp resp = {0};
 
@@ -456,7 +513,9 @@ static int exec_start(struct sbx_backend *b, const char *eid, const struct sbx_e
 	sbx_http_resp_clear(&resp);
 	exec_wait_started(b, eid);
 	gate_release(gate);
-	int rc = pump(sock, req, attach_in, dm, deadline, err);
+	if (req->tty)
+		exec_resize(b, eid, req->tty_cols, req->tty_rows);
+	int rc = pump(b, eid, sock, req, attach_in, dm, deadline, err);
 	close(sock);
 	return rc;
 }
@@ -506,12 +565,16 @@ int docker_exec(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_
 		return -1;
 	int attach_in = req->stdin_data != NULL || req->raw_in_fd >= 0;
 	int64_t secs = req->timeout_ms > 0 ? (req->timeout_ms + 999) / 1000 : 0;
+	if (req->tty && (secs > 0 || docker_conn_tls(b)))
+		return sbx_fail(err, SBX_UNSUPPORTED, "exec",
+				"a terminal with %s is not supported on the docker backend",
+				secs > 0 ? "a timeout" : "a tcp+TLS endpoint");
 
 	json_object *body = json_object_new_object();
 	json_object_object_add(body, "AttachStdin", json_object_new_boolean(attach_in));
 	json_object_object_add(body, "AttachStdout", json_object_new_boolean(1));
 	json_object_object_add(body, "AttachStderr", json_object_new_boolean(1));
-	json_object_object_add(body, "Tty", json_object_new_boolean(0));
+	json_object_object_add(body, "Tty", json_object_new_boolean(req->tty != 0));
 	json_object_object_add(body, "User", json_object_new_string(req->as_root ? "0" : "1000:1000"));
 	json_object_object_add(body, "WorkingDir",
 			       json_object_new_string(req->cwd && *req->cwd ? req->cwd : "/workspace"));
@@ -544,6 +607,7 @@ int docker_exec(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_
 
 	size_t cap = req->output_cap ? req->output_cap : DEFAULT_CAP;
 	struct demux dm = {
+		.raw = req->tty != 0,
 		.out = {.fd = req->raw_out_fd, .cap = cap},
 		.err = {.fd = req->raw_err_fd, .cap = cap},
 	};

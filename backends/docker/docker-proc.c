@@ -238,6 +238,9 @@ int docker_proc_start(struct sbx_backend *b, struct sbx_sandbox *sb,
 		      struct sbx_err *err)
 {
 	memset(out, 0, sizeof(*out));
+	if (req->tty)
+		return sbx_fail(err, SBX_UNSUPPORTED, "proc",
+				"detached terminals are not supported on the docker backend");
 	if (!req->argv || !req->argv[0] || !req->argv[0][0])
 		return sbx_fail(err, SBX_INVALID_REQUEST, "proc", "no command to run");
 	const char *cwd = req->cwd && *req->cwd ? req->cwd : "/workspace";

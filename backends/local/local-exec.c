@@ -14,7 +14,13 @@
  *    dropped, so the command never blocks on a full pipe) or streamed to
  *    the caller's fds.
  *  - While an exec runs, the idle timer does not fire (a shared flock on
- *    the sandbox's `busy` file that dies with us). */
+ *    the sandbox's `busy` file that dies with us): a terminal under a
+ *    user's hands keeps its sandbox awake.
+ *  - With a tty, the pty is made inside the sandbox (local-spawn.c) and
+ *    only its master reaches us; we move bytes between it and the
+ *    caller's fds and apply resizes, holding at most one 64 KiB buffer
+ *    each way (a command that does not read its input stops ours being
+ *    read, it never grows a buffer). */
 #include "local-exec.h"
 #include "local-cgroup.h"
 #include "local-forkd.h"
@@ -31,9 +37,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "doc.h"
@@ -114,6 +122,7 @@ struct run {
 	struct sink so, se;
 	pid_t child;
 	struct local_forkd_proc fk;  /* fk.conn >= 0: started by the fork server */
+	int ptm;                 /* tty: the pty's master */
 	int64_t t0;
 };
 
@@ -126,7 +135,9 @@ static void run_init(struct run *x, const struct sbx_exec_req *req)
 	x->so.fd = x->se.fd = -1;
 	x->child = -1;
 	x->fk.conn = x->fk.pidfd = -1;
-	x->sp.selfns = x->sp.report[0] = x->sp.report[1] = -1;
+	x->ptm = -1;
+	x->sp.selfns = x->sp.report[0] = x->sp.report[1] = x->sp.cg_dir = -1;
+	x->sp.tty_sock[0] = x->sp.tty_sock[1] = -1;
 	for (int i = 0; i < LOCAL_NCG; i++)
 		x->sp.cg_fds[i] = -1;
 }
@@ -141,7 +152,7 @@ static void run_free(struct run *x)
 	}
 	local_forkd_close(&x->fk);
 	int *fds[] = {&x->p_in[0], &x->p_in[1], &x->p_out[0], &x->p_out[1], &x->p_err[0],
-		      &x->p_err[1], &x->nul, &x->killfd};
+		      &x->p_err[1], &x->nul, &x->killfd, &x->ptm};
 	for (size_t i = 0; i < SBX_ARRAY_LEN(fds); i++)
 		local_closep(fds[i]);
 	sink_close(&x->so);
@@ -181,6 +192,8 @@ static int run_pipes(struct run *x, struct sbx_err *err)
 {
 	const struct sbx_exec_req *req = x->req;
 	x->nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (x->nul >= 0 && req->tty)
+		return 0;        /* stdio is the pty, made by the child */
 	if (x->nul < 0 ||
 	    (req->raw_in_fd < 0 && req->stdin_data && pipe2(x->p_in, O_CLOEXEC) < 0) ||
 	    (req->raw_out_fd < 0 && pipe2(x->p_out, O_CLOEXEC) < 0) ||
@@ -199,7 +212,8 @@ static int run_start(struct run *x, const char *id, const struct local_rec *r, i
 		     struct sbx_err *err)
 {
 	int e = 0, stage;
-	if (local_forkd_start(id, r, &x->sp, &x->fk, &stage, &e)) {
+	/* A terminal is made by local-spawn.c's child, not the fork server's. */
+	if (!x->req->tty && local_forkd_start(id, r, &x->sp, &x->fk, &stage, &e)) {
 		/* The fork server's: held by us until it exits. */
 		x->child = stage == 0 || stage == LOCAL_STAGE_EXEC ? x->fk.hostpid : -1;
 		local_forkd_adopt(&x->fk);
@@ -209,12 +223,16 @@ static int run_start(struct run *x, const char *id, const struct local_rec *r, i
 			return local_spawn_fail(x->sp.pidfd, x->sp.init, id, "exec", err,
 						"fork into the pid namespace of %s", id);
 		local_closep(&x->sp.report[1]);
+		local_closep(&x->sp.tty_sock[1]);
 		stage = local_spawn_report(&x->sp, &e);
 	}
 	local_closep(&x->p_in[0]);
 	local_closep(&x->p_out[1]);
 	local_closep(&x->p_err[1]);
 	*exec_errno = 0;
+	if ((stage == 0 || stage == LOCAL_STAGE_EXEC) && x->req->tty &&
+	    (x->ptm = local_spawn_tty_master(&x->sp)) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "exec", "receive the pty of %s", id);
 	if (stage == 0)
 		return 0;
 	if (stage == LOCAL_STAGE_EXEC) {
@@ -227,6 +245,8 @@ static int run_start(struct run *x, const char *id, const struct local_rec *r, i
 	errno = e;
 	if (stage == LOCAL_STAGE_CWD)
 		return sbx_fail_errno(err, SBX_INVALID_REQUEST, "exec", "cwd %s", x->sp.cwd);
+	if (stage == LOCAL_STAGE_TTY)
+		return sbx_fail_errno(err, SBX_INTERNAL, "exec", "open a pty in %s", id);
 	return local_spawn_fail(x->sp.pidfd, x->sp.init, id, "exec", err,
 				"enter sandbox %s (step %d)", id, stage);
 }
@@ -324,6 +344,185 @@ static int run_pump(struct run *x, struct sbx_exec_result *res)
 	return status;
 }
 
+/* ---- a terminal ---- */
+
+/* Write all of buf to a caller's fd (which may be non-blocking); 0, or
+ * -1 when it is gone (the rest of the output is then dropped). */
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t w = write(fd, buf, len);
+		if (w < 0 && errno == EAGAIN) {
+			struct pollfd pf = {.fd = fd, .events = POLLOUT};
+			poll(&pf, 1, 1000);
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		buf += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+/* The master's output: to raw_out_fd, else captured as stdout.  1 after
+ * data, 2 when none now, 0 when the slave side is closed (EIO). */
+static int tty_out(struct run *x, int *out_gone)
+{
+	const struct sbx_exec_req *req = x->req;
+	if (req->raw_out_fd < 0) {
+		x->so.fd = x->ptm;
+		int r = sink_read(&x->so);
+		x->so.fd = -1;
+		return r;
+	}
+	char buf[65536];
+	ssize_t n = read(x->ptm, buf, sizeof(buf));
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 2 : 0;
+	if (n == 0)
+		return 0;
+	if (!*out_gone && write_all(req->raw_out_fd, buf, (size_t)n) < 0)
+		*out_gone = 1;
+	return 1;
+}
+
+/* Apply the last complete resize waiting on tty_size_fd (TIOCSWINSZ on
+ * the master: the kernel sends SIGWINCH to the foreground group inside).
+ * 0 at its EOF. */
+static int tty_resize(struct run *x)
+{
+	struct sbx_tty_size sz[16];
+	ssize_t n = read(x->req->tty_size_fd, sz, sizeof(sz));
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 1 : 0;
+	if (n == 0)
+		return 0;
+	size_t k = (size_t)n / sizeof(sz[0]);
+	if (k) {
+		struct winsize ws = {.ws_col = sz[k - 1].cols, .ws_row = sz[k - 1].rows};
+		if (ws.ws_col && ws.ws_row)
+			ioctl(x->ptm, TIOCSWINSZ, &ws);
+	}
+	return 1;
+}
+
+/* The pump of an exec with a tty: input to the master, its output out,
+ * resizes, the timeout, until the command's main process exits; returns
+ * its wait status.  Input is read only once the last read is written,
+ * so at most one buffer is held. */
+static int run_pump_tty(struct run *x, struct sbx_exec_result *res)
+{
+	const struct sbx_exec_req *req = x->req;
+	fcntl(x->ptm, F_SETFL, O_NONBLOCK);
+	if (req->raw_out_fd < 0) {
+		x->so.cap = req->output_cap ? req->output_cap : DEFAULT_CAP;
+		x->so.buf = sbx_xmalloc(x->so.cap + 1);
+	}
+	int in_fd = req->raw_in_fd;
+	const char *in_data = in_fd < 0 ? req->stdin_data : NULL;
+	size_t in_left = in_data ? req->stdin_len : 0;
+	int in_open = in_fd >= 0 || in_data;
+	int size_fd = req->tty_size_fd;
+	char inbuf[65536];
+	const char *pend = NULL;     /* bytes waiting for the master */
+	size_t npend = 0;
+	int eof_sent = 0, out_gone = 0, ptm_open = 1;
+	char veof = 4;
+	struct termios tio;
+	if (tcgetattr(x->ptm, &tio) == 0 && tio.c_cc[VEOF])
+		veof = (char)tio.c_cc[VEOF];
+	int cfd = (int)syscall(SYS_pidfd_open, x->child, 0);
+	int64_t deadline = req->timeout_ms > 0 ? x->t0 + req->timeout_ms : -1;
+	int status = 0, exited = 0;
+	while (!exited) {
+		/* Refill what goes to the master. */
+		if (!npend && in_data && in_left) {
+			pend = in_data;
+			npend = in_left > sizeof(inbuf) ? sizeof(inbuf) : in_left;
+			in_data += npend;
+			in_left -= npend;
+		} else if (!npend && in_data && !in_left) {
+			in_data = NULL;
+			in_open = 0;
+		}
+		if (!npend && !in_open && !eof_sent && (in_fd >= 0 || req->stdin_data)) {
+			pend = &veof;
+			npend = 1;
+			eof_sent = 1;
+		}
+		struct pollfd pf[4];
+		int n = 0, i_m = -1, i_in = -1, i_sz = -1, i_c = -1;
+		if (ptm_open) {
+			i_m = n;
+			pf[n++] = (struct pollfd){.fd = x->ptm,
+						  .events = (short)(POLLIN | (npend ? POLLOUT : 0))};
+		}
+		if (in_fd >= 0 && in_open && !npend) { i_in = n; pf[n++] = (struct pollfd){.fd = in_fd, .events = POLLIN}; }
+		if (size_fd >= 0) { i_sz = n; pf[n++] = (struct pollfd){.fd = size_fd, .events = POLLIN}; }
+		if (cfd >= 0) { i_c = n; pf[n++] = (struct pollfd){.fd = cfd, .events = POLLIN}; }
+		int wait_ms = -1;
+		if (deadline >= 0 && !res->timed_out) {
+			int64_t left = deadline - sbx_mono_ms();
+			wait_ms = left < 0 ? 0 : (int)(left > 60000 ? 60000 : left);
+		}
+		if (cfd < 0 && wait_ms < 0)
+			wait_ms = 100;
+		int pr = poll(pf, (nfds_t)n, wait_ms);
+		if (pr < 0 && errno != EINTR)
+			break;
+		if (deadline >= 0 && !res->timed_out && sbx_mono_ms() >= deadline) {
+			res->timed_out = 1;
+			if (x->killfd < 0 || write(x->killfd, "1", 1) < 0)
+				kill(x->child, SIGKILL);
+		}
+		if (pr <= 0) {
+			if (cfd < 0 && waitpid(x->child, &status, WNOHANG) == x->child)
+				exited = 1;
+			continue;
+		}
+		if (i_m >= 0 && (pf[i_m].revents & (POLLIN | POLLHUP | POLLERR)) &&
+		    !tty_out(x, &out_gone))
+			ptm_open = 0;    /* nothing holds the slave: wait for the exit */
+		if (i_m >= 0 && ptm_open && npend && (pf[i_m].revents & POLLOUT)) {
+			ssize_t w = write(x->ptm, pend, npend);
+			if (w > 0) {
+				pend += w;
+				npend -= (size_t)w;
+			} else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+				npend = 0;
+			}
+		}
+		if (i_in >= 0 && pf[i_in].revents) {
+			ssize_t r = read(in_fd, inbuf, sizeof(inbuf));
+			if (r > 0) {
+				pend = inbuf;
+				npend = (size_t)r;
+			} else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+				in_open = 0;
+			}
+		}
+		if (i_sz >= 0 && pf[i_sz].revents && !tty_resize(x))
+			size_fd = -1;
+		if (i_c >= 0 && pf[i_c].revents && waitpid(x->child, &status, WNOHANG) == x->child)
+			exited = 1;
+	}
+	if (!exited)
+		waitpid(x->child, &status, 0);
+	x->child = -1;
+	if (res->timed_out && x->xcg)
+		local_cg_wait(x->xcg, "populated", 0, 10000);
+	if (cfd >= 0)
+		close(cfd);
+	/* What the shell wrote before it exited; not what a background
+	 * process that still holds the terminal goes on writing. */
+	for (int i = 0; ptm_open && i < 256 && tty_out(x, &out_gone) == 1; i++)
+		;
+	return status;
+}
+
 /* The result: exit status, signal, and a failed execve reported the way a
  * shell would (127 not found, 126 otherwise, the reason on stderr). */
 static void run_status(struct run *x, int status, int exec_errno, struct sbx_exec_result *res)
@@ -363,7 +562,9 @@ static int run_exec(struct run *x, const char *id, const struct local_rec *r,
 {
 	const struct sbx_exec_req *req = x->req;
 	struct local_cmd cmd = {.argv = req->argv, .env = req->env, .cwd = req->cwd,
-				.as_root = req->as_root};
+				.as_root = req->as_root, .tty = req->tty,
+				.cols = (unsigned short)(req->tty_cols > 0xffff ? 0xffff : req->tty_cols),
+				.rows = (unsigned short)(req->tty_rows > 0xffff ? 0xffff : req->tty_rows)};
 	if (run_cgroup(x, r, err) < 0 ||
 	    local_spawn_prepare(id, r, x->sp.pidfd, x->sp.init, x->xcg ? x->xcg : x->work, &cmd,
 				&x->sp, err) < 0 ||
@@ -377,7 +578,7 @@ static int run_exec(struct run *x, const char *id, const struct local_rec *r,
 	sink_open(&x->so, x->p_out[0], cap);
 	sink_open(&x->se, x->p_err[0], cap);
 	x->p_out[0] = x->p_err[0] = -1;
-	int status = run_pump(x, res);
+	int status = req->tty ? run_pump_tty(x, res) : run_pump(x, res);
 	if (old_pipe != SIG_ERR)
 		signal(SIGPIPE, old_pipe);
 	run_status(x, status, exec_errno, res);

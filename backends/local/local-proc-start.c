@@ -75,7 +75,8 @@ static void ps_init(struct pstart *s)
 	s->out[0] = s->out[1] = s->err[0] = s->err[1] = s->status[0] = s->status[1] = -1;
 	s->fifo_r = s->keeper = s->nul = s->topcg = s->topdir = s->exe = s->procs = s->killfd = -1;
 	s->fk.conn = s->fk.pidfd = -1;
-	s->sp.selfns = s->sp.report[0] = s->sp.report[1] = -1;
+	s->sp.selfns = s->sp.report[0] = s->sp.report[1] = s->sp.cg_dir = -1;
+	s->sp.tty_sock[0] = s->sp.tty_sock[1] = -1;
 	for (int i = 0; i < LOCAL_NCG; i++)
 		s->sp.cg_fds[i] = -1;
 }
@@ -175,7 +176,15 @@ static int open_stdio(struct pstart *s, const struct local_rec *r, const struct 
 	if (s->nul < 0 || pipe2(s->out, O_CLOEXEC) < 0 || pipe2(s->err, O_CLOEXEC) < 0 ||
 	    pipe2(s->status, O_CLOEXEC) < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "proc", "pipe");
-	if (req->keep_stdin) {
+	if (req->tty) {
+		SBX_AUTOFREE char *wz = sbx_xasprintf("%s/" LOCAL_PROC_WINSIZE, s->dir);
+		SBX_AUTOFREE char *at = sbx_xasprintf("%s/" LOCAL_PROC_ATTACH, s->dir);
+		int afd = open(at, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (mkfifo(wz, 0600) < 0 || afd < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "proc", "terminal files");
+		close(afd);
+	}
+	if (req->keep_stdin || req->tty) {
 		SBX_AUTOFREE char *fifo = sbx_xasprintf("%s/stdin", s->dir);
 		if (mkfifo(fifo, 0600) < 0 ||
 		    (s->fifo_r = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0 ||
@@ -235,7 +244,7 @@ static __attribute__((noreturn)) void become_supervisor(struct pstart *s)
 	char *argv[] = {"sbx-procd", s->name, hostpid, s->argv_buf[0], s->argv_buf[1],
 			s->argv_buf[2], NULL};
 	static char *const envp[] = {NULL};
-	int want[] = {s->status[1], s->procs, s->out[0], s->err[0],
+	int want[] = {s->status[1], s->procs, s->sp.tty ? s->sp.tty_sock[0] : s->out[0], s->err[0],
 		      s->keeper >= 0 ? s->keeper : s->nul, s->killfd >= 0 ? s->killfd : s->nul,
 		      s->fk.conn >= 0 ? s->fk.conn : s->nul};
 	int hi[SBX_ARRAY_LEN(want)];
@@ -328,6 +337,8 @@ static int launch(struct pstart *s, const char *procs, const char *id, const cha
 	local_closep(&s->out[0]);
 	local_closep(&s->out[1]);
 	local_closep(&s->err[0]);
+	local_closep(&s->sp.tty_sock[0]);
+	local_closep(&s->sp.tty_sock[1]);
 	local_closep(&s->fifo_r);
 	local_closep(&s->keeper);
 	local_closep(&s->fk.conn);   /* the supervisor holds it now */
@@ -382,7 +393,9 @@ static int start_locked(struct pstart *s, struct sbx_sandbox *sb, const struct l
 			struct sbx_proc_info *out, struct sbx_err *err)
 {
 	struct local_cmd cmd = {.argv = req->argv, .env = req->env, .cwd = req->cwd,
-				.as_root = req->as_root};
+				.as_root = req->as_root, .tty = req->tty,
+				.cols = (unsigned short)(req->tty_cols > 0xffff ? 0xffff : req->tty_cols),
+				.rows = (unsigned short)(req->tty_rows > 0xffff ? 0xffff : req->tty_rows)};
 	SBX_AUTOFREE char *work = sbx_xasprintf("%s/work", r->cg[CG_V2]);
 	if (under_lock(procs, req->tag, err) < 0 || write_request(s, procs, req, err) < 0)
 		return -1;
@@ -404,10 +417,13 @@ static int start_locked(struct pstart *s, struct sbx_sandbox *sb, const struct l
 	snprintf(s->argv_buf[0], sizeof(s->argv_buf[0]), "%lld", (long long)req->timeout_ms);
 	snprintf(s->argv_buf[1], sizeof(s->argv_buf[1]), "%d", LOCAL_PROC_OUT_MAX);
 	/* Through the sandbox's fork server where it takes the start (no
-	 * cgroup move: local-forkd.h); else the grandchild forks it. */
-	local_forkd_start(sb->id, r, &s->sp, &s->fk, &s->fk_stage, &s->fk_errno);
-	snprintf(s->argv_buf[2], sizeof(s->argv_buf[2]), "%s%s%s", req->keep_stdin ? "s" : "",
-		 s->killfd >= 0 ? "k" : "", s->fk.conn >= 0 ? "f" : "");
+	 * cgroup move: local-forkd.h); else the grandchild forks it.  A
+	 * terminal is made by local-spawn.c's child, never the server's. */
+	if (!req->tty)
+		local_forkd_start(sb->id, r, &s->sp, &s->fk, &s->fk_stage, &s->fk_errno);
+	int keep = req->keep_stdin || req->tty;
+	snprintf(s->argv_buf[2], sizeof(s->argv_buf[2]), "%s%s%s%s", keep ? "s" : "",
+		 s->killfd >= 0 ? "k" : "", s->fk.conn >= 0 ? "f" : "", req->tty ? "t" : "");
 	if (!s->argv_buf[2][0])
 		snprintf(s->argv_buf[2], sizeof(s->argv_buf[2]), "-");
 	int pid;

@@ -20,6 +20,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -73,6 +74,18 @@ static int64_t file_size(const char *dir, const char *name)
 	return stat(p, &st) == 0 ? (int64_t)st.st_size : 0;
 }
 
+int local_proc_claimed(const char *dir)
+{
+	char ap[4200];
+	snprintf(ap, sizeof(ap), "%s/" LOCAL_PROC_ATTACH, dir);
+	SBX_AUTOCLOSE int fd = open(ap, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (flock(fd, LOCK_SH | LOCK_NB) < 0)
+		return errno == EWOULDBLOCK;
+	return 0;
+}
+
 int local_prec_refresh(struct local_prec *p, struct sbx_err *err)
 {
 	SBX_AUTOFREE char *sp = sbx_xasprintf("%s/state", p->dir);
@@ -107,6 +120,7 @@ int local_prec_refresh(struct local_prec *p, struct sbx_err *err)
 	char cp[4200];
 	snprintf(cp, sizeof(cp), "%s/stdin.closed", p->dir);
 	i->stdin_open = p->keep_stdin && i->running && access(cp, F_OK) < 0;
+	i->attached = i->tty && i->running && local_proc_claimed(p->dir);
 	return 0;
 }
 

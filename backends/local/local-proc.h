@@ -41,8 +41,12 @@ void local_precs_free(struct local_prec *p, size_t n);
 int local_prec_find(const char *procs, const struct sbx_proc_sel *sel, struct local_prec *p,
 		    struct sbx_err *err);
 
+/* Whether the terminal of the record at `dir` is claimed (its attach
+ * file is flock'ed exclusively by a live proc_claim). */
+int local_proc_claimed(const char *dir);
+
 /* The vtable's proc_list, proc_signal and proc_input (contracts in
- * backend.h). */
+ * backend.h); proc_resize and proc_claim in local-proc-tty.c. */
 int local_proc_list(struct sbx_backend *b, struct sbx_sandbox *sb,
 		    struct sbx_proc_info **out, size_t *n, struct sbx_err *err);
 int local_proc_signal(struct sbx_backend *b, struct sbx_sandbox *sb,
@@ -50,5 +54,10 @@ int local_proc_signal(struct sbx_backend *b, struct sbx_sandbox *sb,
 int local_proc_input(struct sbx_backend *b, struct sbx_sandbox *sb,
 		     const struct sbx_proc_sel *sel, const void *data, size_t len,
 		     int close_stdin, int as_root, struct sbx_err *err);
+int local_proc_resize(struct sbx_backend *b, struct sbx_sandbox *sb,
+		      const struct sbx_proc_sel *sel, unsigned cols, unsigned rows, int as_root,
+		      struct sbx_err *err);
+int local_proc_claim(struct sbx_backend *b, struct sbx_sandbox *sb,
+		     const struct sbx_proc_sel *sel, int as_root, int *hold, struct sbx_err *err);
 
 #endif

@@ -25,6 +25,11 @@
  *                         sbx-procd holds a write end so it sees no EOF
  *           stdin.closed  made by proc_input(close), then SIGUSR1 to
  *                         sbx-procd, which lets its write end go
+ *           winsize       a terminal's (tty only): a FIFO of struct
+ *                         {uint16 cols, rows} records, applied by sbx-procd
+ *                         to the pty's master (TIOCSWINSZ)
+ *           attach        a terminal's (tty only): an empty file that the
+ *                         one attached caller holds flock(LOCK_EX) on
  *
  * sbx-procd is exec'd (fexecve of <libexec>/sbx/sbx-procd, found like
  * sbx-init) by the grandchild the library forks, right after that
@@ -37,7 +42,10 @@
  *         NAME the .new-<hex> dir, HOSTPID the process (our pid
  *         namespace), FLAGS "s" (fd 7 is the stdin keeper), "k" (fd 8 is
  *         the cgroup.kill of the process's own cgroup, for its timeout),
- *         or "-"; nothing secret
+ *         "t" (a terminal: fd 5 is a socket on which the pty's master
+ *         arrives, SCM_RIGHTS, sent by the process before its execve;
+ *         the `stdin` FIFO's bytes go to the master, `winsize` sets its
+ *         size; stderr stays the library's pipe), or "-"; nothing secret
  *   envp  {NULL}
  *         "f" (fd 9 is the start's connection to the fork server, which
  *         forked the process: the wait status comes there, not from
@@ -61,6 +69,9 @@
 
 /* Default bound of each output file (bytes kept). */
 #define LOCAL_PROC_OUT_MAX (8 << 20)
+
+#define LOCAL_PROC_WINSIZE "winsize"
+#define LOCAL_PROC_ATTACH  "attach"
 
 /* Keys of the state file. */
 #define LOCAL_PROC_K_PID        "pid"         /* in the sandbox */

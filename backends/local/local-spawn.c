@@ -21,8 +21,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "doc.h"
@@ -91,6 +95,8 @@ static char **env_build(const char *id, json_object *sb_env, const struct local_
 	env_set(&e, buf);
 	env_set(&e, "SBX_SKILL_OUTPUT_DIR=/workspace/output");
 	env_set(&e, "SBX_SESSION_INPUT_DIR=/workspace/input");
+	if (cmd->tty)
+		env_set(&e, "TERM=xterm");   /* what docker exec -t sets */
 	if (sb_env && json_object_is_type(sb_env, json_type_object)) {
 		json_object_object_foreach(sb_env, k, v) {
 			char *kv = sbx_xasprintf("%s=%s", k, json_object_get_string(v));
@@ -145,6 +151,50 @@ static void drop_privileges(const struct local_spawn *c)
 		child_fail(c, LOCAL_STAGE_PRIV);
 }
 
+/* In the child, in the sandbox's mount namespace and a session of its
+ * own, still privileged: a pty of the sandbox's own devpts instance
+ * (its /dev/ptmx, read-only /dev), never the host's.  The slave is taken
+ * with TIOCGPTPEER (no path lookup that the sandbox could redirect),
+ * owned by the user the command runs as (programs reopen their tty by
+ * name), made the controlling terminal and stdio; the master goes back
+ * to the caller over tty_sock and is closed here. */
+static void child_tty(const struct local_spawn *c)
+{
+	int m = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	int unlock = 0;
+	struct stat st;
+	if (m < 0 || fstat(m, &st) < 0 || !S_ISCHR(st.st_mode) || ioctl(m, TIOCSPTLCK, &unlock) < 0)
+		child_fail(c, LOCAL_STAGE_TTY);
+	int sl = ioctl(m, TIOCGPTPEER, O_RDWR | O_NOCTTY);
+	if (sl < 0)
+		child_fail(c, LOCAL_STAGE_TTY);
+	struct winsize ws = {.ws_col = c->cols ? c->cols : 80, .ws_row = c->rows ? c->rows : 24};
+	ioctl(m, TIOCSWINSZ, &ws);
+	if (!c->as_root && fchown(sl, SANDBOX_UID, (gid_t)-1) < 0)
+		child_fail(c, LOCAL_STAGE_TTY);
+	char one = 1;
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	memset(&u, 0, sizeof(u));
+	struct iovec iov = {.iov_base = &one, .iov_len = 1};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &m, sizeof(int));
+	if (sendmsg(c->tty_sock[1], &mh, MSG_NOSIGNAL) != 1)
+		child_fail(c, LOCAL_STAGE_TTY);
+	close(m);
+	if (ioctl(sl, TIOCSCTTY, 0) < 0 || dup2(sl, 0) < 0 || dup2(sl, 1) < 0 || dup2(sl, 2) < 0)
+		child_fail(c, LOCAL_STAGE_TTY);
+	if (sl > 2)
+		close(sl);
+}
+
 /* In the child, already in the sandbox's pid namespace. */
 static __attribute__((noreturn)) void child_main(const struct local_spawn *c)
 {
@@ -158,7 +208,7 @@ static __attribute__((noreturn)) void child_main(const struct local_spawn *c)
 	/* Until execve, this process holds host fds and host memory: no
 	 * one in the sandbox may look into it. */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	if (dup2(c->in, 0) < 0 || dup2(c->out, 1) < 0 || dup2(c->errfd, 2) < 0)
+	if (!c->tty && (dup2(c->in, 0) < 0 || dup2(c->out, 1) < 0 || dup2(c->errfd, 2) < 0))
 		child_fail(c, LOCAL_STAGE_SETNS);
 	for (int i = c->born_in_cg ? CG_V2 + 1 : 0; i < LOCAL_NCG; i++)
 		if (c->cg_fds[i] >= 0 && write(c->cg_fds[i], "0", 1) < 0)
@@ -169,6 +219,8 @@ static __attribute__((noreturn)) void child_main(const struct local_spawn *c)
 	setsid();
 	if (chdir("/") < 0)
 		child_fail(c, LOCAL_STAGE_CWD);
+	if (c->tty)
+		child_tty(c);
 	/* Nothing of the host but stdio, the report pipe and (for the fork
 	 * server) its own executable goes further; both are CLOEXEC. */
 	int lo = c->report[1], hi = c->exe;
@@ -237,6 +289,10 @@ int local_spawn_prepare(const char *id, const struct local_rec *r, int pidfd, pi
 	s->init = init;
 	s->selfns = s->report[0] = s->report[1] = s->in = s->out = s->errfd = s->cg_dir = -1;
 	s->exe = -1;
+	s->tty_sock[0] = s->tty_sock[1] = -1;
+	s->tty = cmd->tty;
+	s->cols = cmd->cols;
+	s->rows = cmd->rows;
 	for (int i = 0; i < LOCAL_NCG; i++)
 		s->cg_fds[i] = -1;
 	s->cwd = cmd->cwd && *cmd->cwd ? cmd->cwd : "/workspace";
@@ -260,7 +316,34 @@ int local_spawn_prepare(const char *id, const struct local_rec *r, int pidfd, pi
 		return -1;
 	if (pipe2(s->report, O_CLOEXEC) < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "exec", "pipe");
+	if (s->tty && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s->tty_sock) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "exec", "socketpair");
 	return 0;
+}
+
+int local_spawn_tty_master(struct local_spawn *s)
+{
+	char one;
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct iovec iov = {.iov_base = &one, .iov_len = 1};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
+	ssize_t n;
+	do
+		n = recvmsg(s->tty_sock[0], &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	struct cmsghdr *cm = n == 1 ? CMSG_FIRSTHDR(&mh) : NULL;
+	if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
+	    cm->cmsg_len != CMSG_LEN(sizeof(int))) {
+		errno = EPROTO;
+		return -1;
+	}
+	int fd;
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
 }
 
 pid_t local_spawn_fork(struct local_spawn *s, int come_back)
@@ -299,7 +382,8 @@ int local_spawn_report(struct local_spawn *s, int *e)
 
 void local_spawn_free(struct local_spawn *s)
 {
-	int fds[] = {s->selfns, s->report[0], s->report[1], s->cg_dir};
+	int fds[] = {s->selfns, s->report[0], s->report[1], s->cg_dir, s->tty_sock[0],
+		     s->tty_sock[1]};
 	for (size_t i = 0; i < SBX_ARRAY_LEN(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
@@ -311,7 +395,7 @@ void local_spawn_free(struct local_spawn *s)
 	free(s->envp);
 	local_filter_free(&s->filter);
 	memset(s, 0, sizeof(*s));
-	s->selfns = s->report[0] = s->report[1] = s->cg_dir = -1;
+	s->selfns = s->report[0] = s->report[1] = s->cg_dir = s->tty_sock[0] = s->tty_sock[1] = -1;
 	for (int i = 0; i < LOCAL_NCG; i++)
 		s->cg_fds[i] = -1;
 }

@@ -29,12 +29,14 @@ struct local_cmd {
 	char *const *env;        /* "KEY=VALUE" added last */
 	const char *cwd;         /* absolute; NULL = /workspace */
 	int as_root;
+	int tty;                 /* stdio is the slave of a new pty (below) */
+	unsigned short cols, rows;
 };
 
 /* Steps of the child, reported as {stage, errno} on the report pipe when
  * one fails; EOF on the pipe means execve succeeded. */
 enum { LOCAL_STAGE_CGROUP = 1, LOCAL_STAGE_SETNS, LOCAL_STAGE_CWD, LOCAL_STAGE_PRIV,
-       LOCAL_STAGE_EXEC };
+       LOCAL_STAGE_EXEC, LOCAL_STAGE_TTY };
 
 struct local_spawn {
 	int pidfd;               /* the sandbox's init */
@@ -44,7 +46,14 @@ struct local_spawn {
 	int cg_dir;              /* the cgroup2 dir (O_PATH), to be born in */
 	int born_in_cg;          /* set by the fork: cg_fds[CG_V2] is joined */
 	int report[2];           /* CLOEXEC pipe of the child's failures */
-	int in, out, errfd;      /* become the child's 0, 1, 2 (borrowed) */
+	int in, out, errfd;      /* become the child's 0, 1, 2 (borrowed);
+				  * unused with tty */
+	int tty;                 /* cmd->tty: the child opens a pty in the
+				  * sandbox's own devpts, makes its slave its
+				  * controlling terminal and stdio, and sends
+				  * the master back on tty_sock */
+	unsigned short cols, rows;
+	int tty_sock[2];         /* CLOEXEC socketpair: [0] ours, [1] the child's */
 	const char *cwd;
 	int as_root;
 	char *const *argv;
@@ -72,6 +81,11 @@ pid_t local_spawn_fork(struct local_spawn *s, int come_back);
  * the child exec'd, or the failed stage with *e its errno. */
 int local_spawn_report(struct local_spawn *s, int *e);
 void local_spawn_free(struct local_spawn *s);
+/* With tty, after the fork (our copy of tty_sock[1] closed) and after
+ * local_spawn_report said the pty was made (0 or LOCAL_STAGE_EXEC): the
+ * pty's master, CLOEXEC, owned by the caller; -1 with errno when the
+ * child sent none. */
+int local_spawn_tty_master(struct local_spawn *s);
 
 /* An exec step failed with errno set: terminal when the init died under
  * us (setns and fork into its namespaces fail then; what failed is not

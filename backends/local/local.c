@@ -578,7 +578,8 @@ static unsigned local_caps(struct sbx_backend *b)
 	return SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_PAUSE | SBX_CAP_SNAPSHOTS |
 	       SBX_CAP_METADATA | SBX_CAP_LIST | SBX_CAP_TEMPLATES | SBX_CAP_TIMEOUT | SBX_CAP_NETPOLICY |
 	       SBX_CAP_INSTALL | SBX_CAP_PROCESS | SBX_CAP_FLATTEN |
-	       SBX_CAP_HOST_LOCAL | SBX_CAP_TEMPLATE_IMPORT | SBX_CAP_TIMEOUT_POLICY | SBX_CAP_VOLUMES;
+	       SBX_CAP_HOST_LOCAL | SBX_CAP_TEMPLATE_IMPORT | SBX_CAP_TIMEOUT_POLICY | SBX_CAP_VOLUMES |
+	       SBX_CAP_TTY;
 }
 
 static int local_health(struct sbx_backend *b, struct sbx_err *err)
@@ -706,6 +707,8 @@ const struct sbx_backend_ops sbx_backend_local = {
 	.proc_signal = local_proc_signal,
 	.proc_input = local_proc_input,
 	.proc_output = local_proc_output,
+	.proc_resize = local_proc_resize,
+	.proc_claim = local_proc_claim,
 	.file_write = local_file_write,
 	.file_read = local_file_read,
 	.file_list = local_file_list,

@@ -19,6 +19,11 @@
  *  - The output files never grow past OUT_MAX kept bytes: the oldest half
  *    is punched out, and `*_start` is moved before the punch.  Where the
  *    filesystem cannot punch holes, new output is dropped instead.
+ *  - A terminal (flag "t"): the pty's master is its stdout stream (kept
+ *    the same bounded way: a 100 MB flood costs disk it then punches
+ *    out, never memory); the stdin FIFO's bytes go to the master, one
+ *    4 KiB buffer at a time (the FIFO is read only once the last read
+ *    is written), and `winsize` records set its size.
  *  - libc only, statically linked, no allocation in the loop; SIGTERM,
  *    SIGINT and SIGHUP do not stop it (it ends with its process or with
  *    the sandbox's cgroup.kill). */
@@ -31,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -38,6 +44,7 @@
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,6 +70,11 @@ static struct {
 	struct stream s[2];
 	int forkd;               /* "f": the fork server's connection, -1 */
 	int lost;                /* a pidfd on the process once the server is gone */
+	int tty;                 /* flag "t" */
+	int ptm;                 /* the pty's master, -1 when none */
+	int tin, twz;            /* the stdin and winsize FIFOs, read ends */
+	char pend[4096];         /* keys read, not yet in the master */
+	size_t npend, off;
 } P = {.forkd = -1, .lost = -1};
 
 static long long now_ms(void)
@@ -193,6 +205,87 @@ static void reaped(int status)
 	}
 }
 
+/* The pty's master, as the process sent it before its execve; -1 when
+ * it sent none (it failed before, the socket is at EOF). */
+static int recv_master(int sock)
+{
+	char one;
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct iovec iov = {.iov_base = &one, .iov_len = 1};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
+	ssize_t n;
+	do
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	struct cmsghdr *cm = n == 1 ? CMSG_FIRSTHDR(&mh) : NULL;
+	if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
+	    cm->cmsg_len != CMSG_LEN(sizeof(int)))
+		return -1;
+	int fd;
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
+}
+
+/* A terminal's setup: the master replaces the stdout pipe. */
+static void setup_tty(void)
+{
+	fcntl(LOCAL_PROC_FD_OUT, F_SETFL, 0);   /* setup made it non-blocking */
+	P.ptm = recv_master(LOCAL_PROC_FD_OUT);
+	close(LOCAL_PROC_FD_OUT);
+	P.s[0].in = P.ptm;
+	if (P.ptm >= 0)
+		fcntl(P.ptm, F_SETFL, O_NONBLOCK);
+	P.tin = openat(P.dir, "stdin", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	/* Our own write end keeps it from EOF between writers. */
+	P.twz = openat(P.dir, LOCAL_PROC_WINSIZE, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+}
+
+/* Keys for the terminal: take what the FIFO has once the last are in. */
+static void tty_keys(void)
+{
+	if (!P.npend) {
+		ssize_t n = read(P.tin, P.pend, sizeof(P.pend));
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+			/* stdin closed: the terminal's EOF, once */
+			close(P.tin);
+			P.tin = -1;
+			struct termios t;
+			P.pend[0] = tcgetattr(P.ptm, &t) == 0 && t.c_cc[VEOF] ? (char)t.c_cc[VEOF] : 4;
+			n = 1;
+		}
+		if (n > 0) {
+			P.npend = (size_t)n;
+			P.off = 0;
+		}
+	}
+}
+
+static void tty_flush(void)
+{
+	ssize_t w = write(P.ptm, P.pend + P.off, P.npend - P.off);
+	if (w > 0)
+		P.off += (size_t)w;
+	else if (w < 0 && errno != EAGAIN && errno != EINTR)
+		P.off = P.npend;         /* the terminal is gone: drop them */
+	if (P.off >= P.npend)
+		P.npend = P.off = 0;
+}
+
+static void tty_resize(void)
+{
+	uint16_t rec[16][2];
+	ssize_t n = read(P.twz, rec, sizeof(rec));
+	size_t k = n > 0 ? (size_t)n / sizeof(rec[0]) : 0;
+	if (k && rec[k - 1][0] && rec[k - 1][1]) {
+		struct winsize ws = {.ws_col = rec[k - 1][0], .ws_row = rec[k - 1][1]};
+		ioctl(P.ptm, TIOCSWINSZ, &ws);
+	}
+}
+
 static int setup(char **argv)
 {
 	snprintf(P.name, sizeof(P.name), "%s", argv[1]);
@@ -216,6 +309,9 @@ static int setup(char **argv)
 	}
 	if (!strchr(flags, 's'))
 		close(LOCAL_PROC_FD_STDIN);
+	P.ptm = P.tin = P.twz = -1;
+	if (strchr(flags, 't'))
+		setup_tty();
 	write_state();
 	/* The record becomes <pid>; an older record of that pid (a process
 	 * that exited) is swapped out and removed. */
@@ -303,12 +399,16 @@ int main(int argc, char **argv)
 	if (P.forkd < 0 && waitpid(P.child, &status, WNOHANG) == P.child)
 		reaped(status);
 	while (P.running) {
-		struct pollfd pf[5] = {
+		int keys = P.ptm >= 0 && P.tin >= 0 && !P.npend;
+		struct pollfd pf[8] = {
 			{.fd = P.s[0].in, .events = POLLIN}, {.fd = P.s[1].in, .events = POLLIN},
 			{.fd = sfd, .events = POLLIN}, {.fd = tfd, .events = POLLIN},
 			{.fd = P.forkd >= 0 ? P.forkd : P.lost, .events = POLLIN},
+			{.fd = keys ? P.tin : -1, .events = POLLIN},
+			{.fd = P.ptm >= 0 ? P.twz : -1, .events = POLLIN},
+			{.fd = P.ptm >= 0 && P.npend ? P.ptm : -1, .events = POLLOUT},
 		};
-		if (poll(pf, 5, -1) < 0 && errno != EINTR)
+		if (poll(pf, 8, -1) < 0 && errno != EINTR)
 			break;
 		if (pf[4].revents && P.forkd >= 0) {
 			int32_t st;
@@ -329,9 +429,17 @@ int main(int argc, char **argv)
 			P.exit_code = -1;
 			P.ended_at = now_ms();
 		}
+		if (pf[5].revents)
+			tty_keys();
+		if (pf[6].revents)
+			tty_resize();
+		if (pf[7].revents || (P.npend && !pf[7].revents && pf[5].revents))
+			tty_flush();
 		for (int i = 0; i < 2; i++)
 			if (pf[i].revents && P.s[i].in >= 0 && pump(&P.s[i]) == 0) {
 				close(P.s[i].in);
+				if (P.s[i].in == P.ptm)
+					P.ptm = -1;
 				P.s[i].in = -1;
 			}
 		if (pf[3].revents) {

@@ -125,6 +125,26 @@ struct sbx_exec_req {
 	int raw_out_fd;          /* >= 0: stream stdout here instead of capturing */
 	int raw_err_fd;          /* >= 0: stream stderr here */
 	int raw_in_fd;           /* >= 0: stdin from this fd instead of stdin_data */
+	/* A pseudo-terminal (SBX_CAP_TTY; the fields below count only with
+	 * tty set).  The command's stdin, stdout and stderr are the slave of
+	 * a pty made inside the sandbox, its controlling terminal, in a
+	 * session of its own; the terminal's signals (Ctrl-C, Ctrl-Z) reach
+	 * its foreground process group.  The master's output goes to
+	 * raw_out_fd (else it is captured as stdout; stderr is empty), and
+	 * raw_in_fd's bytes (else stdin_data) go to the master unchanged;
+	 * at their end the terminal's EOF character (Ctrl-D) is sent once.
+	 * The caller's own terminal (raw mode, restoring it) is the
+	 * caller's business. */
+	int tty;
+	unsigned tty_cols, tty_rows;  /* the size at start; 0 = 80x24 */
+	int tty_size_fd;         /* >= 0: a stream of struct sbx_tty_size
+				  * records (a pipe the caller writes on
+				  * SIGWINCH), each one a resize; -1 = none */
+};
+
+/* One resize on sbx_exec_req.tty_size_fd (host byte order). */
+struct sbx_tty_size {
+	uint16_t cols, rows;
 };
 
 struct sbx_exec_result {
@@ -231,6 +251,7 @@ enum sbx_cap {
 					   * them at create) */
 	SBX_CAP_HOST_LOCAL  = 1 << 16,   /* sandboxes live on the host that made them (host.h) */
 	SBX_CAP_VOLUMES     = 1 << 17,   /* create mounts a tenant's volumes (sbx_vol_mount) */
+	SBX_CAP_TTY         = 1 << 18,   /* exec with a pseudo-terminal (sbx_exec_req.tty) */
 };
 /* Names for documents and `sbx-ctl caps`: {"exec": true, ...}. */
 json_object *sbx_caps_to_json(unsigned caps);
@@ -270,6 +291,13 @@ struct sbx_proc_req {
 	const char *tag;         /* optional: 1 to 256 bytes, any text */
 	int64_t timeout_ms;      /* 0 = none; else SIGKILL of the process tree at
 				  * expiry (E2B's Connect-Timeout-Ms on Start) */
+	/* A terminal (a backend without it: unsupported): stdio is the slave
+	 * of a pty made inside the sandbox, as exec's tty; its output is the
+	 * stdout stream (stderr stays empty), proc_input writes keys (stdin
+	 * is kept open whatever keep_stdin says), proc_resize sets its size,
+	 * and proc_claim makes one caller its one writer. */
+	int tty;
+	unsigned tty_cols, tty_rows;  /* 0 = 80x24 */
 };
 
 /* Selects one process: pid > 0, else tag. */
@@ -290,6 +318,8 @@ struct sbx_proc_info {
 	int signal;              /* the terminating signal, 0 if none */
 	int timed_out;           /* killed at its timeout_ms */
 	int stdin_open;          /* proc_input can still write */
+	int tty;                 /* started with a terminal */
+	int attached;            /* a terminal someone holds the claim of */
 	int64_t started_at;      /* unix milliseconds */
 	int64_t ended_at;        /* unix milliseconds, 0 while running */
 	int64_t out_end, err_end;     /* bytes written so far: the offset the
@@ -484,6 +514,19 @@ struct sbx_backend_ops {
 			   const struct sbx_proc_sel *sel, const struct sbx_proc_attach *a,
 			   sbx_proc_sink sink, void *ctx, struct sbx_proc_info *end,
 			   struct sbx_err *err);
+	/* Terminals (a process started with tty; another: conflict).
+	 * proc_resize: set its size (the foreground group inside gets
+	 * SIGWINCH).  proc_claim: become its one writer: *hold is an fd
+	 * whose close (or our exit, kill -9 included) gives the claim up;
+	 * conflict while another caller holds it.  The process shows
+	 * `attached` while the claim is held.  Both act as as_root's user
+	 * may (proc_signal's rule). */
+	int (*proc_resize)(struct sbx_backend *b, struct sbx_sandbox *sb,
+			   const struct sbx_proc_sel *sel, unsigned cols, unsigned rows,
+			   int as_root, struct sbx_err *err);
+	int (*proc_claim)(struct sbx_backend *b, struct sbx_sandbox *sb,
+			  const struct sbx_proc_sel *sel, int as_root, int *hold,
+			  struct sbx_err *err);
 
 	/* Backends whose idle policy is kill (SBX_CAP_IDLE_KILL): delete the
 	 * sandboxes idle past their timeout, re-checking each right before

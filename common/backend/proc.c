@@ -51,7 +51,8 @@ json_object *sbx_proc_record(const struct sbx_proc_req *req)
 	if (req->tag)
 		sbx_json_set_str(j, "tag", req->tag);
 	sbx_json_set_bool(j, "as_root", req->as_root);
-	sbx_json_set_bool(j, "keep_stdin", req->keep_stdin);
+	sbx_json_set_bool(j, "keep_stdin", req->keep_stdin || req->tty);
+	sbx_json_set_bool(j, "tty", req->tty);
 	sbx_json_set_int(j, "timeout_ms", req->timeout_ms);
 	sbx_json_set_int(j, "started_at", sbx_now_ms());
 	return j;
@@ -81,6 +82,7 @@ void sbx_proc_from_record(json_object *rec, struct sbx_proc_info *p, int *keep_s
 	p->as_root = sbx_json_bool(rec, "as_root", 0);
 	p->started_at = sbx_json_int(rec, "started_at", 0);
 	*keep_stdin = sbx_json_bool(rec, "keep_stdin", 0);
+	p->tty = sbx_json_bool(rec, "tty", 0);
 }
 
 int sbx_proc_may_act(const struct sbx_proc_info *p, int as_root, const char *what,
@@ -117,6 +119,10 @@ void sbx_proc_info_json(const struct sbx_proc_info *p, json_object *o)
 		sbx_json_set_int(o, "ended_at_ms", p->ended_at);
 	}
 	sbx_json_set_bool(o, "stdin_open", p->stdin_open);
+	if (p->tty) {        /* only then: the shape of the others stays */
+		sbx_json_set_bool(o, "tty", 1);
+		sbx_json_set_bool(o, "attached", p->attached);
+	}
 	sbx_json_set_int(o, "started_at_ms", p->started_at);
 	sbx_json_set_int(o, "stdout_end", p->out_end);
 	sbx_json_set_int(o, "stderr_end", p->err_end);
