@@ -761,10 +761,16 @@ int local_broker_main(int argc, char **argv)
 	(void)!write(rfd, "R", 1);
 	close(rfd);
 
+	/* The init's pidfd turns readable when it exits: the broker ends
+	 * with its sandbox (a local one's cgroup.kill ends it earlier; a
+	 * container's broker lives outside the container). */
 	for (;;) {
-		struct pollfd pf[2] = {{.fd = tcp, .events = POLLIN}, {.fd = b.udp, .events = POLLIN}};
-		if (poll(pf, 2, -1) < 0)
+		struct pollfd pf[3] = {{.fd = tcp, .events = POLLIN}, {.fd = b.udp, .events = POLLIN},
+				       {.fd = pidfd, .events = POLLIN}};
+		if (poll(pf, 3, -1) < 0)
 			continue;
+		if (pf[2].revents)
+			return 0;
 		if (pf[0].revents & POLLIN) {
 			int c = accept4(tcp, NULL, NULL, SOCK_CLOEXEC);
 			if (c >= 0) {
