@@ -1,8 +1,12 @@
 #!/usr/bin/env bats
-# suite: conformance
-# Egress by name (issue 28) on every backend that reports network_policy:
-# the same cases on local (the broker instead of slirp) and docker (the
-# broker attached to the container's namespace, docs/docker.md "Egress").
+# suite: local docker podman
+# Egress by name (issue 28), the same cases on local (the broker instead
+# of slirp) and docker/podman (the broker attached to the container's
+# namespace, docs/docker.md "Egress"), gated by network_policy.  Not yet
+# on e2b and cube (the setup below already runs their server in the
+# namespace): there a domain deny and ports cannot be said in E2B's
+# lists, a default deny reads "deny 0.0.0.0/0", and the e2b client has no
+# set_network (PUT /sandboxes/{id}/network) yet.
 # Only busybox is used inside (wget, nc, nslookup, od; TLS ClientHellos
 # are made on the host and sent with nc), so the
 # docker base image runs them as the local host view does; the fuller
@@ -40,16 +44,51 @@ setup_file() {
 		"$c/srv.pem" "$c/srv.key" "$API" "$OTHER" 169.254.169.254 >/dev/null 2>&1 3>&- &
 	for _ in $(seq 1 400); do [ -s "$SBX_TEST_DIR/srv.pid" ] && [ -s "$SBX_TEST_DIR/dns.pid" ] && break; sleep 0.05; done
 	[ -s "$SBX_TEST_DIR/srv.pid" ]
-	jq --arg dns "$DNS" '.profiles.default += {"egress_allow": ["10.98.0.0/16"], "egress_resolver": $dns}' \
-		"$SBX_CONFIG" >"$SBX_CONFIG.new" && mv "$SBX_CONFIG.new" "$SBX_CONFIG"
+	local egress
+	egress=$(jq -cn --arg dns "$DNS" '{"egress_allow": ["10.98.0.0/16"], "egress_resolver": $dns}')
+	if [ -n "${SBX_TEST_SERVE_URL:-}" ]; then
+		# e2b, cube: a server of this file's own (local backend) in the
+		# namespace, so the brokers it starts are there too; the profile
+		# points at it.
+		local sd=$SBX_TEST_DIR/eg-serve port= i
+		mkdir -p "$sd"
+		jq -n --argjson e "$egress" '{profiles: {default: $e}}' >"$sd/config.json"
+		# shellcheck disable=SC2086
+		nsenter --net="$NS" env -u SBX_PROFILE SBX_CONFIG="$sd/config.json" SBX_STATE_DIR="$sd/state" \
+			SBX_BACKEND=local sbx-serve --listen 127.0.0.1:0 --api-key-file "$SBX_TEST_SERVE_KEY" \
+			--state-dir "$sd/serve" --quiet ${FIXTURE_SERVE_FLAGS:-} </dev/null >"$sd/log" 2>&1 3>&- &
+		echo $! >"$SBX_TEST_DIR/serve.pid"
+		for i in $(seq 1 200); do
+			port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$sd/log" | head -1)
+			[ -n "$port" ] && break
+			sleep 0.05
+		done
+		[ -n "$port" ]
+		jq --arg u "http://127.0.0.1:$port" '.profiles.default.endpoint = $u' \
+			"$SBX_CONFIG" >"$SBX_CONFIG.new" && mv "$SBX_CONFIG.new" "$SBX_CONFIG"
+	else
+		jq --argjson e "$egress" '.profiles.default += $e' \
+			"$SBX_CONFIG" >"$SBX_CONFIG.new" && mv "$SBX_CONFIG.new" "$SBX_CONFIG"
+	fi
 }
 
 setup() { need_cap network_policy; }
 
 teardown_file() {
-	[ -z "${NS:-}" ] || netns_teardown dns.pid srv.pid
+	if [ -n "${NS:-}" ]; then
+		in_ns sbx-ls --all 2>/dev/null | in_ns sbx-ctl kill >/dev/null 2>&1 || true
+		netns_teardown dns.pid srv.pid serve.pid
+		local sd=$SBX_TEST_DIR/eg-serve
+		[ ! -d "$sd" ] || SBX_CONFIG="$sd/config.json" SBX_STATE_DIR="$sd/state" SBX_BACKEND=local \
+			sbx-ls --all 2>/dev/null | SBX_CONFIG="$sd/config.json" SBX_STATE_DIR="$sd/state" \
+			SBX_BACKEND=local sbx-ctl kill >/dev/null 2>&1 || true
+	fi
 	sbx_teardown_file
 }
+
+# Every program from inside the namespace: on e2b and cube the server is
+# there (on local and docker it changes nothing).
+sx() { in_ns "$@"; }
 
 new_sb() { in_ns sbx-create "${SBX_TEST_CREATE_ARGS[@]}" "$@" | jq -r .sandbox.id; }
 
@@ -60,7 +99,7 @@ inside() {
 	if [ "$1" = --root ]; then root=(--root); shift; fi
 	local id=$1
 	shift
-	run sbx-exec "${root[@]}" --id "$id" --timeout 60s -- sh -c "$*"
+	run sx sbx-exec "${root[@]}" --id "$id" --timeout 60s -- sh -c "$*"
 	assert_success
 	output=$(jqo .exec.stdout)$(jqo .exec.stderr)
 	printf '%s\n' "$output"
@@ -96,7 +135,7 @@ PY
 @test "egress conformance: an allowed name answers over HTTP and HTTPS, as uid 1000 and as root; sbx-ls shows the policy" {
 	local id
 	id=$(new_sb --allow-out api.sbx.test)
-	run sbx-ls --id "$id"
+	run sx sbx-ls --id "$id"
 	assert_success
 	[ "$(jqo '.sandbox.network_policy.rules[0].to')" = api.sbx.test ]
 	[ "$(jqo '.sandbox.network_policy.default')" = deny ]
@@ -177,7 +216,7 @@ PY
 @test "egress conformance: egress without a policy reaches the open internet but never metadata or link-local" {
 	local id
 	id=$(new_sb --allow-internet)
-	run sbx-ls --id "$id"
+	run sx sbx-ls --id "$id"
 	assert_success
 	[ "$(jqo '.sandbox.network_policy // "none"')" = none ]
 	# By address (local's slirp asks the host's resolver, not the test's).
@@ -209,18 +248,18 @@ PY
 	id=$(new_sb --allow-out api.sbx.test)
 	inside "$id" 'busybox wget -qO- http://other.sbx.test/ 2>&1; echo rc=$?'
 	[[ "$output" != *answer-* ]]
-	run sbx-ctl network --id "$id" --allow-out api.sbx.test --allow-out other.sbx.test:80
+	run sx sbx-ctl network --id "$id" --allow-out api.sbx.test --allow-out other.sbx.test:80
 	assert_success
-	run sbx-ls --id "$id"
+	run sx sbx-ls --id "$id"
 	[ "$(jqo '.sandbox.network_policy.rules | length')" = 2 ]
 	inside "$id" 'busybox wget -qO- http://other.sbx.test/'
 	[[ "$output" == *"answer-$OTHER host=other.sbx.test"* ]]
-	run sbx-ctl network --id "$id" --allow-out api.sbx.test
+	run sx sbx-ctl network --id "$id" --allow-out api.sbx.test
 	assert_success
 	inside "$id" "$(http_to "$OTHER" other.sbx.test)"
 	[[ "$output" == *"other.sbx.test:80 by the policy's default (deny)"* ]]
 	# A sandbox made without a policy has none to replace.
 	id=$(new_sb --allow-internet)
-	run -69 sbx-ctl network --id "$id" --allow-out api.sbx.test
+	run -69 sx sbx-ctl network --id "$id" --allow-out api.sbx.test
 	[[ "$output" == *"created without a network policy"* ]]
 }

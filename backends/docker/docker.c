@@ -254,6 +254,26 @@ static void docker_handle_policy(struct sbx_backend *b, struct sbx_sandbox *sb, 
 	json_object_object_add(sb->extra, "network_policy", np);
 }
 
+/* The container's resolver is the broker's address.  dockerd writes it
+ * from HostConfig.Dns; podman ignores Dns under NetworkMode none, so the
+ * file is written from inside as well when it says otherwise (as root,
+ * through the engine's bind mount, never from the host: a path in the
+ * container is the container's to resolve). */
+static int create_resolver(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err)
+{
+	char *argv[] = {"/bin/sh", "-c",
+			"grep -qx 'nameserver " DOCKER_SANDBOX_RESOLVER "' /etc/resolv.conf 2>/dev/null || "
+			"echo 'nameserver " DOCKER_SANDBOX_RESOLVER "' >/etc/resolv.conf", NULL};
+	struct sbx_exec_req req = {.argv = argv, .as_root = 1, .raw_out_fd = -1, .raw_err_fd = -1,
+				   .raw_in_fd = -1};
+	struct sbx_exec_result r = {0};
+	int rc = docker_exec(b, sb, &req, &r, err);
+	if (rc == 0 && r.exit_code != 0)
+		rc = sbx_fail(err, SBX_INTERNAL, "create", "the sandbox's resolv.conf could not be written");
+	sbx_exec_result_clear(&r);
+	return rc;
+}
+
 /* Remove the half-made container `id` quietly. */
 static void create_undo(struct sbx_backend *b, const char *id)
 {
@@ -334,6 +354,11 @@ static int docker_create(struct sbx_backend *b, const struct sbx_create_req *req
 	}
 	docker_fill_from_inspect(b, out, j);
 	json_object_put(j);
+	if (use && create_resolver(b, out, err) < 0) {
+		sbx_sandbox_clear(out);
+		create_undo(b, id);
+		return -1;
+	}
 	docker_handle_policy(b, out, named);
 	docker_maybe_sweep(b);
 	return 0;
