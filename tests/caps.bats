@@ -49,7 +49,7 @@ probe() {
 		local s
 		s=$(sbx-snap --id "$SB" | jq -r .snapshot.id) && sbx-snap flatten "$s" ;;
 	network_policy)
-		if [ "$FIXTURE_BACKEND" = local ]; then
+		if [ "$FIXTURE_BACKEND" = local ] || [ "$FIXTURE_BACKEND" = docker ]; then
 			# egress rules on create, replaced while it runs
 			local out
 			out=$(sbx-create --deny-out 192.0.2.1/32 | sbx-ctl network --allow-out 192.0.2.2/32) || return 1

@@ -186,6 +186,19 @@ print('AAAA', q('api.sbx.test', 28))
 print('TXT', q('api.sbx.test', 16))
 print('exfil', q('c2VjcmV0.other.sbx.test', 1))
 print('direct', q('api.sbx.test', 1, ('$DNS', 53)))
+def qt(name, qtype):
+    s = socket.create_connection(('10.0.2.3', 53), timeout=5)
+    body = b''.join(bytes([len(l)]) + l.encode() for l in name.split('.')) + b'\\0'
+    m = struct.pack('!HHHHHH', 9, 0x100, 1, 0, 0, 0) + body + struct.pack('!HH', qtype, 1)
+    out = []
+    for _ in range(2):   # two queries on one connection
+        s.sendall(struct.pack('!H', len(m)) + m)
+        n = struct.unpack('!H', s.recv(2))[0]; r = b''
+        while len(r) < n: r += s.recv(n - len(r))
+        out.append('rcode=%d an=%d' % (r[3] & 15, struct.unpack('!H', r[6:8])[0]))
+    return ' '.join(out)
+print('tcp-A', qt('api.sbx.test', 1))
+print('tcp-other', qt('other.sbx.test', 1))
 u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.connect(('$API', 443))
 try:
     u.send(b'quic'); u.recv(10); print('quic answered')
@@ -197,6 +210,9 @@ PY"
 	[[ "$output" == *"TXT rcode=5"* ]]
 	[[ "$output" == *"exfil rcode=3"* ]]
 	[[ "$output" == *"direct error"* ]]
+	# DNS over TCP to the resolver: the broker answers it the same way.
+	[[ "$output" == *"tcp-A rcode=0 an=1 rcode=0 an=1"* ]]
+	[[ "$output" == *"tcp-other rcode=3 an=0 rcode=3 an=0"* ]]
 	[[ "$output" == *"quic "* && "$output" != *"quic answered"* ]]
 }
 

@@ -20,6 +20,8 @@
 /* The profile keys the docker backend owns (docker.c's config_load). */
 struct docker_conf {
 	char *tls_cert_path;     /* tcp://: the folder of ca.pem, cert.pem, key.pem */
+	char **egress_allow;     /* CIDRs the egress broker may dial after all */
+	char *egress_resolver;   /* the broker's upstream resolver, or NULL: the host's */
 };
 /* The profile's tls_cert_path, NULL when none. */
 static inline const char *docker_tls_certs(const struct sbx_backend *b)

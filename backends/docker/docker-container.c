@@ -37,7 +37,8 @@ enum sbx_state docker_map_state(const char *s)
 int docker_internal_label(const char *k)
 {
 	return !strcmp(k, DOCKER_LABEL_TTL) || !strcmp(k, DOCKER_LABEL_NO_RESUME) ||
-	       !strcmp(k, DOCKER_LABEL_TEMPLATE) || sbx_str_starts(k, DOCKER_LABEL_SNAPSHOT);
+	       !strcmp(k, DOCKER_LABEL_TEMPLATE) || !strcmp(k, DOCKER_LABEL_EGRESS) ||
+	       sbx_str_starts(k, DOCKER_LABEL_SNAPSHOT);
 }
 
 /* See docker-container.h.  (`out` parameters may be uninitialised.) */

@@ -24,6 +24,9 @@
 /* The template id create was given: inspect's Config.Image is that on
  * dockerd but the image's full name on podman, so it is kept here. */
 #define DOCKER_LABEL_TEMPLATE "sbx.template"
+/* "policy": created with a network policy (sbx-ctl network can replace
+ * it, sbx-ls shows it); "open": egress without one (docker-egress.h). */
+#define DOCKER_LABEL_EGRESS "sbx.egress"
 
 /* Docker's state word ("running", "paused", ...) as an sbx state.  The
  * engine's "dead" (a container it failed to remove) is terminal, and

@@ -8,8 +8,9 @@
  *     full container id, its metadata the container's labels;
  *   - PID 1 is docker-init running `sleep`: the image's ENTRYPOINT/CMD never
  *     run, zombies are reaped, and the container lives until it is removed;
- *   - network: NetworkMode "none" (only lo) unless egress is asked for, and
- *     egress needs a "bridge" network; host networking is never used;
+ *   - network: NetworkMode "none" (only lo) always; egress goes through
+ *     the egress broker attached to the container's namespace
+ *     (docker-egress.h); host networking is never used;
  *   - capabilities: everything dropped but CHOWN DAC_OVERRIDE FOWNER FSETID
  *     SETGID SETUID KILL, no-new-privileges; commands run as uid 1000 unless
  *     as_root;
@@ -21,6 +22,7 @@
  *                       replies, engine errors as sbx kinds, API version
  *   docker-container.c  one container: ours or not_found, state, handle,
  *                       unpause/start on use, removal
+ *   docker-egress.c     egress: the broker on the container's namespace
  *   docker-exec.c       exec: the hijacked /exec/{id}/start stream
  *   docker-files.c      files: exec as the sandbox user for everything a user
  *                       could abuse (symlinks), the archive API where safe
@@ -28,10 +30,12 @@
  *   docker-image.c      snapshots (commit) and templates (images)
  *   docker-proc.c       detached processes: an in-container supervisor
  *   docker-sweep.c      the idle sweep */
+#include <arpa/inet.h>
 #include <string.h>
 
 #include "docker-api.h"
 #include "docker-container.h"
+#include "docker-egress.h"
 #include "docker-exec.h"
 #include "docker-files.h"
 #include "docker-gate.h"
@@ -40,6 +44,7 @@
 #include "docker-sweep.h"
 #include "doc.h"
 #include "fingerprint.h"
+#include "netpolicy.h"
 #include "util.h"
 
 #define DEFAULT_IMAGE "sbx/base:latest"
@@ -54,26 +59,35 @@ static const char entry_script[] =
 
 /* ---- open, caps, health, fingerprint ---------------------------------- */
 
-static const char *const docker_config_keys[] = {"tls_cert_path", NULL};
+static const char *const docker_config_keys[] = {"tls_cert_path", "egress_allow", "egress_resolver",
+						  NULL};
 
 static void docker_config_free(void *conf)
 {
 	struct docker_conf *c = conf;
-	if (c)
+	if (c) {
 		free(c->tls_cert_path);
+		sbx_strv_free(c->egress_allow);
+		free(c->egress_resolver);
+	}
 	free(c);
 }
 
 static int docker_config_load(const struct sbx_profile *p, json_object *o, void **conf,
 			      struct sbx_err *err)
 {
-	(void)p;
-	(void)err;
 	struct docker_conf *c = sbx_xcalloc(1, sizeof(*c));
+	*conf = c;
 	const char *certs = sbx_json_str(o, "tls_cert_path");
 	c->tls_cert_path = certs ? sbx_xstrdup(certs) : NULL;
-	*conf = c;
-	return 0;
+	json_object *v;
+	const char *res = sbx_json_str(o, "egress_resolver");
+	struct in_addr ra;
+	if (json_object_object_get_ex(o, "egress_resolver", &v) && (!res || inet_pton(AF_INET, res, &ra) != 1))
+		return sbx_fail_config(err, "config", "profile '%s': egress_resolver must be an IPv4 address",
+				       p->name);
+	c->egress_resolver = res ? sbx_xstrdup(res) : NULL;
+	return sbx_config_cidrs(p->name, o, "egress_allow", &c->egress_allow, err);
 }
 
 static int docker_open(struct sbx_backend *b, struct sbx_err *err)
@@ -92,7 +106,7 @@ static unsigned docker_caps(struct sbx_backend *b)
 	return SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_PAUSE | SBX_CAP_SNAPSHOTS |
 	       SBX_CAP_METADATA | SBX_CAP_LIST | SBX_CAP_TEMPLATES | SBX_CAP_IDLE_KILL |
 	       SBX_CAP_INSTALL | SBX_CAP_PROCESS | SBX_CAP_FLATTEN | SBX_CAP_TTY |
-	       SBX_CAP_TEMPLATE_IMPORT | SBX_CAP_VOLUMES;
+	       SBX_CAP_TEMPLATE_IMPORT | SBX_CAP_VOLUMES | SBX_CAP_NETPOLICY;
 }
 
 static int docker_health(struct sbx_backend *b, struct sbx_err *err)
@@ -124,10 +138,11 @@ static json_object *jstr_array(const char *const *v)
 }
 
 /* What the docker backend cannot give a create: pause-on-idle, inbound
- * access, egress rules.  Egress on needs the daemon's bridge network;
- * *netmode is "bridge" then, else "none" (only lo). */
+ * access.  Egress (on, or a policy) is the broker's (docker-egress.h):
+ * *use the policy it will hold, NULL for none. */
 static int create_network(struct sbx_backend *b, const struct sbx_create_req *req,
-			  const char **netmode, struct sbx_err *err)
+			  struct sbx_netpolicy *np, const struct sbx_netpolicy **use, int *named,
+			  struct sbx_err *err)
 {
 	/* Pause-on-idle only matters with an idle timeout (the profile's
 	 * default action is pause, with no timeout). */
@@ -138,26 +153,14 @@ static int create_network(struct sbx_backend *b, const struct sbx_create_req *re
 	if (req->net.allow_public)
 		return sbx_fail(err, SBX_UNSUPPORTED, "create",
 				"the docker backend has no inbound access by URL (allow_public)");
-	if ((req->net.allow_out && json_object_array_length(req->net.allow_out)) ||
-	    (req->net.deny_out && json_object_array_length(req->net.deny_out)) || req->net.policy)
-		return sbx_fail(err, SBX_UNSUPPORTED, "create",
-				"the docker backend has no egress rules (allow_out/deny_out); only on or off");
-	*netmode = "none";
-	if (req->net.allow_internet) {
-		struct sbx_err e2 = {0};
-		if (docker_api(b, "create", "GET", "/networks/bridge", NULL, NULL, &e2) < 0)
-			return sbx_fail(err, e2.http_status == 404 ? SBX_UNSUPPORTED : e2.kind, "create",
-					"egress needs the daemon's bridge network, and this daemon has none (%s); "
-					"host networking is never used", e2.msg);
-		*netmode = "bridge";
-	}
-	return 0;
+	return docker_egress_plan(b, req, np, use, named, err) < 0 ? -1 : 0;
 }
 
 /* The container's labels: the caller's metadata (our own names left
  * out), sbx.managed, the idle TTL, the no-resume mark and the template
  * id as given (DOCKER_LABEL_TEMPLATE). */
-static json_object *create_labels(const struct sbx_create_req *req, const char *image)
+static json_object *create_labels(const struct sbx_create_req *req, const char *image,
+				  const char *egress)
 {
 	json_object *labels = json_object_new_object();
 	if (req->metadata) {
@@ -175,15 +178,22 @@ static json_object *create_labels(const struct sbx_create_req *req, const char *
 	if (!req->timeout.auto_resume)
 		json_object_object_add(labels, DOCKER_LABEL_NO_RESUME, json_object_new_string("1"));
 	json_object_object_add(labels, DOCKER_LABEL_TEMPLATE, json_object_new_string(image));
+	if (egress)
+		json_object_object_add(labels, DOCKER_LABEL_EGRESS, json_object_new_string(egress));
 	return labels;
 }
 
-/* HostConfig: the network mode, docker-init, the capability set,
- * no-new-privileges, and the limits asked for. */
-static json_object *create_host_config(const struct sbx_create_req *req, const char *netmode)
+/* HostConfig: no network but lo (egress is the broker's, which is then
+ * the resolver), docker-init, the capability set, no-new-privileges, and
+ * the limits asked for. */
+static json_object *create_host_config(const struct sbx_create_req *req, int egress)
 {
 	json_object *hc = json_object_new_object();
-	json_object_object_add(hc, "NetworkMode", json_object_new_string(netmode));
+	json_object_object_add(hc, "NetworkMode", json_object_new_string("none"));
+	if (egress) {
+		const char *dns[] = {DOCKER_SANDBOX_RESOLVER, NULL};
+		json_object_object_add(hc, "Dns", jstr_array(dns));
+	}
 	json_object_object_add(hc, "Init", json_object_new_boolean(1));
 	const char *drop[] = {"ALL", NULL};
 	const char *add[] = {"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "SETGID", "SETUID", "KILL", NULL};
@@ -226,7 +236,7 @@ static json_object *create_host_config(const struct sbx_create_req *req, const c
 /* The body of POST /containers/create, or NULL with err (invalid_request)
  * for an env name that is empty or holds '='. */
 static json_object *create_body(const struct sbx_create_req *req, const char *image,
-				const char *netmode, struct sbx_err *err)
+				const char *egress, struct sbx_err *err)
 {
 	json_object *env = json_object_new_array();
 	if (req->env) {
@@ -248,12 +258,54 @@ static json_object *create_body(const struct sbx_create_req *req, const char *im
 	json_object_object_add(body, "User", json_object_new_string("0"));
 	json_object_object_add(body, "WorkingDir", json_object_new_string("/workspace"));
 	json_object_object_add(body, "Env", env);
-	json_object_object_add(body, "Labels", create_labels(req, image));
-	json_object_object_add(body, "HostConfig", create_host_config(req, netmode));
+	json_object_object_add(body, "Labels", create_labels(req, image, egress));
+	json_object_object_add(body, "HostConfig", create_host_config(req, egress != NULL));
 	return body;
 }
 
-/* Create and start the container; a container that does not start is
+/* A sandbox created with a network policy shows it as its broker holds
+ * it (sbx-ctl network replaces it). */
+static void docker_handle_policy(struct sbx_backend *b, struct sbx_sandbox *sb, int named)
+{
+	json_object *np = named && sb->id ? docker_egress_policy_doc(b, sb->id) : NULL;
+	if (!np)
+		return;
+	if (!sb->extra)
+		sb->extra = json_object_new_object();
+	json_object_object_add(sb->extra, "network_policy", np);
+}
+
+/* The container's resolver is the broker's address.  dockerd writes it
+ * from HostConfig.Dns; podman ignores Dns under NetworkMode none, so the
+ * file is written from inside as well when it says otherwise (as root,
+ * through the engine's bind mount, never from the host: a path in the
+ * container is the container's to resolve). */
+static int create_resolver(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err)
+{
+	char *argv[] = {"/bin/sh", "-c",
+			"grep -qx 'nameserver " DOCKER_SANDBOX_RESOLVER "' /etc/resolv.conf 2>/dev/null || "
+			"echo 'nameserver " DOCKER_SANDBOX_RESOLVER "' >/etc/resolv.conf", NULL};
+	struct sbx_exec_req req = {.argv = argv, .as_root = 1, .raw_out_fd = -1, .raw_err_fd = -1,
+				   .raw_in_fd = -1};
+	struct sbx_exec_result r = {0};
+	int rc = docker_exec(b, sb, &req, &r, err);
+	if (rc == 0 && r.exit_code != 0)
+		rc = sbx_fail(err, SBX_INTERNAL, "create", "the sandbox's resolv.conf could not be written");
+	sbx_exec_result_clear(&r);
+	return rc;
+}
+
+/* Remove the half-made container `id` quietly. */
+static void create_undo(struct sbx_backend *b, const char *id)
+{
+	struct sbx_err quiet = {0};
+	SBX_AUTOFREE char *path = sbx_xasprintf("/containers/%s?force=1&v=1", id);
+	docker_api(b, "create", "DELETE", path, NULL, NULL, &quiet);
+	docker_egress_forget(b, id);
+}
+
+/* Create and start the container, then (egress on) its broker; a
+ * container that does not start, or whose broker does not come up, is
  * removed again, so a failed create leaves nothing behind.  A start the
  * engine refuses because of how it is set up, not for a passing reason
  * (SBX_R_ENGINE_SETUP: no init binary, rlimits the host cannot grant; see
@@ -265,34 +317,42 @@ static int docker_create(struct sbx_backend *b, const struct sbx_create_req *req
 	struct sbx_profile *p = b->profile;
 	const char *image = req->template_id && *req->template_id ? req->template_id
 			    : p && p->template_id && *p->template_id ? p->template_id : DEFAULT_IMAGE;
-	const char *netmode;
 	if (req->nvolumes && !docker_engine_local(b))
 		return sbx_fail(err, SBX_UNSUPPORTED, "create",
 				"volumes need the engine on this host (a unix:// endpoint): "
 				"a volume's folder is bound from here");
+	struct sbx_netpolicy np = {0};
+	const struct sbx_netpolicy *use = NULL;
+	int named = 0;
 	if (docker_check_ref(image, "template id", "create", err) < 0 ||
-	    create_network(b, req, &netmode, err) < 0)
+	    create_network(b, req, &np, &use, &named, err) < 0) {
+		sbx_np_clear(&np);
 		return -1;
-	json_object *body = create_body(req, image, netmode, err);
-	if (!body)
+	}
+	json_object *body = create_body(req, image, !use ? NULL : named ? "policy" : "open", err);
+	if (!body) {
+		sbx_np_clear(&np);
 		return -1;
+	}
 	json_object *resp = NULL;
 	int rc = docker_api(b, "create", "POST", "/containers/create", body, &resp, err);
 	json_object_put(body);
 	if (rc < 0) {
+		sbx_np_clear(&np);
 		if (err->http_status == 404)
 			sbx_err_prefix(err, "template %s", image);
 		return -1;
 	}
 	SBX_AUTOFREE char *id = sbx_xstrdup(sbx_json_str(resp, "Id") ? sbx_json_str(resp, "Id") : "");
 	json_object_put(resp);
-	if (!*id)
+	if (!*id) {
+		sbx_np_clear(&np);
 		return sbx_fail(err, SBX_INTERNAL, "create", "docker returned no container id");
+	}
 	if (docker_container_post(b, id, "start", "create", err) < 0) {
 		/* Never leave a half-made sandbox behind. */
-		struct sbx_err quiet = {0};
-		SBX_AUTOFREE char *path = sbx_xasprintf("/containers/%s?force=1&v=1", id);
-		docker_api(b, "create", "DELETE", path, NULL, NULL, &quiet);
+		sbx_np_clear(&np);
+		create_undo(b, id);
 		if (err->reason == SBX_R_ENGINE_SETUP) {
 			err->kind = SBX_INVALID_REQUEST;
 			err->exit_status = SBX_EXIT_CONFIG;
@@ -303,10 +363,28 @@ static int docker_create(struct sbx_backend *b, const struct sbx_create_req *req
 		return -1;
 	}
 	json_object *j;
-	if (docker_inspect(b, id, "create", &j, err) < 0)
+	if (docker_inspect(b, id, "create", &j, err) < 0) {
+		sbx_np_clear(&np);
 		return -1;
+	}
+	if (use) {
+		long pid = (long)sbx_json_int(sbx_json_obj(j, "State"), "Pid", 0);
+		rc = docker_egress_start(b, id, pid, use, err);
+		sbx_np_clear(&np);
+		if (rc < 0) {
+			json_object_put(j);
+			create_undo(b, id);
+			return -1;
+		}
+	}
 	docker_fill_from_inspect(b, out, j);
 	json_object_put(j);
+	if (use && create_resolver(b, out, err) < 0) {
+		sbx_sandbox_clear(out);
+		create_undo(b, id);
+		return -1;
+	}
+	docker_handle_policy(b, out, named);
 	docker_maybe_sweep(b);
 	return 0;
 }
@@ -320,8 +398,11 @@ static int docker_get(struct sbx_backend *b, const char *id, struct sbx_sandbox 
 	docker_maybe_sweep(b);
 	if (docker_inspect(b, id, "get", &j, err) < 0)
 		return -1;
+	const char *eg = sbx_json_str(sbx_json_obj(sbx_json_obj(j, "Config"), "Labels"), DOCKER_LABEL_EGRESS);
+	int named = eg && !strcmp(eg, "policy");
 	docker_fill_from_inspect(b, out, j);
 	json_object_put(j);
+	docker_handle_policy(b, out, named);
 	return 0;
 }
 
@@ -416,6 +497,17 @@ static int docker_pause(struct sbx_backend *b, struct sbx_sandbox *sb, struct sb
 	return 0;
 }
 
+static int docker_remove(struct sbx_backend *b, const char *id, int *gone, struct sbx_err *err)
+{
+	if (docker_container_remove(b, id, gone, err) < 0)
+		return -1;
+	/* The broker ended with the container's init; its policy goes too
+	 * (a short id is the container's full one only by inspect: the
+	 * handle's ids are full). */
+	docker_egress_forget(b, id);
+	return 0;
+}
+
 /* ---- the vtable ---------------------------------------------------------- */
 
 const struct sbx_backend_ops sbx_backend_docker = {
@@ -433,9 +525,10 @@ const struct sbx_backend_ops sbx_backend_docker = {
 	.connect = docker_connect,
 	.get = docker_get,
 	.list = docker_list,
-	.remove = docker_container_remove,
+	.remove = docker_remove,
 	.pause = docker_pause,
 	.set_timeout = NULL,     /* labels are immutable on a container */
+	.set_network = docker_egress_set_network,
 	.exec = docker_exec,
 	.proc_start = docker_proc_start,
 	.proc_list = docker_proc_list,

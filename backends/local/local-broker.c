@@ -267,47 +267,88 @@ struct query {
 	unsigned char q[1500];
 };
 
-static void *dns_main(void *arg)
+/* The broker's answer to query q[0..n) in `out` (4096 bytes): its
+ * length, 0 when nothing is to be sent (not even a header). */
+static size_t dns_answer(struct broker *b, const unsigned char *q, size_t n, unsigned char *out)
 {
-	struct query *qu = arg;
-	struct broker *b = qu->b;
-	unsigned char out[4096];
 	char name[256];
 	uint16_t qtype;
 	size_t qend, outn;
-	if (local_dns_question(qu->q, qu->n, name, &qtype, &qend) < 0) {
-		if (qu->n >= 12) {     /* header only: FORMERR */
-			memcpy(out, qu->q, 12);
-			out[2] = (unsigned char)(0x80 | (qu->q[2] & 0x79));
-			out[3] = 0x80 | DNS_FORMERR;
-			memset(out + 4, 0, 8);
-			sendto(b->udp, out, 12, 0, (struct sockaddr *)&qu->peer, sizeof(qu->peer));
-		}
-		free(qu);
-		return NULL;
+	if (local_dns_question(q, n, name, &qtype, &qend) < 0) {
+		if (n < 12)
+			return 0;
+		memcpy(out, q, 12);     /* header only: FORMERR */
+		out[2] = (unsigned char)(0x80 | (q[2] & 0x79));
+		out[3] = 0x80 | DNS_FORMERR;
+		memset(out + 4, 0, 8);
+		return 12;
 	}
 	struct pref *p = pref_get(b);
 	size_t rule;
 	if (qtype != DNS_A && qtype != DNS_AAAA)
-		outn = local_dns_reply(qu->q, qend, DNS_REFUSED, out);
+		outn = local_dns_reply(q, qend, DNS_REFUSED, out);
 	else if (sbx_np_judge_name(&p->p, name, &rule) != SBX_NP_ALLOW)
-		outn = local_dns_reply(qu->q, qend, DNS_NXDOMAIN, out);
+		outn = local_dns_reply(q, qend, DNS_NXDOMAIN, out);
 	else if (qtype == DNS_AAAA)     /* no IPv6 inside: no data, at once */
-		outn = local_dns_reply(qu->q, qend, DNS_NOERROR, out);
+		outn = local_dns_reply(q, qend, DNS_NOERROR, out);
 	else {
-		long r = local_dns_ask(&b->resolver, name, DNS_A, out, sizeof(out));
+		long r = local_dns_ask(&b->resolver, name, DNS_A, out, 4096);
 		if (r < 0)
-			outn = local_dns_reply(qu->q, qend, DNS_SERVFAIL, out);
+			outn = local_dns_reply(q, qend, DNS_SERVFAIL, out);
 		else {
 			outn = (size_t)r;
-			out[0] = qu->q[0];     /* the sandbox's id back */
-			out[1] = qu->q[1];
+			out[0] = q[0];     /* the sandbox's id back */
+			out[1] = q[1];
 		}
 	}
 	pref_put(b, p);
-	sendto(b->udp, out, outn, 0, (struct sockaddr *)&qu->peer, sizeof(qu->peer));
+	return outn;
+}
+
+static void *dns_main(void *arg)
+{
+	struct query *qu = arg;
+	unsigned char out[4096];
+	size_t outn = dns_answer(qu->b, qu->q, qu->n, out);
+	if (outn)
+		sendto(qu->b->udp, out, outn, 0, (struct sockaddr *)&qu->peer, sizeof(qu->peer));
 	free(qu);
 	return NULL;
+}
+
+/* DNS over TCP to the resolver's address (RFC 7766): length-prefixed
+ * queries on one connection, each answered as over UDP, until the client
+ * closes or is idle for PEEK_MS. */
+static void dns_tcp(struct broker *b, int fd)
+{
+	unsigned char q[1500], out[4096];
+	for (;;) {
+		unsigned char len[2];
+		size_t got = 0, want = 2;
+		unsigned char *dst = len;
+		for (int part = 0; part < 2; part++) {
+			while (got < want) {
+				struct pollfd pf = {.fd = fd, .events = POLLIN};
+				ssize_t r = poll(&pf, 1, PEEK_MS) > 0 ? read(fd, dst + got, want - got) : -1;
+				if (r <= 0)
+					return;
+				got += (size_t)r;
+			}
+			if (part == 0) {
+				want = (size_t)(len[0] << 8 | len[1]);
+				if (want == 0 || want > sizeof(q))
+					return;
+				dst = q;
+				got = 0;
+			}
+		}
+		size_t outn = dns_answer(b, q, want, out);
+		if (!outn)
+			return;
+		unsigned char hdr[2] = {(unsigned char)(outn >> 8), (unsigned char)outn};
+		if (sbx_write_all(fd, hdr, 2) < 0 || sbx_write_all(fd, out, outn) < 0)
+			return;
+	}
 }
 
 /* ---- what a connection says first ------------------------------------- */
@@ -596,6 +637,13 @@ static void *conn_main(void *arg)
 		return NULL;
 	}
 	unsigned port = ntohs(orig.sin_port);
+	struct in_addr res_at;
+	inet_pton(AF_INET, LOCAL_SANDBOX_RESOLVER, &res_at);
+	if (port == 53 && orig.sin_addr.s_addr == res_at.s_addr) {
+		dns_tcp(b, fd);
+		close(fd);
+		return NULL;
+	}
 	struct pref *pr = pref_get(b);
 	const struct sbx_netpolicy *p = &pr->p;
 	unsigned char *buf = sbx_xmalloc(PEEK_MAX);
@@ -785,10 +833,16 @@ int local_broker_main(int argc, char **argv)
 	(void)!write(rfd, "R", 1);
 	close(rfd);
 
+	/* The init's pidfd turns readable when it exits: the broker ends
+	 * with its sandbox (a local one's cgroup.kill ends it earlier; a
+	 * container's broker lives outside the container). */
 	for (;;) {
-		struct pollfd pf[2] = {{.fd = tcp, .events = POLLIN}, {.fd = b.udp, .events = POLLIN}};
-		if (poll(pf, 2, -1) < 0)
+		struct pollfd pf[3] = {{.fd = tcp, .events = POLLIN}, {.fd = b.udp, .events = POLLIN},
+				       {.fd = pidfd, .events = POLLIN}};
+		if (poll(pf, 3, -1) < 0)
 			continue;
+		if (pf[2].revents)
+			return 0;
 		if (pf[0].revents & POLLIN) {
 			int c = accept4(tcp, NULL, NULL, SOCK_CLOEXEC);
 			if (c >= 0) {

@@ -14,7 +14,8 @@
  *    are asked of the upstream resolver (a fresh query, not the
  *    sandbox's bytes) and answered; AAAA of such a name gets an empty
  *    answer (no IPv6 inside); a name the policy refuses gets NXDOMAIN,
- *    any other type or a malformed query REFUSED, at once.
+ *    any other type or a malformed query REFUSED, at once.  The same
+ *    over TCP to 10.0.2.3:53 (length-prefixed, several on a connection).
  *  - TCP: the original destination (SO_ORIGINAL_DST), and when a domain
  *    rule covers the port the name the client sends first (TLS SNI, HTTP
  *    Host, a CONNECT target).  A named connection goes to what the broker
