@@ -18,6 +18,7 @@ static const char *const sess_suffix[] = {
 static const char *const tenant_suffix[] = {
 	[SBX_KEY_BOUND] = "bound", [SBX_KEY_IMAGE] = "image", [SBX_KEY_LEDGER] = "ledger",
 	[SBX_KEY_EVENTS] = "events", [SBX_KEY_AUDIT] = "audit",
+	[SBX_KEY_WEBHOOKS] = "webhooks",
 };
 
 int sbx_id_check(const char *what, const char *id, size_t len, struct sbx_err *err)
@@ -125,6 +126,11 @@ char *sbx_key_skill(const char *prefix, const char *tenant, size_t tlen,
 char *sbx_key_tenants(const char *prefix)
 {
 	return sbx_xasprintf("%s:tenants", prefix);
+}
+
+char *sbx_key_webhook_tenants(const char *prefix)
+{
+	return sbx_xasprintf("%s:webhooks", prefix);
 }
 
 char *sbx_key_reap_lease(const char *prefix, const char *host)

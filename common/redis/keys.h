@@ -10,7 +10,10 @@
  *   <prefix>:{<tenant>}:ledger                   index of the tenant's skill rows
  *   <prefix>:{<tenant>}:events                   the tenant's event stream (events.h)
  *   <prefix>:{<tenant>}:audit                    ... its audit stream (events.h)
+ *   <prefix>:{<tenant>}:webhooks                 hash: sbx-serve's webhooks of the
+ *                                                tenant, id -> JSON (serve-events.c)
  *   <prefix>:tenants                             set of tenants (--all-tenants)
+ *   <prefix>:webhooks                            set of tenants with webhooks
  *   <prefix>:reap:lease                          one reaper at a time
  *   <prefix>:reap:lease:<host>                   ... per host, for host-local backends
  *   <prefix>:keyspace                            this keyspace's random id (keyspace.h)
@@ -45,6 +48,7 @@ enum sbx_tenant_key {
 	SBX_KEY_LEDGER,
 	SBX_KEY_EVENTS,
 	SBX_KEY_AUDIT,
+	SBX_KEY_WEBHOOKS,
 };
 
 /* 0, or -1 with invalid_request naming `what` ("tenant", "session"): empty,
@@ -68,6 +72,7 @@ char *sbx_key_tenant(const char *prefix, const char *tenant, size_t tlen,
 char *sbx_key_skill(const char *prefix, const char *tenant, size_t tlen,
 		    const char *name, size_t nlen);
 char *sbx_key_tenants(const char *prefix);
+char *sbx_key_webhook_tenants(const char *prefix);
 /* host: NULL, or a host id (host.h: plain characters only) for the lease
  * of a host-local backend's reaper, one per keyspace and host. */
 char *sbx_key_reap_lease(const char *prefix, const char *host);
