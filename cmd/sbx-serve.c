@@ -25,7 +25,7 @@
 enum { O_PROFILE, O_LISTEN, O_KEYFILE, O_DOMAIN, O_STATE_DIR, O_FLAVOR, O_TLS_CERT, O_TLS_KEY,
        O_MAX_BODY, O_MAX_SANDBOXES, O_MAX_STREAMS, O_MAX_STREAMS_KEY, O_MAX_WORKERS,
        O_MAX_WORKERS_KEY, O_MAX_CONNS, O_CLIENT_TIMEOUT, O_HEAD_TIMEOUT, O_UPLOAD_DEADLINE,
-       O_GRACE, O_QUIET };
+       O_GRACE, O_QUIET, O_HOOK_PRIVATE };
 
 static const struct sbx_opt opts[] = {
 	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE, SBX_ALL},
@@ -48,6 +48,7 @@ static const struct sbx_opt opts[] = {
 	{"upload-deadline", 0, "DURATION", "cut off a request body still arriving after this long (default 2m)", O_UPLOAD_DEADLINE, SBX_ALL},
 	{"grace", 0, "DURATION", "on SIGTERM, wait this long for requests in flight (default 10s)", O_GRACE, SBX_ALL},
 	{"quiet", 'q', NULL, "no request log", O_QUIET, SBX_ALL},
+	{"webhook-allow-private", 0, NULL, "let webhooks reach loopback and private addresses (tests; link-local never)", O_HOOK_PRIVATE, SBX_ALL},
 	{0},
 };
 
@@ -132,6 +133,7 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 			return -1;
 		return 0;
 	case O_QUIET: o->quiet = 1; return 0;
+	case O_HOOK_PRIVATE: o->cfg.webhook_allow_private = 1; return 0;
 	}
 	return 0;
 }

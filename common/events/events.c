@@ -404,6 +404,24 @@ int sbx_events_read(struct sbx_redis *r, const struct sbx_event_query *q, sbx_ev
 	return rc;
 }
 
+int sbx_events_group_destroy(struct sbx_redis *r, enum sbx_stream s, const char *tenant,
+			     const char *group, struct sbx_err *err)
+{
+	if (sbx_ids_check(tenant, NULL, NULL, err) < 0)
+		return -1;
+	SBX_AUTOFREE char *key = stream_key(r, s, tenant);
+	redisReply *rep = NULL;
+	const char *argv[] = {"XGROUP", "DESTROY", key, group};
+	if (sbx_redis_cmd(r, &rep, err, 4, argv, NULL) < 0) {
+		if (!strstr(err->msg, "requires the key to exist"))
+			return -1;
+		sbx_err_clear(err);     /* no stream: no group */
+		return 0;
+	}
+	freeReplyObject(rep);
+	return 0;
+}
+
 int sbx_event_run(const char *cmd, json_object *ev, int *status, struct sbx_err *err)
 {
 	int p[2];

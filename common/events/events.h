@@ -122,6 +122,11 @@ struct sbx_event_query {
 int sbx_events_read(struct sbx_redis *r, const struct sbx_event_query *q, sbx_event_fn fn,
 		    void *ctx, struct sbx_err *err);
 
+/* Destroy a consumer group of the tenant's stream, with its pending
+ * entries; a group or stream that is not there is not an error. */
+int sbx_events_group_destroy(struct sbx_redis *r, enum sbx_stream s, const char *tenant,
+			     const char *group, struct sbx_err *err);
+
 /* Run `sh -c cmd` with the event (one NDJSON line) on its stdin, its
  * stdout and stderr ours; *status: its exit status (128+N for signal N).
  * -1 with err only when it could not be run. */

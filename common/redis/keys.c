@@ -21,6 +21,7 @@ static const char *const tenant_suffix[] = {
 	[SBX_KEY_USAGE] = "usage", [SBX_KEY_QUOTA] = "quota",
 	[SBX_KEY_PAUSED] = "paused",
 	[SBX_KEY_VOLUMES] = "vols",
+	[SBX_KEY_WEBHOOKS] = "webhooks",
 };
 
 int sbx_id_check(const char *what, const char *id, size_t len, struct sbx_err *err)
@@ -136,6 +137,11 @@ char *sbx_key_volume(const char *prefix, const char *tenant, size_t tlen,
 char *sbx_key_tenants(const char *prefix)
 {
 	return sbx_xasprintf("%s:tenants", prefix);
+}
+
+char *sbx_key_webhook_tenants(const char *prefix)
+{
+	return sbx_xasprintf("%s:webhooks", prefix);
 }
 
 char *sbx_key_reap_lease(const char *prefix, const char *host)

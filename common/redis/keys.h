@@ -16,7 +16,10 @@
  *   <prefix>:{<tenant>}:vols                     set of the tenant's volume names (volume.h)
  *   <prefix>:{<tenant>}:vol:<name>               hash: one volume's record
  *   <prefix>:{<tenant>}:vol:<name>:users         set of sandbox ids mounting it
+ *   <prefix>:{<tenant>}:webhooks                 hash: sbx-serve's webhooks of the
+ *                                                tenant, id -> JSON (serve-events.c)
  *   <prefix>:tenants                             set of tenants (--all-tenants)
+ *   <prefix>:webhooks                            set of tenants with webhooks
  *   <prefix>:reap:lease                          one reaper at a time
  *   <prefix>:reap:lease:<host>                   ... per host, for host-local backends
  *   <prefix>:keyspace                            this keyspace's random id (keyspace.h)
@@ -55,6 +58,7 @@ enum sbx_tenant_key {
 	SBX_KEY_QUOTA,
 	SBX_KEY_PAUSED,
 	SBX_KEY_VOLUMES,
+	SBX_KEY_WEBHOOKS,
 };
 
 /* 0, or -1 with invalid_request naming `what` ("tenant", "session"): empty,
@@ -81,6 +85,7 @@ char *sbx_key_skill(const char *prefix, const char *tenant, size_t tlen,
 char *sbx_key_volume(const char *prefix, const char *tenant, size_t tlen,
 		     const char *name, size_t nlen, int users);
 char *sbx_key_tenants(const char *prefix);
+char *sbx_key_webhook_tenants(const char *prefix);
 /* host: NULL, or a host id (host.h: plain characters only) for the lease
  * of a host-local backend's reaper, one per keyspace and host. */
 char *sbx_key_reap_lease(const char *prefix, const char *host);

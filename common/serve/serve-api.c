@@ -353,6 +353,9 @@ static int create(const struct serve_req *r, struct serve_out *o, int v2)
 			sbx_call(b, remove, &e2, sb.id, &gone);
 			rc = -1;
 		} else {
+			json_object *d = json_object_new_object();
+			sbx_json_set_str(d, "template", tpl);
+			serve_event(r->cfg, r->team, sb.id, "created", NULL, d);
 			serve_reply_json(o, 201, out);
 		}
 		serve_rec_clear(&rec);
@@ -679,6 +682,22 @@ static int set_end(const struct serve_req *r, struct sbx_backend *b, struct sbx_
 	return 0;
 }
 
+/* POST /sandboxes/{id}/timeout: the new end, and its event (E2B's
+ * "updated", eventData.set_timeout the end). */
+static int set_timeout(const struct serve_req *r, struct sbx_backend *b, struct sbx_sandbox *sb,
+		       struct serve_rec *rec, int64_t seconds, struct sbx_err *err)
+{
+	if (set_end(r, b, sb, rec, seconds, err) < 0)
+		return -1;
+	char end[40];
+	json_object *d = json_object_new_object();
+	sbx_time_iso(rec->end_at_ms / 1000, end, sizeof(end));
+	sbx_json_set_int(d, "seconds", seconds < 0 ? 0 : seconds);
+	sbx_json_set_str(d, "end", end);
+	serve_event(r->cfg, r->team, sb->id, "timeout", "command", d);
+	return 0;
+}
+
 /* What a metric sample reads inside the sandbox, as "name value" lines:
  * its own cgroup, which a sandbox with a cgroup namespace sees at
  * /sys/fs/cgroup (v2: cpu.stat, memory.current; v1 as docker mounts it:
@@ -888,8 +907,10 @@ static int sandbox_op(const struct serve_req *r, struct serve_out *o, const char
 	} else if (!*op && !strcmp(r->method, "DELETE")) {
 		int gone;
 		rc = sbx_call(b, remove, &err, id, &gone);
-		if (rc == 0)
+		if (rc == 0) {
 			serve_rec_remove(r->serve_dir, id);
+			serve_event(r->cfg, r->team, id, "killed", "command", NULL);
+		}
 	} else if (post && !strcmp(op, "pause")) {
 		json_object *mem;
 		if (json_object_object_get_ex(in, "memory", &mem) && mem && !json_object_get_boolean(mem)) {
@@ -901,6 +922,7 @@ static int sandbox_op(const struct serve_req *r, struct serve_out *o, const char
 				 "Error pausing sandbox - sandbox '%s' is already paused", id);
 			rc = -1;
 		} else if ((rc = sbx_call(b, pause, &err, &sb)) == 0) {
+			serve_event(r->cfg, r->team, id, "paused", "command", NULL);
 			rec.end_at_ms = 0;             /* paused: no end time */
 			rc = serve_rec_save(r->serve_dir, id, &rec, &err);
 		}
@@ -911,6 +933,8 @@ static int sandbox_op(const struct serve_req *r, struct serve_out *o, const char
 			sbx_fail(&err, SBX_CONFLICT, "resume", "Sandbox %s is already running", id);
 			rc = -1;
 		} else if ((rc = sbx_call(b, connect, &err, &sb)) == 0) {
+			if (was_paused)
+				serve_event(r->cfg, r->team, id, "resumed", "command", NULL);
 			int64_t end = sbx_now_ms() + t * 1000;
 			if (was_paused || end > rec.end_at_ms)
 				rc = set_end(r, b, &sb, &rec, t, &err);
@@ -919,7 +943,7 @@ static int sandbox_op(const struct serve_req *r, struct serve_out *o, const char
 			status = was_paused && r->cfg->flavor != SBX_SERVE_CUBE ? 201 : 200;
 		}
 	} else if (post && !strcmp(op, "timeout")) {
-		rc = set_end(r, b, &sb, &rec, sbx_json_int(in, "timeout", 0), &err);
+		rc = set_timeout(r, b, &sb, &rec, sbx_json_int(in, "timeout", 0), &err);
 	} else if (post && !strcmp(op, "refreshes")) {
 		int64_t d = sbx_json_int(in, "duration", 0);
 		if (d < 0 || d > 3600) {
@@ -941,6 +965,9 @@ static int sandbox_op(const struct serve_req *r, struct serve_out *o, const char
 		const char *name = sbx_json_str(in, "name");
 		rc = sbx_call(b, snapshot_create, &err, &sb, name, &ref);
 		if (rc == 0 && (rc = serve_snap_note(r->serve_dir, ref.id, id, r->team, &err)) == 0) {
+			json_object *d = json_object_new_object();
+			sbx_json_set_str(d, "snapshot", ref.id);
+			serve_event(r->cfg, r->team, id, "snapshot", "command", d);
 			out = json_object_new_object();
 			sbx_json_set_str(out, "snapshotID", ref.id);
 			json_object *names = json_object_new_array();
@@ -1012,6 +1039,8 @@ int serve_api(const struct serve_req *r, struct serve_out *o)
 			return serve_reply_error(o, 501, "sbx-serve does not implement the metrics of several sandboxes at once");
 		return sandbox_op(r, o, id, op);
 	}
+	if (!v2 && sbx_str_starts(p, "/events/"))
+		return serve_api_events(r, o);
 	if (!strcmp(p, "/snapshots") && !strcmp(m, "GET"))
 		return serve_api_snapshots(r, o);
 	if (!strcmp(p, "/templates") || !strcmp(p, "/v2/templates") || sbx_str_starts(p, "/templates/"))

@@ -87,6 +87,7 @@ struct sbx_serve {
 	int stopping;
 	pthread_t sweeper, watchdog;
 	int sweeper_on, watchdog_on;
+	pid_t hooks;                 /* the webhook deliverer (serve-hooks.c) */
 };
 
 /* ---- keys ---- */
@@ -406,7 +407,7 @@ static int serve_worker(const struct serve_req *r, struct serve_out *o)
 {
 	if (r->plane == PLANE_SWEEP) {
 		struct sbx_err err = {0};
-		if (serve_sweep_once(r->serve_dir, r->cfg->profile, &err) < 0)
+		if (serve_sweep_once(r->serve_dir, r->cfg, &err) < 0)
 			return serve_reply_err(o, &err);
 		return serve_reply(o, 200, NULL, NULL, 0);
 	}
@@ -817,6 +818,25 @@ static int listen_on(const char *addr, int *fd, unsigned *port, struct sbx_err *
 	return 0;
 }
 
+/* A deliverer that died (a crash, a kill) is replaced; pending events are
+ * in Redis, so nothing is lost with it. */
+static void hooks_again(struct sbx_serve *s)
+{
+	if (s->hooks > 0 && waitpid(s->hooks, NULL, WNOHANG) == 0)
+		return;
+	s->hooks = serve_hooks_spawn(&s->cfg);
+}
+
+static void hooks_end(struct sbx_serve *s)
+{
+	if (s->hooks <= 0)
+		return;
+	kill(s->hooks, SIGKILL);
+	while (waitpid(s->hooks, NULL, 0) < 0 && errno == EINTR)
+		;
+	s->hooks = 0;
+}
+
 static void *sweeper_main(void *arg)
 {
 	struct sbx_serve *s = arg;
@@ -832,6 +852,7 @@ static void *sweeper_main(void *arg)
 		struct sbx_err err = {0};
 		serve_pool_tidy(s->pool);
 		sbx_serve_sweep(s, &err);
+		hooks_again(s);
 	}
 }
 
@@ -882,6 +903,7 @@ static void set_defaults(struct sbx_serve_cfg *c)
 
 static void serve_free(struct sbx_serve *s)
 {
+	hooks_end(s);
 	if (s->pool)
 		serve_pool_stop(s->pool);
 	for (size_t i = 0; i < s->nkeys; i++)
@@ -910,6 +932,8 @@ int sbx_serve_start(const struct sbx_serve_cfg *cfg, struct sbx_serve **out, str
 		serve_free(s);
 		return -1;
 	}
+	/* Forked while this process has no thread of its own yet. */
+	s->hooks = serve_hooks_spawn(&s->cfg);
 	/* Room for every request in flight, and the sweep. */
 	if (serve_pool_start(&s->pool, s->cfg.max_workers + 1, serve_worker, &s->cfg, s->dir) < 0) {
 		close(s->lfd);

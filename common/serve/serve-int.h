@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <json-c/json.h>
 
 #include "backend.h"
@@ -213,7 +214,27 @@ int serve_envd_fs(const struct serve_req *r, struct serve_out *o, struct sbx_bac
 		  struct sbx_sandbox *sb, const char *method);
 int serve_envd_proc(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
 		    struct sbx_sandbox *sb, const char *method);
-int serve_sweep_once(const char *dir, struct sbx_profile *p, struct sbx_err *err);
+int serve_sweep_once(const char *dir, const struct sbx_serve_cfg *cfg, struct sbx_err *err);
+
+/* ---- Events and webhooks (serve-events.c; the deliverer: serve-hooks.c) ---- */
+/* The tenant of a key: "e2b-<team>". */
+void serve_tenant(const char *team, char out[24]);
+/* This process's Redis (the profile's), opened on first use; NULL with err. */
+struct sbx_redis *serve_redis(const struct sbx_serve_cfg *cfg, struct sbx_err *err);
+/* Append an event of the key `team` about `sandbox` (events.h: never fails
+ * the caller); takes detail. */
+void serve_event(const struct sbx_serve_cfg *cfg, const char *team, const char *sandbox,
+		 const char *type, const char *why, json_object *detail);
+/* The E2B type of an sbx event type, or NULL when E2B has none. */
+const char *serve_e2b_type(const char *type);
+/* An event as read from the stream in E2B's shape (the webhook payload and
+ * the listing's entries), or NULL when it has no E2B type or is not a
+ * key's. */
+json_object *serve_e2b_event(json_object *ev);
+/* /events/... of the control plane. */
+int serve_api_events(const struct serve_req *r, struct serve_out *o);
+/* The deliverer process: forked, supervised and ended by serve-http.c. */
+pid_t serve_hooks_spawn(const struct sbx_serve_cfg *cfg);
 
 /* The envd user of a request (`name`, else Basic "<user>:"): 1 root, 0
  * user, -1 unknown (its name in `who`; the caller answers 401). */

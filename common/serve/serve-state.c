@@ -192,7 +192,8 @@ int serve_team_lock(const char *dir, const char *team, struct sbx_err *err)
 }
 
 /* One record past its end: pause it (autoPause) or kill it. */
-static void sweep_one(const char *dir, struct sbx_backend *b, const char *id, struct serve_rec *rec)
+static void sweep_one(const char *dir, const struct sbx_serve_cfg *cfg, struct sbx_backend *b,
+		      const char *id, struct serve_rec *rec)
 {
 	struct sbx_err err = {0};
 	struct sbx_sandbox sb = {0};
@@ -202,21 +203,26 @@ static void sweep_one(const char *dir, struct sbx_backend *b, const char *id, st
 		return;
 	}
 	if (rec->auto_pause) {
-		if (sb.state == SBX_STATE_RUNNING && sbx_call(b, pause, &err, &sb) < 0) {
+		int running = sb.state == SBX_STATE_RUNNING;
+		if (running && sbx_call(b, pause, &err, &sb) < 0) {
 			sbx_sandbox_clear(&sb);
 			return;
 		}
+		if (running)
+			serve_event(cfg, rec->team, id, "paused", "timeout", NULL);
 		rec->end_at_ms = 0;
 		serve_rec_save(dir, id, rec, &err);
 	} else {
 		int gone;
-		if (sbx_call(b, remove, &err, id, &gone) == 0)
+		if (sbx_call(b, remove, &err, id, &gone) == 0) {
 			serve_rec_remove(dir, id);
+			serve_event(cfg, rec->team, id, "killed", "timeout", NULL);
+		}
 	}
 	sbx_sandbox_clear(&sb);
 }
 
-int serve_sweep_once(const char *dir, struct sbx_profile *p, struct sbx_err *err)
+int serve_sweep_once(const char *dir, const struct sbx_serve_cfg *cfg, struct sbx_err *err)
 {
 	SBX_AUTOFREE char *d = sbx_xasprintf("%s/sandboxes", dir);
 	DIR *dh = opendir(d);
@@ -235,12 +241,12 @@ int serve_sweep_once(const char *dir, struct sbx_profile *p, struct sbx_err *err
 		if (serve_rec_load(dir, id, &rec, err) < 0)
 			continue;
 		if (rec.end_at_ms && rec.end_at_ms <= now) {
-			if (!b && sbx_backend_open(p, &b, err) < 0) {
+			if (!b && sbx_backend_open(cfg->profile, &b, err) < 0) {
 				serve_rec_clear(&rec);
 				closedir(dh);
 				return -1;
 			}
-			sweep_one(dir, b, id, &rec);
+			sweep_one(dir, cfg, b, id, &rec);
 		}
 		serve_rec_clear(&rec);
 	}

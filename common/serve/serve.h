@@ -53,6 +53,8 @@ struct sbx_serve_cfg {
 	unsigned head_timeout_s;     /* a whole request head, and an idle
 				      * keep-alive (default 10) */
 	unsigned request_deadline_s; /* a whole request's upload (default 120) */
+	int webhook_allow_private;   /* webhooks may name loopback and private
+				      * addresses (tests); never link-local */
 	/* Called from the connection threads: must take no lock a worker
 	 * uses (no gmtime_r or localtime; serve-pool.c). */
 	void (*log)(void *ctx, const char *line);

@@ -19,6 +19,7 @@ complete -c sbx-serve -l head-timeout -r -d 'close a connection whose request he
 complete -c sbx-serve -l upload-deadline -r -d 'cut off a request body still arriving after this long (default 2m)'
 complete -c sbx-serve -l grace -r -d 'on SIGTERM, wait this long for requests in flight (default 10s)'
 complete -c sbx-serve -l quiet -s q -d 'no request log'
+complete -c sbx-serve -l webhook-allow-private -d 'let webhooks reach loopback and private addresses (tests; link-local never)'
 complete -c sbx-serve -l help -s h -d 'show help'
 complete -c sbx-serve -l version -d 'show the version'
 complete -c sbx-serve -l progress -d 'print progress on stderr'
