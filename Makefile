@@ -123,14 +123,14 @@ $(INIT): backends/local/sbx-init.c backends/local/local-idle.h backends/local/lo
 	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends/local -MF $(BUILD)/obj/libexec/sbx-init.d \
 	  -static -o $@ backends/local/sbx-init.c
 
-$(PROCD): backends/local/sbx-procd.c backends/local/local-procd.h backends/local/local-kfile.h
+$(PROCD): backends/local/sbx-procd.c backends/local/local-procd.h backends/local/local-kfile.h common/base/fdpass.h
 	@mkdir -p $(dir $@) $(BUILD)/obj/libexec
-	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends/local -MF $(BUILD)/obj/libexec/sbx-procd.d \
+	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends/local -Icommon/base -MF $(BUILD)/obj/libexec/sbx-procd.d \
 	  -static -o $@ backends/local/sbx-procd.c
 
-$(FORKD): backends/local/sbx-forkd.c backends/local/local-forkd-proto.h
+$(FORKD): backends/local/sbx-forkd.c backends/local/local-forkd-proto.h common/base/fdpass.h
 	@mkdir -p $(dir $@) $(BUILD)/obj/libexec
-	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends/local -MF $(BUILD)/obj/libexec/sbx-forkd.d \
+	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends/local -Icommon/base -MF $(BUILD)/obj/libexec/sbx-forkd.d \
 	  -static -o $@ backends/local/sbx-forkd.c
 
 $(EGRESS): $(BUILD)/obj/backends/local/sbx-egress.o $(LIB)

@@ -263,6 +263,19 @@ static void pump_stdin(struct run *x, size_t *off, short revents)
 		local_closep(&x->p_in[1]);
 }
 
+/* How long a wait loop may sleep in poll: until the deadline (a minute at
+ * most), for good without one, and 100 ms when there is no pidfd (the
+ * child is polled). */
+static int poll_ms(int64_t deadline, int timed_out, int cfd)
+{
+	int ms = -1;
+	if (deadline >= 0 && !timed_out) {
+		int64_t left = deadline - sbx_mono_ms();
+		ms = left < 0 ? 0 : (int)(left > 60000 ? 60000 : left);
+	}
+	return cfd < 0 && ms < 0 ? 100 : ms;
+}
+
 /* Feed stdin, capture output, enforce the timeout, until the command's
  * main process exits; returns its wait status. */
 static int run_pump(struct run *x, struct sbx_exec_result *res)
@@ -284,14 +297,7 @@ static int run_pump(struct run *x, struct sbx_exec_result *res)
 		if (x->se.fd >= 0) { i_err = n; pf[n++] = (struct pollfd){.fd = x->se.fd, .events = POLLIN}; }
 		if (x->p_in[1] >= 0) { i_in = n; pf[n++] = (struct pollfd){.fd = x->p_in[1], .events = POLLOUT}; }
 		if (cfd >= 0) { i_c = n; pf[n++] = (struct pollfd){.fd = cfd, .events = POLLIN}; }
-		int wait_ms = -1;
-		if (deadline >= 0 && !res->timed_out) {
-			int64_t left = deadline - sbx_mono_ms();
-			wait_ms = left < 0 ? 0 : (int)(left > 60000 ? 60000 : left);
-		}
-		if (cfd < 0 && wait_ms < 0)
-			wait_ms = 100;   /* no pidfd: poll the child */
-		int pr = poll(pf, (nfds_t)n, wait_ms);
+		int pr = poll(pf, (nfds_t)n, poll_ms(deadline, res->timed_out, cfd));
 		if (pr < 0 && errno != EINTR)
 			break;
 		if (deadline >= 0 && !res->timed_out && sbx_mono_ms() >= deadline) {
@@ -463,14 +469,7 @@ static int run_pump_tty(struct run *x, struct sbx_exec_result *res)
 		if (in_fd >= 0 && in_open && !npend) { i_in = n; pf[n++] = (struct pollfd){.fd = in_fd, .events = POLLIN}; }
 		if (size_fd >= 0) { i_sz = n; pf[n++] = (struct pollfd){.fd = size_fd, .events = POLLIN}; }
 		if (cfd >= 0) { i_c = n; pf[n++] = (struct pollfd){.fd = cfd, .events = POLLIN}; }
-		int wait_ms = -1;
-		if (deadline >= 0 && !res->timed_out) {
-			int64_t left = deadline - sbx_mono_ms();
-			wait_ms = left < 0 ? 0 : (int)(left > 60000 ? 60000 : left);
-		}
-		if (cfd < 0 && wait_ms < 0)
-			wait_ms = 100;
-		int pr = poll(pf, (nfds_t)n, wait_ms);
+		int pr = poll(pf, (nfds_t)n, poll_ms(deadline, res->timed_out, cfd));
 		if (pr < 0 && errno != EINTR)
 			break;
 		if (deadline >= 0 && !res->timed_out && sbx_mono_ms() >= deadline) {

@@ -33,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fdpass.h"
 #include "util.h"
 
 _Static_assert(LOCAL_FORKD_STAGE_CGROUP == LOCAL_STAGE_CGROUP &&
@@ -202,39 +203,15 @@ int local_forkd_start(const char *id, const struct local_rec *r, struct local_sp
 		return 0;
 	struct iovec iov[2] = {{&h, sizeof(h)}, {buf, len + flen}};
 	int fds[LOCAL_FORKD_NFDS] = {s->in, s->out, s->errfd, s->cg_dir};
-	union {
-		char b[CMSG_SPACE(sizeof(fds))];
-		struct cmsghdr align;
-	} u;
-	memset(&u, 0, sizeof(u));
-	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2, .msg_control = u.b,
-			    .msg_controllen = sizeof(u.b)};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(fds));
-	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
-	if (sendmsg(c, &mh, MSG_NOSIGNAL) != (ssize_t)(sizeof(h) + len + flen)) {
+	if (sbx_fds_send(c, iov, 2, fds, LOCAL_FORKD_NFDS, 0) != (ssize_t)(sizeof(h) + len + flen)) {
 		close(c);
 		return 0;
 	}
 	struct local_forkd_reply rep = {0};
 	struct iovec riov = {&rep, sizeof(rep)};
-	union {
-		char b[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} ru;
-	struct msghdr rm = {.msg_iov = &riov, .msg_iovlen = 1, .msg_control = ru.b,
-			    .msg_controllen = sizeof(ru.b)};
-	ssize_t got;
-	do
-		got = recvmsg(c, &rm, MSG_CMSG_CLOEXEC);
-	while (got < 0 && errno == EINTR);
 	int pidfd = -1;
-	for (cm = got > 0 ? CMSG_FIRSTHDR(&rm) : NULL; cm; cm = CMSG_NXTHDR(&rm, cm))
-		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-		    cm->cmsg_len == CMSG_LEN(sizeof(int)))
-			memcpy(&pidfd, CMSG_DATA(cm), sizeof(int));
+	size_t nfd;
+	ssize_t got = sbx_fds_recv(c, &riov, 1, &pidfd, 1, &nfd, 0);
 	if (got == (ssize_t)sizeof(rep) && (rep.stage == LOCAL_FORKD_STAGE_REFUSED || pidfd < 0)) {
 		/* Refused before any fork (a fork is always answered with
 		 * its pidfd): the old path. */

@@ -20,37 +20,57 @@
 #include "fault.h"
 #include "util.h"
 
-unsigned long long local_pid_start(pid_t pid)
+/* Fields of /proc/PID/stat: *state (field 3), and the number of field
+ * `field` (> 3) in *num.  -1 when it cannot be read. */
+static int stat_read(pid_t pid, int field, char *state, unsigned long long *num)
 {
 	char p[64], buf[1024];
 	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
 	if (local_read_small(p, buf, sizeof(buf)) < 0)
-		return 0;
+		return -1;
 	char *s = strrchr(buf, ')');
-	if (!s)
-		return 0;
-	/* Field 3 (state) follows ") "; starttime is field 22. */
-	char state = s[2];
-	if (state == 'Z' || state == 'X')
-		return 0;
+	if (!s || s[1] != ' ')
+		return -1;
+	*state = s[2];
 	s += 2;
-	for (int f = 3; f < 22 && s; f++) {
+	for (int f = 3; f < field && s; f++) {
 		s = strchr(s, ' ');
 		if (s)
 			s++;
 	}
-	return s ? strtoull(s, NULL, 10) : 0;
+	if (!s)
+		return -1;
+	*num = strtoull(s, NULL, 10);
+	return 0;
+}
+
+unsigned long long local_pid_start(pid_t pid)
+{
+	char state;
+	unsigned long long start;
+	/* starttime is field 22; a zombie's (or a dead one's) counts as 0. */
+	if (stat_read(pid, 22, &state, &start) < 0 || state == 'Z' || state == 'X')
+		return 0;
+	return start;
 }
 
 /* Field 3 of /proc/PID/stat (R, S, D, T, t, Z...), or 0. */
 char local_pid_state(pid_t pid)
 {
-	char p[64], buf[1024];
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	if (local_read_small(p, buf, sizeof(buf)) < 0)
-		return 0;
-	char *s = strrchr(buf, ')');
-	return s && s[1] == ' ' ? s[2] : 0;
+	char state;
+	unsigned long long flags;
+	return stat_read(pid, 9, &state, &flags) < 0 ? 0 : state;
+}
+
+/* It has begun its exit (PF_EXITING in field 9, flags).  An init does
+ * not turn zombie until every process of its pid namespace is killed and
+ * reaped, which takes as long as that takes; from the first step on it
+ * is dying. */
+static int pid_exiting(pid_t pid)
+{
+	char state;
+	unsigned long long flags;
+	return stat_read(pid, 9, &state, &flags) == 0 && (flags & 0x4);
 }
 
 /* The init is stopped: by a signal (T) or by a tracer (t). */
@@ -102,7 +122,7 @@ int local_init_gone(int pidfd, pid_t pid)
 	 * namespaces but is not a zombie yet; a pidfd polls readable once the
 	 * exit is complete, so give it a moment. */
 	struct pollfd pf = {.fd = pidfd, .events = POLLIN};
-	return poll(&pf, 1, 200) > 0 || !local_init_alive(pidfd, pid);
+	return pid_exiting(pid) || poll(&pf, 1, 200) > 0 || !local_init_alive(pidfd, pid);
 }
 
 int local_init_open(int pidfd, pid_t pid, const char *what, int flags, const char *id,

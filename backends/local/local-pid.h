@@ -47,8 +47,9 @@ int local_init_dead(const char *id, const char *op, struct sbx_err *err);
  * namespaces).
  *
  * local_init_gone: after something failed on the init, 1 when it is dead
- * or dying.  Waits up to 200 ms for an exit in progress, which has taken
- * the root and namespaces away before the process turns zombie. */
+ * or dying: its exit begun (PF_EXITING: it tears its pid namespace down
+ * first, which kills the fork server mid-start), or done within 200 ms
+ * (an exit takes the root and namespaces away before the zombie). */
 int local_init_open(int pidfd, pid_t pid, const char *what, int flags, const char *id,
 		    const char *op, struct sbx_err *err);
 int local_init_alive(int pidfd, pid_t pid);

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "doc.h"
+#include "fdpass.h"
 #include "local-clone.h"
 #include "util.h"
 
@@ -173,20 +174,8 @@ static void child_tty(const struct local_spawn *c)
 	if (!c->as_root && fchown(sl, SANDBOX_UID, (gid_t)-1) < 0)
 		child_fail(c, LOCAL_STAGE_TTY);
 	char one = 1;
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
-	memset(&u, 0, sizeof(u));
 	struct iovec iov = {.iov_base = &one, .iov_len = 1};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf)};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &m, sizeof(int));
-	if (sendmsg(c->tty_sock[1], &mh, MSG_NOSIGNAL) != 1)
+	if (sbx_fds_send(c->tty_sock[1], &iov, 1, &m, 1, 0) != 1)
 		child_fail(c, LOCAL_STAGE_TTY);
 	close(m);
 	if (ioctl(sl, TIOCSCTTY, 0) < 0 || dup2(sl, 0) < 0 || dup2(sl, 1) < 0 || dup2(sl, 2) < 0)
@@ -324,25 +313,15 @@ int local_spawn_prepare(const char *id, const struct local_rec *r, int pidfd, pi
 int local_spawn_tty_master(struct local_spawn *s)
 {
 	char one;
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
 	struct iovec iov = {.iov_base = &one, .iov_len = 1};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf)};
-	ssize_t n;
-	do
-		n = recvmsg(s->tty_sock[0], &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	struct cmsghdr *cm = n == 1 ? CMSG_FIRSTHDR(&mh) : NULL;
-	if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
-	    cm->cmsg_len != CMSG_LEN(sizeof(int))) {
+	int fd = -1;
+	size_t nfd;
+	if (sbx_fds_recv(s->tty_sock[0], &iov, 1, &fd, 1, &nfd, MSG_DONTWAIT) != 1 || nfd != 1) {
+		if (nfd)
+			close(fd);
 		errno = EPROTO;
 		return -1;
 	}
-	int fd;
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
 	return fd;
 }
 

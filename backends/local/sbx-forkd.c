@@ -41,6 +41,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fdpass.h"
 #include "local-forkd-proto.h"
 
 #ifndef CLONE_INTO_CGROUP
@@ -140,22 +141,7 @@ static void reply(int c, int stage, int e, int nspid, int pidfd)
 {
 	struct local_forkd_reply r = {stage, e, nspid};
 	struct iovec iov = {&r, sizeof(r)};
-	union {
-		char b[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (pidfd >= 0) {
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.b;
-		mh.msg_controllen = sizeof(u.b);
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &pidfd, sizeof(int));
-	}
-	(void)!sendmsg(c, &mh, MSG_NOSIGNAL);
+	(void)sbx_fds_send(c, &iov, 1, &pidfd, pidfd >= 0 ? 1 : 0, 0);
 }
 
 /* Fork straight into the cgroup2 group open as `cg`. */

@@ -48,6 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fdpass.h"
 #include "local-kfile.h"
 #include "local-procd.h"
 
@@ -210,23 +211,14 @@ static void reaped(int status)
 static int recv_master(int sock)
 {
 	char one;
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
 	struct iovec iov = {.iov_base = &one, .iov_len = 1};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf)};
-	ssize_t n;
-	do
-		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	struct cmsghdr *cm = n == 1 ? CMSG_FIRSTHDR(&mh) : NULL;
-	if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
-	    cm->cmsg_len != CMSG_LEN(sizeof(int)))
+	int fd = -1;
+	size_t nfd;
+	if (sbx_fds_recv(sock, &iov, 1, &fd, 1, &nfd, 0) != 1 || nfd != 1) {
+		if (nfd)
+			close(fd);
 		return -1;
-	int fd;
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	}
 	return fd;
 }
 

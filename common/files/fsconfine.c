@@ -264,6 +264,24 @@ int sbx_fsc_parent(const struct sbx_fsc *c, const char *path, char *leaf, struct
 	return norm_parent(c, path, "files", &p, leaf, err);
 }
 
+/* An existing entry (pfd, O_PATH) that a write may replace or truncate:
+ * a regular file inside the rules, never a link, a folder or a device. */
+static int writable_entry(const struct sbx_fsc *c, int pfd, const char *op, const char *p,
+			  struct sbx_err *err)
+{
+	struct stat st;
+	if (fstat(pfd, &st) < 0)
+		return fail_errno(err, op, p);
+	if (S_ISLNK(st.st_mode))
+		return refuse(err, op, p, "is a symbolic link; not followed");
+	if (S_ISDIR(st.st_mode))
+		return sbx_fail_reason(err, SBX_INVALID_REQUEST, SBX_R_IS_DIR, op,
+				       "%s: is a directory", p);
+	if (!S_ISREG(st.st_mode))
+		return refuse(err, op, p, "not a regular file");
+	return check_fd(c, pfd, op, p, err);
+}
+
 /* ---- write / read ---------------------------------------------------- */
 
 int sbx_fsc_write(const struct sbx_fsc *c, const char *path, const void *data, size_t len,
@@ -285,17 +303,7 @@ int sbx_fsc_write(const struct sbx_fsc *c, const char *path, const void *data, s
 			return sbx_fail(err, SBX_CONFLICT, op, "%s: keeps changing under us", p);
 		SBX_AUTOCLOSE int pfd = openat(dfd, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (pfd >= 0) {
-			struct stat st;
-			if (fstat(pfd, &st) < 0)
-				return fail_errno(err, op, p);
-			if (S_ISLNK(st.st_mode))
-				return refuse(err, op, p, "is a symbolic link; not followed");
-			if (S_ISDIR(st.st_mode))
-				return sbx_fail_reason(err, SBX_INVALID_REQUEST, SBX_R_IS_DIR, op,
-						       "%s: is a directory", p);
-			if (!S_ISREG(st.st_mode))
-				return refuse(err, op, p, "not a regular file");
-			if (check_fd(c, pfd, op, p, err) < 0)
+			if (writable_entry(c, pfd, op, p, err) < 0)
 				return -1;
 			fd = reopen(pfd, O_WRONLY | O_TRUNC);
 			if (fd < 0 && errno != ENOENT)
@@ -337,17 +345,7 @@ static int replaceable(const struct sbx_fsc *c, int dfd, const char *leaf, const
 	SBX_AUTOCLOSE int pfd = openat(dfd, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (pfd < 0)
 		return errno == ENOENT ? 0 : fail_errno(err, op, p);
-	struct stat st;
-	if (fstat(pfd, &st) < 0)
-		return fail_errno(err, op, p);
-	if (S_ISLNK(st.st_mode))
-		return refuse(err, op, p, "is a symbolic link; not followed");
-	if (S_ISDIR(st.st_mode))
-		return sbx_fail_reason(err, SBX_INVALID_REQUEST, SBX_R_IS_DIR, op,
-				       "%s: is a directory", p);
-	if (!S_ISREG(st.st_mode))
-		return refuse(err, op, p, "not a regular file");
-	return check_fd(c, pfd, op, p, err);
+	return writable_entry(c, pfd, op, p, err);
 }
 
 int sbx_fsc_write_atomic(const struct sbx_fsc *c, const char *path, const void *data,

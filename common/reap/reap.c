@@ -369,6 +369,26 @@ static void act(struct run *run)
 	free(order);
 }
 
+/* The outcome of one end of a session's sandbox (retire, expire), whose
+ * entry is e: a failure noted, a refusal skipped with its why (a lost
+ * reap lease when there is none), an end counted and listed.  1 when it
+ * ended. */
+static int settle(struct run *run, const struct item *it, json_object *e, json_object *list,
+		  int rc, const char *why, const char *op, struct sbx_err *err)
+{
+	if (rc <= 0) {
+		json_object_put(e);
+		if (rc < 0)
+			note_failure(run, it->sb.id, op, err);
+		else
+			json_object_array_add(run->skipped, entry(it, why ? why : "lease-lost"));
+		return 0;
+	}
+	run->deletions++;
+	json_object_array_add(list, e);
+	return 1;
+}
+
 /* --retire-idle: bound sessions whose sandbox the backend reports idle
  * longer than the limit are ended, each under its session's lock after a
  * fresh look (session.h, sbx_session_retire); oldest activity first, within
@@ -401,17 +421,8 @@ static void do_retire(struct run *run)
 		const char *why = NULL;
 		int rc = lease_keep(run) < 0 ? 0 : sbx_session_retire(run->b, run->r, &it->sb, limit,
 								       &gone, &why, &err);
-		if (rc < 0) {
-			note_failure(run, it->sb.id, "retire", &err);
-			json_object_put(e);
-		} else if (rc == 0) {
-			json_object_put(e);
-			json_object_array_add(run->skipped, entry(it, why ? why : "lease-lost"));
-		} else {
-			run->deletions++;
-			json_object_array_add(run->retired, e);
+		if (settle(run, it, e, run->retired, rc, why, "retire", &err))
 			it->reason = "retired";     /* not again by retention */
-		}
 	}
 }
 
@@ -452,16 +463,7 @@ static void do_expire(struct run *run)
 		const char *why = NULL;
 		rc = lease_keep(run) < 0 ? 0 : sbx_session_expire(run->b, run->r, &it->sb, &gone, &why,
 								  &err);
-		if (rc < 0) {
-			note_failure(run, it->sb.id, "retention", &err);
-			json_object_put(e);
-		} else if (rc == 0) {
-			json_object_put(e);
-			json_object_array_add(run->skipped, entry(it, why ? why : "lease-lost"));
-		} else {
-			run->deletions++;
-			json_object_array_add(run->expired, e);
-		}
+		settle(run, it, e, run->expired, rc, why, "retention", &err);
 	}
 }
 

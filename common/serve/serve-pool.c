@@ -47,6 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fdpass.h"
 #include "util.h"
 
 #define QUERY_MAX 64
@@ -124,20 +125,13 @@ static int read_all(int fd, void *buf, size_t len)
 static int recv_req(int ctl, const struct serve_pool *p, struct serve_req *r, int *out)
 {
 	struct frame f;
-	char cbuf[CMSG_SPACE(sizeof(int))];
 	struct iovec iov = {.iov_base = &f, .iov_len = sizeof(f)};
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			   .msg_controllen = sizeof(cbuf)};
-	ssize_t got;
-	do
-		got = recvmsg(ctl, &m, MSG_CMSG_CLOEXEC);
-	while (got < 0 && errno == EINTR);
+	size_t nfd;
+	ssize_t got = sbx_fds_recv(ctl, &iov, 1, out, 1, &nfd, 0);
 	if (got == 0)
 		return 1;
-	struct cmsghdr *c = got > 0 ? CMSG_FIRSTHDR(&m) : NULL;
-	if (!c || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int)))
+	if (got < 0 || nfd != 1)
 		return -1;
-	memcpy(out, CMSG_DATA(c), sizeof(int));
 	if ((size_t)got < sizeof(f) && read_all(ctl, (char *)&f + got, sizeof(f) - (size_t)got) < 0)
 		return -1;
 	f.method[sizeof(f.method) - 1] = f.sandbox_id[sizeof(f.sandbox_id) - 1] =
@@ -271,22 +265,10 @@ static __attribute__((noreturn)) void forker_main(struct serve_pool *p, int sock
 				pid = -1;
 			}
 		}
-		char cbuf[CMSG_SPACE(2 * sizeof(int))] = {0};
 		struct iovec iov = {.iov_base = &pid, .iov_len = sizeof(pid)};
-		struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-		if (pid > 0) {
-			int fds[2] = {sv[0], pfd};
-			m.msg_control = cbuf;
-			m.msg_controllen = sizeof(cbuf);
-			struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-			cm->cmsg_level = SOL_SOCKET;
-			cm->cmsg_type = SCM_RIGHTS;
-			cm->cmsg_len = CMSG_LEN(sizeof(fds));
-			memcpy(CMSG_DATA(cm), fds, sizeof(fds));
-		}
-		while (sendmsg(3, &m, MSG_NOSIGNAL) < 0)
-			if (errno != EINTR)
-				_exit(0);
+		int fds[2] = {sv[0], pfd};
+		if (sbx_fds_send(3, &iov, 1, fds, pid > 0 ? 2 : 0, 0) < 0)
+			_exit(0);
 		if (sv[0] >= 0)
 			close(sv[0]);
 		if (pfd >= 0)
@@ -302,23 +284,13 @@ static struct serve_worker *spawn(struct serve_pool *p)
 	if (write_all(p->forker, &c, 1) < 0)
 		return NULL;
 	pid_t pid = -1;
-	char cbuf[CMSG_SPACE(2 * sizeof(int))];
 	struct iovec iov = {.iov_base = &pid, .iov_len = sizeof(pid)};
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			   .msg_controllen = sizeof(cbuf)};
-	ssize_t got;
-	do
-		got = recvmsg(p->forker, &m, MSG_CMSG_CLOEXEC | MSG_WAITALL);
-	while (got < 0 && errno == EINTR);
-	struct cmsghdr *cm = got == (ssize_t)sizeof(pid) ? CMSG_FIRSTHDR(&m) : NULL;
 	int fds[2] = {-1, -1};
-	if (cm && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(fds)))
-		memcpy(fds, CMSG_DATA(cm), sizeof(fds));
-	if (pid <= 0 || fds[0] < 0 || fds[1] < 0) {
-		if (fds[0] >= 0)
-			close(fds[0]);
-		if (fds[1] >= 0)
-			close(fds[1]);
+	size_t nfd;
+	ssize_t got = sbx_fds_recv(p->forker, &iov, 1, fds, 2, &nfd, MSG_WAITALL);
+	if (got != (ssize_t)sizeof(pid) || pid <= 0 || nfd != 2) {
+		for (size_t i = 0; i < nfd; i++)
+			close(fds[i]);
 		return NULL;
 	}
 	struct serve_worker *w = sbx_xcalloc(1, sizeof(*w));
@@ -533,19 +505,8 @@ static int send_req(struct serve_worker *w, const struct serve_req *r, int fd)
 	}
 #undef PUT
 	f.texts_len = len;
-	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
 	struct iovec iov = {.iov_base = &f, .iov_len = sizeof(f)};
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			   .msg_controllen = sizeof(cbuf)};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	ssize_t n;
-	do
-		n = sendmsg(w->ctl, &m, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
+	ssize_t n = sbx_fds_send(w->ctl, &iov, 1, &fd, 1, 0);
 	if (n <= 0 || (n < (ssize_t)sizeof(f) && write_all(w->ctl, (char *)&f + n, sizeof(f) - (size_t)n) < 0))
 		return -1;
 	if (write_all(w->ctl, t, len) < 0)

@@ -111,65 +111,6 @@ static int end_orphan(struct sbx_backend *b, struct sbx_redis *r, const struct s
 	return rc < 0 ? -1 : rc == 2;
 }
 
-/* Under the lock: 1 when sb is still bound to this session and idle for
- * idle_ms by a fresh look, 0 (with *why) when not. */
-static int still_idle(struct sbx_backend *b, struct sbx_lock *l, const struct sbx_sandbox *sb,
-		      const char *tenant, const char *session, int64_t idle_ms, const char **why,
-		      struct sbx_err *err)
-{
-	struct sbx_binding bd = {0};
-	struct sbx_err de = {0};
-	if (!l->binding_raw || sbx_binding_decode(l->binding_raw, l->binding_len, tenant, session,
-						  &bd, &de) < 0 || strcmp(bd.sandbox_id, sb->id)) {
-		sbx_binding_clear(&bd);
-		*why = "rebound";
-		return 0;
-	}
-	sbx_binding_clear(&bd);
-	struct sbx_sandbox now = {0};
-	if (sbx_call(b, get, err, sb->id, &now) < 0)
-		return -1;
-	int64_t at = now.active_at;
-	sbx_sandbox_clear(&now);
-	if (at <= 0) {
-		*why = "idle-unknown";
-		return 0;
-	}
-	if (sbx_now_ms() - at * 1000 < idle_ms) {
-		*why = "active";
-		return 0;
-	}
-	return 1;
-}
-
-int sbx_session_retire(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_sandbox *sb,
-		       int64_t idle_ms, int *gone, const char **why, struct sbx_err *err)
-{
-	const char *tenant, *session;
-	*gone = 0;
-	*why = NULL;
-	if (!sbx_binding_owner(sb, &tenant, &session)) {
-		*why = "not-a-session";
-		return 0;
-	}
-	struct sbx_lock *l = NULL;
-	int got = lock_once(r, tenant, session, &l, why, err);
-	if (got <= 0)
-		return got;
-	int rc = still_idle(b, l, sb, tenant, session, idle_ms, why, err);
-	/* Sandbox first, binding second: a crash between leaves a binding to a
-	 * gone sandbox, which the next resolve drops. */
-	if (rc == 1 && sbx_session_remove(b, l, sb->id, "reap:before-retire-delete", gone, err) < 0)
-		rc = lost_lock(l, why) ? 0 : -1;
-	if (rc == 1 && sbx_binding_end(r, l, tenant, session, sb->id, err) < 0)
-		rc = -1;
-	if (rc == 1)
-		killed(r, sb, *gone, "retired");
-	struct sbx_err ignored = {0};
-	sbx_lock_release(l, &ignored);
-	return rc;
-}
-
 int sbx_session_retain_until(struct sbx_backend *b, struct sbx_redis *r,
 			     const struct sbx_sandbox *sb, int64_t *until, struct sbx_err *err)
 {
@@ -193,40 +134,66 @@ int sbx_session_retain_until(struct sbx_backend *b, struct sbx_redis *r,
 	return 1;
 }
 
-/* Under the lock: 1 when sb is still bound to this session, still paused
- * by a fresh look, and past its retention; 0 (with *why) when not. */
-static int still_expired(struct sbx_backend *b, struct sbx_redis *r, struct sbx_lock *l,
-			 const struct sbx_sandbox *sb, const char *tenant, const char *session,
-			 const char **why, struct sbx_err *err)
+/* Under the lock: 1 with a fresh look at sb in *now when the lock's
+ * binding still names it, 0 with *why "rebound" when not. */
+static int fresh_bound(struct sbx_backend *b, struct sbx_lock *l, const struct sbx_sandbox *sb,
+		       const char *tenant, const char *session, struct sbx_sandbox *now,
+		       const char **why, struct sbx_err *err)
 {
 	struct sbx_binding bd = {0};
 	struct sbx_err de = {0};
-	if (!l->binding_raw || sbx_binding_decode(l->binding_raw, l->binding_len, tenant, session,
-						  &bd, &de) < 0 || strcmp(bd.sandbox_id, sb->id)) {
-		sbx_binding_clear(&bd);
+	int same = l->binding_raw && sbx_binding_decode(l->binding_raw, l->binding_len, tenant,
+							session, &bd, &de) == 0 &&
+		   !strcmp(bd.sandbox_id, sb->id);
+	sbx_binding_clear(&bd);
+	if (!same) {
 		*why = "rebound";
 		return 0;
 	}
-	sbx_binding_clear(&bd);
+	return sbx_call(b, get, err, sb->id, now) < 0 ? -1 : 1;
+}
+
+/* What makes a reaper end a bound session's sandbox (sbx_session_retire,
+ * sbx_session_expire): the check by a fresh look under the lock, the
+ * fault point before the delete, and the killed event's why. */
+struct end_rule {
+	int64_t idle_ms;                 /* retire: idle at least this long */
+	int expire;                      /* expire: paused past its retention */
+	const char *fault, *event;
+};
+
+/* Under the lock: 1 when the rule still holds by a fresh look, 0 (with
+ * *why) when not. */
+static int still_due(struct sbx_backend *b, struct sbx_redis *r, struct sbx_lock *l,
+		     const struct sbx_sandbox *sb, const char *tenant, const char *session,
+		     const struct end_rule *rule, const char **why, struct sbx_err *err)
+{
 	struct sbx_sandbox now = {0};
-	if (sbx_call(b, get, err, sb->id, &now) < 0)
-		return -1;
+	int rc = fresh_bound(b, l, sb, tenant, session, &now, why, err);
+	if (rc <= 0)
+		return rc;
+	if (!rule->expire) {
+		int64_t at = now.active_at;
+		sbx_sandbox_clear(&now);
+		*why = at <= 0 ? "idle-unknown" : sbx_now_ms() - at * 1000 < rule->idle_ms ? "active" : NULL;
+		return *why ? 0 : 1;
+	}
 	if (!now.tenant && !now.metadata)
 		now.metadata = json_object_get(sb->metadata);
 	int64_t until = 0;
-	int rc = now.state != SBX_STATE_PAUSED ? 0 : sbx_session_retain_until(b, r, &now, &until, err);
+	rc = now.state != SBX_STATE_PAUSED ? 0 : sbx_session_retain_until(b, r, &now, &until, err);
 	sbx_sandbox_clear(&now);
 	if (rc < 0)
 		return -1;
-	if (rc == 0 || until > sbx_now_ms() / 1000) {
-		*why = rc == 0 ? "not-paused" : "retained";
-		return 0;
-	}
-	return 1;
+	*why = rc == 0 ? "not-paused" : until > sbx_now_ms() / 1000 ? "retained" : NULL;
+	return *why ? 0 : 1;
 }
 
-int sbx_session_expire(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_sandbox *sb,
-		       int *gone, const char **why, struct sbx_err *err)
+/* The session's lock tried once, the rule checked again under it, then
+ * sandbox first, binding second: a crash between leaves a binding to a
+ * gone sandbox, which the next resolve drops. */
+static int end_due(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_sandbox *sb,
+		   const struct end_rule *rule, int *gone, const char **why, struct sbx_err *err)
 {
 	const char *tenant, *session;
 	*gone = 0;
@@ -239,17 +206,32 @@ int sbx_session_expire(struct sbx_backend *b, struct sbx_redis *r, const struct 
 	int got = lock_once(r, tenant, session, &l, why, err);
 	if (got <= 0)
 		return got;
-	int rc = still_expired(b, r, l, sb, tenant, session, why, err);
-	/* Sandbox first, binding second, as sbx_session_retire. */
-	if (rc == 1 && sbx_session_remove(b, l, sb->id, "reap:before-expire-delete", gone, err) < 0)
+	int rc = still_due(b, r, l, sb, tenant, session, rule, why, err);
+	if (rc == 1 && sbx_session_remove(b, l, sb->id, rule->fault, gone, err) < 0)
 		rc = lost_lock(l, why) ? 0 : -1;
 	if (rc == 1 && sbx_binding_end(r, l, tenant, session, sb->id, err) < 0)
 		rc = -1;
 	if (rc == 1)
-		killed(r, sb, *gone, "retention");
+		killed(r, sb, *gone, rule->event);
 	struct sbx_err ignored = {0};
 	sbx_lock_release(l, &ignored);
 	return rc;
+}
+
+int sbx_session_retire(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_sandbox *sb,
+		       int64_t idle_ms, int *gone, const char **why, struct sbx_err *err)
+{
+	const struct end_rule rule = {.idle_ms = idle_ms, .fault = "reap:before-retire-delete",
+				      .event = "retired"};
+	return end_due(b, r, sb, &rule, gone, why, err);
+}
+
+int sbx_session_expire(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_sandbox *sb,
+		       int *gone, const char **why, struct sbx_err *err)
+{
+	const struct end_rule rule = {.expire = 1, .fault = "reap:before-expire-delete",
+				      .event = "retention"};
+	return end_due(b, r, sb, &rule, gone, why, err);
 }
 
 int sbx_session_end(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_sandbox *sb,
