@@ -25,9 +25,10 @@ teardown_file() {
 	sbx_teardown_file
 }
 
-# The server's one child is the forker; the workers are its children
-# (serve-pool.c), sorted, one a line.
-forker() { pgrep -P "$SERVE_PID_main"; }
+# The forker is the server's child named sbx-serve-fork (the other is the
+# webhook deliverer's keeper); the workers are its children (serve-pool.c),
+# sorted, one a line.
+forker() { pgrep -x -P "$SERVE_PID_main" sbx-serve-fork; }
 workers() { pgrep -P "$(forker)" | sort -n; }
 # Those of them that are zombies (dead, not reaped).
 zombies() {
@@ -54,7 +55,7 @@ get_many() {
 # A fork from the threaded server copies the locks its other threads hold
 # at that instant, held for good: under ASan a kept worker hung at its
 # first malloc with a request taken.  Workers come from a process of one
-# thread, the server's only child.
+# thread, a child of the server's made before it has a thread.
 @test "workers are forked by a one-thread forker, not by the threaded server" {
 	get_many "$SERVE_KEY" "$SB" 3 >/dev/null
 	local f p

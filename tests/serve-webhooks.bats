@@ -228,6 +228,34 @@ sandbox.lifecycle.created"
 	assert_output --partial "never allowed"
 }
 
+# The deliverer's keeper (the server's child named sbx-serve-hook, one
+# thread) forks it again when it dies; the new one delivers what came
+# meanwhile.  Before, the server's sweeper thread forked it again: a copy
+# of a threaded process, with whatever locks its other threads held.
+@test "a deliverer killed with -9 is forked again by its one-thread keeper and delivers" {
+	local keeper old new i
+	keeper=$(pgrep -x -P "$SERVE_PID_hooks" sbx-serve-hook)
+	[ "$(printf '%s\n' "$keeper" | wc -l)" -eq 1 ]
+	[ "$(awk '/^Threads:/{print $2}' "/proc/$keeper/status")" -eq 1 ]
+	old=$(pgrep -P "$keeper")
+	[ -n "$old" ]
+	receiver again
+	register '["sandbox.lifecycle.created"]'
+	kill -9 "$old"
+	for i in $(seq 1 50); do
+		new=$(pgrep -P "$keeper") && [ "$new" != "$old" ] && break
+		sleep 0.1
+	done
+	[ -n "$new" ] && [ "$new" != "$old" ]
+	run api POST /v2/sandboxes -d '{}'
+	local sb
+	sb=$(body | jq -r .sandboxID)
+	got 1
+	run kinds
+	assert_output "sandbox.lifecycle.created $sb"
+	api DELETE "/sandboxes/$sb" >/dev/null
+}
+
 @test "a delivery cut by kill -9 of the server is made by the next server" {
 	# Last in the file: the server it restarts lives in this test only.
 	# The only server delivering (another one on this Redis would take

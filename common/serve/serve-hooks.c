@@ -33,6 +33,7 @@
  * retry, and the webhook's state is in Redis. */
 #include "serve-int.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@
 #include <unistd.h>
 
 #include <sys/prctl.h>
+#include <sys/wait.h>
 
 #include "doc.h"
 #include "events.h"
@@ -242,14 +244,39 @@ static __attribute__((noreturn)) void hooks_main(const struct sbx_serve_cfg *cfg
 	}
 }
 
+/* The deliverer's keeper: a process of one thread that forks the
+ * deliverer and forks it again when it dies (a crash, a kill), at most
+ * once a second; pending events are in Redis, so nothing is lost with
+ * it.  Forking from here, not from the threaded server, is what keeps a
+ * new deliverer from inheriting a lock another thread held (the worker
+ * pool's forker, serve-pool.c, exists for the same reason). */
+static __attribute__((noreturn)) void keeper_main(const struct sbx_serve_cfg *cfg, pid_t server)
+{
+	prctl(PR_SET_NAME, "sbx-serve-hook");
+	for (;;) {
+		if (getppid() != server)
+			_exit(0);
+		pid_t keeper = getpid();
+		pid_t c = fork();
+		if (c == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			hooks_main(cfg, keeper);
+		}
+		if (c > 0)
+			while (waitpid(c, NULL, 0) < 0 && errno == EINTR)
+				;
+		sbx_sleep_ms(1000);
+	}
+}
+
 pid_t serve_hooks_spawn(const struct sbx_serve_cfg *cfg)
 {
-	pid_t parent = getpid();
+	pid_t server = getpid();
 	pid_t c = fork();
 	if (c != 0)
 		return c;
-	/* Dies with the thread that forked it (main, or the sweeper, which
-	 * live as long as the server); nothing of the server's lives on. */
+	/* Dies with the server's main thread, which forked it before the
+	 * server had any other; nothing of the server's lives on. */
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	sigset_t all;
 	sigemptyset(&all);
@@ -257,5 +284,5 @@ pid_t serve_hooks_spawn(const struct sbx_serve_cfg *cfg)
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
 	close_range(3, ~0U, 0);
-	hooks_main(cfg, parent);
+	keeper_main(cfg, server);
 }

@@ -818,15 +818,6 @@ static int listen_on(const char *addr, int *fd, unsigned *port, struct sbx_err *
 	return 0;
 }
 
-/* A deliverer that died (a crash, a kill) is replaced; pending events are
- * in Redis, so nothing is lost with it. */
-static void hooks_again(struct sbx_serve *s)
-{
-	if (s->hooks > 0 && waitpid(s->hooks, NULL, WNOHANG) == 0)
-		return;
-	s->hooks = serve_hooks_spawn(&s->cfg);
-}
-
 static void hooks_end(struct sbx_serve *s)
 {
 	if (s->hooks <= 0)
@@ -852,7 +843,6 @@ static void *sweeper_main(void *arg)
 		struct sbx_err err = {0};
 		serve_pool_tidy(s->pool);
 		sbx_serve_sweep(s, &err);
-		hooks_again(s);
 	}
 }
 

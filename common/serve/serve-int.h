@@ -233,7 +233,8 @@ const char *serve_e2b_type(const char *type);
 json_object *serve_e2b_event(json_object *ev);
 /* /events/... of the control plane. */
 int serve_api_events(const struct serve_req *r, struct serve_out *o);
-/* The deliverer process: forked, supervised and ended by serve-http.c. */
+/* The deliverer's keeper (which forks it again when it dies): forked
+ * by serve-http.c before the server has a thread, and ended by it. */
 pid_t serve_hooks_spawn(const struct sbx_serve_cfg *cfg);
 
 /* The envd user of a request (`name`, else Basic "<user>:"): 1 root, 0

@@ -186,6 +186,7 @@ static int recv_req(int ctl, const struct serve_pool *p, struct serve_req *r, in
 static __attribute__((noreturn)) void worker_main(struct serve_pool *p, int ctl)
 {
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	prctl(PR_SET_NAME, "sbx-serve-work");
 	sigset_t all;
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
@@ -238,6 +239,7 @@ static __attribute__((noreturn)) void forker_main(struct serve_pool *p, int sock
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != server)
 		_exit(0);
+	prctl(PR_SET_NAME, "sbx-serve-fork");    /* ps, and tests, tell it apart */
 	signal(SIGCHLD, SIG_IGN);    /* its workers are reaped by the kernel */
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_IGN);     /* a ^C is the server's to handle */
