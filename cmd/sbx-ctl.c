@@ -5,7 +5,7 @@
  *   sbx-ctl network [--id ID] [--allow-out R]... [--deny-out R]... [--policy FILE]
  *   sbx-ctl caps
  *   sbx-ctl quota --tenant T [--running N|none|profile] [--sandboxes N|none|profile]
- *                 [--retain-paused DURATION|none|profile]
+ *                 [--paused-bytes SIZE|none|profile] [--retain-paused DURATION|none|profile]
  *
  * Per input document it acts on the document's sandbox, refreshes the
  * handle and adds {"ctl": {"op": ...}}.  kill is idempotent: a sandbox
@@ -29,7 +29,7 @@
 
 enum { O_PROFILE, O_ID, O_SECONDS, O_ON_TIMEOUT, O_AUTO_RESUME, O_NO_AUTO_RESUME,
        O_ALLOW_OUT, O_DENY_OUT, O_POLICY, O_TENANT, O_RUNNING, O_SANDBOXES,
-       O_RETAIN };
+       O_RETAIN, O_PAUSED_BYTES };
 enum { S_PAUSE, S_RESUME, S_KILL, S_TIMEOUT, S_NETWORK, S_CAPS, S_QUOTA };
 
 static const struct sbx_sub subs[] = {
@@ -68,6 +68,8 @@ static const struct sbx_opt opts[] = {
 	 O_RUNNING, SBX_SUB(S_QUOTA)},
 	{"sandboxes", 0, "N", "quota: sandboxes at most, paused or running (none, profile)",
 	 O_SANDBOXES, SBX_SUB(S_QUOTA)},
+	{"paused-bytes", 0, "SIZE", "quota: bytes the paused sandboxes' layers may hold (10M; none, profile)",
+	 O_PAUSED_BYTES, SBX_SUB(S_QUOTA)},
 	{"retain-paused", 0, "DURATION", "quota: end a sandbox paused this long (none: keep; profile)",
 	 O_RETAIN, SBX_SUB(S_QUOTA)},
 	{0},
@@ -145,6 +147,12 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 		return 0;
 	case O_RUNNING: return quota_arg("running", arg, &o->quota.running, err);
 	case O_SANDBOXES: return quota_arg("sandboxes", arg, &o->quota.sandboxes, err);
+	case O_PAUSED_BYTES:
+		if (strcmp(arg, "none") == 0 || strcmp(arg, "profile") == 0)
+			return quota_arg("paused-bytes", arg, &o->quota.paused_bytes, err);
+		if (sbx_parse_size(arg, &o->quota.paused_bytes, err) < 0 || o->quota.paused_bytes < 0)
+			return sbx_usage_err(err, "--paused-bytes must be a size (10M, 2G), none or profile");
+		return 0;
 	case O_RETAIN:
 		if (strcmp(arg, "none") == 0 || strcmp(arg, "profile") == 0) {
 			o->retain_ms = arg[0] == 'n' ? 0 : SBX_QUOTA_PROFILE;
@@ -288,7 +296,7 @@ static int quota_main(struct ctl_opts *o)
 	if (sbx_app_use(&o->app, NULL, &err) < 0 || sbx_app_redis(&o->app, &r, &err) < 0)
 		return sbx_cli_report(cmd.name, &err);
 	if ((o->quota.running != SBX_QUOTA_KEEP || o->quota.sandboxes != SBX_QUOTA_KEEP ||
-	     o->retain_ms != SBX_QUOTA_KEEP) &&
+	     o->quota.paused_bytes != SBX_QUOTA_KEEP || o->retain_ms != SBX_QUOTA_KEEP) &&
 	    sbx_quota_set(r, o->tenant, &o->quota, o->retain_ms, &err) < 0)
 		return sbx_cli_report(cmd.name, &err);
 	if (sbx_quota_usage(r, &o->app.profile->quota, o->app.profile->retain_paused_ms, o->tenant,
@@ -305,7 +313,8 @@ static int quota_main(struct ctl_opts *o)
 int main(int argc, char **argv)
 {
 	struct ctl_opts o = {.pause = 1, .auto_resume = -1,
-			     .quota = {.running = SBX_QUOTA_KEEP, .sandboxes = SBX_QUOTA_KEEP},
+			     .quota = {.running = SBX_QUOTA_KEEP, .sandboxes = SBX_QUOTA_KEEP,
+				       .paused_bytes = SBX_QUOTA_KEEP},
 			     .retain_ms = SBX_QUOTA_KEEP};
 	struct sbx_err err = {0};
 	struct sbx_args a;

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,6 +218,27 @@ static int upper_resolv_conf(const char *upper, const struct local_layers *l, st
 /* Everything the sandbox's root needs in its own layer: the standard
  * directories, the account and the resolver.  (What a sandbox over the host must not see
  * is hidden below this layer, by the host mask: local-hostview.c.) */
+/* nftw has no context argument; one walk at a time per thread. */
+static __thread int64_t layer_walk_bytes;
+
+static int layer_walk_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)path, (void)f;
+	if (flag != FTW_NS)
+		layer_walk_bytes += (int64_t)st->st_blocks * 512;
+	return 0;
+}
+
+int local_layer_bytes(const char *upper, int64_t *bytes, struct sbx_err *err)
+{
+	layer_walk_bytes = 0;
+	if (nftw(upper, layer_walk_one, 16, FTW_PHYS | FTW_MOUNT) < 0)
+		return sbx_fail_errno(err, errno == ENOENT ? SBX_NOT_FOUND : SBX_INTERNAL, "layer",
+				      "%s", upper);
+	*bytes = layer_walk_bytes;
+	return 0;
+}
+
 int local_upper_prepare(const char *upper, const struct local_layers *l, struct sbx_err *err)
 {
 	static const char *const mnt[] = {"proc", "sys", "dev"};

@@ -28,6 +28,12 @@ int local_layers_resolve(struct sbx_backend *b, const char *tpl, struct local_la
  * host mask: local-hostview.c.) */
 int local_upper_prepare(const char *upper, const struct local_layers *l, struct sbx_err *err);
 
+/* The bytes the layer `upper` holds on disk: the allocated blocks of
+ * every file in it (a du, one walk; hard links counted at each name), the
+ * paused_bytes measure (backend.h).  A directory the walk cannot read is
+ * counted without its content. */
+int local_layer_bytes(const char *upper, int64_t *bytes, struct sbx_err *err);
+
 /* The writable layer of sandbox `id` in its directory `dir` (upper/,
  * work/, root/, the disk quota of `req`, local_upper_prepare), and the
  * overlay options over the stack `l`.  A stack over the host's "/" gets

@@ -478,6 +478,18 @@ static int local_pause(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx
 	return refresh(b, sb, err);
 }
 
+/* The pause is a freeze: the memory stays where it is (counted by the
+ * profile's memory limit), so what a paused sandbox holds beyond a
+ * running one's budget is its writable layer on disk. */
+static int local_paused_bytes(struct sbx_backend *b, struct sbx_sandbox *sb, int64_t *bytes,
+			      struct sbx_err *err)
+{
+	if (!local_sb_valid_id(sb->id))
+		return sbx_fail(err, SBX_NOT_FOUND, "sandbox", "no sandbox %s", sb->id);
+	SBX_AUTOFREE char *upper = local_sb_upper(b, sb->id);
+	return local_layer_bytes(upper, bytes, err);
+}
+
 static int local_set_timeout(struct sbx_backend *b, struct sbx_sandbox *sb,
 			     const struct sbx_timeout_policy *t, struct sbx_err *err)
 {
@@ -697,6 +709,7 @@ const struct sbx_backend_ops sbx_backend_local = {
 	.list = local_sb_list,
 	.remove = local_remove,
 	.pause = local_pause,
+	.paused_bytes = local_paused_bytes,
 	.set_timeout = local_set_timeout,
 	.hold = local_hold,
 	.idle_notes = local_idle_notes,

@@ -402,6 +402,13 @@ struct sbx_backend_ops {
 		    const char *page_token, struct sbx_page *out, struct sbx_err *err);
 	int (*remove)(struct sbx_backend *b, const char *id, int *gone, struct sbx_err *err);
 	int (*pause)(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err);
+	/* Optional: the bytes a pause of the sandbox would hold, measured
+	 * now, before the pause (the tenant's paused_bytes quota, quota.h).
+	 * NULL: this backend cannot measure them; sbx then refuses a pause
+	 * under a paused_bytes quota (unsupported).  Local: the allocated
+	 * bytes of its writable layer. */
+	int (*paused_bytes)(struct sbx_backend *b, struct sbx_sandbox *sb, int64_t *bytes,
+			    struct sbx_err *err);
 	int (*set_timeout)(struct sbx_backend *b, struct sbx_sandbox *sb,
 			   const struct sbx_timeout_policy *t, struct sbx_err *err);
 	/* Replace a running or paused sandbox's egress policy, atomically:

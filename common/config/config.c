@@ -82,24 +82,31 @@ static const char *const profile_keys[] = {
 	"redis_nodes", "events_maxlen", "network_policy", "quota", "retain_paused", "volumes",
 };
 
-/* "quota": {"running": N, "sandboxes": M}, each a count >= 0 (absent: no
- * limit).  Any other key is refused, paused_bytes too: nothing measures a
- * tenant's paused layers yet, and a limit that is not enforced must not
- * look as if it were. */
+/* "quota": {"running": N, "sandboxes": M, "paused_bytes": B}, counts >= 0,
+ * B also a size ("10M"; absent: no limit).  Any other key is refused. */
 static int parse_quota(struct sbx_profile *p, json_object *o, struct sbx_err *err)
 {
 	json_object *q;
-	p->quota = (struct sbx_quota){.running = -1, .sandboxes = -1};
+	p->quota = SBX_QUOTA_NONE;
 	if (!json_object_object_get_ex(o, "quota", &q))
 		return 0;
 	if (!json_object_is_type(q, json_type_object))
 		return sbx_fail_config(err, "config", "profile '%s': quota must be an object", p->name);
 	json_object_object_foreach(q, k, v) {
+		int bytes = strcmp(k, "paused_bytes") == 0;
 		int64_t *slot = strcmp(k, "running") == 0 ? &p->quota.running
-			      : strcmp(k, "sandboxes") == 0 ? &p->quota.sandboxes : NULL;
+			      : strcmp(k, "sandboxes") == 0 ? &p->quota.sandboxes
+			      : bytes ? &p->quota.paused_bytes : NULL;
 		if (!slot)
 			return sbx_fail_config(err, "config", "profile '%s': quota.%s is not a quota "
-					       "(running, sandboxes)", p->name, k);
+					       "(running, sandboxes, paused_bytes)", p->name, k);
+		if (bytes && json_object_is_type(v, json_type_string)) {
+			struct sbx_err e = {0};
+			if (sbx_parse_size(json_object_get_string(v), slot, &e) < 0 || *slot < 0)
+				return sbx_fail_config(err, "config", "profile '%s': quota.paused_bytes "
+						       "must be a size (bytes, or 10M, 2G)", p->name);
+			continue;
+		}
 		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0)
 			return sbx_fail_config(err, "config", "profile '%s': quota.%s must be a count >= 0",
 					       p->name, k);
@@ -284,7 +291,7 @@ int sbx_config_load(const char *name, struct sbx_profile **out, struct sbx_err *
 	p->prefix = sbx_xstrdup("sbx");
 	p->on_timeout_pause = 1;
 	p->events_maxlen = SBX_EVENTS_MAXLEN_DEFAULT;
-	p->quota = (struct sbx_quota){.running = -1, .sandboxes = -1};
+	p->quota = SBX_QUOTA_NONE;
 	p->limits = (struct sbx_limits){.memory_bytes = SBX_DEFAULT_MEMORY, .pids = SBX_DEFAULT_PIDS,
 					.cpus = SBX_DEFAULT_CPUS, .disk_bytes = SBX_DEFAULT_DISK,
 					.shm_bytes = SBX_DEFAULT_SHM};

@@ -40,13 +40,17 @@ struct sbx_limits {
 #define SBX_DEFAULT_DISK   (4LL << 30)      /* 4 GiB */
 
 /* A tenant's quota (the profile's "quota" object; quota.h): how many of
- * the tenant's session sandboxes may run, and how many may exist, paused
- * or running.  -1 = no limit (the default).  A tenant's own override in
- * Redis (sbx-ctl quota) wins over these. */
+ * the tenant's session sandboxes may run, how many may exist, paused or
+ * running, and how many bytes their paused layers may hold on disk (the
+ * backend measures them at sbx's pause).  -1 = no limit (the default).
+ * A tenant's own override in Redis (sbx-ctl quota) wins over these. */
 struct sbx_quota {
 	int64_t running;
 	int64_t sandboxes;
+	int64_t paused_bytes;
 };
+#define SBX_QUOTA_NONE_INIT {.running = -1, .sandboxes = -1, .paused_bytes = -1}
+#define SBX_QUOTA_NONE ((struct sbx_quota)SBX_QUOTA_NONE_INIT)
 #define SBX_DEFAULT_SHM    (64LL << 20)     /* 64 MiB, like Docker's */
 #define SBX_EVENTS_MAXLEN_DEFAULT 10000     /* entries of a tenant's event stream (events.h) */
 

@@ -5,8 +5,9 @@
 #include "events.h"
 #include "metadata.h"
 #include "quota.h"
+#include "util.h"
 
-static const struct sbx_quota no_quota = {.running = -1, .sandboxes = -1};
+static const struct sbx_quota no_quota = SBX_QUOTA_NONE_INIT;
 
 /* The session of a sandbox (as sbx_binding_owner reads it): 1 when it has
  * a tenant and a session, so a quota slot (quota.h) may be its. */
@@ -26,18 +27,34 @@ static int commanded(int rc, struct sbx_redis *r, struct sbx_sandbox *sb, const 
 	return 0;
 }
 
-/* A paused session sandbox keeps its slot in the sandboxes quota and
- * frees its running one (quota.h); a failed mark is counted like a lost
- * event, the pause stands. */
+/* A paused session sandbox keeps its slot in the sandboxes quota, frees
+ * its running one and holds the bytes its backend measured, against the
+ * paused_bytes quota (quota.h).  Measure, check and mark come before the
+ * backend's pause, so a pause the quota refuses leaves the sandbox
+ * running; a pause that then fails puts the slot back.  What the sandbox
+ * writes between the measure and the freeze is not counted (the freeze
+ * follows at once; measuring a frozen sandbox would mean a freeze and a
+ * thaw for a refused pause). */
 int sbx_lifecycle_pause(struct sbx_backend *b, struct sbx_redis *r, struct sbx_sandbox *sb,
 			struct sbx_err *err)
 {
-	if (commanded(sbx_call(b, pause, err, sb), r, sb, "paused") < 0)
+	const char *t = NULL, *s = NULL;
+	SBX_AUTOFREE char *before = NULL;
+	int slot = 0;
+	if (r && session_of(sb, &t, &s)) {
+		int64_t bytes = -1;
+		if (b->ops->paused_bytes && b->ops->paused_bytes(b, sb, &bytes, err) < 0)
+			return -1;
+		slot = sbx_quota_pause(r, b->profile ? &b->profile->quota : &no_quota, t, s, bytes,
+				       &before, err);
+		if (slot < 0)
+			return -1;
+	}
+	if (commanded(sbx_call(b, pause, err, sb), r, sb, "paused") < 0) {
+		if (slot > 0)
+			sbx_quota_unpause(r, t, s, before);
 		return -1;
-	const char *t, *s;
-	struct sbx_err e = {0};
-	if (r && session_of(sb, &t, &s) && sbx_quota_mark(r, t, s, "paused", &e) < 0)
-		sbx_events_lost(&e);
+	}
 	return 0;
 }
 

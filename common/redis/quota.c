@@ -15,13 +15,14 @@
 #include "util.h"
 
 /* count(h, self): running, all, pending slots of usage hash h, leaving out
- * field `self`; pending slots whose lock no longer holds their token are
+ * field `self`, and the bytes its paused slots hold ("paused <bytes>";
+ * a bare "paused" holds none that sbx measured); pending slots whose lock no longer holds their token are
  * deleted on the way (a killed resolve's).  limit(k, f, dflt): the
  * tenant's value of field f, else the profile's dflt when >= 0, else -1,
  * with where it came from. */
 #define QUOTA_LUA                                                                 \
 	"local function count(h, self)\n"                                         \
-	"  local run, all, pend = 0, 0, 0\n"                                       \
+	"  local run, all, pend, pb = 0, 0, 0, 0\n"                                       \
 	"  local t = redis.call('HGETALL', h)\n"                                  \
 	"  for i = 1, #t, 2 do\n"                                                 \
 	"    local f, v = t[i], t[i + 1]\n"                                       \
@@ -35,18 +36,20 @@
 	"        end\n"                                                           \
 	"      else\n"                                                            \
 	"        all = all + 1\n"                                                 \
-	"        if v ~= 'paused' then run = run + 1 end\n"                       \
+	"        if string.sub(v, 1, 6) ~= 'paused' then run = run + 1\n"          \
+	"        else pb = pb + (tonumber(string.sub(v, 8)) or 0) end\n"           \
 	"      end\n"                                                             \
 	"    end\n"                                                               \
 	"  end\n"                                                                 \
-	"  return run, all, pend\n"                                               \
+	"  return run, all, pend, pb\n"                                               \
 	"end\n"                                                                   \
 	"local function limit(k, f, dflt)\n"                                      \
 	"  local v = redis.call('HGET', k, f)\n"                                  \
 	"  if v then return tonumber(v) or -1, 'tenant' end\n"                    \
 	"  if tonumber(dflt) >= 0 then return tonumber(dflt), 'profile' end\n"    \
 	"  return -1, 'none'\n"                                                   \
-	"end\n"
+	"end\n"                                                                   \
+	"local function paused(v) return v and string.sub(v, 1, 6) == 'paused' end\n"
 
 /* KEYS: usage, quota, lock.  ARGV: token, session, running, sandboxes
  * (the profile's), lock key. */
@@ -71,7 +74,7 @@ static struct sbx_script unreserve_script = {.src =
  * A resumed session's pause time goes (retention counts from a pause). */
 static struct sbx_script resume_script = {.src =
 	QUOTA_LUA
-	"if redis.call('HGET', KEYS[1], ARGV[1]) ~= 'paused' then\n"
+	"if not paused(redis.call('HGET', KEYS[1], ARGV[1])) then\n"
 	"  redis.call('HDEL', KEYS[3], ARGV[1])\n"
 	"  return {0}\n"
 	"end\n"
@@ -83,35 +86,75 @@ static struct sbx_script resume_script = {.src =
 	"return {1}\n", .durable = 1};
 
 /* KEYS: usage, paused.  ARGV: session, state, now (unix seconds).  Only a
- * bound slot changes; a pause keeps the time of the first one. */
+ * bound slot changes; a pause keeps the time of the first one, and a
+ * paused slot marked paused keeps its bytes. */
 static struct sbx_script mark_script = {.src =
+	QUOTA_LUA
 	"local v = redis.call('HGET', KEYS[1], ARGV[1])\n"
-	"if v ~= 'running' and v ~= 'paused' then return {0} end\n"
-	"redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])\n"
-	"if ARGV[2] ~= 'paused' then redis.call('HDEL', KEYS[2], ARGV[1])\n"
-	"elseif v ~= 'paused' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) end\n"
+	"if v ~= 'running' and not paused(v) then return {0} end\n"
+	"if ARGV[2] ~= 'paused' then\n"
+	"  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])\n"
+	"  redis.call('HDEL', KEYS[2], ARGV[1])\n"
+	"elseif not paused(v) then\n"
+	"  redis.call('HSET', KEYS[1], ARGV[1], 'paused')\n"
+	"  redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])\n"
+	"end\n"
 	"return {1}\n"};
 
-/* KEYS: usage, quota.  ARGV: running, sandboxes, retain_paused (the
- * profile's). */
+/* KEYS: usage, quota, paused.  ARGV: session, bytes (-1: the backend
+ * cannot measure), paused_bytes (the profile's), now.  Checks the
+ * paused_bytes quota and marks the slot "paused <bytes>" in one step, so
+ * two pauses racing for the last bytes cannot both pass.  Replies {2, v}:
+ * marked, v the slot before (to put back if the backend's pause fails);
+ * {0}: no bound slot, nothing checked; {-4}: a limit, nothing measured. */
+static struct sbx_script pause_script = {.src =
+	QUOTA_LUA
+	"local v = redis.call('HGET', KEYS[1], ARGV[1])\n"
+	"if v ~= 'running' and not paused(v) then return {0} end\n"
+	"local lb = limit(KEYS[2], 'paused_bytes', ARGV[3])\n"
+	"local b = tonumber(ARGV[2])\n"
+	"if lb >= 0 and b < 0 then return {-4} end\n"
+	"if b < 0 then b = 0 end\n"
+	"if lb >= 0 then\n"
+	"  local _, _, _, pb = count(KEYS[1], ARGV[1])\n"
+	"  if pb + b > lb then return {-3, 'paused_bytes', pb, lb, b} end\n"
+	"end\n"
+	"redis.call('HSET', KEYS[1], ARGV[1], 'paused ' .. b)\n"
+	"if not paused(v) then redis.call('HSET', KEYS[3], ARGV[1], ARGV[4]) end\n"
+	"return {2, v}\n", .durable = 1};
+
+/* KEYS: usage, paused.  ARGV: session, the slot before a pause whose
+ * backend call failed: a running one is put back (and its pause time
+ * goes); a slot that was paused already stays as the pause left it. */
+static struct sbx_script unpause_script = {.src =
+	"if ARGV[2] ~= 'running' then return {0} end\n"
+	"local v = redis.call('HGET', KEYS[1], ARGV[1])\n"
+	"if not v or string.sub(v, 1, 6) ~= 'paused' then return {0} end\n"
+	"redis.call('HSET', KEYS[1], ARGV[1], 'running')\n"
+	"redis.call('HDEL', KEYS[2], ARGV[1])\n"
+	"return {1}\n"};
+
+/* KEYS: usage, quota.  ARGV: running, sandboxes, retain_paused,
+ * paused_bytes (the profile's). */
 static struct sbx_script usage_script = {.src =
 	QUOTA_LUA
-	"local run, all, pend = count(KEYS[1], false)\n"
+	"local run, all, pend, pb = count(KEYS[1], false)\n"
 	"local lr, fr = limit(KEYS[2], 'running', ARGV[1])\n"
 	"local la, fa = limit(KEYS[2], 'sandboxes', ARGV[2])\n"
 	"local lp, fp = limit(KEYS[2], 'retain_paused', ARGV[3])\n"
-	"return {run, all, pend, lr, fr, la, fa, lp, fp}\n"};
+	"local lb, fb = limit(KEYS[2], 'paused_bytes', ARGV[4])\n"
+	"return {run, all, pend, lr, fr, la, fa, lp, fp, pb, lb, fb}\n"};
 
 /* KEYS: paused, quota.  ARGV: session.  Read only. */
 static struct sbx_script retention_script = {.src =
 	"return {tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0') or 0,\n"
 	"        tonumber(redis.call('HGET', KEYS[2], 'retain_paused') or '-1') or -1}\n"};
 
-/* KEYS: quota.  ARGV: running, sandboxes, retain_paused: 'keep',
- * 'profile' or a number. */
+/* KEYS: quota.  ARGV: running, sandboxes, retain_paused, paused_bytes:
+ * 'keep', 'profile' or a number. */
 static struct sbx_script set_script = {.src =
-	"local f = {'running', 'sandboxes', 'retain_paused'}\n"
-	"for i = 1, 3 do\n"
+	"local f = {'running', 'sandboxes', 'retain_paused', 'paused_bytes'}\n"
+	"for i = 1, 4 do\n"
 	"  if ARGV[i] == 'profile' then redis.call('HDEL', KEYS[1], f[i])\n"
 	"  elseif ARGV[i] ~= 'keep' then redis.call('HSET', KEYS[1], f[i], ARGV[i]) end\n"
 	"end\n"
@@ -130,11 +173,21 @@ static int reply_int(redisReply *rep, const char *tenant, struct sbx_err *err)
 	    rep->element[0]->type != REDIS_REPLY_INTEGER)
 		return sbx_fail(err, SBX_INTERNAL, "quota", "unexpected reply from a quota script");
 	long long v = rep->element[0]->integer;
+	if (v == -3 && rep->elements >= 5 && rep->element[1]->type == REDIS_REPLY_STRING)
+		return sbx_fail_reason(err, SBX_CAPACITY, SBX_R_QUOTA, "quota",
+				       "tenant %s is at its quota %s=%lld (%lld in use, the pause "
+				       "holds %lld)", tenant, rep->element[1]->str,
+				       rep->element[3]->integer, rep->element[2]->integer,
+				       rep->element[4]->integer);
 	if (v == -3 && rep->elements >= 4 && rep->element[1]->type == REDIS_REPLY_STRING)
 		return sbx_fail_reason(err, SBX_CAPACITY, SBX_R_QUOTA, "quota",
 				       "tenant %s is at its quota %s=%lld (%lld in use)", tenant,
 				       rep->element[1]->str, rep->element[3]->integer,
 				       rep->element[2]->integer);
+	if (v == -4)
+		return sbx_fail(err, SBX_UNSUPPORTED, "quota",
+				"tenant %s has a paused_bytes quota and this backend cannot measure "
+				"a paused sandbox's bytes", tenant);
 	if (v == -1)
 		return sbx_fail(err, SBX_CONFLICT, "lock",
 				"lock ownership lost (the lock expired or was taken over)");
@@ -210,6 +263,44 @@ int sbx_quota_mark(struct sbx_redis *r, const char *tenant, const char *session,
 	return run(r, &mark_script, tenant, 2, keys, 3, args, err);
 }
 
+int sbx_quota_pause(struct sbx_redis *r, const struct sbx_quota *q, const char *tenant,
+		    const char *session, int64_t bytes, char **before, struct sbx_err *err)
+{
+	*before = NULL;
+	SBX_AUTOFREE char *usage = tkey(r, tenant, SBX_KEY_USAGE);
+	SBX_AUTOFREE char *quota = tkey(r, tenant, SBX_KEY_QUOTA);
+	SBX_AUTOFREE char *paused = tkey(r, tenant, SBX_KEY_PAUSED);
+	char nb[24], lb[24], now[24];
+	snprintf(nb, sizeof(nb), "%lld", (long long)(bytes < 0 ? -1 : bytes));
+	snprintf(lb, sizeof(lb), "%lld", (long long)q->paused_bytes);
+	snprintf(now, sizeof(now), "%lld", (long long)(sbx_now_ms() / 1000));
+	const char *keys[] = {usage, quota, paused};
+	const char *args[] = {session, nb, lb, now};
+	redisReply *rep;
+	if (sbx_redis_eval(r, &pause_script, &rep, 3, keys, 4, args, err) < 0)
+		return -1;
+	int rc = reply_int(rep, tenant, err);
+	if (rc == 2) {
+		if (rep->elements < 2 || rep->element[1]->type != REDIS_REPLY_STRING)
+			rc = sbx_fail(err, SBX_INTERNAL, "quota", "unexpected reply from the pause script");
+		else
+			*before = sbx_xstrdup(rep->element[1]->str);
+	}
+	freeReplyObject(rep);
+	return rc < 0 ? -1 : rc == 2;
+}
+
+void sbx_quota_unpause(struct sbx_redis *r, const char *tenant, const char *session,
+		       const char *before)
+{
+	struct sbx_err ignored = {0};
+	SBX_AUTOFREE char *usage = tkey(r, tenant, SBX_KEY_USAGE);
+	SBX_AUTOFREE char *paused = tkey(r, tenant, SBX_KEY_PAUSED);
+	const char *keys[] = {usage, paused};
+	const char *args[] = {session, before};
+	run(r, &unpause_script, tenant, 2, keys, 2, args, &ignored);
+}
+
 int sbx_quota_retention(struct sbx_redis *r, const char *tenant, const char *session,
 			int64_t *paused_at, int64_t *retain_ms, struct sbx_err *err)
 {
@@ -247,19 +338,21 @@ int sbx_quota_usage(struct sbx_redis *r, const struct sbx_quota *q, int64_t reta
 	memset(u, 0, sizeof(*u));
 	SBX_AUTOFREE char *usage = tkey(r, tenant, SBX_KEY_USAGE);
 	SBX_AUTOFREE char *quota = tkey(r, tenant, SBX_KEY_QUOTA);
-	char lr[24], la[24], lp[24];
+	char lr[24], la[24], lp[24], lb[24];
 	snprintf(lr, sizeof(lr), "%lld", (long long)q->running);
 	snprintf(la, sizeof(la), "%lld", (long long)q->sandboxes);
+	snprintf(lb, sizeof(lb), "%lld", (long long)q->paused_bytes);
 	/* A profile without retention keeps for good: "none" below. */
 	snprintf(lp, sizeof(lp), "%lld", (long long)(retain_ms > 0 ? retain_ms : -1));
 	const char *keys[] = {usage, quota};
-	const char *args[] = {lr, la, lp};
+	const char *args[] = {lr, la, lp, lb};
 	redisReply *rep;
-	if (sbx_redis_eval(r, &usage_script, &rep, 2, keys, 3, args, err) < 0)
+	if (sbx_redis_eval(r, &usage_script, &rep, 2, keys, 4, args, err) < 0)
 		return -1;
-	int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == 9;
-	for (size_t i = 0; ok && i < 9; i++)
-		if ((i == 4 || i == 6 || i == 8) ? 0 : rep->element[i]->type != REDIS_REPLY_INTEGER)
+	int ok = rep->type == REDIS_REPLY_ARRAY && rep->elements == 12;
+	for (size_t i = 0; ok && i < 12; i++)
+		if ((i == 4 || i == 6 || i == 8 || i == 11) ? 0
+							    : rep->element[i]->type != REDIS_REPLY_INTEGER)
 			ok = 0;
 	if (ok) {
 		u->running = rep->element[0]->integer;
@@ -271,6 +364,9 @@ int sbx_quota_usage(struct sbx_redis *r, const struct sbx_quota *q, int64_t reta
 		u->from_sandboxes = from_word(rep->element[6]);
 		u->retain_ms = rep->element[7]->integer;
 		u->from_retain = from_word(rep->element[8]);
+		u->paused_bytes = rep->element[9]->integer;
+		u->limit.paused_bytes = rep->element[10]->integer;
+		u->from_paused_bytes = from_word(rep->element[11]);
 	}
 	freeReplyObject(rep);
 	return ok ? 0 : sbx_fail(err, SBX_INTERNAL, "quota", "unexpected reply from the usage script");
@@ -290,13 +386,14 @@ int sbx_quota_set(struct sbx_redis *r, const char *tenant, const struct sbx_quot
 		  int64_t retain_ms, struct sbx_err *err)
 {
 	SBX_AUTOFREE char *quota = tkey(r, tenant, SBX_KEY_QUOTA);
-	char lr[24], la[24], lp[24];
+	char lr[24], la[24], lp[24], lb[24];
 	set_word(lr, sizeof(lr), set->running);
 	set_word(la, sizeof(la), set->sandboxes);
 	set_word(lp, sizeof(lp), retain_ms);
+	set_word(lb, sizeof(lb), set->paused_bytes);
 	const char *keys[] = {quota};
-	const char *args[] = {lr, la, lp};
-	return run(r, &set_script, tenant, 1, keys, 3, args, err) < 0 ? -1 : 0;
+	const char *args[] = {lr, la, lp, lb};
+	return run(r, &set_script, tenant, 1, keys, 4, args, err) < 0 ? -1 : 0;
 }
 
 /* One quota's line: {used, limit (null = none), from}. */
@@ -315,6 +412,8 @@ json_object *sbx_usage_json(const struct sbx_usage *u)
 	json_object_object_add(us, "running", quota_line(u->running, u->limit.running, u->from_running));
 	json_object_object_add(us, "sandboxes",
 			       quota_line(u->sandboxes, u->limit.sandboxes, u->from_sandboxes));
+	json_object_object_add(us, "paused_bytes", quota_line(u->paused_bytes, u->limit.paused_bytes,
+							      u->from_paused_bytes));
 	sbx_json_set_int(us, "pending", u->pending);
 	json_object *rp = json_object_new_object();
 	json_object_object_add(rp, "seconds", u->retain_ms > 0 ? json_object_new_int64(

@@ -1,12 +1,15 @@
 /* quota.h - a tenant's quota: how many of its session sandboxes may run,
- * and how many may exist (DESIGN issue 30).
+ * how many may exist, and how many bytes the paused ones may hold (DESIGN
+ * issue 30).
  *
  * The count is a hash per tenant, <prefix>:{T}:usage, one field per
  * session that holds a slot:
  *
- *   "running" | "paused"         a bound session (binding.c's scripts write
- *                                and delete these in the script that binds
- *                                or unbinds, so binding and slot agree)
+ *   "running" | "paused [<bytes>]"  a bound session (binding.c's scripts
+ *                                write and delete these in the script that
+ *                                binds or unbinds, so binding and slot
+ *                                agree); <bytes>: what its backend measured
+ *                                at sbx's pause (sbx_quota_pause)
  *   "pending <lockkey> <token>"  a resolve, holding that session lock, is
  *                                making the sandbox (sbx_quota_reserve)
  *
@@ -18,7 +21,7 @@
  * last slot get exactly one.
  *
  * Limits: the tenant's own hash <prefix>:{T}:quota (fields running,
- * sandboxes; -1 = no limit), written by sbx-ctl quota, wins field by field
+ * sandboxes, paused_bytes; -1 = no limit), written by sbx-ctl quota, wins field by field
  * over the profile's "quota" object (config.h); neither = no limit. */
 #ifndef SBX_QUOTA_H
 #define SBX_QUOTA_H
@@ -54,6 +57,21 @@ int sbx_quota_resume(struct sbx_redis *r, const struct sbx_quota *q, const char 
 int sbx_quota_mark(struct sbx_redis *r, const char *tenant, const char *session,
 		   const char *state, struct sbx_err *err);
 
+/* Before the backend pauses a session's sandbox (sbx-ctl pause): its
+ * slot becomes "paused <bytes>" if the paused_bytes quota allows the
+ * bytes the pause will hold (`bytes` as the backend measured them; -1:
+ * it cannot measure, refused with unsupported when a paused_bytes limit
+ * is in force, else counted as 0), capacity otherwise ("quota
+ * paused_bytes=B"), nothing changed.  Check and mark are one script.
+ * 1 marked (*before: the slot's value before, malloc'd, for
+ * sbx_quota_unpause), 0 no bound slot (nothing checked), -1 err. */
+int sbx_quota_pause(struct sbx_redis *r, const struct sbx_quota *q, const char *tenant,
+		    const char *session, int64_t bytes, char **before, struct sbx_err *err);
+/* The backend's pause failed: the slot sbx_quota_pause marked is put back
+ * as it was (a running one runs again).  Best effort. */
+void sbx_quota_unpause(struct sbx_redis *r, const char *tenant, const char *session,
+		       const char *before);
+
 /* Retention, in one round trip: *paused_at, when the session's sandbox
  * was paused by sbx (sbx-ctl pause), as the <prefix>:{T}:paused hash
  * keeps it (unix seconds, 0 = none; a resume, a new binding and an
@@ -67,9 +85,9 @@ int sbx_quota_retention(struct sbx_redis *r, const char *tenant, const char *ses
  * pending slots; limit is the effective quota (-1 = none) and which_*
  * says where each limit comes from ("tenant", "profile", "none"). */
 struct sbx_usage {
-	int64_t running, sandboxes, pending;
+	int64_t running, sandboxes, pending, paused_bytes;
 	struct sbx_quota limit;
-	const char *from_running, *from_sandboxes;
+	const char *from_running, *from_sandboxes, *from_paused_bytes;
 	int64_t retain_ms;         /* the retention in force; <= 0: kept for good */
 	const char *from_retain;
 };
@@ -77,7 +95,7 @@ struct sbx_usage {
 int sbx_quota_usage(struct sbx_redis *r, const struct sbx_quota *q, int64_t retain_ms,
 		    const char *tenant, struct sbx_usage *u, struct sbx_err *err);
 /* Its document: {"running": {"used", "limit" (null = none), "from"},
- * "sandboxes": {...}, "pending": N, "retain_paused": {"seconds" (null:
+ * "sandboxes": {...}, "paused_bytes": {...}, "pending": N, "retain_paused": {"seconds" (null:
  * kept for good), "from"}}. */
 json_object *sbx_usage_json(const struct sbx_usage *u);
 

@@ -65,7 +65,9 @@ static struct sbx_script delete_script = {.src =
 	"redis.call('DEL', KEYS[1])\n"
 	"redis.call('SREM', KEYS[4], ARGV[3])\n"
 	"local q = redis.call('HGET', KEYS[5], ARGV[5])\n"
-	"if q == 'running' or q == 'paused' then redis.call('HDEL', KEYS[5], ARGV[5]) end\n"
+	"if q == 'running' or (q and string.sub(q, 1, 6) == 'paused') then\n"
+	"  redis.call('HDEL', KEYS[5], ARGV[5])\n"
+	"end\n"
 	"redis.call('HDEL', KEYS[6], ARGV[5])\n"
 	"if ARGV[4] == 'end' then redis.call('DEL', KEYS[3]) end\n"
 	"return {1}\n", .durable = 1};

@@ -48,7 +48,7 @@ static void point(const char *name)
 	sbx_fault(name);
 }
 
-static const struct sbx_quota no_quota = {.running = -1, .sandboxes = -1};
+static const struct sbx_quota no_quota = SBX_QUOTA_NONE_INIT;
 
 /* The profile's quota (quota.h: a tenant's own overrides it in Redis). */
 static const struct sbx_quota *quota_of(const struct rs *c)
