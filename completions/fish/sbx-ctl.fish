@@ -12,6 +12,7 @@ complete -c sbx-ctl -n '__fish_seen_subcommand_from network' -l policy -r -d 'ne
 complete -c sbx-ctl -n '__fish_seen_subcommand_from quota' -l tenant -r -d 'quota: the tenant whose quota is set or shown'
 complete -c sbx-ctl -n '__fish_seen_subcommand_from quota' -l running -r -d 'quota: running sandboxes at most (none: no limit; profile: the profile\'s)'
 complete -c sbx-ctl -n '__fish_seen_subcommand_from quota' -l sandboxes -r -d 'quota: sandboxes at most, paused or running (none, profile)'
+complete -c sbx-ctl -n '__fish_seen_subcommand_from quota' -l paused-bytes -r -d 'quota: bytes the paused sandboxes\' layers may hold (10M; none, profile)'
 complete -c sbx-ctl -n '__fish_seen_subcommand_from quota' -l retain-paused -r -d 'quota: end a sandbox paused this long (none: keep; profile)'
 complete -c sbx-ctl -l help -s h -d 'show help'
 complete -c sbx-ctl -l version -d 'show the version'
