@@ -52,7 +52,7 @@ int sbx_lifecycle_pause(struct sbx_backend *b, struct sbx_redis *r, struct sbx_s
 	}
 	if (commanded(sbx_call(b, pause, err, sb), r, sb, "paused") < 0) {
 		if (slot > 0)
-			sbx_quota_unpause(r, t, s, before);
+			sbx_quota_restore(r, t, s, before);
 		return -1;
 	}
 	return 0;
@@ -65,16 +65,17 @@ int sbx_lifecycle_resume(struct sbx_backend *b, struct sbx_redis *r, struct sbx_
 			 struct sbx_err *err)
 {
 	const char *t, *s;
+	SBX_AUTOFREE char *before = NULL;
 	int slot = 0;
 	if (r && session_of(sb, &t, &s)) {
-		slot = sbx_quota_resume(r, b->profile ? &b->profile->quota : &no_quota, t, s, err);
+		slot = sbx_quota_resume(r, b->profile ? &b->profile->quota : &no_quota, t, s,
+					&before, err);
 		if (slot < 0)
 			return -1;
 	}
 	if (commanded(sbx_call(b, connect, err, sb), r, sb, "resumed") < 0) {
-		struct sbx_err e = {0};
 		if (slot > 0)
-			sbx_quota_mark(r, t, s, "paused", &e);
+			sbx_quota_restore(r, t, s, before);
 		return -1;
 	}
 	return 0;

@@ -71,10 +71,13 @@ static struct sbx_script unreserve_script = {.src =
 	"return {1}\n"};
 
 /* KEYS: usage, quota, paused.  ARGV: session, running (the profile's).
- * A resumed session's pause time goes (retention counts from a pause). */
+ * A resumed session's pause time goes (retention counts from a pause).
+ * {1, v}: switched, v the paused slot it was (its bytes, to put back if
+ * the thaw fails). */
 static struct sbx_script resume_script = {.src =
 	QUOTA_LUA
-	"if not paused(redis.call('HGET', KEYS[1], ARGV[1])) then\n"
+	"local v = redis.call('HGET', KEYS[1], ARGV[1])\n"
+	"if not paused(v) then\n"
 	"  redis.call('HDEL', KEYS[3], ARGV[1])\n"
 	"  return {0}\n"
 	"end\n"
@@ -83,23 +86,7 @@ static struct sbx_script resume_script = {.src =
 	"if lr >= 0 and run >= lr then return {-3, 'running', run, lr} end\n"
 	"redis.call('HSET', KEYS[1], ARGV[1], 'running')\n"
 	"redis.call('HDEL', KEYS[3], ARGV[1])\n"
-	"return {1}\n", .durable = 1};
-
-/* KEYS: usage, paused.  ARGV: session, state, now (unix seconds).  Only a
- * bound slot changes; a pause keeps the time of the first one, and a
- * paused slot marked paused keeps its bytes. */
-static struct sbx_script mark_script = {.src =
-	QUOTA_LUA
-	"local v = redis.call('HGET', KEYS[1], ARGV[1])\n"
-	"if v ~= 'running' and not paused(v) then return {0} end\n"
-	"if ARGV[2] ~= 'paused' then\n"
-	"  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])\n"
-	"  redis.call('HDEL', KEYS[2], ARGV[1])\n"
-	"elseif not paused(v) then\n"
-	"  redis.call('HSET', KEYS[1], ARGV[1], 'paused')\n"
-	"  redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])\n"
-	"end\n"
-	"return {1}\n"};
+	"return {1, v}\n", .durable = 1};
 
 /* KEYS: usage, quota, paused.  ARGV: session, bytes (-1: the backend
  * cannot measure), paused_bytes (the profile's), now.  Checks the
@@ -123,16 +110,26 @@ static struct sbx_script pause_script = {.src =
 	"if not paused(v) then redis.call('HSET', KEYS[3], ARGV[1], ARGV[4]) end\n"
 	"return {2, v}\n", .durable = 1};
 
-/* KEYS: usage, paused.  ARGV: session, the slot before a pause whose
- * backend call failed: a running one is put back (and its pause time
- * goes); a slot that was paused already stays as the pause left it. */
-static struct sbx_script unpause_script = {.src =
-	"if ARGV[2] ~= 'running' then return {0} end\n"
+/* KEYS: usage, paused.  ARGV: session, the slot before a pause or a
+ * resume whose backend call failed, now.  Put back only over what that
+ * call's script wrote: a running slot the pause marked paused runs again
+ * (its pause time goes); a paused slot the resume marked running is
+ * paused again with its bytes (its pause time now, as a mark's).  A slot
+ * that was paused already stays as the pause left it. */
+static struct sbx_script restore_script = {.src =
+	QUOTA_LUA
 	"local v = redis.call('HGET', KEYS[1], ARGV[1])\n"
-	"if not v or string.sub(v, 1, 6) ~= 'paused' then return {0} end\n"
-	"redis.call('HSET', KEYS[1], ARGV[1], 'running')\n"
-	"redis.call('HDEL', KEYS[2], ARGV[1])\n"
-	"return {1}\n"};
+	"if ARGV[2] == 'running' and paused(v) then\n"
+	"  redis.call('HSET', KEYS[1], ARGV[1], 'running')\n"
+	"  redis.call('HDEL', KEYS[2], ARGV[1])\n"
+	"  return {1}\n"
+	"end\n"
+	"if paused(ARGV[2]) and v == 'running' then\n"
+	"  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])\n"
+	"  redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])\n"
+	"  return {1}\n"
+	"end\n"
+	"return {0}\n"};
 
 /* KEYS: usage, quota.  ARGV: running, sandboxes, retain_paused,
  * paused_bytes (the profile's). */
@@ -238,9 +235,22 @@ void sbx_quota_unreserve(struct sbx_redis *r, struct sbx_lock *lock, const char 
 	run(r, &unreserve_script, tenant, 1, keys, 2, args, &ignored);
 }
 
-int sbx_quota_resume(struct sbx_redis *r, const struct sbx_quota *q, const char *tenant,
-		     const char *session, struct sbx_err *err)
+/* The reply's second element, a string, as *out (malloc'd), when rc is
+ * `want`; a reply without it is internal. */
+static int reply_before(redisReply *rep, int rc, int want, char **out, struct sbx_err *err)
 {
+	if (rc != want)
+		return rc;
+	if (rep->elements < 2 || rep->element[1]->type != REDIS_REPLY_STRING)
+		return sbx_fail(err, SBX_INTERNAL, "quota", "unexpected reply from a quota script");
+	*out = sbx_xstrdup(rep->element[1]->str);
+	return rc;
+}
+
+int sbx_quota_resume(struct sbx_redis *r, const struct sbx_quota *q, const char *tenant,
+		     const char *session, char **before, struct sbx_err *err)
+{
+	*before = NULL;
 	SBX_AUTOFREE char *usage = tkey(r, tenant, SBX_KEY_USAGE);
 	SBX_AUTOFREE char *quota = tkey(r, tenant, SBX_KEY_QUOTA);
 	SBX_AUTOFREE char *paused = tkey(r, tenant, SBX_KEY_PAUSED);
@@ -248,19 +258,12 @@ int sbx_quota_resume(struct sbx_redis *r, const struct sbx_quota *q, const char 
 	snprintf(lr, sizeof(lr), "%lld", (long long)q->running);
 	const char *keys[] = {usage, quota, paused};
 	const char *args[] = {session, lr};
-	return run(r, &resume_script, tenant, 3, keys, 2, args, err);
-}
-
-int sbx_quota_mark(struct sbx_redis *r, const char *tenant, const char *session,
-		   const char *state, struct sbx_err *err)
-{
-	SBX_AUTOFREE char *usage = tkey(r, tenant, SBX_KEY_USAGE);
-	SBX_AUTOFREE char *paused = tkey(r, tenant, SBX_KEY_PAUSED);
-	char now[24];
-	snprintf(now, sizeof(now), "%lld", (long long)(sbx_now_ms() / 1000));
-	const char *keys[] = {usage, paused};
-	const char *args[] = {session, state, now};
-	return run(r, &mark_script, tenant, 2, keys, 3, args, err);
+	redisReply *rep;
+	if (sbx_redis_eval(r, &resume_script, &rep, 3, keys, 2, args, err) < 0)
+		return -1;
+	int rc = reply_before(rep, reply_int(rep, tenant, err), 1, before, err);
+	freeReplyObject(rep);
+	return rc;
 }
 
 int sbx_quota_pause(struct sbx_redis *r, const struct sbx_quota *q, const char *tenant,
@@ -279,26 +282,24 @@ int sbx_quota_pause(struct sbx_redis *r, const struct sbx_quota *q, const char *
 	redisReply *rep;
 	if (sbx_redis_eval(r, &pause_script, &rep, 3, keys, 4, args, err) < 0)
 		return -1;
-	int rc = reply_int(rep, tenant, err);
-	if (rc == 2) {
-		if (rep->elements < 2 || rep->element[1]->type != REDIS_REPLY_STRING)
-			rc = sbx_fail(err, SBX_INTERNAL, "quota", "unexpected reply from the pause script");
-		else
-			*before = sbx_xstrdup(rep->element[1]->str);
-	}
+	int rc = reply_before(rep, reply_int(rep, tenant, err), 2, before, err);
 	freeReplyObject(rep);
 	return rc < 0 ? -1 : rc == 2;
 }
 
-void sbx_quota_unpause(struct sbx_redis *r, const char *tenant, const char *session,
+void sbx_quota_restore(struct sbx_redis *r, const char *tenant, const char *session,
 		       const char *before)
 {
+	if (!before)
+		return;
 	struct sbx_err ignored = {0};
 	SBX_AUTOFREE char *usage = tkey(r, tenant, SBX_KEY_USAGE);
 	SBX_AUTOFREE char *paused = tkey(r, tenant, SBX_KEY_PAUSED);
+	char now[24];
+	snprintf(now, sizeof(now), "%lld", (long long)(sbx_now_ms() / 1000));
 	const char *keys[] = {usage, paused};
-	const char *args[] = {session, before};
-	run(r, &unpause_script, tenant, 2, keys, 2, args, &ignored);
+	const char *args[] = {session, before, now};
+	run(r, &restore_script, tenant, 2, keys, 3, args, &ignored);
 }
 
 int sbx_quota_retention(struct sbx_redis *r, const char *tenant, const char *session,

@@ -49,14 +49,10 @@ void sbx_quota_unreserve(struct sbx_redis *r, struct sbx_lock *lock, const char 
 /* Before a bound, paused sandbox is resumed: its slot becomes running if
  * the running quota allows (capacity otherwise, nothing changed).  A
  * session without a slot (bound before quotas, or no session) is not
- * checked.  1 switched, 0 nothing to do, -1 err. */
+ * checked.  1 switched (*before: the paused slot it was, malloc'd, for
+ * sbx_quota_restore when the thaw fails), 0 nothing to do, -1 err. */
 int sbx_quota_resume(struct sbx_redis *r, const struct sbx_quota *q, const char *tenant,
-		     const char *session, struct sbx_err *err);
-/* After a pause, or a resume that failed: the session's slot, if it has
- * one, says `state` ("paused" or "running"). */
-int sbx_quota_mark(struct sbx_redis *r, const char *tenant, const char *session,
-		   const char *state, struct sbx_err *err);
-
+		     const char *session, char **before, struct sbx_err *err);
 /* Before the backend pauses a session's sandbox (sbx-ctl pause): its
  * slot becomes "paused <bytes>" if the paused_bytes quota allows the
  * bytes the pause will hold (`bytes` as the backend measured them; -1:
@@ -64,12 +60,13 @@ int sbx_quota_mark(struct sbx_redis *r, const char *tenant, const char *session,
  * is in force, else counted as 0), capacity otherwise ("quota
  * paused_bytes=B"), nothing changed.  Check and mark are one script.
  * 1 marked (*before: the slot's value before, malloc'd, for
- * sbx_quota_unpause), 0 no bound slot (nothing checked), -1 err. */
+ * sbx_quota_restore), 0 no bound slot (nothing checked), -1 err. */
 int sbx_quota_pause(struct sbx_redis *r, const struct sbx_quota *q, const char *tenant,
 		    const char *session, int64_t bytes, char **before, struct sbx_err *err);
-/* The backend's pause failed: the slot sbx_quota_pause marked is put back
- * as it was (a running one runs again).  Best effort. */
-void sbx_quota_unpause(struct sbx_redis *r, const char *tenant, const char *session,
+/* The backend's pause or thaw failed: the slot sbx_quota_pause or
+ * sbx_quota_resume switched is put back as it was (`before`, their
+ * *before; NULL: nothing), a paused one with its bytes.  Best effort. */
+void sbx_quota_restore(struct sbx_redis *r, const char *tenant, const char *session,
 		       const char *before);
 
 /* Retention, in one round trip: *paused_at, when the session's sandbox

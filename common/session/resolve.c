@@ -283,14 +283,14 @@ static int use_binding(struct rs *c, const struct sbx_binding *bd, const struct 
 	int was_paused = sb.state == SBX_STATE_PAUSED;
 	/* A paused sandbox takes a running slot before it is thawed; the
 	 * binding stays whatever the quota says. */
-	if (was_paused && sbx_quota_resume(c->r, quota_of(c), c->tenant, c->session, err) < 0) {
+	SBX_AUTOFREE char *before = NULL;
+	if (was_paused &&
+	    sbx_quota_resume(c->r, quota_of(c), c->tenant, c->session, &before, err) < 0) {
 		sbx_sandbox_clear(&sb);
 		return -1;
 	}
 	if (sbx_call(c->b, connect, err, &sb) < 0) {
-		struct sbx_err ignored = {0};
-		if (was_paused)
-			sbx_quota_mark(c->r, c->tenant, c->session, "paused", &ignored);
+		sbx_quota_restore(c->r, c->tenant, c->session, before);
 		sbx_sandbox_clear(&sb);
 		if (!sbx_err_may_replace_binding(err))
 			return -1;
