@@ -1,12 +1,13 @@
 #!/usr/bin/env bats
-# suite: local docker podman
+# suite: local docker podman e2b cube
 # Egress by name (issue 28), the same cases on local (the broker instead
 # of slirp) and docker/podman (the broker attached to the container's
-# namespace, docs/docker.md "Egress"), gated by network_policy.  Not yet
-# on e2b and cube (the setup below already runs their server in the
-# namespace): there a domain deny and ports cannot be said in E2B's
-# lists, a default deny reads "deny 0.0.0.0/0", and the e2b client has no
-# set_network (PUT /sandboxes/{id}/network) yet.
+# namespace, docs/docker.md "Egress"), gated by network_policy.  On e2b
+# and cube the policy goes to the service as E2B's lists (allowOut,
+# denyOut; PUT /sandboxes/{id}/network for sbx-ctl network) and the
+# setup below runs their server, over the local backend, in the
+# namespace; what the lists cannot say (a domain deny, ports) is asserted
+# to be refused as unsupported, naming the rule (docs/e2b.md "Egress").
 # Only busybox is used inside (wget, nc, nslookup, od; TLS ClientHellos
 # are made on the host and sent with nc), so the
 # docker base image runs them as the local host view does; the fuller
@@ -64,7 +65,10 @@ setup_file() {
 			sleep 0.05
 		done
 		[ -n "$port" ]
-		jq --arg u "http://127.0.0.1:$port" '.profiles.default.endpoint = $u' \
+		# Cube's data plane goes through the profile's proxy node: this
+		# server too.
+		jq --arg u "http://127.0.0.1:$port" '.profiles.default.endpoint = $u |
+			if .profiles.default.proxy then .profiles.default.proxy = $u else . end' \
 			"$SBX_CONFIG" >"$SBX_CONFIG.new" && mv "$SBX_CONFIG.new" "$SBX_CONFIG"
 	else
 		jq --argjson e "$egress" '.profiles.default += $e' \
@@ -91,6 +95,9 @@ teardown_file() {
 sx() { in_ns "$@"; }
 
 new_sb() { in_ns sbx-create "${SBX_TEST_CREATE_ARGS[@]}" "$@" | jq -r .sandbox.id; }
+
+# The backend sends the policy as E2B's lists (e2b, cube).
+e2b_lists() { [ "$SBX_TEST_BACKEND" = e2b ] || [ "$SBX_TEST_BACKEND" = cube ]; }
 
 # Run a shell line inside sandbox $1 (uid 1000; --root first for root);
 # stdout and stderr in $output.
@@ -150,6 +157,19 @@ PY
 
 @test "egress conformance: a name no rule allows does not resolve; by address it is refused with the rule named" {
 	local id
+	id=$(new_sb --allow-out api.sbx.test)
+	inside "$id" 'busybox nslookup other.sbx.test 2>&1; echo rc=$?'
+	[[ "$output" == *"NXDOMAIN"* || "$output" == *"can't resolve"* ]]
+	[[ "$output" != *"$OTHER"* ]]
+	inside "$id" "$(http_to "$OTHER" other.sbx.test)"
+	[[ "$output" == *"other.sbx.test:80 by the policy's default (deny)"* ]]
+	if e2b_lists; then
+		# E2B's denyOut takes IPs and CIDRs only: refused before any
+		# sandbox is made, the rule named.
+		run -69 sx sbx-create "${SBX_TEST_CREATE_ARGS[@]}" --deny-out other.sbx.test --allow-out api.sbx.test
+		[[ "$output" == *"unsupported: the $SBX_TEST_BACKEND backend: rule 1 (deny other.sbx.test): E2B's denyOut takes IPs and CIDRs only"* ]]
+		return 0
+	fi
 	id=$(new_sb --deny-out other.sbx.test --allow-out '*.sbx.test' --allow-out api.sbx.test)
 	inside "$id" 'busybox nslookup other.sbx.test 2>&1; echo rc=$?'
 	[[ "$output" == *"NXDOMAIN"* || "$output" == *"can't resolve"* ]]
@@ -157,9 +177,6 @@ PY
 	inside "$id" "$(http_to "$OTHER" other.sbx.test)"
 	[[ "$output" == *"403 Forbidden"*"refused: other.sbx.test:80 by rule 1 (deny other.sbx.test)"* ]]
 	[[ "$output" != *answer-* ]]
-	id=$(new_sb --allow-out api.sbx.test)
-	inside "$id" "$(http_to "$OTHER" other.sbx.test)"
-	[[ "$output" == *"other.sbx.test:80 by the policy's default (deny)"* ]]
 }
 
 @test "egress conformance: an allowed name at metadata or loopback is refused; an IP literal is judged by CIDR rules" {
@@ -248,7 +265,17 @@ PY
 	id=$(new_sb --allow-out api.sbx.test)
 	inside "$id" 'busybox wget -qO- http://other.sbx.test/ 2>&1; echo rc=$?'
 	[[ "$output" != *answer-* ]]
-	run sx sbx-ctl network --id "$id" --allow-out api.sbx.test --allow-out other.sbx.test:80
+	local port=:80
+	if e2b_lists; then
+		# E2B's lists have no ports: refused, the rule named, the
+		# policy unchanged; the same without the port.
+		run -69 sx sbx-ctl network --id "$id" --allow-out api.sbx.test --allow-out other.sbx.test:80
+		[[ "$output" == *"unsupported: the $SBX_TEST_BACKEND backend: rule 2 (allow other.sbx.test:80): E2B's lists have no ports"* ]]
+		run sx sbx-ls --id "$id"
+		[ "$(jqo '.sandbox.network_policy.rules | length')" = 1 ]
+		port=
+	fi
+	run sx sbx-ctl network --id "$id" --allow-out api.sbx.test --allow-out "other.sbx.test$port"
 	assert_success
 	run sx sbx-ls --id "$id"
 	[ "$(jqo '.sandbox.network_policy.rules | length')" = 2 ]

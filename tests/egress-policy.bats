@@ -335,16 +335,16 @@ except OSError as e:
 	id=$(head -1 <<<"$output" | jq -r .sandboxID)
 	run sbx-ls --id "$id"
 	assert_success
-	[ "$(jqo -c .sandbox.network_policy)" = '{"rules":[{"action":"allow","to":"api.sbx.test"},{"action":"deny","to":"0.0.0.0/0"}],"default":"allow"}' ]
+	[ "$(jqo -c .sandbox.network_policy)" = '{"rules":[{"action":"allow","to":"api.sbx.test"}],"default":"deny"}' ]
 	inside "$id" "curl -sS http://api.sbx.test/; curl -sS --resolve other.sbx.test:80:$OTHER http://other.sbx.test/"
 	[[ "$output" == *"answer-$API host=api.sbx.test"* ]]
-	[[ "$output" == *"other.sbx.test at $OTHER:80 by rule 2 (deny 0.0.0.0/0)"* ]]
+	[[ "$output" == *"other.sbx.test:80 by the policy's default (deny)"* ]]
 	# updateNetwork replaces the whole configuration.
 	run napi PUT "/sandboxes/$id/network" -d '{"allowOut":["other.sbx.test"],"denyOut":["0.0.0.0/0"]}'
 	[[ "$output" == *"HTTP 204"* ]]
-	inside "$id" "curl -sS http://other.sbx.test/; curl -sS http://api.sbx.test/"
+	inside "$id" "curl -sS http://other.sbx.test/; curl -sS --resolve api.sbx.test:80:$API http://api.sbx.test/"
 	[[ "$output" == *"answer-$OTHER host=other.sbx.test"* ]]
-	[[ "$output" == *"api.sbx.test at $API:80 by rule 2 (deny 0.0.0.0/0)"* ]]
+	[[ "$output" == *"api.sbx.test:80 by the policy's default (deny)"* ]]
 	run napi PUT "/sandboxes/$id/network" -d '{"denyOut":["evil.example"]}'
 	[[ "$output" == *"IPs and CIDRs only"*"HTTP 400"* ]]
 	run napi PUT "/sandboxes/$id/network" -d '{"rules":[{"domain":"api.sbx.test"}]}'

@@ -8,12 +8,33 @@
 
 #include "doc.h"
 #include "e2b-sandbox.h"
+#include "netpolicy.h"
 #include "util.h"
 
+/* The detail's `network` (E2B's lists) is shown as the sbx policy it
+ * means (sbx_np_from_e2b: denyOut 0.0.0.0/0 is the default deny), in
+ * extra.network_policy as local and docker show theirs; lists that do not
+ * parse are left out, not an error (the sandbox is still named). */
 int e2b_fill(struct sbx_backend *b, struct sbx_sandbox *sb, json_object *j, struct sbx_err *err)
 {
 	struct e2b_conn *c = e2b_conn(b);
-	return e2b_wire_fill(c->cube, b->profile && b->profile->name ? b->profile->name : NULL, sb, j, err);
+	if (e2b_wire_fill(c->cube, b->profile && b->profile->name ? b->profile->name : NULL, sb, j, err) < 0)
+		return -1;
+	json_object *n = sbx_json_obj(j, "network");
+	if (n && json_object_is_type(n, json_type_object)) {
+		struct sbx_netpolicy p = {0};
+		struct sbx_err perr = {0};
+		json_object *ao = NULL, *dn = NULL;
+		json_object_object_get_ex(n, "allowOut", &ao);
+		json_object_object_get_ex(n, "denyOut", &dn);
+		if (sbx_np_from_e2b(ao, dn, 1, &p, &perr) == 0) {
+			if (!sb->extra)
+				sb->extra = json_object_new_object();
+			json_object_object_add(sb->extra, "network_policy", sbx_np_to_json(&p));
+		}
+		sbx_np_clear(&p);
+	}
+	return 0;
 }
 
 /* GET /sandboxes/{id}: the detail, with the access token. */

@@ -68,6 +68,8 @@ int e2b_remove(struct sbx_backend *b, const char *id, int *gone, struct sbx_err 
 int e2b_pause(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err);
 int e2b_set_timeout(struct sbx_backend *b, struct sbx_sandbox *sb,
 		    const struct sbx_timeout_policy *t, struct sbx_err *err);
+int e2b_set_network(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_netpolicy *p,
+		    struct sbx_err *err);
 int e2b_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const char *name,
 			struct sbx_snapshot_ref *out, struct sbx_err *err);
 int e2b_snapshot_list(struct sbx_backend *b, const char *page_token, struct sbx_snapshot_ref **out,
@@ -86,7 +88,8 @@ int e2b_template_delete(struct sbx_backend *b, const char *id, int *gone, struct
 	.close = e2b_close, .health = e2b_health, .fingerprint = e2b_fingerprint,   \
 	.create = e2b_create, .connect = e2b_connect, .get = e2b_get,               \
 	.list = e2b_list, .remove = e2b_remove, .pause = e2b_pause,                 \
-	.set_timeout = e2b_set_timeout, .exec = e2b_exec,                           \
+	.set_timeout = e2b_set_timeout, .set_network = e2b_set_network,            \
+	.exec = e2b_exec,                                                           \
 	.file_write = e2b_file_write, .file_read = e2b_file_read,                   \
 	.file_list = e2b_file_list, .file_stat = e2b_file_stat,                     \
 	.file_mkdir = e2b_file_mkdir, .file_remove = e2b_file_remove,               \

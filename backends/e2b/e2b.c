@@ -208,6 +208,8 @@ static int e2b_create_mapped(struct sbx_backend *b, const struct sbx_create_req 
 	if (!out->extra)
 		out->extra = json_object_new_object();
 	sbx_json_set_int(out->extra, "idle_seconds", secs);
+	if (req->net.policy)   /* as sent; the service enforces it in its terms */
+		json_object_object_add(out->extra, "network_policy", sbx_np_to_json(req->net.policy));
 	if (tok && *tok)   /* Cube gives it once, at create: the handle carries it */
 		sbx_json_set_str(out->extra, "traffic_token", tok);
 	json_object_put(resp);
@@ -391,6 +393,38 @@ int e2b_set_timeout(struct sbx_backend *b, struct sbx_sandbox *sb,
 		if (!sb->extra)
 			sb->extra = json_object_new_object();
 		sbx_json_set_int(sb->extra, "idle_seconds", t->seconds > 0 ? t->seconds : -1);
+	}
+	return rc;
+}
+
+/* E2B's updateNetwork (PUT /sandboxes/{id}/network, 204): the body's
+ * allowOut and denyOut replace the whole egress configuration, so the
+ * policy is mapped whole, as on create (sbx_np_to_e2b); a rule the lists
+ * cannot say (ports, a domain deny, an allow after a deny) is refused as
+ * unsupported, naming the rule, before anything is sent.  The handle
+ * shows the policy as sent (extra.network_policy). */
+int e2b_set_network(struct sbx_backend *b, struct sbx_sandbox *sb, const struct sbx_netpolicy *p,
+		    struct sbx_err *err)
+{
+	struct e2b_conn *c = e2b_conn(b);
+	if (e2b_check_id(sb->id, "sandbox id", "network", err) < 0)
+		return -1;
+	json_object *ao, *dn;
+	if (sbx_np_to_e2b(p, &ao, &dn, err) < 0) {
+		sbx_err_prefix(err, "the %s backend", c->cube ? "cube" : "e2b");
+		return -1;
+	}
+	json_object *body = json_object_new_object();
+	json_object_object_add(body, "allowOut", ao);
+	json_object_object_add(body, "denyOut", dn);
+	SBX_AUTOFREE char *path = sbx_xasprintf("/sandboxes/%s/network", sb->id);
+	/* A PUT that replaces the whole configuration: safe to repeat. */
+	int rc = e2b_api(b, "network", "PUT", path, body, E2B_IDEMPOTENT, NULL, NULL, err);
+	json_object_put(body);
+	if (rc == 0) {
+		if (!sb->extra)
+			sb->extra = json_object_new_object();
+		json_object_object_add(sb->extra, "network_policy", sbx_np_to_json(p));
 	}
 	return rc;
 }

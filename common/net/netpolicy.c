@@ -351,9 +351,28 @@ char *sbx_np_rule_text(const struct sbx_np_rule *r)
 	return sbx_xasprintf("%s %s%s%s:%s", a, br ? "[" : "", r->dest, br ? "]" : "", ports);
 }
 
+/* Is "0.0.0.0/0" (E2B's ALL_TRAFFIC) among the strings of `l`? */
+static int has_all_traffic(json_object *l)
+{
+	if (!l || !json_object_is_type(l, json_type_array))
+		return 0;
+	for (size_t i = 0; i < json_object_array_length(l); i++) {
+		json_object *e = json_object_array_get_idx(l, i);
+		if (json_object_is_type(e, json_type_string) && !strcmp(json_object_get_string(e), "0.0.0.0/0"))
+			return 1;
+	}
+	return 0;
+}
+
 int sbx_np_from_e2b(json_object *allow_out, json_object *deny_out, int allow_internet,
 		    struct sbx_netpolicy *p, struct sbx_err *err)
 {
+	/* denyOut ALL_TRAFFIC is E2B's "the rest denied" (its internet access
+	 * off): the default, not a rule, so that a name no allowOut entry
+	 * names is refused as a name (DNS included) and the round trip
+	 * through sbx_np_to_e2b gives the policy back; its "::/0" partner is
+	 * the same default. */
+	int all = has_all_traffic(deny_out);
 	for (int pass = 0; pass < 2; pass++) {
 		json_object *l = pass ? deny_out : allow_out;
 		if (!l)
@@ -370,6 +389,8 @@ int sbx_np_from_e2b(json_object *allow_out, json_object *deny_out, int allow_int
 			if (strchr(s, ':') && !strchr(strchr(s, ':') + 1, ':'))
 				return sbx_fail(err, SBX_INVALID_REQUEST, "policy",
 						"%s[%zu]: E2B's entries have no ports", pass ? "denyOut" : "allowOut", i);
+			if (pass && all && (!strcmp(s, "0.0.0.0/0") || !strcmp(s, "::/0")))
+				continue;
 			if (sbx_np_add(p, pass ? SBX_NP_DENY : SBX_NP_ALLOW, s, err) < 0)
 				return -1;
 			if (pass && p->rules[p->n - 1].kind != SBX_NP_CIDR)
@@ -377,7 +398,7 @@ int sbx_np_from_e2b(json_object *allow_out, json_object *deny_out, int allow_int
 						"denyOut[%zu]: '%.80s': denyOut takes IPs and CIDRs only", i, s);
 		}
 	}
-	p->dflt = allow_internet ? SBX_NP_ALLOW : SBX_NP_DENY;
+	p->dflt = allow_internet && !all ? SBX_NP_ALLOW : SBX_NP_DENY;
 	p->dflt_set = 1;
 	return 0;
 }

@@ -89,7 +89,9 @@ json_object *sbx_np_to_json(const struct sbx_netpolicy *p);
  * what neither matches is allowed unless internet access is off (that is
  * denyOut ["0.0.0.0/0"]).  So: the allowOut entries first as allow rules,
  * then the denyOut entries as deny rules, then the default allow (deny
- * when allow_internet is 0).  A domain in denyOut is invalid_request. */
+ * when allow_internet is 0, or when denyOut holds "0.0.0.0/0": that entry,
+ * and "::/0" beside it, is the default deny, not a rule).  A domain in
+ * denyOut is invalid_request. */
 int sbx_np_from_e2b(json_object *allow_out, json_object *deny_out, int allow_internet,
 		    struct sbx_netpolicy *p, struct sbx_err *err);
 

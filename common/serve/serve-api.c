@@ -107,6 +107,26 @@ static int sandbox_json(const struct serve_req *r, const struct sbx_sandbox *sb,
 	return 0;
 }
 
+/* SandboxDetail.network: a sandbox's egress policy in E2B's lists, when
+ * it has one they can say (sbx_np_to_e2b); NULL otherwise (a policy from
+ * a profile with ports is enforced, just not shown in E2B's terms). */
+static json_object *network_detail(const struct sbx_sandbox *sb)
+{
+	json_object *np = sb->extra ? sbx_json_obj(sb->extra, "network_policy") : NULL;
+	if (!np)
+		return NULL;
+	struct sbx_netpolicy p = {0};
+	struct sbx_err err = {0};
+	json_object *ao = NULL, *dn = NULL, *n = NULL;
+	if (sbx_np_from_json(np, &p, &err) == 0 && sbx_np_to_e2b(&p, &ao, &dn, &err) == 0) {
+		n = json_object_new_object();
+		json_object_object_add(n, "allowOut", ao);
+		json_object_object_add(n, "denyOut", dn);
+	}
+	sbx_np_clear(&p);
+	return n;
+}
+
 /* ListedSandbox, and with `detail` SandboxDetail. */
 static json_object *listed_json(const struct serve_req *r, const struct sbx_sandbox *sb,
 				const struct serve_rec *rec, int detail)
@@ -140,6 +160,9 @@ static json_object *listed_json(const struct serve_req *r, const struct sbx_sand
 		sbx_json_set_bool(lc, "autoResume", rec->auto_resume);
 		sbx_json_set_str(lc, "onTimeout", rec->auto_pause ? "pause" : "kill");
 		json_object_object_add(j, "lifecycle", lc);
+		json_object *n = network_detail(sb);
+		if (n)
+			json_object_object_add(j, "network", n);
 	}
 	return j;
 }

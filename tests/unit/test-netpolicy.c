@@ -184,6 +184,20 @@ int main(void)
 	is_int(sbx_np_judge(&e, NULL, ip("10.1.2.3"), 22, &rule), SBX_NP_ALLOW, "an allowOut IP wins");
 	is_int(sbx_np_judge(&e, "other.example", ip("93.184.216.34"), 443, &rule), SBX_NP_DENY,
 	       "the rest is denied by denyOut 0/0");
+	ok(e.n == 2 && e.dflt == SBX_NP_DENY, "denyOut 0/0 is the default deny, not a rule (%zu rules)", e.n);
+	sbx_np_clear(&e);
+	/* The round trip: sbx_np_to_e2b's lists give the policy back. */
+	json_object *a2 = NULL, *d2 = NULL;
+	ok(sbx_np_add(&e, SBX_NP_ALLOW, "api.example.com", &err) == 0, "allow one name");
+	e.dflt = SBX_NP_DENY;
+	e.dflt_set = 1;
+	struct sbx_netpolicy back = {0};
+	ok(sbx_np_to_e2b(&e, &a2, &d2, &err) == 0 && sbx_np_from_e2b(a2, d2, 1, &back, &err) == 0 &&
+		   back.n == 1 && back.dflt == SBX_NP_DENY && !strcmp(back.rules[0].dest, "api.example.com"),
+	   "allow a name, default deny: to E2B's lists and back");
+	json_object_put(a2);
+	json_object_put(d2);
+	sbx_np_clear(&back);
 	sbx_np_clear(&e);
 	ok(sbx_np_from_e2b(ao, NULL, 1, &e, &err) == 0 && e.dflt == SBX_NP_ALLOW,
 	   "allowOut without denyOut: E2B's default allow stays");
