@@ -51,6 +51,7 @@ rec() { env -u SBX_BACKEND SBX_CONFIG="$BATS_TEST_TMPDIR/rec.json" "$@"; }
 	rec sbx-ls --label 'user=a b' --label 'k&y=v=1' >/dev/null
 	rec sbx-snap --name wire-snap <<<"$doc" >/dev/null
 	rec sbx-ctl timeout --seconds 600 <<<"$doc" >/dev/null
+	rec sbx-ctl network --allow-out api.example.com --allow-out 10.1.0.0/16 --deny-out 10.9.0.0/16 <<<"$doc" >/dev/null
 	rec sbx-ctl pause <<<"$doc" >/dev/null
 	rec sbx-ctl kill <<<"$doc" >/dev/null
 	run "$SBX_TOP/tests/lib/wire-check.py" "$BATS_TEST_TMPDIR/log" "$WIRE/client-e2b.ndjson"
