@@ -371,3 +371,18 @@ except OSError as e:
 	sbx-ctl kill --id "$id" >/dev/null
 	sbx-ctl kill --id "$silent" >/dev/null
 }
+
+# The backend's egress keys are read by one function (config.c) for local
+# and docker: a resolver that is not an IPv4 address, or an allow entry
+# with host bits, is a configuration error that names the key.
+@test "policy: a profile's egress_resolver or egress_allow that does not parse is a configuration error" {
+	local cfg=$BATS_TEST_TMPDIR/bad.json
+	jq '.profiles.default += {"egress_resolver": "resolver.example"}' "$SBX_CONFIG" >"$cfg"
+	SBX_CONFIG=$cfg run --separate-stderr sbx-create --allow-internet
+	[ "$status" -eq 78 ] || { echo "status $status: $stderr"; false; }
+	[[ "$stderr" == *"egress_resolver must be an IPv4 address"* ]]
+	jq '.profiles.default += {"egress_allow": ["10.98.0.1/16"]}' "$SBX_CONFIG" >"$cfg"
+	SBX_CONFIG=$cfg run --separate-stderr sbx-create --allow-internet
+	[ "$status" -eq 78 ] || { echo "status $status: $stderr"; false; }
+	[[ "$stderr" == *"egress_allow[0] is not a CIDR"* ]]
+}
