@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# suite: local docker
+# suite: local docker e2b cube
 # Terminals: `sbx-exec -it` driven by a real terminal.  tmux runs it in a
 # pane of a known size, types with send-keys and reads the screen with
 # capture-pane; a wrapper records the caller's `stty -a` before and after
