@@ -131,3 +131,12 @@ SHELL_ARGS=(--id "$SB" -e 'PS1=sbx-tty$ ' -e ENV=/dev/null -- $TTY_SHELL)
 	assert_success
 	[[ "$output" == 1000* ]]
 }
+
+@test "a terminal's TERM is xterm unless --env says otherwise" {
+	run sbx-exec --id "$SB" -t --tty-size 80x24 -- sh -c 'echo "term=$TERM"'
+	assert_success
+	[[ "$output" == *"term=xterm"* ]]
+	run sbx-exec --id "$SB" -t --tty-size 80x24 -e TERM=vt100 -- sh -c 'echo "term=$TERM"'
+	assert_success
+	[[ "$output" == *"term=vt100"* ]]
+}

@@ -269,6 +269,9 @@ static json_object *start_body(const struct sbx_exec_req *req)
 		SBX_AUTOFREE char *k = strndup(*e, (size_t)(eq - *e));
 		sbx_json_set_str(envs, k, eq + 1);
 	}
+	/* What docker exec -t sets, and local's -t (sbx-exec(1)). */
+	if (req->tty && !json_object_object_get_ex(envs, "TERM", NULL))
+		sbx_json_set_str(envs, "TERM", "xterm");
 	json_object_object_add(proc, "envs", envs);
 	sbx_json_set_str(proc, "cwd", req->cwd ? req->cwd : "/workspace");
 	json_object *body = json_object_new_object();
