@@ -110,8 +110,16 @@ has_file() {
 @test "a running sbx-exec keeps the sandbox awake; the silent sandbox then stops" {
 	local id pid
 	id=$(new_sb)
-	sbx-exec --id "$id" --timeout 60s -- sh -c 'sleep 8; echo finished' >"$BATS_TEST_TMPDIR/exec.json" &
+	sbx-exec --id "$id" --timeout 60s -- sh -c 'touch /workspace/started; sleep 8; echo finished' \
+		>"$BATS_TEST_TMPDIR/exec.json" &
 	pid=$!
+	# Watched from its start: before it, a slow engine's create alone
+	# may have used up the timer.
+	local i
+	for i in $(seq 1 300); do
+		has_file "$id" started && break
+		sleep 0.1
+	done
 	awake_until "$id" '! kill -0 $pid 2>/dev/null'
 	wait "$pid"
 	[ "$(jq -r .exec.stdout "$BATS_TEST_TMPDIR/exec.json")" = finished ]
