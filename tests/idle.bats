@@ -134,12 +134,19 @@ has_file() {
 	sbx-lease begin --tenant idle --session lease1 >/dev/null
 	kills || [ "$(ls_of "$held" awake)" = true ]
 	awake_by_is "$held" lease
+	# A lease TTL no begin or status sets (they set $SBX_TURN_TTL_MS).
+	local key
+	key=$(rcli --scan --pattern '*{idle}:sess:lease1:turn' | head -1)
+	[ "$(rcli pexpire "$key" 600000)" = 1 ]
 	# Made after the lease began, with the same timer: idle for less time.
 	silent=$(new_sb)
 	wait_stopped_idle "$silent"
 	awake_by_is "$silent" command
 	[ "$(ls_of "$held" state)" = running ]
 	awake_by_is "$held" lease
+	# The sweeps looked at the lease without renewing it: a lease a crash
+	# leaked still ends with its TTL.
+	[ "$(rcli pttl "$key")" -le 600000 ]
 	t0=$(date +%s)
 	sbx-lease end --tenant idle --session lease1 >/dev/null
 	# The timer counts from the lease's end: on docker the end puts the
