@@ -28,8 +28,14 @@ new_sb() {
 }
 ls_of() { sbx-ls --id "$1" 2>/dev/null | jq -r ".sandbox.$2"; }
 # One look of the idle timer where it is the reaper's (a no-op on local,
-# whose timer runs by itself).
-sweep() { kills || return 0; sbx-reap --all-tenants --grace 1h >/dev/null 2>&1 || true; }
+# whose timer runs by itself).  What kept a sandbox past its timeout from
+# the delete (the report's idle[].awake_by) is added to awake.<id>.
+sweep() {
+	kills || return 0
+	sbx-reap --all-tenants --grace 1h 2>/dev/null |
+		jq -r '.reap.idle[]? | select(.awake_by) | "\(.id) \(.awake_by)"' |
+		while read -r i by; do echo "$by" >>"$BATS_TEST_TMPDIR/awake.$i"; done || true
+}
 # 0 when the idle timer has stopped sandbox $1: paused (local) or removed.
 stopped() {
 	if kills; then
@@ -39,9 +45,18 @@ stopped() {
 		[ "$(ls_of "$1" state)" = paused ]
 	fi
 }
-# On local, sbx-ls names the signal that last kept $1 awake; docker's
-# sweep reports none (docs/docker.md).
-awake_by_is() { kills || [ "$(ls_of "$1" awake_by)" = "$2" ]; }
+# The signal that kept $1 awake: on local the one sbx-ls names as the
+# last; on docker every sweep that found it past its timeout and kept it
+# named $2 (and none did for "command": nothing but commands kept it).
+awake_by_is() {
+	if ! kills; then
+		[ "$(ls_of "$1" awake_by)" = "$2" ]
+	elif [ "$2" = command ]; then
+		[ ! -s "$BATS_TEST_TMPDIR/awake.$1" ]
+	else
+		[ "$(sort -u "$BATS_TEST_TMPDIR/awake.$1")" = "$2" ]
+	fi
+}
 # Wait (bounded) until the idle timer stopped sandbox $1; the assertion is
 # the state, the bound only keeps a broken build from hanging the suite.
 wait_stopped_idle() {
@@ -133,7 +148,7 @@ has_file() {
 	held=$(new_sb --tenant idle --session lease1)
 	sbx-lease begin --tenant idle --session lease1 >/dev/null
 	kills || [ "$(ls_of "$held" awake)" = true ]
-	awake_by_is "$held" lease
+	kills || [ "$(ls_of "$held" awake_by)" = lease ]
 	# A lease TTL no begin or status sets (they set $SBX_TURN_TTL_MS).
 	local key
 	key=$(rcli --scan --pattern '*{idle}:sess:lease1:turn' | head -1)
@@ -168,5 +183,7 @@ has_file() {
 	wait_stopped_idle "$id"
 	kills || [ "$(ls_of "$id" paused_by)" = idle ]
 	kills || [ "$(ls_of "$id" awake)" = null ]
+	# The sleep the exec left is no supervisor: nothing kept it.
+	if kills; then awake_by_is "$id" command; fi
 	done_with "$id"
 }

@@ -151,16 +151,22 @@ static int lease_held(struct sbx_backend *b, json_object *labels)
 	return b->idle_seen->awake(b->idle_seen->ctx, tenant, session) != 0;
 }
 
-/* What keeps a container awake beyond its marker: a running exec, a
- * running detached process, a held lease (cheapest first). */
-static int kept_awake(struct sbx_backend *b, const char *id, json_object *labels)
+/* What keeps a container awake beyond its marker, by the names of sbx(7)
+ * IDLE ("lease", "exec", "process", cheapest look first); NULL: nothing. */
+static const char *kept_awake(struct sbx_backend *b, const char *id, json_object *labels)
 {
-	return lease_held(b, labels) || exec_running(b, id) || proc_running(b, id);
+	if (lease_held(b, labels))
+		return "lease";
+	if (exec_running(b, id))
+		return "exec";
+	if (proc_running(b, id))
+		return "process";
+	return NULL;
 }
 
 /* One idle candidate's line in the vtable report. */
 static void report_item(json_object *arr, const char *id, int64_t idle_s, int deleted,
-			const struct sbx_err *e)
+			const char *awake_by, const struct sbx_err *e)
 {
 	if (!arr)
 		return;
@@ -168,6 +174,8 @@ static void report_item(json_object *arr, const char *id, int64_t idle_s, int de
 	sbx_json_set_str(o, "id", id);
 	sbx_json_set_int(o, "idle_seconds", idle_s);
 	sbx_json_set_bool(o, "deleted", deleted);
+	if (awake_by)
+		sbx_json_set_str(o, "awake_by", awake_by);
 	if (e) {
 		json_object *eo = json_object_new_object();
 		sbx_json_set_str(eo, "kind", sbx_kind_name(e->kind));
@@ -177,9 +185,10 @@ static void report_item(json_object *arr, const char *id, int64_t idle_s, int de
 	json_object_array_add(arr, o);
 }
 
-/* The sweep.  `items` (an array, may be NULL) gets one object per idle
- * container or per container that could not be judged: {"id",
- * "idle_seconds", "deleted"[, "error": {kind, message}]}.  *checked counts
+/* The sweep.  `items` (an array, may be NULL) gets one object per
+ * container past its TTL or that could not be judged: {"id",
+ * "idle_seconds", "deleted"[, "awake_by"][, "error": {kind, message}]};
+ * awake_by names what kept one past its TTL from the delete.  *checked counts
  * the containers that have an idle TTL. */
 static int sweep(struct sbx_backend *b, int dry_run, json_object *items, int *checked,
 		 struct sbx_err *err)
@@ -205,13 +214,14 @@ static int sweep(struct sbx_backend *b, int dry_run, json_object *items, int *ch
 		struct sbx_err e = {0};
 		int64_t last = last_activity(b, id, created, now, &e);
 		if (last == -2) {
-			report_item(items, id, 0, 0, &e);
+			report_item(items, id, 0, 0, NULL, &e);
 			continue;
 		}
-		if (last < 0 || now - last <= ttl || kept_awake(b, id, labels))
+		if (last < 0 || now - last <= ttl)
 			continue;
-		if (dry_run) {
-			report_item(items, id, now - last, 0, NULL);
+		const char *awake = kept_awake(b, id, labels);
+		if (awake || dry_run) {
+			report_item(items, id, now - last, 0, awake, NULL);
 			continue;
 		}
 		/* Re-check right before the delete: a command may have touched
@@ -219,17 +229,21 @@ static int sweep(struct sbx_backend *b, int dry_run, json_object *items, int *ch
 		now = sbx_now_ms() / 1000;
 		last = last_activity(b, id, created, now, &e);
 		if (last == -2) {
-			report_item(items, id, 0, 0, &e);
+			report_item(items, id, 0, 0, NULL, &e);
 			continue;
 		}
-		if (last < 0 || now - last <= ttl || kept_awake(b, id, labels))
+		if (last < 0 || now - last <= ttl)
 			continue;
+		if ((awake = kept_awake(b, id, labels))) {
+			report_item(items, id, now - last, 0, awake, NULL);
+			continue;
+		}
 		int gone = 0;
 		if (docker_container_remove(b, id, &gone, &e) < 0) {
-			report_item(items, id, now - last, 0, &e);
+			report_item(items, id, now - last, 0, NULL, &e);
 			continue;
 		}
-		report_item(items, id, now - last, 1, NULL);
+		report_item(items, id, now - last, 1, NULL, NULL);
 	}
 	json_object_put(arr);
 	return 0;
@@ -297,6 +311,8 @@ int sbx_docker_reap_idle(struct sbx_backend *b, int dry_run, json_object *report
 			json_object *it = json_object_array_get_idx(items, i);
 			json_object *id = NULL, *eo = NULL;
 			json_object_object_get_ex(it, "id", &id);
+			if (sbx_json_str(it, "awake_by"))
+				continue;       /* past its TTL, but kept awake: not idle */
 			if (json_object_object_get_ex(it, "error", &eo)) {
 				json_object *x = json_object_get(eo);
 				json_object_object_add(x, "id", json_object_get(id));

@@ -539,7 +539,9 @@ struct sbx_backend_ops {
 	 * sandboxes idle past their timeout, re-checking each right before
 	 * deleting.  What the backend cannot see itself (a turn lease) it
 	 * asks b->idle_seen.  Adds {"id", "idle_seconds", "deleted"} objects
-	 * to the `report` array.  NULL when the backend pauses instead. */
+	 * to the `report` array, with "awake_by" (sbx(7) IDLE: "exec",
+	 * "process", "lease") for one past its timeout that something kept
+	 * awake.  NULL when the backend pauses instead. */
 	int (*reap_idle)(struct sbx_backend *b, int dry_run, json_object *report,
 			 struct sbx_err *err);
 
