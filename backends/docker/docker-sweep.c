@@ -106,9 +106,10 @@ static int exec_running(struct sbx_backend *b, const char *id)
 /* 1 when a detached process (sbx-proc start) runs in the container: its
  * supervisor is in the container's process table, read with the engine's
  * top (`GET /containers/{id}/top`: dockerd runs ps on its host; podman
- * 4.3 runs the image's ps inside, which touches no marker).  The supervisor's command line
- * holds DOCKER_PROC_SUP_MARK (docker-proc.h) until the process has ended
- * and its exit is written.  Any failure answers 0, as exec_running. */
+ * 4.3 runs the image's ps inside, which touches no marker).  The
+ * supervisor's command line holds DOCKER_PROC_SUP_MARK (docker-proc.h)
+ * until the process has ended and its exit is written.  Any failure
+ * answers 0, as exec_running. */
 static int proc_running(struct sbx_backend *b, const char *id)
 {
 	SBX_AUTOFREE char *path = sbx_xasprintf("/containers/%s/top", id);
