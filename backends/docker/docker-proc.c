@@ -39,7 +39,7 @@
 #include "proc.h"
 #include "util.h"
 
-#define ROOT "/run/sbx-procs"
+#define ROOT DOCKER_PROC_ROOT
 #define READ_CAP (1u << 20)
 #define FOLLOW_MS 200
 #define INPUT_TIMEOUT_MS 10000

@@ -5,6 +5,13 @@
 
 #include "backend.h"
 
+/* Where the records live in the container, and what the command line of
+ * every running supervisor holds (its $0 and its record): the idle sweep
+ * (docker-sweep.c) finds running detached processes by it in the
+ * container's process table. */
+#define DOCKER_PROC_ROOT "/run/sbx-procs"
+#define DOCKER_PROC_SUP_MARK "sbx-procd " DOCKER_PROC_ROOT "/p-"
+
 int docker_proc_start(struct sbx_backend *b, struct sbx_sandbox *sb,
 		      const struct sbx_proc_req *req, struct sbx_proc_info *out,
 		      struct sbx_err *err);

@@ -3,8 +3,9 @@
  * sbx.idle-ttl-seconds label is removed; "gone" means "rebuild on next
  * use".  Activity is the mtime of the marker every exec touches, read
  * through the archive API's stat header, so the sweep never runs anything
- * in a container, and an exec still running (the daemon says so).  See
- * docker-sweep.h. */
+ * in a container, an exec or a detached process still running (the
+ * daemon says so), and a turn lease held (the caller's idle_seen: Redis).
+ * See docker-sweep.h. */
 #include "docker-sweep.h"
 
 #include <fcntl.h>
@@ -16,7 +17,10 @@
 
 #include "docker-api.h"
 #include "docker-container.h"
+#include "docker-proc.h"
 #include "doc.h"
+#include "metadata.h"
+#include "tar.h"
 #include "util.h"
 
 #define SWEEP_INTERVAL_S 60
@@ -99,9 +103,71 @@ static int exec_running(struct sbx_backend *b, const char *id)
 	return running;
 }
 
+/* 1 when a detached process (sbx-proc start) runs in the container: its
+ * supervisor is in the container's process table, read with the engine's
+ * top (`GET /containers/{id}/top`: dockerd runs ps on its host; podman
+ * 4.3 runs the image's ps inside, which touches no marker).  The
+ * supervisor's command line holds DOCKER_PROC_SUP_MARK (docker-proc.h)
+ * until the process has ended and its exit is written.  Any failure
+ * answers 0, as exec_running. */
+static int proc_running(struct sbx_backend *b, const char *id)
+{
+	SBX_AUTOFREE char *path = sbx_xasprintf("/containers/%s/top", id);
+	json_object *t;
+	struct sbx_err e = {0};
+	if (docker_api(b, "reap", "GET", path, NULL, &t, &e) < 0)
+		return 0;
+	json_object *rows = NULL;
+	int running = 0;
+	if (json_object_object_get_ex(t, "Processes", &rows) &&
+	    json_object_is_type(rows, json_type_array)) {
+		size_t n = json_object_array_length(rows);
+		for (size_t i = 0; i < n && !running; i++) {
+			json_object *row = json_object_array_get_idx(rows, i);
+			if (!json_object_is_type(row, json_type_array))
+				continue;
+			size_t k = json_object_array_length(row);
+			for (size_t j = 0; j < k && !running; j++) {
+				const char *f = json_object_get_string(json_object_array_get_idx(row, j));
+				running = f && strstr(f, DOCKER_PROC_SUP_MARK) != NULL;
+			}
+		}
+	}
+	json_object_put(t);
+	return running;
+}
+
+/* 1 when a turn lease on the container's session is held, or cannot be
+ * read: asked of b->idle_seen (backend.h; the reaper's Redis).  A session
+ * sandbox swept where no idle_seen is set (a program without Redis) is
+ * kept: only a sweep that sees leases judges it. */
+static int lease_held(struct sbx_backend *b, json_object *labels)
+{
+	const char *tenant = sbx_json_str(labels, SBX_MD_TENANT);
+	const char *session = sbx_json_str(labels, SBX_MD_SESSION);
+	if (!tenant || !*tenant || !session || !*session)
+		return 0;
+	if (!b->idle_seen || !b->idle_seen->awake)
+		return 1;
+	return b->idle_seen->awake(b->idle_seen->ctx, tenant, session) != 0;
+}
+
+/* What keeps a container awake beyond its marker, by the names of sbx(7)
+ * IDLE ("lease", "exec", "process", cheapest look first); NULL: nothing. */
+static const char *kept_awake(struct sbx_backend *b, const char *id, json_object *labels)
+{
+	if (lease_held(b, labels))
+		return "lease";
+	if (exec_running(b, id))
+		return "exec";
+	if (proc_running(b, id))
+		return "process";
+	return NULL;
+}
+
 /* One idle candidate's line in the vtable report. */
 static void report_item(json_object *arr, const char *id, int64_t idle_s, int deleted,
-			const struct sbx_err *e)
+			const char *awake_by, const struct sbx_err *e)
 {
 	if (!arr)
 		return;
@@ -109,6 +175,8 @@ static void report_item(json_object *arr, const char *id, int64_t idle_s, int de
 	sbx_json_set_str(o, "id", id);
 	sbx_json_set_int(o, "idle_seconds", idle_s);
 	sbx_json_set_bool(o, "deleted", deleted);
+	if (awake_by)
+		sbx_json_set_str(o, "awake_by", awake_by);
 	if (e) {
 		json_object *eo = json_object_new_object();
 		sbx_json_set_str(eo, "kind", sbx_kind_name(e->kind));
@@ -118,9 +186,10 @@ static void report_item(json_object *arr, const char *id, int64_t idle_s, int de
 	json_object_array_add(arr, o);
 }
 
-/* The sweep.  `items` (an array, may be NULL) gets one object per idle
- * container or per container that could not be judged: {"id",
- * "idle_seconds", "deleted"[, "error": {kind, message}]}.  *checked counts
+/* The sweep.  `items` (an array, may be NULL) gets one object per
+ * container past its TTL or that could not be judged: {"id",
+ * "idle_seconds", "deleted"[, "awake_by"][, "error": {kind, message}]};
+ * awake_by names what kept one past its TTL from the delete.  *checked counts
  * the containers that have an idle TTL. */
 static int sweep(struct sbx_backend *b, int dry_run, json_object *items, int *checked,
 		 struct sbx_err *err)
@@ -146,13 +215,14 @@ static int sweep(struct sbx_backend *b, int dry_run, json_object *items, int *ch
 		struct sbx_err e = {0};
 		int64_t last = last_activity(b, id, created, now, &e);
 		if (last == -2) {
-			report_item(items, id, 0, 0, &e);
+			report_item(items, id, 0, 0, NULL, &e);
 			continue;
 		}
-		if (last < 0 || now - last <= ttl || exec_running(b, id))
+		if (last < 0 || now - last <= ttl)
 			continue;
-		if (dry_run) {
-			report_item(items, id, now - last, 0, NULL);
+		const char *awake = kept_awake(b, id, labels);
+		if (awake || dry_run) {
+			report_item(items, id, now - last, 0, awake, NULL);
 			continue;
 		}
 		/* Re-check right before the delete: a command may have touched
@@ -160,20 +230,60 @@ static int sweep(struct sbx_backend *b, int dry_run, json_object *items, int *ch
 		now = sbx_now_ms() / 1000;
 		last = last_activity(b, id, created, now, &e);
 		if (last == -2) {
-			report_item(items, id, 0, 0, &e);
+			report_item(items, id, 0, 0, NULL, &e);
 			continue;
 		}
-		if (last < 0 || now - last <= ttl || exec_running(b, id))
+		if (last < 0 || now - last <= ttl)
 			continue;
+		if ((awake = kept_awake(b, id, labels))) {
+			report_item(items, id, now - last, 0, awake, NULL);
+			continue;
+		}
 		int gone = 0;
 		if (docker_container_remove(b, id, &gone, &e) < 0) {
-			report_item(items, id, now - last, 0, &e);
+			report_item(items, id, now - last, 0, NULL, &e);
 			continue;
 		}
-		report_item(items, id, now - last, 1, NULL);
+		report_item(items, id, now - last, 1, NULL, NULL);
 	}
 	json_object_put(arr);
 	return 0;
+}
+
+int docker_hold(struct sbx_backend *b, const char *id, int64_t until_ms, struct sbx_err *err)
+{
+	if (until_ms > 0)
+		return 0;               /* held: the sweep reads the lease in Redis */
+	SBX_AUTOFREE char *full = docker_full_id(b, id, "lease", err);
+	if (!full)
+		return -1;
+	SBX_AUTOCLOSE int tmp = open("/tmp", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+	if (tmp < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "lease", "temporary file");
+	/* The marker as every exec leaves it: root's, mode 0666 (the exec's
+	 * user touches it), its mtime now. */
+	const char *slash = strrchr(DOCKER_MARKER, '/');
+	SBX_AUTOFREE char *dir = sbx_xasprintf("%.*s", (int)(slash - DOCKER_MARKER), DOCKER_MARKER);
+	struct sbx_tar_writer w;
+	sbx_tar_writer_init(&w, tmp);
+	struct sbx_tar_entry fe = {.name = (char *)slash + 1, .type = SBX_TAR_FILE, .mode = 0666,
+				   .mtime = sbx_now_ms() / 1000};
+	if (sbx_tar_write_header(&w, &fe, err) < 0 || sbx_tar_write_end(&w, err) < 0)
+		return -1;
+	if (lseek(tmp, 0, SEEK_SET) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "lease", "lseek");
+	SBX_AUTOFREE char *path = sbx_xasprintf("/containers/%s/archive?path=%s", full, dir);
+	const char *hdr[] = {"Content-Type: application/x-tar", NULL};
+	struct sbx_http_req hr = {.method = "PUT", .path = path, .headers = hdr, .body_fd = tmp,
+				  .timeout_ms = 10000};
+	struct sbx_http_resp resp = {0};
+	if (docker_raw(b, "lease", &hr, &resp, err) < 0)
+		return -1;
+	int rc = 0;
+	if (resp.status < 200 || resp.status >= 300)
+		rc = docker_status_err("lease", &resp, err);
+	sbx_http_resp_clear(&resp);
+	return rc;
 }
 
 int docker_reap_idle(struct sbx_backend *b, int dry_run, json_object *report,
@@ -202,6 +312,8 @@ int sbx_docker_reap_idle(struct sbx_backend *b, int dry_run, json_object *report
 			json_object *it = json_object_array_get_idx(items, i);
 			json_object *id = NULL, *eo = NULL;
 			json_object_object_get_ex(it, "id", &id);
+			if (sbx_json_str(it, "awake_by"))
+				continue;       /* past its TTL, but kept awake: not idle */
 			if (json_object_object_get_ex(it, "error", &eo)) {
 				json_object *x = json_object_get(eo);
 				json_object_object_add(x, "id", json_object_get(id));

@@ -546,4 +546,5 @@ const struct sbx_backend_ops sbx_backend_docker = {
 	.template_import = docker_template_import,
 	.template_delete = docker_template_delete,
 	.reap_idle = docker_reap_idle,
+	.hold = docker_hold,
 };

@@ -537,8 +537,11 @@ struct sbx_backend_ops {
 
 	/* Backends whose idle policy is kill (SBX_CAP_IDLE_KILL): delete the
 	 * sandboxes idle past their timeout, re-checking each right before
-	 * deleting.  Adds {"id", "idle_seconds", "deleted"} objects to the
-	 * `report` array.  NULL when the backend pauses instead. */
+	 * deleting.  What the backend cannot see itself (a turn lease) it
+	 * asks b->idle_seen.  Adds {"id", "idle_seconds", "deleted"} objects
+	 * to the `report` array, with "awake_by" (sbx(7) IDLE: "exec",
+	 * "process", "lease") for one past its timeout that something kept
+	 * awake.  NULL when the backend pauses instead. */
 	int (*reap_idle)(struct sbx_backend *b, int dry_run, json_object *report,
 			 struct sbx_err *err);
 
@@ -561,10 +564,24 @@ struct sbx_backend_ops {
 			  size_t *n, struct sbx_err *err);
 };
 
+/* What keeps a sandbox awake that its backend cannot see: a held turn
+ * lease, which is Redis's (lease.h, sbx_turn_idle_seen).  A program that
+ * has Redis sets it on its backend (sbx_backend.idle_seen); a backend whose
+ * idle timer is its own sweep (docker's reap_idle) asks it about each
+ * session sandbox, at the first look and again right before the delete.
+ * `awake` answers 1 (held: "lease"), 0 (not) or -1 (cannot tell: the
+ * sandbox is kept).  A sweep that has no idle_seen does not judge session
+ * sandboxes at all (one that ran past a held lease would cut a turn). */
+struct sbx_idle_seen {
+	int (*awake)(void *ctx, const char *tenant, const char *session);
+	void *ctx;
+};
+
 struct sbx_backend {
 	const struct sbx_backend_ops *ops;
 	struct sbx_profile *profile;   /* borrowed; outlives the backend */
 	void *priv;
+	const struct sbx_idle_seen *idle_seen;  /* borrowed; NULL: none */
 };
 
 /* Check a loaded profile's keys and let its backend parse its own

@@ -5,7 +5,18 @@
 #include <string.h>
 
 #include "doc.h"
+#include "lease.h"
 #include "util.h"
+
+/* A slot with both its backend and its Redis: the backend sees its
+ * session sandboxes' leases (backend.h, struct sbx_idle_seen). */
+static void link_seen(struct sbx_app_slot *s)
+{
+	if (!s->backend || !s->redis)
+		return;
+	s->seen = sbx_turn_idle_seen(s->redis);
+	s->backend->idle_seen = &s->seen;
+}
 
 static void select_slot(struct sbx_app *a, size_t i)
 {
@@ -71,6 +82,7 @@ int sbx_app_backend(struct sbx_app *a, json_object *sandbox, struct sbx_backend 
 		if (sbx_backend_open(s->profile, &s->backend, err) < 0)
 			return -1;
 		a->backend = s->backend;
+		link_seen(s);
 	}
 	*out = s->backend;
 	return 0;
@@ -85,6 +97,7 @@ int sbx_app_redis(struct sbx_app *a, struct sbx_redis **out, struct sbx_err *err
 		if (sbx_redis_open(s->profile, &s->redis, err) < 0)
 			return -1;
 		a->redis = s->redis;
+		link_seen(s);
 	}
 	*out = s->redis;
 	return 0;
@@ -94,6 +107,8 @@ void sbx_app_close(struct sbx_app *a)
 {
 	for (size_t i = 0; i < a->nslots; i++) {
 		struct sbx_app_slot *s = &a->slots[i];
+		if (s->backend)
+			s->backend->idle_seen = NULL;     /* its Redis goes first */
 		if (s->redis)
 			sbx_redis_close(s->redis);
 		sbx_backend_close(s->backend);

@@ -23,6 +23,8 @@ struct sbx_app_slot {
 	struct sbx_profile *profile;
 	struct sbx_backend *backend;
 	struct sbx_redis *redis;
+	struct sbx_idle_seen seen;    /* the leases of `redis`, once both are open:
+				       * the backend's idle_seen (lease.h) */
 };
 
 struct sbx_app {
@@ -38,7 +40,9 @@ struct sbx_app {
  * document's handle, may be NULL), else the default.  Loads it the first
  * time it is named.  Does not open anything. */
 int sbx_app_use(struct sbx_app *a, json_object *sandbox, struct sbx_err *err);
-/* sbx_app_use, then open that profile's backend (once). */
+/* sbx_app_use, then open that profile's backend (once).  Once a slot has
+ * both its backend and its Redis, the backend's idle_seen is that Redis's
+ * leases (sbx_turn_idle_seen): a sweep the backend runs then sees them. */
 int sbx_app_backend(struct sbx_app *a, json_object *sandbox, struct sbx_backend **out,
 		    struct sbx_err *err);
 /* Open Redis of the selected profile (the default when none was selected

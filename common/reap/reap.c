@@ -37,6 +37,7 @@
 #include "keys.h"
 #include "keyspace.h"
 #include "ledger.h"
+#include "lease.h"
 #include "ledger-recover.h"
 #include "host.h"
 #include "pager.h"
@@ -549,6 +550,10 @@ static void do_idle_notes(struct run *run)
 	}
 }
 
+/* Backends whose idle timer is this sweep (reap_idle): the reaper is what
+ * has Redis, so it is here, once for every such backend, that a held turn
+ * lease keeps a session sandbox awake: the sweep asks the backend's
+ * idle_seen, this run's Redis for the call (lease.h sbx_turn_idle_seen). */
 static void do_idle(struct run *run)
 {
 	if (!run->b->ops->reap_idle)
@@ -558,8 +563,12 @@ static void do_idle(struct run *run)
 	struct sbx_err err = {0};
 	if (lease_keep(run) < 0)
 		return;
+	struct sbx_idle_seen seen = sbx_turn_idle_seen(run->r);
+	const struct sbx_idle_seen *was = run->b->idle_seen;
+	run->b->idle_seen = &seen;
 	if (run->b->ops->reap_idle(run->b, run->o->dry_run, arr, &err) < 0)
 		note_failure(run, NULL, "reap_idle", &err);
+	run->b->idle_seen = was;
 }
 
 /* ------------------------------------------------------------------ */

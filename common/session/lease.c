@@ -177,3 +177,28 @@ int sbx_turn_hold(struct sbx_backend *b, const char *sandbox_id, long long refs,
 		return 0;
 	return b->ops->hold(b, sandbox_id, refs > 0 ? sbx_now_ms() + sbx_turn_ttl_ms() : 0, err);
 }
+
+/* sbx_turn_idle_seen's question: HGET refs, no script (nothing to keep
+ * atomic with, and no TTL touched). */
+static int turn_awake(void *ctx, const char *tenant, const char *session)
+{
+	struct sbx_redis *r = ctx;
+	struct sbx_err err = {0};
+	if (!tenant || !session || sbx_ids_check(tenant, "session", session, &err) < 0)
+		return 0;
+	SBX_AUTOFREE char *key = sbx_key_session(r->prefix, tenant, strlen(tenant), session,
+						 strlen(session), SBX_KEY_TURN);
+	const char *argv[] = {"HGET", key, "refs"};
+	redisReply *rep;
+	if (sbx_redis_cmd(r, &rep, &err, 3, argv, NULL) < 0)
+		return -1;
+	int held = rep->type == REDIS_REPLY_STRING && strtoll(rep->str, NULL, 10) > 0;
+	int ok = rep->type == REDIS_REPLY_STRING || rep->type == REDIS_REPLY_NIL;
+	freeReplyObject(rep);
+	return ok ? held : -1;
+}
+
+struct sbx_idle_seen sbx_turn_idle_seen(struct sbx_redis *r)
+{
+	return (struct sbx_idle_seen){.awake = turn_awake, .ctx = r};
+}

@@ -54,4 +54,12 @@ int sbx_turn_observe(struct sbx_redis *r, const char *tenant, const char *sessio
 int sbx_turn_hold(struct sbx_backend *b, const char *sandbox_id, long long refs,
 		  struct sbx_err *err);
 
+/* The idle witness of leases (backend.h, struct sbx_idle_seen) over `r`:
+ * awake(tenant, session) is 1 while the session's turn lease is held
+ * (refs > 0), 0 when not, -1 when Redis cannot answer (the sandbox is
+ * kept).  It only reads (HGET): a reaper's look never renews a lease, so a
+ * leaked one still keeps the sandbox no longer than its TTL.  Set it on a
+ * backend with `b->idle_seen = &seen` for as long as `r` lives. */
+struct sbx_idle_seen sbx_turn_idle_seen(struct sbx_redis *r);
+
 #endif
