@@ -78,6 +78,41 @@ SHELL_ARGS=(--id "$SB" -e 'PS1=sbx-tty$ ' -e ENV=/dev/null -- $TTY_SHELL)
 	diff "$SBX_TEST_DIR/intr/before" "$SBX_TEST_DIR/intr/after"
 }
 
+@test "job control: Ctrl-Z stops sleep 100, jobs shows it, fg brings it back for Ctrl-C" {
+	pane jobs sbx-exec -it "${SHELL_ARGS[@]}"
+	wait_screen jobs '^sbx-tty\$ *$'
+	tm send-keys -t jobs 'echo go; sleep 100' Enter
+	wait_screen jobs '^go$'
+	tm send-keys -t jobs C-z
+	wait_screen jobs 'Stopped'
+	tm send-keys -t jobs 'jobs; echo "jobs-$((40+2))"' Enter
+	wait_screen jobs '^jobs-42$'
+	tm send-keys -t jobs 'fg' Enter
+	wait_screen jobs 'sleep 100'
+	tm send-keys -t jobs C-c
+	tm send-keys -t jobs 'echo "back $?"' Enter
+	wait_screen jobs '^back 130$'
+	tm send-keys -t jobs 'exit 0' Enter
+	wait_file "$SBX_TEST_DIR/jobs/rc"
+	[ "$(cat "$SBX_TEST_DIR/jobs/rc")" = 0 ]
+	diff "$SBX_TEST_DIR/jobs/before" "$SBX_TEST_DIR/jobs/after"
+}
+
+@test "vi opens on the terminal, writes a file and quits" {
+	sbx-exec --id "$SB" --raw -- sh -c 'command -v vi' >/dev/null || skip "the template has no vi"
+	pane vi sbx-exec -it "${SHELL_ARGS[@]}"
+	wait_screen vi '^sbx-tty\$ *$'
+	tm send-keys -t vi 'vi /tmp/vi-test.txt' Enter
+	wait_screen vi '^~'
+	tm send-keys -t vi 'i' 'typed-in-vi' Escape ':wq' Enter
+	wait_screen vi '^sbx-tty\$ *$'
+	tm send-keys -t vi 'cat /tmp/vi-test.txt; exit 0' Enter
+	wait_file "$SBX_TEST_DIR/vi/rc"
+	[ "$(cat "$SBX_TEST_DIR/vi/rc")" = 0 ]
+	run sbx-exec --id "$SB" --raw -- cat /tmp/vi-test.txt
+	assert_output typed-in-vi
+}
+
 @test "the caller's terminal is put back when sbx-exec gets SIGTERM, SIGHUP or SIGINT" {
 	local sig
 	for sig in TERM HUP INT; do

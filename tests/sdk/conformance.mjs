@@ -117,6 +117,16 @@ const groups = {
     await sb.pty.sendInput(h.pid, enc('exit 0\n'))
     const r = await h.wait()
     eq(r.exitCode, 0, 'exit in the terminal ends it with its status')
+    // reconnect: a second handle on a running terminal gets what comes next
+    const t = await sb.pty.create({ cols: 80, rows: 24, onData: () => {} })
+    await t.disconnect()
+    let again = ''
+    const c = await sb.pty.connect(t.pid, { onData: (d) => { again += dec.decode(d) } })
+    eq(c.pid, t.pid, 'pty.connect attaches to the running terminal')
+    await sb.pty.sendInput(t.pid, enc('echo "re-$((40+2))"\n'))
+    ok(await until(() => again.includes('re-42')), 'the connected handle gets the output', again)
+    await sb.pty.sendInput(t.pid, enc('exit 0\n'))
+    eq((await c.wait()).exitCode, 0, 'the connected handle sees the exit')
     const k = await sb.pty.create({ cols: 80, rows: 24, onData: () => {} })
     eq(await sb.pty.kill(k.pid), true, 'pty.kill returns true')
     try {
