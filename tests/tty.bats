@@ -104,7 +104,10 @@ SHELL_ARGS=(--id "$SB" -e 'PS1=sbx-tty$ ' -e ENV=/dev/null -- $TTY_SHELL)
 	wait_screen vi '^sbx-tty\$ *$'
 	tm send-keys -t vi 'vi /tmp/vi-test.txt' Enter
 	wait_screen vi '^~'
-	tm send-keys -t vi 'i' 'typed-in-vi' Escape ':wq' Enter
+	tm send-keys -t vi 'i' 'typed-in-vi' Escape
+	# apart: an Escape followed at once by ':' reads as Alt-: (busybox vi)
+	sleep 1
+	tm send-keys -t vi ':wq' Enter
 	wait_screen vi '^sbx-tty\$ *$'
 	tm send-keys -t vi 'cat /tmp/vi-test.txt; exit 0' Enter
 	wait_file "$SBX_TEST_DIR/vi/rc"
