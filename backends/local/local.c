@@ -441,11 +441,19 @@ static int refresh(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err
 	struct sbx_sandbox fresh;
 	if (local_sb_get(b, sb->id, &fresh, err) < 0)
 		return -1;
-	/* Keep whatever the document carried that we do not own. */
+	/* Keep whatever the document carried that we do not own; what the
+	 * record says now (the idle fields, local-sb.c) wins over its old
+	 * values.  (Replacing fresh.extra outright leaked it.) */
 	json_object *extra = sb->extra ? json_object_get(sb->extra) : NULL;
 	sbx_sandbox_clear(sb);
+	if (extra && fresh.extra) {
+		json_object_object_foreach(fresh.extra, k, v)
+			json_object_object_add(extra, k, json_object_get(v));
+		json_object_put(fresh.extra);
+	}
 	*sb = fresh;
-	sb->extra = extra;
+	if (extra)
+		sb->extra = extra;
 	return 0;
 }
 
