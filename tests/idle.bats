@@ -187,3 +187,19 @@ has_file() {
 	if kills; then awake_by_is "$id" command; fi
 	done_with "$id"
 }
+
+# The sweep deletes on the reaper's run; the reaper writes the kill, so a
+# platform reading the tenant's events learns it then, not at the next
+# resolve (found-gone).
+@test "docker: the sweep's idle kill of a session sandbox is a killed event, why idle" {
+	kills || skip "the local timer pauses (its events: local-idle.bats)"
+	local id
+	id=$(sbx-create --tenant idk --session s1 --timeout 3s --on-timeout kill | jq -r .sandbox.id)
+	[ -n "$id" ] && [ "$id" != null ]
+	wait_stopped_idle "$id"
+	run sbx-events --tenant idk
+	assert_success
+	[ "$(jqo -s --arg id "$id" '[.[] | select(.type == "killed" and .sandbox == $id)] | length')" = 1 ]
+	[ "$(jqo -s --arg id "$id" '[.[] | select(.type == "killed" and .sandbox == $id)][0].why')" = idle ]
+	[ "$(jqo -s --arg id "$id" '[.[] | select(.type == "killed" and .sandbox == $id)][0].by')" = sbx-reap ]
+}

@@ -70,6 +70,8 @@ static const char start_script[] =
 	"while :; do wait $c; st=$?; kill -0 $c 2>/dev/null || break; done\n"
 	"[ -z \"$k\" ] || kill -KILL -- \"-$k\" 2>/dev/null\n"
 	"echo $st >\"$d/exit.t\" && mv \"$d/exit.t\" \"$d/exit\"\n"
+	/* the end is activity, as local's (the idle clock starts again) */
+	"touch " DOCKER_MARKER " 2>/dev/null\n"
 	"' sbx-procd \"$d\" \"$t\" \"$@\" </dev/null >/dev/null 2>&1 &\n"
 	"read c <\"$d/pidpipe\"; rm -f \"$d/pidpipe\"\n"
 	"echo \"$c ${d##*/}\"\n";

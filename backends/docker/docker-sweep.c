@@ -72,16 +72,17 @@ static int64_t last_activity(struct sbx_backend *b, const char *id, int64_t fall
 /* 1 when an exec of the container is running now (a long sbx-exec keeps
  * it from the sweep, as on the local backend; sbx(7), IDLE).  The daemon
  * lists its exec instances in the container's ExecIDs (finished ones
- * too, for a while), so each is asked; at most EXEC_ASK_MAX of them.  Any
- * failure answers 0: the marker alone judges, as before. */
+ * too, for a while), so each is asked; at most EXEC_ASK_MAX of them.  -1
+ * with e when the container cannot be looked at: the sweep then keeps it
+ * (it deletes only what it has seen idle; a loaded engine that times out
+ * is no reason to kill). */
 #define EXEC_ASK_MAX 64
-static int exec_running(struct sbx_backend *b, const char *id)
+static int exec_running(struct sbx_backend *b, const char *id, struct sbx_err *e)
 {
 	SBX_AUTOFREE char *path = sbx_xasprintf("/containers/%s/json", id);
 	json_object *c;
-	struct sbx_err e = {0};
-	if (docker_api(b, "reap", "GET", path, NULL, &c, &e) < 0)
-		return 0;
+	if (docker_api(b, "reap", "GET", path, NULL, &c, e) < 0)
+		return -1;
 	json_object *ids = NULL;
 	int running = 0;
 	if (json_object_object_get_ex(c, "ExecIDs", &ids) && json_object_is_type(ids, json_type_array)) {
@@ -93,8 +94,9 @@ static int exec_running(struct sbx_backend *b, const char *id)
 				continue;
 			SBX_AUTOFREE char *ep = sbx_xasprintf("/exec/%s/json", eid);
 			json_object *x;
-			if (docker_api(b, "reap", "GET", ep, NULL, &x, &e) < 0)
-				continue;
+			struct sbx_err xe = {0};
+			if (docker_api(b, "reap", "GET", ep, NULL, &x, &xe) < 0)
+				continue;       /* an exec gone meanwhile */
 			running = sbx_json_bool(x, "Running", 0);
 			json_object_put(x);
 		}
@@ -108,15 +110,14 @@ static int exec_running(struct sbx_backend *b, const char *id)
  * top (`GET /containers/{id}/top`: dockerd runs ps on its host; podman
  * 4.3 runs the image's ps inside, which touches no marker).  The
  * supervisor's command line holds DOCKER_PROC_SUP_MARK (docker-proc.h)
- * until the process has ended and its exit is written.  Any failure
- * answers 0, as exec_running. */
-static int proc_running(struct sbx_backend *b, const char *id)
+ * until the process has ended and its exit is written.  -1 with e when
+ * the table cannot be read, as exec_running. */
+static int proc_running(struct sbx_backend *b, const char *id, struct sbx_err *e)
 {
 	SBX_AUTOFREE char *path = sbx_xasprintf("/containers/%s/top", id);
 	json_object *t;
-	struct sbx_err e = {0};
-	if (docker_api(b, "reap", "GET", path, NULL, &t, &e) < 0)
-		return 0;
+	if (docker_api(b, "reap", "GET", path, NULL, &t, e) < 0)
+		return -1;
 	json_object *rows = NULL;
 	int running = 0;
 	if (json_object_object_get_ex(t, "Processes", &rows) &&
@@ -153,15 +154,20 @@ static int lease_held(struct sbx_backend *b, json_object *labels)
 }
 
 /* What keeps a container awake beyond its marker, by the names of sbx(7)
- * IDLE ("lease", "exec", "process", cheapest look first); NULL: nothing. */
-static const char *kept_awake(struct sbx_backend *b, const char *id, json_object *labels)
+ * IDLE ("lease", "exec", "process", cheapest look first); NULL: nothing,
+ * and *failed (with e) when a look failed: kept, not judged. */
+static const char *kept_awake(struct sbx_backend *b, const char *id, json_object *labels,
+			      int *failed, struct sbx_err *e)
 {
+	*failed = 0;
 	if (lease_held(b, labels))
 		return "lease";
-	if (exec_running(b, id))
+	int r = exec_running(b, id, e);
+	if (r > 0)
 		return "exec";
-	if (proc_running(b, id))
+	if (r == 0 && (r = proc_running(b, id, e)) > 0)
 		return "process";
+	*failed = r < 0;
 	return NULL;
 }
 
@@ -220,7 +226,12 @@ static int sweep(struct sbx_backend *b, int dry_run, json_object *items, int *ch
 		}
 		if (last < 0 || now - last <= ttl)
 			continue;
-		const char *awake = kept_awake(b, id, labels);
+		int failed;
+		const char *awake = kept_awake(b, id, labels, &failed, &e);
+		if (failed) {
+			report_item(items, id, now - last, 0, NULL, &e);
+			continue;
+		}
 		if (awake || dry_run) {
 			report_item(items, id, now - last, 0, awake, NULL);
 			continue;
@@ -235,8 +246,9 @@ static int sweep(struct sbx_backend *b, int dry_run, json_object *items, int *ch
 		}
 		if (last < 0 || now - last <= ttl)
 			continue;
-		if ((awake = kept_awake(b, id, labels))) {
-			report_item(items, id, now - last, 0, awake, NULL);
+		awake = kept_awake(b, id, labels, &failed, &e);
+		if (awake || failed) {
+			report_item(items, id, now - last, 0, awake, failed ? &e : NULL);
 			continue;
 		}
 		int gone = 0;

@@ -569,6 +569,24 @@ static void do_idle(struct run *run)
 	if (run->b->ops->reap_idle(run->b, run->o->dry_run, arr, &err) < 0)
 		note_failure(run, NULL, "reap_idle", &err);
 	run->b->idle_seen = was;
+	/* What the sweep deleted the reaper killed for idleness: the event
+	 * of each one of a tenant (the run's listing has its metadata). */
+	for (size_t i = 0; !run->o->dry_run && i < json_object_array_length(arr); i++) {
+		json_object *e = json_object_array_get_idx(arr, i);
+		const char *id = sbx_json_str(e, "id");
+		if (!id || !sbx_json_bool(e, "deleted", 0))
+			continue;
+		for (size_t k = 0; k < run->nitems; k++) {
+			struct sbx_sandbox *sb = &run->items[k].sb;
+			if (!sb->id || strcmp(sb->id, id) || !meta(sb, SBX_MD_TENANT))
+				continue;
+			json_object *d = json_object_new_object();
+			sbx_json_set_int(d, "idle_seconds", sbx_json_int(e, "idle_seconds", 0));
+			sbx_event_sandbox(run->r, sb, "killed", NULL, "idle", d);
+			json_object_put(d);
+			break;
+		}
+	}
 }
 
 /* ------------------------------------------------------------------ */
