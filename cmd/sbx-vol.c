@@ -178,30 +178,22 @@ static int do_get(struct vol_opts *o, const struct sbx_vol *v, const char *src,
 	return emit_vol(v, f, err);
 }
 
-/* Before rm: users whose sandbox the backend no longer has (killed, or
- * reaped, without telling the volume) are dropped; a live or paused one
- * stays, and rm is then refused. */
+/* Before rm: users whose sandbox the backend no longer has are dropped
+ * (sbx_vol_prune); the backend is opened only when there are users. */
 static int prune_users(struct vol_opts *o, struct sbx_redis *r, const char *name,
 		       struct sbx_err *err)
 {
-	char **ids;
-	size_t n;
+	struct sbx_vol v = {0};
 	struct sbx_backend *b;
-	if (sbx_vol_users(r, o->tenant, name, &ids, &n, err) < 0)
+	if (sbx_vol_load(r, o->app.profile, o->tenant, name, &v, err) < 0)
+		return err->kind == SBX_NOT_FOUND ? (sbx_err_clear(err), 0) : -1;
+	long long users = v.users;
+	sbx_vol_clear(&v);
+	if (!users)
+		return 0;
+	if (sbx_app_backend(&o->app, NULL, &b, err) < 0)
 		return -1;
-	int rc = n ? sbx_app_backend(&o->app, NULL, &b, err) : 0;
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		struct sbx_sandbox sb = {0};
-		if (sbx_call(b, get, err, ids[i], &sb) == 0)
-			sbx_sandbox_clear(&sb);
-		else if (err->kind == SBX_NOT_FOUND || err->kind == SBX_TERMINAL) {
-			sbx_err_clear(err);
-			rc = sbx_vol_detach(r, o->tenant, name, ids[i], err);
-		} else
-			rc = -1;
-	}
-	sbx_strv_free(ids);
-	return rc;
+	return sbx_vol_prune(r, b, o->tenant, name, err);
 }
 
 static int vol_ls(struct vol_opts *o, struct sbx_redis *r, struct sbx_err *err)

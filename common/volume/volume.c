@@ -381,6 +381,45 @@ int sbx_vol_users(struct sbx_redis *r, const char *tenant, const char *name, cha
 	return 0;
 }
 
+int sbx_vol_prune(struct sbx_redis *r, struct sbx_backend *b, const char *tenant,
+		  const char *name, struct sbx_err *err)
+{
+	char **ids;
+	size_t n;
+	if (sbx_vol_users(r, tenant, name, &ids, &n, err) < 0)
+		return -1;
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		struct sbx_sandbox sb = {0};
+		if (sbx_call(b, get, err, ids[i], &sb) == 0)
+			sbx_sandbox_clear(&sb);
+		else if (err->kind == SBX_NOT_FOUND || err->kind == SBX_TERMINAL) {
+			sbx_err_clear(err);
+			rc = sbx_vol_detach(r, tenant, name, ids[i], err);
+		} else
+			rc = -1;
+	}
+	sbx_strv_free(ids);
+	return rc;
+}
+
+int sbx_vol_attach_all(struct sbx_backend *b, struct sbx_redis *r, const char *tenant,
+		       const struct sbx_vol_mount *m, size_t n, const char *id,
+		       struct sbx_err *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (sbx_vol_attach(r, tenant, m[i].name, id, err) == 0)
+			continue;
+		struct sbx_err e = {0};
+		int gone = 0;
+		(void)sbx_call(b, remove, &e, id, &gone);
+		for (size_t j = 0; j < i; j++)
+			(void)sbx_vol_detach(r, tenant, m[j].name, id, &e);
+		return -1;
+	}
+	return 0;
+}
+
 struct orphans {
 	struct sbx_redis *r;
 	json_object *out;

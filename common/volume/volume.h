@@ -18,9 +18,9 @@
  * creator is root (so that a writable mount needs no --root); files put
  * by sbx-vol are the creator's.
  *
- * Names are 1..64 bytes of [A-Za-z0-9._-], not starting with '.': a name
+ * Names are 1..128 bytes of [A-Za-z0-9._-], not starting with '.': a name
  * is a file name and a mount's source, so it is kept plain rather than
- * escaped.
+ * escaped (128: Cube's limit, so that any name Cube takes is one here).
  *
  * put/get move single files in and out without a sandbox, through the
  * confined file operations of sbx-fs (fsconfine.h: no ".." or symlink
@@ -46,7 +46,7 @@
 #include "err.h"
 #include "redis.h"
 
-#define SBX_VOL_NAME_MAX 64
+#define SBX_VOL_NAME_MAX 128
 #define SBX_VOL_UID 1000         /* the sandbox user: owns a volume's top folder */
 
 struct sbx_vol {
@@ -105,6 +105,18 @@ int sbx_vol_mounts(struct sbx_redis *r, const struct sbx_profile *p, const char 
  * with sbx_strv_free). */
 int sbx_vol_users(struct sbx_redis *r, const char *tenant, const char *name, char ***ids,
 		  size_t *n, struct sbx_err *err);
+/* Drop the users whose sandbox backend `b` no longer has (killed or
+ * reaped without telling the volume: not_found or terminal from get); a
+ * live or paused one stays, so that a remove after it is refused. */
+int sbx_vol_prune(struct sbx_redis *r, struct sbx_backend *b, const char *tenant,
+		  const char *name, struct sbx_err *err);
+/* Sandbox `id` of backend `b` is made: record it as a user of each of
+ * the n mounts.  A volume removed since sbx_vol_mounts looked it up
+ * fails the create: the sandbox is removed again, the users already
+ * recorded dropped, and the attach's error returned. */
+int sbx_vol_attach_all(struct sbx_backend *b, struct sbx_redis *r, const char *tenant,
+		       const struct sbx_vol_mount *m, size_t n, const char *id,
+		       struct sbx_err *err);
 
 /* The reaper's look at volumes (it never deletes one): every tenant of
  * the keyspace with volumes that sbx knows nothing else of (not in the
