@@ -160,3 +160,45 @@ new_sandbox() {
 	run api PATCH /volumes/good -d '{}'
 	assert_equal "$(status)" 405
 }
+
+@test "--flavor cube: the same volumes under Cube's create, a key's volumes shared by both servers' Redis" {
+	serve_start cube --flavor cube
+	local url=$SERVE_URL_cube
+	cube() { local m=$1 p=$2; shift 2; curl -sS -X "$m" "$url$p" -H "X-API-Key: $SERVE_KEY" -w '\nHTTP %{http_code}\n' "$@"; }
+	run cube POST /volumes -d '{"name":"cube-vol"}'
+	assert_equal "$(status)" 201
+	# the key's tenant is the same on both servers (one Redis, one state folder)
+	run api GET /volumes/cube-vol
+	assert_equal "$(status)" 200
+	run cube POST /sandboxes -d '{"templateID":"base","timeout":-1,"volumeMounts":[{"name":"cube-vol","path":"/mnt/c","readOnly":true}]}'
+	assert_equal "$(status)" 201
+	local id
+	id=$(body | jq -r .sandboxID)
+	run sbx-exec --id "$id" --root -- sh -c 'touch /mnt/c/x; echo "rc=$?"'
+	refute_output --partial 'rc=0'
+	run cube DELETE /volumes/cube-vol
+	assert_equal "$(status)" 409
+	run cube DELETE "/sandboxes/$id"
+	run cube DELETE /volumes/cube-vol
+	assert_equal "$(status)" 204
+	serve_stop cube
+}
+
+@test "sbx-vol on the server's host fills a key's volume as tenant e2b-<key id>" {
+	run api POST /volumes -d '{"name":"filled"}'
+	assert_equal "$(status)" 201
+	local key tenant
+	key=$(rcli --scan --pattern 'sbx:{e2b-*}:vols' | head -1)
+	tenant=${key#sbx:\{}
+	tenant=${tenant%%\}*}
+	[[ "$tenant" =~ ^e2b-[0-9a-f]+$ ]]
+	echo corpus-line | sbx-vol --tenant "$tenant" put filled - /data.txt >/dev/null
+	run sbx-vol --tenant "$tenant" ls
+	[[ "$output" == *'"name":"filled"'* ]]
+	new_sandbox '{"volumeMounts":[{"name":"filled","path":"/mnt/f","readOnly":true}]}'
+	run sbx-exec --id "$ID" -- cat /mnt/f/data.txt
+	[ "$(jqo .exec.stdout)" = corpus-line ]
+	run sbx-vol --tenant "$tenant" show filled
+	[ "$(jqo .volume.users)" = 1 ]
+	api DELETE "/sandboxes/$ID" >/dev/null
+}
