@@ -281,7 +281,7 @@ static int create_one(json_object *doc, void *ctx, struct sbx_err *err)
 		if (sbx_backend_require(b, SBX_CAP_VOLUMES, "create", err) < 0 ||
 		    sbx_app_redis(&o->app, &r, err) < 0)
 			return -1;
-		rc = sbx_vol_mounts(r, o->app.profile, o->tenant, specs, nspec, vols, paths,
+		rc = sbx_vol_mounts(r, b, o->app.profile, o->tenant, specs, nspec, vols, paths,
 				    mounts, err);
 		req.volumes = mounts;
 		req.nvolumes = nspec;

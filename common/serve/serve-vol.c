@@ -247,7 +247,7 @@ int serve_vol_prepare(const struct serve_req *r, struct sbx_backend *b, json_obj
 		rc = -1;
 	if (rc == 0) {
 		sv->n = n;      /* what sbx_vol_mounts filled is cleared by serve_vols_clear */
-		rc = sbx_vol_mounts(rd, r->cfg->profile, sv->tenant, (const char *const *)specs, n,
+		rc = sbx_vol_mounts(rd, b, r->cfg->profile, sv->tenant, (const char *const *)specs, n,
 				    sv->vols, sv->paths, sv->mounts, err);
 	}
 	for (size_t i = 0; i < n; i++)

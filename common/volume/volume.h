@@ -55,6 +55,7 @@ struct sbx_vol {
 	int64_t created_ms;
 	long long users;         /* sandboxes mounting it now */
 	char *dir;               /* its host folder: never shown to a sandbox */
+	char *remote;            /* sbx_vol_mounts on a service's backend: its name there */
 };
 
 /* 0 when `name` is a valid volume name, else invalid_request. */
@@ -98,9 +99,43 @@ int sbx_vol_spec_parse(const char *spec, char **name, char **path, int *ro,
  * one path refused.  out[i] points into vols[i] (and into the spec
  * strings parsed, kept in vols[i].name and paths[i]); free with
  * sbx_vols_free(vols, n) and free(paths[i]). */
-int sbx_vol_mounts(struct sbx_redis *r, const struct sbx_profile *p, const char *tenant,
-		   const char *const *specs, size_t n, struct sbx_vol *vols, char **paths,
-		   struct sbx_vol_mount *out, struct sbx_err *err);
+int sbx_vol_mounts(struct sbx_redis *r, struct sbx_backend *b, const struct sbx_profile *p,
+		   const char *tenant, const char *const *specs, size_t n, struct sbx_vol *vols,
+		   char **paths, struct sbx_vol_mount *out, struct sbx_err *err);
+
+/* ---- Volumes a service keeps (backend.h volume_make: e2b, cube) ----
+ * The record, its users and the tenant check stay in Redis as above; the
+ * files are the service's volume named "<16 hex of SHA-256(prefix NUL
+ * tenant)>_<name>" (Cube's rule: no '.', at most 128 bytes, so a name of
+ * at most 111 without '.'), since a service's volumes are its API key's
+ * and two tenants sharing a key must not share one.  sbx_vol_mounts
+ * gives such mounts `remote` and no host folder.  Neither service has a
+ * call that moves a file into a volume, so put and get go through a
+ * sandbox of the profile's template that mounts the volume writable at
+ * SBX_VOL_HELPER_DIR for the one copy and is removed after it: not atomic
+ * (the service's file write is what it is), not within the budget (no
+ * size is known), the files the sandbox user's. */
+#define SBX_VOL_HELPER_DIR "/mnt/sbx-volume"
+/* 1 when `b` keeps volumes itself (volume_make), else 0. */
+int sbx_vol_is_remote(const struct sbx_backend *b);
+/* The service's name of the tenant's volume `name` (malloc'd), or NULL
+ * with invalid_request when the name cannot be one there. */
+char *sbx_vol_remote_name(const char *prefix, const char *tenant, const char *name,
+			  struct sbx_err *err);
+/* After sbx_vol_create / before nothing: make the service's volume (on
+ * failure the record is removed again, so nothing is half made). */
+int sbx_vol_make_remote(struct sbx_redis *r, struct sbx_backend *b, const struct sbx_profile *p,
+			const char *tenant, const char *name, struct sbx_err *err);
+/* After sbx_vol_remove: drop the service's volume. */
+int sbx_vol_drop_remote(struct sbx_redis *r, struct sbx_backend *b, const char *tenant,
+			const char *name, struct sbx_err *err);
+/* put and get through a helper sandbox (above). */
+int sbx_vol_put_remote(struct sbx_redis *r, struct sbx_backend *b, const struct sbx_vol *v,
+		       const char *path, const void *data, size_t len, unsigned mode,
+		       struct sbx_err *err);
+int sbx_vol_get_remote(struct sbx_redis *r, struct sbx_backend *b, const struct sbx_vol *v,
+		       const char *path, size_t max, char **data, size_t *len, unsigned *mode,
+		       struct sbx_err *err);
 /* The sandboxes recorded as mounting the volume (ids the caller frees
  * with sbx_strv_free). */
 int sbx_vol_users(struct sbx_redis *r, const char *tenant, const char *name, char ***ids,
