@@ -105,9 +105,15 @@ static int vol_create(const struct serve_req *r, struct sbx_redis *rd, const cha
 	if (rc == 0 && !name)
 		rc = uuid4(gen, err), name = gen;
 	struct sbx_vol made = {0};
-	if (rc == 0 && (name_check(name, err) < 0 ||
+	struct sbx_backend *b = NULL;
+	if (rc == 0 && (name_check(name, err) < 0 || serve_open_backend(r, &b, err) < 0 ||
 			sbx_vol_create(rd, r->cfg->profile, tenant, name, 0, &made, err) < 0))
 		rc = -1;
+	/* a backend whose service keeps volumes (a server in front of e2b or
+	 * cube) gets the volume made there too, as sbx-vol create does */
+	if (rc == 0 && sbx_vol_is_remote(b))
+		rc = sbx_vol_make_remote(rd, b, r->cfg->profile, tenant, name, err);
+	sbx_backend_close(b);
 	if (rc == 0)
 		*out = vol_json(name, 1);
 	sbx_vol_clear(&made);
@@ -126,11 +132,15 @@ static int vol_delete(const struct serve_req *r, struct sbx_redis *rd, const cha
 	long long users = v.users;
 	sbx_vol_clear(&v);
 	struct sbx_backend *b = NULL;
-	int rc = 0;
-	if (users)
-		rc = serve_open_backend(r, &b, err) < 0 ? -1 : sbx_vol_prune(rd, b, tenant, name, err);
+	int rc = serve_open_backend(r, &b, err);
+	if (rc == 0 && users)
+		rc = sbx_vol_prune(rd, b, tenant, name, err);
+	if (rc == 0)
+		rc = sbx_vol_remove(rd, r->cfg->profile, tenant, name, err);
+	if (rc == 0 && sbx_vol_is_remote(b))
+		rc = sbx_vol_drop_remote(rd, b, tenant, name, err);
 	sbx_backend_close(b);
-	return rc < 0 ? -1 : sbx_vol_remove(rd, r->cfg->profile, tenant, name, err);
+	return rc;
 }
 
 static int vol_list(const struct serve_req *r, struct sbx_redis *rd, const char *tenant,
