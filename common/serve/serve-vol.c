@@ -10,9 +10,10 @@
  * pass the CLI's rule (sbx_vol_spec_parse) before anything reaches Redis
  * or the backend; DELETE of a volume a live sandbox mounts is 409 (users
  * whose sandbox is gone are dropped first, as sbx-vol rm does).  The files
- * live where the server's profile keeps volumes (volume.h), so the same
- * tenant's volumes are seen by `sbx-vol --tenant e2b-<key id>` on the
- * server's host.  There is no content route: `token` is always "". */
+ * live where the server's profile keeps volumes (volume.h: a host folder,
+ * or the upstream service's volume when the backend keeps them), so the
+ * same tenant's volumes are seen by `sbx-vol --tenant e2b-<key id>` on
+ * the server's host.  There is no content route: `token` is always "". */
 #include "serve-int.h"
 
 #include <stdio.h>

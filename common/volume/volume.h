@@ -114,7 +114,9 @@ int sbx_vol_mounts(struct sbx_redis *r, struct sbx_backend *b, const struct sbx_
  * sandbox of the profile's template that mounts the volume writable at
  * SBX_VOL_HELPER_DIR for the one copy and is removed after it: not atomic
  * (the service's file write is what it is), not within the budget (no
- * size is known), the files the sandbox user's. */
+ * size is known), the files the sandbox user's.  A helper left by a
+ * crash in the middle ends at its own 600-second timeout (it is never a
+ * user of the record, so it holds no rm back). */
 #define SBX_VOL_HELPER_DIR "/mnt/sbx-volume"
 /* 1 when `b` keeps volumes itself (volume_make), else 0. */
 int sbx_vol_is_remote(const struct sbx_backend *b);
