@@ -241,9 +241,8 @@ static int vol_run(struct vol_opts *o, enum sub sub, char **argv, struct sbx_err
 	} else if (sub == S_RM) {
 		rc = prune_users(o, r, argv[0], err);
 		if (rc == 0)
-			rc = sbx_vol_remove(r, p, o->tenant, argv[0], err);
-		if (rc == 0 && o->remote)
-			rc = sbx_vol_drop_remote(r, o->remote, o->tenant, argv[0], err);
+			rc = o->remote ? sbx_vol_remove_remote(r, o->remote, p, o->tenant, argv[0], err)
+				       : sbx_vol_remove(r, p, o->tenant, argv[0], err);
 		if (rc == 0) {
 			json_object *doc = json_object_new_object(), *vo = json_object_new_object();
 			sbx_json_set_str(vo, "tenant", o->tenant);

@@ -137,9 +137,8 @@ static int vol_delete(const struct serve_req *r, struct sbx_redis *rd, const cha
 	if (rc == 0 && users)
 		rc = sbx_vol_prune(rd, b, tenant, name, err);
 	if (rc == 0)
-		rc = sbx_vol_remove(rd, r->cfg->profile, tenant, name, err);
-	if (rc == 0 && sbx_vol_is_remote(b))
-		rc = sbx_vol_drop_remote(rd, b, tenant, name, err);
+		rc = sbx_vol_is_remote(b) ? sbx_vol_remove_remote(rd, b, r->cfg->profile, tenant, name, err)
+					  : sbx_vol_remove(rd, r->cfg->profile, tenant, name, err);
 	sbx_backend_close(b);
 	return rc;
 }

@@ -22,11 +22,22 @@ int sbx_vol_make_remote(struct sbx_redis *r, struct sbx_backend *b, const struct
 	return -1;
 }
 
-int sbx_vol_drop_remote(struct sbx_redis *r, struct sbx_backend *b, const char *tenant,
-			const char *name, struct sbx_err *err)
+int sbx_vol_remove_remote(struct sbx_redis *r, struct sbx_backend *b,
+			  const struct sbx_profile *p, const char *tenant, const char *name,
+			  struct sbx_err *err)
 {
+	struct sbx_vol v = {0};
+	if (sbx_vol_load(r, p, tenant, name, &v, err) < 0)
+		return -1;
+	long long users = v.users;
+	sbx_vol_clear(&v);
+	if (users)
+		return sbx_fail_reason(err, SBX_CONFLICT, SBX_R_IN_USE, "volume",
+				       "volume %s is mounted by %lld sandbox(es)", name, users);
 	SBX_AUTOFREE char *rn = sbx_vol_remote_name(r->prefix, tenant, name, err);
-	return rn ? sbx_call(b, volume_drop, err, rn) : -1;
+	if (!rn || sbx_call(b, volume_drop, err, rn) < 0)
+		return -1;
+	return sbx_vol_remove(r, p, tenant, name, err);
 }
 
 /* A sandbox mounting the volume writable at SBX_VOL_HELPER_DIR; *full is

@@ -128,9 +128,14 @@ char *sbx_vol_remote_name(const char *prefix, const char *tenant, const char *na
  * failure the record is removed again, so nothing is half made). */
 int sbx_vol_make_remote(struct sbx_redis *r, struct sbx_backend *b, const struct sbx_profile *p,
 			const char *tenant, const char *name, struct sbx_err *err);
-/* After sbx_vol_remove: drop the service's volume. */
-int sbx_vol_drop_remote(struct sbx_redis *r, struct sbx_backend *b, const char *tenant,
-			const char *name, struct sbx_err *err);
+/* sbx_vol_remove for such a volume: refused (conflict, in_use) while a
+ * sandbox is recorded as mounting it, else the service's volume is
+ * dropped first and the record after, so that a drop the service refuses
+ * leaves the record (and a retry) in place, and a crash between the two
+ * leaves a record whose service volume the next rm finds gone (fine). */
+int sbx_vol_remove_remote(struct sbx_redis *r, struct sbx_backend *b,
+			  const struct sbx_profile *p, const char *tenant, const char *name,
+			  struct sbx_err *err);
 /* put and get through a helper sandbox (above). */
 int sbx_vol_put_remote(struct sbx_redis *r, struct sbx_backend *b, const struct sbx_vol *v,
 		       const char *path, const void *data, size_t len, unsigned mode,
