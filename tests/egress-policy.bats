@@ -39,7 +39,19 @@ setup_file() {
 	printf 'subjectAltName=DNS:api.sbx.test,DNS:other.sbx.test,IP:%s\n' "$API" >"$c/ext"
 	openssl x509 -req -in "$c/srv.csr" -CA "$c/ca.pem" -CAkey "$c/ca.key" -CAcreateserial \
 		-days 2 -extfile "$c/ext" -out "$c/srv.pem" 2>/dev/null
-	in_ns setsid python3 "$BATS_TEST_DIRNAME/lib/egress-servers.py" "$SBX_TEST_DIR/srv.pid" \
+	# What the HTTPS servers serve under /r/: a package index with one
+	# wheel (pip) and a bare repository over git's dumb HTTP.
+	local r="$SBX_TEST_DIR/www"
+	mkdir -p "$r"
+	python3 "$BATS_TEST_DIRNAME/lib/pip-index.py" "$r"
+	git init -q "$SBX_TEST_DIR/src"
+	printf 'sbx-git-ok\n' >"$SBX_TEST_DIR/src/README"
+	git -C "$SBX_TEST_DIR/src" add README
+	git -C "$SBX_TEST_DIR/src" -c user.name=t -c user.email=t@sbx.test commit -qm one
+	git clone -q --bare "$SBX_TEST_DIR/src" "$r/repo.git"
+	git -C "$r/repo.git" update-server-info
+	chmod -R a+rX "$r"
+	in_ns setsid env EGRESS_ROOT="$r" python3 "$BATS_TEST_DIRNAME/lib/egress-servers.py" "$SBX_TEST_DIR/srv.pid" \
 		"$c/srv.pem" "$c/srv.key" "$API" "$OTHER" 169.254.169.254 >/dev/null 2>&1 3>&- &
 	for _ in $(seq 1 400); do [ -s "$SBX_TEST_DIR/srv.pid" ] && [ -s "$SBX_TEST_DIR/dns.pid" ] && break; sleep 0.05; done
 	[ -s "$SBX_TEST_DIR/srv.pid" ]
@@ -370,4 +382,46 @@ except OSError as e:
 	[ "$(jqo .sandbox.awake_by)" = egress ]
 	sbx-ctl kill --id "$id" >/dev/null
 	sbx-ctl kill --id "$silent" >/dev/null
+}
+
+# The backend's egress keys are read by one function (config.c) for local
+# and docker: a resolver that is not an IPv4 address, or an allow entry
+# with host bits, is a configuration error that names the key.
+@test "policy: a profile's egress_resolver or egress_allow that does not parse is a configuration error" {
+	local cfg=$BATS_TEST_TMPDIR/bad.json
+	jq '.profiles.default += {"egress_resolver": "resolver.example"}' "$SBX_CONFIG" >"$cfg"
+	SBX_CONFIG=$cfg run --separate-stderr sbx-create --allow-internet
+	[ "$status" -eq 78 ] || { echo "status $status: $stderr"; false; }
+	[[ "$stderr" == *"egress_resolver must be an IPv4 address"* ]]
+	jq '.profiles.default += {"egress_allow": ["10.98.0.1/16"]}' "$SBX_CONFIG" >"$cfg"
+	SBX_CONFIG=$cfg run --separate-stderr sbx-create --allow-internet
+	[ "$status" -eq 78 ] || { echo "status $status: $stderr"; false; }
+	[[ "$stderr" == *"egress_allow[0] is not a CIDR"* ]]
+}
+
+# The issue's real clients over HTTPS to an allowed name, trusting the test
+# CA as a user would (pip's --cert, git's GIT_SSL_CAINFO): pip installs a
+# wheel from an index, git clones over dumb HTTP; the same from a name no
+# rule allows fails.
+@test "policy: pip installs from an allowed index over HTTPS and git clones from an allowed name; a refused name fails both" {
+	command -v git >/dev/null || skip "git is not installed (tools/deps)"
+	/usr/bin/python3 -m pip --version >/dev/null 2>&1 || skip "python3-pip is not installed (tools/deps)"
+	local id ca
+	id=$(new_sb --allow-out api.sbx.test)
+	ca=$(cat "$SBX_TEST_DIR/ca/ca.pem")
+	inside "$id" "printf '%s\n' '$ca' >/tmp/ca.pem && cd /tmp &&
+		/usr/bin/python3 -m pip install --quiet --no-cache-dir --disable-pip-version-check --target /tmp/site \
+		--cert /tmp/ca.pem --index-url https://api.sbx.test/r/simple/ sbxdemo &&
+		PYTHONPATH=/tmp/site /usr/bin/python3 -c 'import sbxdemo; print(sbxdemo.VALUE)' &&
+		GIT_SSL_CAINFO=/tmp/ca.pem git clone -q https://api.sbx.test/r/repo.git /tmp/repo && cat /tmp/repo/README"
+	[[ "$output" == *"sbx-egress-ok"* ]]
+	[[ "$output" == *"sbx-git-ok"* ]]
+	run sbx-exec --id "$id" --timeout 60s -- sh -c "printf '%s\n' '$ca' >/tmp/ca.pem && cd /tmp &&
+		/usr/bin/python3 -m pip download --quiet --no-cache-dir --disable-pip-version-check --retries 0 --timeout 5 \
+		--cert /tmp/ca.pem --index-url https://other.sbx.test/r/simple/ -d /tmp/dl sbxdemo"
+	[ "$(jqo .exec.exit_code)" != 0 ]
+	run sbx-exec --id "$id" --timeout 60s -- sh -c "printf '%s\n' '$ca' >/tmp/ca.pem &&
+		GIT_SSL_CAINFO=/tmp/ca.pem git clone -q https://other.sbx.test/r/repo.git /tmp/repo2"
+	[ "$(jqo .exec.exit_code)" != 0 ]
+	[[ "$(jqo .exec.stderr)" == *"other.sbx.test"* ]]
 }

@@ -226,3 +226,36 @@ state() { sbx-ls --id "$1" | jq -r .sandbox.state; }
 	sbx-ctl pause --id "$a_id" >/dev/null
 	[ "$(state "$a_id")" = paused ]
 }
+
+# The idle timer pauses below Redis (sbx-init has none); the reaper learns
+# it from the timer's notes and the slot follows (quota.h
+# sbx_quota_follow).  Before, an idle-paused sandbox held its running slot
+# for good and the tenant's next session was refused.
+@test "an idle timer's pause frees the running slot once the reaper saw it; a resume on use takes it back" {
+	local_only "the init's idle timer"
+	sbx-ctl quota --tenant iq --running 1 >/dev/null
+	local a b i
+	a=$(sbx-create --tenant iq --session a --timeout 3s --on-timeout pause --auto-resume | jq -r .sandbox.id)
+	[ -n "$a" ] && [ "$a" != null ]
+	run -75 sbx-create --tenant iq --session b
+	for i in $(seq 1 300); do
+		[ "$(sbx-ls --id "$a" | jq -r .sandbox.state)" = paused ] && break
+		sleep 0.1
+	done
+	[ "$(sbx-ls --id "$a" | jq -r .sandbox.state)" = paused ]
+	[ "$(usage iq .usage.running.used)" = 1 ]     # not seen yet
+	sbx-reap --tenant iq >/dev/null
+	[ "$(usage iq .usage.running.used)" = 0 ]
+	[ "$(usage iq .usage.sandboxes.used)" = 1 ]
+	b=$(sbx-create --tenant iq --session b | jq -r .sandbox.id)
+	[ -n "$b" ] && [ "$b" != null ]
+	# A use resumes it, unrefused; the reaper counts it running again.
+	sbx-ctl timeout --id "$a" --seconds 0 >/dev/null
+	run sbx-exec --id "$a" -- true
+	assert_success
+	sbx-reap --tenant iq >/dev/null
+	[ "$(usage iq .usage.running.used)" = 2 ]
+	sbx-ctl kill --id "$a" >/dev/null
+	sbx-ctl kill --id "$b" >/dev/null
+	[ "$(usage iq .usage.running.used)" = 0 ]
+}

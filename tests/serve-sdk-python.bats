@@ -32,6 +32,7 @@ sdk() { sdk_conformance "$PY_DIR/.venv/bin/python" "$PY_DIR/conformance.py" "$1"
 @test "Python SDK: Sandbox.create with metadata and envs" { sdk create; }
 @test "Python SDK: commands.run: stdout, stderr, exit codes, CommandExitException, users, cwd, HOME" { sdk commands; }
 @test "Python SDK: background commands are listed and killed" { need_proc; sdk background; }
+@test "Python SDK: pty.create, send_stdin, resize, kill: a real terminal" { need_proc_tty; sdk pty; }
 @test "Python SDK: files write/read/list/make_dir/rename/remove/get_info, one home with commands, users" { sdk files; }
 @test "Python SDK: set_timeout moves end_at; a sandbox past its end is killed or paused" { sdk timeout; }
 @test "Python SDK: pause, connect; a background process survives, takes stdin, is killed" {

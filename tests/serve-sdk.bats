@@ -34,6 +34,7 @@ sdk() { sdk_conformance node "$SDK_DIR/conformance.mjs" "$1"; }
 @test "SDK: Sandbox.create with metadata and envs" { sdk create; }
 @test "SDK: commands.run: stdout, stderr, exit codes, CommandExitError, users, cwd" { sdk commands; }
 @test "SDK: background commands are listed and killed" { need_proc; sdk background; }
+@test "SDK: pty.create, sendInput, resize, kill: a real terminal" { need_proc_tty; sdk pty; }
 @test "SDK: files write/read/list/makeDir/rename/remove/getInfo, users" { sdk files; }
 @test "SDK: setTimeout moves endAt; a sandbox past its end is killed" { sdk timeout; }
 @test "SDK: pause, connect; a background process survives, takes stdin, is killed" {

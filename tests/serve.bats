@@ -280,6 +280,49 @@ teardown_file() {
 	assert_output 'END {}'
 }
 
+# envd's terminal calls (the SDKs' pty.create, sendInput, resize: their
+# own checks are in serve-sdk*.bats); here what a client may get wrong.
+@test "process terminals: a size out of range is invalid_argument; pty input or a resize of a process without one is failed_precondition" {
+	need_proc
+	local big=$BATS_TEST_TMPDIR/big
+	envelope '{"process":{"cmd":"/bin/sh","args":["-c","true"]},"pty":{"size":{"cols":0,"rows":24}}}' >"$big"
+	curl -sS "$SERVE_URL/process.Process/Start" -H "E2b-Sandbox-Id: $SB" -H "X-Access-Token: $TOK" \
+		-H 'Content-Type: application/connect+json' --data-binary "@$big" | frames >"$BATS_TEST_TMPDIR/ev"
+	run tail -1 "$BATS_TEST_TMPDIR/ev"
+	assert_output --partial '"code":"invalid_argument"'
+	envelope '{"process":{"cmd":"/bin/sh","args":["-c","true"]},"pty":{"size":{"cols":100000,"rows":100000}}}' >"$big"
+	curl -sS "$SERVE_URL/process.Process/Start" -H "E2b-Sandbox-Id: $SB" -H "X-Access-Token: $TOK" \
+		-H 'Content-Type: application/connect+json' --data-binary "@$big" | frames >"$BATS_TEST_TMPDIR/ev"
+	run tail -1 "$BATS_TEST_TMPDIR/ev"
+	assert_output --partial '"code":"invalid_argument"'
+	# A plain process: no terminal to type into or resize.
+	local h pid
+	envelope '{"process":{"cmd":"/bin/sh","args":["-c","sleep 30"]},"stdin":true}' >"$BATS_TEST_TMPDIR/req"
+	curl -sS -N "$SERVE_URL/process.Process/Start" -H "E2b-Sandbox-Id: $SB" -H "X-Access-Token: $TOK" \
+		-H 'Content-Type: application/connect+json' --data-binary "@$BATS_TEST_TMPDIR/req" >/dev/null &
+	h=$!
+	for _ in $(seq 1 100); do
+		run envd "$SB" "$TOK" /process.Process/List -H 'Content-Type: application/json' -d '{}'
+		pid=$(body | jq -r '.processes[]? | select(.config.args[1] == "sleep 30") | .pid')
+		[ -n "$pid" ] && break
+		sleep 0.1
+	done
+	[ -n "$pid" ]
+	run envd "$SB" "$TOK" /process.Process/SendInput -H 'Content-Type: application/json' \
+		-d "{\"process\":{\"pid\":$pid},\"input\":{\"pty\":\"$(printf 'ls\n' | base64)\"}}"
+	assert_equal "$(body | jq -r .code)" failed_precondition
+	run envd "$SB" "$TOK" /process.Process/Update -H 'Content-Type: application/json' \
+		-d "{\"process\":{\"pid\":$pid},\"pty\":{\"size\":{\"cols\":100,\"rows\":40}}}"
+	assert_equal "$(body | jq -r .code)" failed_precondition
+	run envd "$SB" "$TOK" /process.Process/Update -H 'Content-Type: application/json' \
+		-d "{\"process\":{\"pid\":$pid},\"pty\":{\"size\":{\"cols\":-1,\"rows\":40}}}"
+	assert_equal "$(body | jq -r .code)" invalid_argument
+	run envd "$SB" "$TOK" /process.Process/SendSignal -H 'Content-Type: application/json' \
+		-d "{\"process\":{\"pid\":$pid},\"signal\":\"SIGNAL_SIGKILL\"}"
+	assert_equal "$(status)" 200
+	wait "$h" || true
+}
+
 @test "a slow client is cut off while others are served" {
 	exec 7<>/dev/tcp/127.0.0.1/"${SERVE_URL##*:}"
 	printf 'GET /health HTTP/1.1\r\nHost: x\r\n' >&7       # and never the blank line

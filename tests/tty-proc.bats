@@ -82,6 +82,25 @@ proc_of() { sbx-proc ls --id "$SB" | jq -c --arg t "$1" '.procs[] | select(.tag 
 	sbx-proc kill --id "$SB" --tag plain >/dev/null
 }
 
+# cat closes its stdio before it exits: sbx-procd read EIO from the master
+# and closed it, which hung the terminal up, and cat, still exiting, died
+# of SIGHUP (1 run in 4 to 8) instead of exiting 0: 40 runs here.  The master now stays
+# open until the process is reaped.
+@test "a terminal process that closes its stdio on its way out ends with its own status, not SIGHUP" {
+	local i pid got=
+	for i in $(seq 1 40); do
+		pid=$(sbx-proc start --id "$SB" --tty --tty-size 80x24 --tag "eof$i" -- cat | jq -r .proc.pid)
+		[ "$pid" -gt 0 ]
+		sbx-proc input --id "$SB" --pid "$pid" --text $'\x04' >/dev/null
+		for _ in $(seq 1 100); do
+			got=$(sbx-proc ls --id "$SB" | jq -r --argjson p "$pid" '.procs[] | select(.pid == $p and (.running | not)) | "\(.exit_code)/\(.signal)"')
+			[ -n "$got" ] && break
+			sleep 0.05
+		done
+		assert_equal "$i:$got" "$i:0/0"
+	done
+}
+
 @test "a 100 MB flood on a terminal keeps sbx-procd's memory bounded" {
 	run sbx-proc start --id "$SB" --tty --tag flood -- sh -c 'head -c 100000000 /dev/zero | tr "\0" x; exec sleep 1000'
 	assert_success

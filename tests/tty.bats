@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# suite: local docker
+# suite: local docker e2b cube
 # Terminals: `sbx-exec -it` driven by a real terminal.  tmux runs it in a
 # pane of a known size, types with send-keys and reads the screen with
 # capture-pane; a wrapper records the caller's `stty -a` before and after
@@ -130,4 +130,13 @@ SHELL_ARGS=(--id "$SB" -e 'PS1=sbx-tty$ ' -e ENV=/dev/null -- $TTY_SHELL)
 	run sbx-exec --id "$SB" -t --tty-size 80x24 -- sh -c 'stat -c %u "$(tty)"'
 	assert_success
 	[[ "$output" == 1000* ]]
+}
+
+@test "a terminal's TERM is xterm unless --env says otherwise" {
+	run sbx-exec --id "$SB" -t --tty-size 80x24 -- sh -c 'echo "term=$TERM"'
+	assert_success
+	[[ "$output" == *"term=xterm"* ]]
+	run sbx-exec --id "$SB" -t --tty-size 80x24 -e TERM=vt100 -- sh -c 'echo "term=$TERM"'
+	assert_success
+	[[ "$output" == *"term=vt100"* ]]
 }

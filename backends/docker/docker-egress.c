@@ -19,6 +19,7 @@
 #include "docker-api.h"
 #include "docker-container.h"
 #include "doc.h"
+#include "helper.h"
 #include "util.h"
 
 #define POLICY_FILE "netpolicy.json"
@@ -90,6 +91,14 @@ static int broker_open(struct sbx_err *err)
 	return fd;
 }
 
+/* Detached: its own session, stdio on /dev/null (host root for the
+ * container's life). */
+static void detach(void *unused)
+{
+	(void)unused;
+	sbx_helper_detach();
+}
+
 int docker_egress_start(struct sbx_backend *b, const char *id, long pid,
 			const struct sbx_netpolicy *p, struct sbx_err *err)
 {
@@ -105,9 +114,6 @@ int docker_egress_start(struct sbx_backend *b, const char *id, long pid,
 	size_t na = 0;
 	for (char *const *a = c ? c->egress_allow : NULL; a && *a; a++)
 		na++;
-	int ready[2];
-	if (pipe2(ready, O_CLOEXEC) < 0)
-		return sbx_fail_errno(err, SBX_INTERNAL, "create", "pipe");
 	char spid[32], fd[16];
 	snprintf(spid, sizeof(spid), "%ld", pid);
 	const char **argv = sbx_xcalloc(na + 9, sizeof(char *));
@@ -121,53 +127,16 @@ int docker_egress_start(struct sbx_backend *b, const char *id, long pid,
 	argv[k++] = c && c->egress_resolver ? c->egress_resolver : "host";
 	for (char *const *a = c ? c->egress_allow : NULL; a && *a; a++)
 		argv[k++] = *a;
-	pid_t ch = fork();
-	if (ch < 0) {
-		free(argv);
-		close(ready[0]);
-		close(ready[1]);
-		return sbx_fail_errno(err, SBX_INTERNAL, "create", "fork");
-	}
-	if (ch == 0) {
-		/* Detached: its own session, stdio on /dev/null, nothing of the
-		 * caller's but the ready pipe and the program (host root for the
-		 * container's life), none of its environment (secrets). */
-		setsid();
-		if (fork() != 0)
-			_exit(0);
-		int nul = open("/dev/null", O_RDWR);
-		dup2(nul, 0);
-		dup2(nul, 1);
-		dup2(nul, 2);
-		int rfd = fcntl(ready[1], F_DUPFD, 3);
-		int efd = fcntl(exe, F_DUPFD, 3);
-		if (rfd < 0 || efd < 0)
-			_exit(127);
-		int lo = rfd < efd ? rfd : efd, hi = rfd < efd ? efd : rfd;
-		if (lo > 3)
-			close_range(3, (unsigned)lo - 1, 0);
-		if (hi > lo + 1)
-			close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
-		close_range((unsigned)hi + 1, ~0U, 0);
-		fcntl(efd, F_SETFD, FD_CLOEXEC);
-		snprintf(fd, sizeof(fd), "%d", rfd);
-		static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
-		fexecve(efd, (char *const *)argv, envp);
-		_exit(127);
-	}
+	char why[512];
+	int rc = sbx_helper_start(exe, argv, fd, detach, NULL, why, sizeof(why));
 	free(argv);
-	close(ready[1]);
-	waitpid(ch, NULL, 0);
-	char buf[512];
-	struct pollfd pf = {.fd = ready[0], .events = POLLIN};
-	ssize_t n = poll(&pf, 1, 10000) > 0 ? read(ready[0], buf, sizeof(buf) - 1) : -1;
-	close(ready[0]);
-	if (n <= 0)
+	if (rc < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "create", "start the egress broker of %s", id);
+	if (rc == SBX_HELPER_SILENT)
 		return sbx_fail(err, SBX_UNSUPPORTED, "create",
 				"the egress broker of %s did not come up (it needs root on the engine's host)", id);
-	buf[n] = '\0';
-	if (buf[0] != 'R')
-		return sbx_fail(err, SBX_UNSUPPORTED, "create", "the egress broker of %s failed: %s", id, buf);
+	if (rc == SBX_HELPER_FAILED)
+		return sbx_fail(err, SBX_UNSUPPORTED, "create", "the egress broker of %s failed: %s", id, why);
 	return 0;
 }
 

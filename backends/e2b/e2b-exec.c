@@ -18,10 +18,16 @@
  *     once the first start event names the pid (a repeated start is
  *     ignored: one feeder, one thread per handle), then CloseStdin; without stdin
  *     the request says "stdin": false (no pipe: a reading command sees EOF);
+ *   - with tty, the Start asks envd for a pty of the request's size
+ *     (80x24 by default); its output is stdout; the feeder sends the keys
+ *     read from raw_in_fd as SendInput's `pty`, at their end a ^D (the
+ *     terminal's EOF, as local's; never CloseStdin, which is for pipes),
+ *     and each size read from tty_size_fd as an Update;
  *   - a stream that ends without the end event (a dropped connection, a
  *     proxy reset) is `unavailable` and says so; the sandbox is not
  *     touched: the command may still be running there. */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -122,13 +128,91 @@ static void kill_cut(struct sbx_backend *b, const struct stream *s)
 	json_object_put(out);
 }
 
+/* One envd call about the terminal of process s->pid: SendInput's pty
+ * keys (data) or an Update to size sz, on the second handle. */
+static int tty_call(struct stream *s, const char *data, size_t n, const struct sbx_tty_size *sz,
+		    struct sbx_err *err)
+{
+	json_object *in = json_object_new_object(), *p = json_object_new_object(), *out = NULL;
+	sbx_json_set_int(p, "pid", s->pid);
+	json_object_object_add(in, "process", p);
+	const char *method;
+	if (sz) {
+		json_object *pty = json_object_new_object(), *size = json_object_new_object();
+		sbx_json_set_int(size, "cols", sz->cols);
+		sbx_json_set_int(size, "rows", sz->rows);
+		json_object_object_add(pty, "size", size);
+		json_object_object_add(in, "pty", pty);
+		method = "process.Process/Update";
+	} else {
+		char *b64 = sbx_base64(data, n, NULL);
+		json_object *i = json_object_new_object();
+		json_object_object_add(i, "pty", json_object_new_string(b64));
+		json_object_object_add(in, "input", i);
+		free(b64);
+		method = "process.Process/SendInput";
+	}
+	int rc = e2b_rpc_on(s->b, 1, "exec", method, in, NULL, &out, err);
+	json_object_put(in);
+	json_object_put(out);
+	return rc;
+}
+
+/* A terminal's feeder: keys from raw_in_fd and sizes from tty_size_fd as
+ * they come, until both have ended (or the stream is over: cancelled in
+ * poll).  A size is a whole struct sbx_tty_size (a short read ends the
+ * size stream). */
+static int feed_tty(struct stream *s, struct sbx_err *err)
+{
+	const struct sbx_exec_req *req = s->req;
+	struct pollfd pf[2] = {{.fd = req->raw_in_fd, .events = POLLIN},
+			       {.fd = req->tty_size_fd, .events = POLLIN}};
+	char buf[16384];
+	while (pf[0].fd >= 0 || pf[1].fd >= 0) {
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+		int k = poll(pf, 2, -1);
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "exec", "waiting for the terminal's input");
+		if (pf[0].fd >= 0 && pf[0].revents) {
+			ssize_t got = read(pf[0].fd, buf, sizeof(buf));
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got <= 0) {
+				/* Our input's end is the terminal's EOF, once, as
+				 * local's (^D: a reading cat ends). */
+				pf[0].fd = -1;
+				if (tty_call(s, "\x04", 1, NULL, err) < 0)
+					return -1;
+			} else if (tty_call(s, buf, (size_t)got, NULL, err) < 0)
+				return -1;
+		}
+		if (pf[1].fd >= 0 && pf[1].revents) {
+			struct sbx_tty_size sz;
+			ssize_t got = read(pf[1].fd, &sz, sizeof(sz));
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got != (ssize_t)sizeof(sz))
+				pf[1].fd = -1;
+			else if (sz.cols && sz.rows && tty_call(s, NULL, 0, &sz, err) < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
 static void *feeder_main(void *arg)
 {
 	struct stream *s = arg;
 	struct sbx_err err = {0};
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 	pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, NULL);
-	feed_stdin(s, &err);
+	if (s->req->tty)
+		feed_tty(s, &err);
+	else
+		feed_stdin(s, &err);
 	return NULL;
 }
 
@@ -139,7 +223,8 @@ static int start_feeder(void *ctx, int pid, struct sbx_err *err)
 	struct stream *s = ctx;
 	if (!s->pid)
 		s->pid = pid;
-	if (s->feeding || (!s->req->stdin_data && s->req->raw_in_fd < 0))
+	const struct sbx_exec_req *req = s->req;
+	if (s->feeding || (!req->stdin_data && req->raw_in_fd < 0 && !(req->tty && req->tty_size_fd >= 0)))
 		return 0;
 	/* The second handle is opened here, before the thread uses it; the
 	 * stream keeps the first. */
@@ -184,11 +269,22 @@ static json_object *start_body(const struct sbx_exec_req *req)
 		SBX_AUTOFREE char *k = strndup(*e, (size_t)(eq - *e));
 		sbx_json_set_str(envs, k, eq + 1);
 	}
+	/* What docker exec -t sets, and local's -t (sbx-exec(1)). */
+	if (req->tty && !json_object_object_get_ex(envs, "TERM", NULL))
+		sbx_json_set_str(envs, "TERM", "xterm");
 	json_object_object_add(proc, "envs", envs);
 	sbx_json_set_str(proc, "cwd", req->cwd ? req->cwd : "/workspace");
 	json_object *body = json_object_new_object();
 	json_object_object_add(body, "process", proc);
-	sbx_json_set_bool(body, "stdin", req->stdin_data != NULL || req->raw_in_fd >= 0);
+	if (req->tty) {
+		json_object *pty = json_object_new_object(), *size = json_object_new_object();
+		sbx_json_set_int(size, "cols", req->tty_cols ? req->tty_cols : 80);
+		sbx_json_set_int(size, "rows", req->tty_rows ? req->tty_rows : 24);
+		json_object_object_add(pty, "size", size);
+		json_object_object_add(body, "pty", pty);
+	} else {
+		sbx_json_set_bool(body, "stdin", req->stdin_data != NULL || req->raw_in_fd >= 0);
+	}
 	return body;
 }
 

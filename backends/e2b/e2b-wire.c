@@ -408,7 +408,10 @@ static int on_event(struct e2b_exec_stream *s, json_object *ev, struct sbx_err *
 		s->pid = pid > 0 && pid <= INT32_MAX ? (int)pid : 0;
 		return s->on_start ? s->on_start(s->ctx, s->pid, err) : 0;
 	} else if ((x = sbx_json_obj(ev, "data"))) {
+		/* A terminal's output (pty) is the command's stdout. */
 		const char *o = sbx_json_str(x, "stdout"), *e = sbx_json_str(x, "stderr");
+		if (!o && !e)
+			o = sbx_json_str(x, "pty");
 		const char *d = o ? o : e;
 		if (!d)
 			return 0;

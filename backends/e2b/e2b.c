@@ -48,7 +48,8 @@ static unsigned e2b_caps(struct sbx_backend *b)
 	(void)b;
 	return SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_PAUSE | SBX_CAP_SNAPSHOTS |
 	       SBX_CAP_METADATA | SBX_CAP_LIST | SBX_CAP_TEMPLATES | SBX_CAP_TIMEOUT |
-	       SBX_CAP_INSTALL | SBX_CAP_NETPOLICY | SBX_CAP_INBOUND_TOKEN | SBX_CAP_VOLUMES;
+	       SBX_CAP_INSTALL | SBX_CAP_NETPOLICY | SBX_CAP_INBOUND_TOKEN | SBX_CAP_TTY |
+	       SBX_CAP_VOLUMES;
 }
 
 int e2b_health(struct sbx_backend *b, struct sbx_err *err)

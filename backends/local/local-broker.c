@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "doc.h"
+#include "helper.h"
 #include "local-dns.h"
 #include "local-egress.h"
 #include "local-init.h"
@@ -62,15 +63,17 @@ char *local_broker_host_resolver(void)
 	return r;
 }
 
+static void detach(void *r)
+{
+	local_net_helper_detach(r);
+}
+
 int local_broker_start(const struct local_rec *r, pid_t init, unsigned long long start,
 		       const char *resolver, char *const *allow, struct sbx_err *err)
 {
 	SBX_AUTOCLOSE int exe = local_libexec_open("sbx-egress", "create", err);
 	if (exe < 0)
 		return -1;
-	int ready[2];
-	if (pipe2(ready, O_CLOEXEC) < 0)
-		return sbx_fail_errno(err, SBX_INTERNAL, "create", "pipe");
 	size_t na = 0;
 	for (char *const *a = allow; a && *a; a++)
 		na++;
@@ -87,44 +90,15 @@ int local_broker_start(const struct local_rec *r, pid_t init, unsigned long long
 	argv[k++] = resolver;
 	for (char *const *a = allow; a && *a; a++)
 		argv[k++] = *a;
-	pid_t c = fork();
-	if (c < 0) {
-		free(argv);
-		close(ready[0]);
-		close(ready[1]);
-		return sbx_fail_errno(err, SBX_INTERNAL, "create", "fork");
-	}
-	if (c == 0) {
-		local_net_helper_detach(r);
-		int rfd = dup(ready[1]);   /* without O_CLOEXEC: the broker writes it */
-		int efd = dup(exe);
-		if (rfd < 0 || efd < 0)
-			_exit(127);
-		/* Nothing of the caller's lives on in the broker but these. */
-		int lo = rfd < efd ? rfd : efd, hi = rfd < efd ? efd : rfd;
-		if (lo > 3)
-			close_range(3, (unsigned)lo - 1, 0);
-		if (hi > lo + 1)
-			close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
-		close_range((unsigned)hi + 1, ~0U, 0);
-		fcntl(efd, F_SETFD, FD_CLOEXEC);
-		snprintf(fd, sizeof(fd), "%d", rfd);
-		static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
-		fexecve(efd, (char *const *)argv, envp);
-		_exit(127);
-	}
+	char why[256];
+	int rc = sbx_helper_start(exe, argv, fd, detach, (void *)r, why, sizeof(why));
 	free(argv);
-	close(ready[1]);
-	waitpid(c, NULL, 0);
-	char buf[256];
-	struct pollfd pf = {.fd = ready[0], .events = POLLIN};
-	ssize_t n = poll(&pf, 1, 10000) > 0 ? read(ready[0], buf, sizeof(buf) - 1) : -1;
-	close(ready[0]);
-	if (n <= 0)
+	if (rc < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "create", "start the egress broker");
+	if (rc == SBX_HELPER_SILENT)
 		return sbx_fail(err, SBX_INTERNAL, "create", "the egress broker did not come up");
-	buf[n] = '\0';
-	if (buf[0] != 'R')
-		return sbx_fail(err, SBX_INTERNAL, "create", "the egress broker failed: %s", buf);
+	if (rc == SBX_HELPER_FAILED)
+		return sbx_fail(err, SBX_INTERNAL, "create", "the egress broker failed: %s", why);
 	return 0;
 }
 

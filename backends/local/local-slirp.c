@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helper.h"
 #include "util.h"
 
 char *local_find_in_path(const char *prog)
@@ -38,16 +39,10 @@ char *local_find_in_path(const char *prog)
  * slirp's (it has none): see local-egress.h. */
 void local_net_helper_detach(const struct local_rec *r)
 {
-	setsid();
 	char me[32];
 	snprintf(me, sizeof(me), "%d", (int)getpid());
 	(void)local_cg_write(r->cg[CG_V2], "cgroup.procs", me);
-	if (fork() != 0)
-		_exit(0);
-	int nul = open("/dev/null", O_RDWR);
-	dup2(nul, 0);
-	dup2(nul, 1);
-	dup2(nul, 2);
+	sbx_helper_detach();
 }
 
 int local_slirp_start(const char *slirp, const struct local_rec *r, pid_t init,

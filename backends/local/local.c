@@ -555,14 +555,7 @@ static int local_config_load(const struct sbx_profile *p, json_object *o, void *
 		return sbx_fail_config(err, "config", "profile '%s': cgroup_parent must be a path "
 				       "below the cgroup2 mount, without '..'", p->name);
 	c->cgroup_parent = cg ? sbx_xstrdup(cg) : NULL;
-	json_object *v;
-	const char *res = sbx_json_str(o, "egress_resolver");
-	struct in_addr ra;
-	if (json_object_object_get_ex(o, "egress_resolver", &v) && (!res || inet_pton(AF_INET, res, &ra) != 1))
-		return sbx_fail_config(err, "config", "profile '%s': egress_resolver must be an IPv4 address",
-				       p->name);
-	c->egress_resolver = res ? sbx_xstrdup(res) : NULL;
-	return sbx_config_cidrs(p->name, o, "egress_allow", &c->egress_allow, err);
+	return sbx_config_egress(p->name, o, &c->egress_resolver, &c->egress_allow, err);
 }
 
 static int local_open(struct sbx_backend *b, struct sbx_err *err)

@@ -429,9 +429,13 @@ int main(int argc, char **argv)
 			tty_flush();
 		for (int i = 0; i < 2; i++)
 			if (pf[i].revents && P.s[i].in >= 0 && pump(&P.s[i]) == 0) {
-				close(P.s[i].in);
-				if (P.s[i].in == P.ptm)
-					P.ptm = -1;
+				/* A terminal's master stays open until the process
+				 * is reaped: its close hangs the terminal up, and a
+				 * process that closed its stdio on its way out (cat
+				 * does) died of that SIGHUP instead of its status.
+				 * Keys written meanwhile fail and are dropped. */
+				if (P.s[i].in != P.ptm)
+					close(P.s[i].in);
 				P.s[i].in = -1;
 			}
 		if (pf[3].revents) {

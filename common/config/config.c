@@ -204,6 +204,20 @@ int sbx_config_cidrs(const char *name, json_object *o, const char *key, char ***
 	return 0;
 }
 
+int sbx_config_egress(const char *name, json_object *o, char **resolver, char ***allow,
+		      struct sbx_err *err)
+{
+	json_object *v;
+	const char *res = sbx_json_str(o, "egress_resolver");
+	struct in_addr ra;
+	if (o && json_object_object_get_ex(o, "egress_resolver", &v) &&
+	    (!res || inet_pton(AF_INET, res, &ra) != 1))
+		return sbx_fail_config(err, "config", "profile '%s': egress_resolver must be an IPv4 address",
+				       name);
+	*resolver = res ? sbx_xstrdup(res) : NULL;
+	return sbx_config_cidrs(name, o, "egress_allow", allow, err);
+}
+
 static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *err)
 {
 	if (check_env(p, o, err) < 0)

@@ -107,6 +107,11 @@ int sbx_config_key(const char *key);
  * redis_nodes here and any backend's own lists (local's egress_allow). */
 int sbx_config_cidrs(const char *name, json_object *o, const char *key, char ***out,
 		     struct sbx_err *err);
+/* A backend's egress keys of the profile object: egress_resolver (an
+ * IPv4 address, else a configuration error; absent: *resolver NULL) and
+ * egress_allow (sbx_config_cidrs).  Local's and docker's. */
+int sbx_config_egress(const char *name, json_object *o, char **resolver, char ***allow,
+		      struct sbx_err *err);
 /* Read the profile's API key (from api_key_file or the variable named by
  * api_key_env).  *out is heap memory the caller must wipe and free;
  * *out = NULL when the profile names no secret. */

@@ -40,6 +40,7 @@
 #include "ledger-recover.h"
 #include "host.h"
 #include "pager.h"
+#include "quota.h"
 #include "session.h"
 #include "sset.h"
 #include "tokenkey.h"
@@ -509,7 +510,8 @@ static void do_images(struct run *run)
  * idle_notes) become events here: the timer runs below every program's
  * Redis (sbx-init has none), and the reaper is the host-side program that
  * looks at every sandbox.  So they are written when the reaper next runs,
- * in the order they happened, with `at` (the detail) saying when.  Not in
+ * in the order they happened, with `at` (the detail) saying when, and a
+ * session's quota slot follows (quota.h sbx_quota_follow).  Not in
  * a dry run (taking them forgets them).  A failure is the run's, for that
  * sandbox only. */
 static void do_idle_notes(struct run *run)
@@ -539,6 +541,9 @@ static void do_idle_notes(struct run *run)
 			sbx_event_sandbox(run->r, sb, nt[k].resumed ? "resumed" : "paused", NULL,
 					  nt[k].resumed ? "use" : "idle", d);
 			json_object_put(d);
+			if (meta(sb, SBX_MD_SESSION))
+				sbx_quota_follow(run->r, meta(sb, SBX_MD_TENANT), meta(sb, SBX_MD_SESSION),
+						 !nt[k].resumed, nt[k].at_ms / 1000);
 		}
 		free(nt);
 	}

@@ -287,19 +287,32 @@ int sbx_quota_pause(struct sbx_redis *r, const struct sbx_quota *q, const char *
 	return rc < 0 ? -1 : rc == 2;
 }
 
-void sbx_quota_restore(struct sbx_redis *r, const char *tenant, const char *session,
-		       const char *before)
+/* The slot set to `to` ("running" or a paused value) from the other
+ * state, a pause dated `at_s` (restore_script). */
+static void switch_slot(struct sbx_redis *r, const char *tenant, const char *session,
+			const char *to, int64_t at_s)
 {
-	if (!before)
-		return;
 	struct sbx_err ignored = {0};
 	SBX_AUTOFREE char *usage = tkey(r, tenant, SBX_KEY_USAGE);
 	SBX_AUTOFREE char *paused = tkey(r, tenant, SBX_KEY_PAUSED);
-	char now[24];
-	snprintf(now, sizeof(now), "%lld", (long long)(sbx_now_ms() / 1000));
+	char at[24];
+	snprintf(at, sizeof(at), "%lld", (long long)at_s);
 	const char *keys[] = {usage, paused};
-	const char *args[] = {session, before, now};
+	const char *args[] = {session, to, at};
 	run(r, &restore_script, tenant, 2, keys, 3, args, &ignored);
+}
+
+void sbx_quota_restore(struct sbx_redis *r, const char *tenant, const char *session,
+		       const char *before)
+{
+	if (before)
+		switch_slot(r, tenant, session, before, sbx_now_ms() / 1000);
+}
+
+void sbx_quota_follow(struct sbx_redis *r, const char *tenant, const char *session, int paused,
+		      int64_t at_s)
+{
+	switch_slot(r, tenant, session, paused ? "paused" : "running", at_s);
 }
 
 int sbx_quota_retention(struct sbx_redis *r, const char *tenant, const char *session,

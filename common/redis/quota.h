@@ -69,6 +69,16 @@ int sbx_quota_pause(struct sbx_redis *r, const struct sbx_quota *q, const char *
 void sbx_quota_restore(struct sbx_redis *r, const char *tenant, const char *session,
 		       const char *before);
 
+/* The sandbox's idle timer paused it (`paused` 1, at unix second
+ * `at_s`) or a use resumed it (0) on its own, below Redis: the reaper
+ * learns it (the vtable's idle_notes) and the slot follows, unchecked,
+ * since it has happened (a paused slot without bytes; a resume on use is
+ * never refused, and may leave the tenant past its running quota until
+ * something pauses).  A slot already so, or none, is left alone.  Best
+ * effort, like sbx_quota_restore. */
+void sbx_quota_follow(struct sbx_redis *r, const char *tenant, const char *session, int paused,
+		      int64_t at_s);
+
 /* Retention, in one round trip: *paused_at, when the session's sandbox
  * was paused by sbx (sbx-ctl pause), as the <prefix>:{T}:paused hash
  * keeps it (unix seconds, 0 = none; a resume, a new binding and an

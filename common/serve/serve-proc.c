@@ -1,8 +1,10 @@
 /* serve-proc.c - envd's process.Process service over the backend's
  * detached processes (proc_* in backend.h): Start and Connect (server
  * streams of start, data, keepalive and end events), List, SendInput,
- * SendSignal, CloseStdin.  PTYs (Update, pty input) and the client stream
- * StreamInput are unimplemented.
+ * SendSignal, CloseStdin, and terminals: Start with `pty` (its size),
+ * output as `pty` data (chunks of at most 16 KiB, envd's), SendInput's
+ * `pty` keys and Update's resize, on the backend's tty processes.  The
+ * client stream StreamInput is unimplemented.
  *
  * Start is proc_start, then proc_output from offset 0 following until the
  * process ends; closing the stream does not stop the process (E2B's
@@ -101,7 +103,7 @@ static json_object *event(const char *kind, json_object *body)
 	return m;
 }
 
-struct sink_ctx { struct serve_out *o; };
+struct sink_ctx { struct serve_out *o; int tty; };
 
 static int sink(void *ctx, int stream, const char *data, size_t len, int64_t offset)
 {
@@ -110,12 +112,15 @@ static int sink(void *ctx, int stream, const char *data, size_t len, int64_t off
 	if (stream == SBX_PROC_TICK)
 		return serve_connect_frame(s->o, event("keepalive", json_object_new_object())) < 0;
 	json_object *d = json_object_new_object();
-	/* envd's chunks are at most 32 KiB; so are these */
-	for (size_t off = 0; off < len; off += 32768) {
-		size_t n = len - off < 32768 ? len - off : 32768;
+	/* envd's chunks are at most 32 KiB (a terminal's 16 KiB); so are
+	 * these.  A terminal's output is its stdout stream (backend.h). */
+	size_t chunk = s->tty ? 16384 : 32768;
+	const char *kind = s->tty ? "pty" : stream == SBX_PROC_STDOUT ? "stdout" : "stderr";
+	for (size_t off = 0; off < len; off += chunk) {
+		size_t n = len - off < chunk ? len - off : chunk;
 		SBX_AUTOFREE char *b = serve_b64(data + off, n);
 		json_object *dd = json_object_new_object();
-		sbx_json_set_str(dd, stream == SBX_PROC_STDOUT ? "stdout" : "stderr", b);
+		sbx_json_set_str(dd, kind, b);
 		if (serve_connect_frame(s->o, event("data", dd)) < 0) {
 			json_object_put(d);
 			return 1;
@@ -153,7 +158,7 @@ static int end_event(struct serve_out *o, const struct sbx_proc_info *p)
 }
 
 static int follow(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
-		  struct sbx_sandbox *sb, int pid, int64_t from)
+		  struct sbx_sandbox *sb, int pid, int tty, int64_t from)
 {
 	const char *ka = serve_hdr(r, "keepalive-ping-interval");
 	long secs = ka ? strtol(ka, NULL, 10) : 50;
@@ -162,7 +167,7 @@ static int follow(const struct serve_req *r, struct serve_out *o, struct sbx_bac
 	struct sbx_proc_sel sel = {.pid = pid};
 	struct sbx_proc_attach at = {.out_offset = from, .err_offset = from, .follow = 1,
 				     .tick_ms = (int)secs * 1000};
-	struct sink_ctx sc = {o};
+	struct sink_ctx sc = {o, tty};
 	struct sbx_proc_info end = {0};
 	struct sbx_err err = {0};
 	if (sbx_call(b, proc_output, &err, sb, &sel, &at, sink, &sc, &end) < 0)
@@ -207,7 +212,7 @@ static int start_exec(const struct serve_req *r, struct serve_out *o, struct sbx
 	json_object *s = json_object_new_object();
 	sbx_json_set_int(s, "pid", c > 0 ? c : 1);
 	int rc = serve_connect_stream_begin(o) < 0 || serve_connect_frame(o, event("start", s)) < 0 ? -1 : 0;
-	struct sink_ctx sc = {o};
+	struct sink_ctx sc = {o, 0};
 	struct pollfd pf[2] = {{.fd = po[0], .events = POLLIN}, {.fd = pe[0], .events = POLLIN}};
 	int open_fds = 2;
 	char buf[32768];
@@ -257,14 +262,31 @@ static int start_exec(const struct serve_req *r, struct serve_out *o, struct sbx
 	return serve_connect_end(o, code, msg);
 }
 
+/* A StartRequest's or UpdateRequest's pty: {size: {cols, rows}}, each
+ * 1 to 1000; -1 otherwise. */
+static int pty_size(json_object *pty, unsigned *cols, unsigned *rows)
+{
+	json_object *size = sbx_json_obj(pty, "size");
+	int64_t c = size ? sbx_json_int(size, "cols", 0) : 0, r = size ? sbx_json_int(size, "rows", 0) : 0;
+	if (c < 1 || c > 1000 || r < 1 || r > 1000)
+		return -1;
+	*cols = (unsigned)c;
+	*rows = (unsigned)r;
+	return 0;
+}
+
 static int start(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
 		 struct sbx_sandbox *sb, json_object *in, int as_root)
 {
 	json_object *proc = sbx_json_obj(in, "process");
 	if (!proc || !sbx_json_str(proc, "cmd"))
 		return serve_connect_end(o, "invalid_argument", "process.cmd is required");
-	if (sbx_json_obj(in, "pty"))
-		return serve_connect_end(o, "unimplemented", "PTYs are not supported by sbx-serve");
+	json_object *pty = sbx_json_obj(in, "pty");
+	unsigned cols = 0, rows = 0;
+	if (pty && pty_size(pty, &cols, &rows) < 0)
+		return serve_connect_end(o, "invalid_argument", "pty.size needs cols and rows, 1 to 1000");
+	if (pty && !b->ops->proc_start)
+		return serve_connect_end(o, "unimplemented", "this backend has no terminals for sbx-serve");
 	char **argv = make_argv(proc);
 	json_object *envs = sbx_json_obj(proc, "envs");
 	size_t ne = envs && json_object_is_type(envs, json_type_object) ? (size_t)json_object_object_length(envs) : 0;
@@ -286,6 +308,7 @@ static int start(const struct serve_req *r, struct serve_out *o, struct sbx_back
 		.argv = argv, .env = env, .cwd = cwd, .as_root = as_root,
 		.keep_stdin = sbx_json_bool(in, "stdin", 1), .tag = sbx_json_str(in, "tag"),
 		.timeout_ms = tm ? strtoll(tm, NULL, 10) : 0,
+		.tty = pty != NULL, .tty_cols = cols, .tty_rows = rows,
 	};
 	struct sbx_proc_info info = {0};
 	struct sbx_err err = {0};
@@ -307,7 +330,7 @@ static int start(const struct serve_req *r, struct serve_out *o, struct sbx_back
 	sbx_json_set_int(s, "pid", pid);
 	if (serve_connect_stream_begin(o) < 0 || serve_connect_frame(o, event("start", s)) < 0)
 		return -1;
-	return follow(r, o, b, sb, pid, 0);
+	return follow(r, o, b, sb, pid, pty != NULL, 0);
 }
 
 /* The process a selector names, from the backend's list. */
@@ -398,11 +421,24 @@ static int on_one(const struct serve_req *r, struct serve_out *o, struct sbx_bac
 		else if (!running)
 			rc = end_event(o, &p);
 		else
-			rc = follow(r, o, b, sb, pid, -1);
+			rc = follow(r, o, b, sb, pid, p.tty, -1);
 		sbx_proc_info_clear(&p);
 		return rc;
 	}
-	if (!strcmp(method, "SendSignal")) {
+	if (!strcmp(method, "Update")) {
+		json_object *pty = sbx_json_obj(in, "pty");
+		unsigned cols, rows;
+		if (!pty)
+			rc = serve_connect_unary_ok(o, json_object_new_object());   /* nothing to change */
+		else if (pty_size(pty, &cols, &rows) < 0)
+			rc = serve_connect_unary_err(o, "invalid_argument", "pty.size needs cols and rows, 1 to 1000");
+		else if (!p.tty)
+			rc = serve_connect_unary_err(o, "failed_precondition", "the process has no terminal");
+		else if (sbx_call(b, proc_resize, &err, sb, &sel, cols, rows, as_root) < 0)
+			rc = serve_connect_from_err(o, 0, &err);
+		else
+			rc = serve_connect_unary_ok(o, json_object_new_object());
+	} else if (!strcmp(method, "SendSignal")) {
 		int sig = signal_of(in);
 		if (!sig)
 			rc = serve_connect_unary_err(o, "invalid_argument", "unknown signal");
@@ -412,14 +448,16 @@ static int on_one(const struct serve_req *r, struct serve_out *o, struct sbx_bac
 			rc = serve_connect_unary_ok(o, json_object_new_object());
 	} else if (!strcmp(method, "SendInput") || !strcmp(method, "CloseStdin")) {
 		json_object *input = sbx_json_obj(in, "input");
-		const char *b64 = input ? sbx_json_str(input, "stdin") : NULL;
+		const char *keys = input ? sbx_json_str(input, "pty") : NULL;
+		const char *b64 = keys ? keys : input ? sbx_json_str(input, "stdin") : NULL;
 		char *data = NULL;
 		size_t len = 0;
 		int close_in = !strcmp(method, "CloseStdin");
-		if (!close_in && input && sbx_json_str(input, "pty"))
-			rc = serve_connect_unary_err(o, "unimplemented", "PTYs are not supported by sbx-serve");
+		if (!close_in && keys && !p.tty)
+			rc = serve_connect_unary_err(o, "failed_precondition", "the process has no terminal");
 		else if (!close_in && (!b64 || serve_unb64(b64, &data, &len) < 0))
-			rc = serve_connect_unary_err(o, "invalid_argument", "input.stdin must be base64");
+			rc = serve_connect_unary_err(o, "invalid_argument", "input.%s must be base64",
+						     keys ? "pty" : "stdin");
 		else if (sbx_call(b, proc_input, &err, sb, &sel, data, len, close_in, as_root) < 0)
 			rc = serve_connect_from_err(o, 0, &err);
 		else
@@ -447,7 +485,7 @@ int serve_envd_proc(const struct serve_req *r, struct serve_out *o, struct sbx_b
 	else if (!strcmp(method, "List"))
 		rc = list(o, b, sb);
 	else if (!strcmp(method, "Connect") || !strcmp(method, "SendSignal") ||
-		 !strcmp(method, "SendInput") || !strcmp(method, "CloseStdin"))
+		 !strcmp(method, "SendInput") || !strcmp(method, "CloseStdin") || !strcmp(method, "Update"))
 		rc = on_one(r, o, b, sb, in, method, user, streaming);
 	else if (streaming)
 		rc = serve_connect_end(o, "unimplemented", "this process.Process call is not supported");

@@ -6,7 +6,10 @@
 # On every ADDR: HTTP on port 80 and HTTPS (CERT/KEY) on 443 answering
 # "answer-<the address it was reached at> host=<Host header>" (HTTP/1.1,
 # connections kept open), and a raw
-# TCP port 7000 that writes "raw-<address>" and closes.  Writes its pid to
+# TCP port 7000 that writes "raw-<address>" and closes.  With EGRESS_ROOT
+# set, GET /r/PATH serves the file EGRESS_ROOT/PATH (a directory: its
+# index.html), for pip and git's dumb HTTP (404 when missing; no "..").
+# Writes its pid to
 # PIDFILE once every socket is bound; closes inherited descriptors; ends
 # itself after 10 minutes.  Standard library only.
 import http.server
@@ -29,6 +32,25 @@ class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         body = ("answer-%s host=%s\n" % (self.connection.getsockname()[0],
                                          self.headers.get("Host", ""))).encode()
+        docroot = os.environ.get("EGRESS_ROOT")
+        if docroot and self.path.startswith("/r/"):
+            rel = self.path[3:].split("?")[0].split("#")[0]
+            f = os.path.join(docroot, rel)
+            if os.path.isdir(f):
+                f = os.path.join(f, "index.html")
+            if ".." in rel.split("/") or not os.path.isfile(f):
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            body = open(f, "rb").read()
+            self.send_response(200)
+            if f.endswith(".html"):
+                self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()

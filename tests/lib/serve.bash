@@ -98,6 +98,12 @@ need_proc() {
 	sbx-ctl caps 2>/dev/null | jq -e '.caps.process == true' >/dev/null ||
 		skip "the backend has no detached processes (SBX_CAP_PROCESS)"
 }
+# need_proc_tty: detached processes on a terminal, which only the local
+# backend has (docker refuses them: unsupported, docs/docker.md).
+need_proc_tty() {
+	need_proc
+	[ "$FIXTURE_BACKEND" = local ] || skip "detached terminals are local only (docs/docker.md)"
+}
 # envd ID TOKEN PATH [CURL ARGS...]: the data plane, routed by header.
 envd() {
 	local id=$1 tok=$2 p=$3

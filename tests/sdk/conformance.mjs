@@ -5,7 +5,7 @@
 //   E2B_API_URL=http://127.0.0.1:PORT E2B_SANDBOX_URL=http://127.0.0.1:PORT \
 //   E2B_API_KEY=e2b_... node conformance.mjs [GROUP...]
 //
-// Groups (all by default): create commands background files timeout pause
+// Groups (all by default): create commands background pty files timeout pause
 // list snapshot kill auth.  `process` groups need a backend with detached
 // processes (SBX_CAP_PROCESS); set SDK_SKIP=background,pause to leave them out.
 import { Sandbox, CommandExitError, AuthenticationError } from 'e2b'
@@ -97,6 +97,34 @@ const groups = {
     ok(await until(async () => !(await sb.commands.list()).some((p) => p.pid === h.pid)),
       'a killed command leaves the list')
     eq(await sb.commands.kill(999999), false, 'commands.kill of an unknown pid returns false')
+  },
+
+  async pty() {
+    const sb = await create()
+    let out = ''
+    const dec = new TextDecoder()
+    const enc = (t) => new TextEncoder().encode(t)
+    const h = await sb.pty.create({ cols: 100, rows: 30, onData: (d) => { out += dec.decode(d) } })
+    ok(h.pid > 0, 'pty.create returns a pid')
+    await sb.pty.sendInput(h.pid, enc('stty size; tty; echo "term=$TERM"\n'))
+    ok(await until(() => out.includes('30 100')), 'the terminal has the size pty.create asked for', out)
+    ok(/\/dev\/pts\/\d+/.test(out), 'its stdin is a terminal', out)
+    ok(out.includes('term=xterm-256color'), "the SDK's TERM reaches the shell", out)
+    await sb.pty.resize(h.pid, { cols: 120, rows: 40 })
+    await sb.pty.sendInput(h.pid, enc('stty size\n'))
+    ok(await until(() => out.includes('40 120')), 'pty.resize changes the size', out)
+    ok((await sb.commands.list()).some((p) => p.pid === h.pid), 'commands.list shows the terminal')
+    await sb.pty.sendInput(h.pid, enc('exit 0\n'))
+    const r = await h.wait()
+    eq(r.exitCode, 0, 'exit in the terminal ends it with its status')
+    const k = await sb.pty.create({ cols: 80, rows: 24, onData: () => {} })
+    eq(await sb.pty.kill(k.pid), true, 'pty.kill returns true')
+    try {
+      await k.wait()
+      ok(false, 'a killed terminal ends with an error', 'no error')
+    } catch (e) {
+      ok(e instanceof CommandExitError, 'a killed terminal ends with a CommandExitError', e.constructor.name)
+    }
   },
 
   async files() {
@@ -236,7 +264,7 @@ const groups = {
   },
 }
 
-const order = ['create', 'commands', 'background', 'files', 'timeout', 'pause', 'list', 'snapshot', 'kill', 'auth']
+const order = ['create', 'commands', 'background', 'pty', 'files', 'timeout', 'pause', 'list', 'snapshot', 'kill', 'auth']
 try {
   for (const g of order) {
     if ((want.length && !want.includes(g)) || skip.includes(g)) continue

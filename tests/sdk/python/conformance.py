@@ -6,7 +6,7 @@ stdout; exit status 1 when a check fails.
   E2B_API_URL=http://127.0.0.1:PORT E2B_SANDBOX_URL=http://127.0.0.1:PORT \
   E2B_API_KEY=e2b_... python conformance.py [GROUP...]
 
-Groups (all by default): create commands background files timeout pause
+Groups (all by default): create commands background pty files timeout pause
 list snapshot kill auth.  SDK_SKIP=background,pause leaves groups out.
 """
 import json
@@ -16,7 +16,7 @@ import time
 import urllib.error
 import urllib.request
 
-from e2b import Sandbox, SandboxQuery
+from e2b import PtySize, Sandbox, SandboxQuery
 from e2b.exceptions import AuthenticationException
 from e2b import CommandExitException
 
@@ -110,6 +110,35 @@ def g_background():
         ok(True, "a killed command ends with a CommandExitException")
     ok(until(lambda: not any(p.pid == h.pid for p in sb.commands.list())), "a killed command leaves the list")
     eq(sb.commands.kill(999999), False, "commands.kill of an unknown pid returns false")
+
+
+def g_pty():
+    sb = create()
+    out = bytearray()
+    h = sb.pty.create(PtySize(rows=30, cols=100))
+    ok(h.pid > 0, "pty.create returns a pid")
+    ok(any(p.pid == h.pid for p in sb.commands.list()), "commands.list shows the terminal")
+    # The sync SDK reads the output while it waits: the input goes first.
+    sb.pty.send_stdin(h.pid, b'stty size; tty; echo "term=$TERM"; exit 0\n')
+    r = h.wait(on_pty=out.extend)
+    text = out.decode(errors="replace")
+    ok("30 100" in text, "the terminal has the size pty.create asked for", text)
+    ok("/dev/pts/" in text, "its stdin is a terminal", text)
+    ok("term=xterm-256color" in text, "the SDK's TERM reaches the shell", text)
+    eq(r.exit_code, 0, "exit in the terminal ends it with its status")
+    out.clear()
+    h = sb.pty.create(PtySize(rows=24, cols=80))
+    sb.pty.resize(h.pid, PtySize(rows=40, cols=120))
+    sb.pty.send_stdin(h.pid, b"stty size; exit 0\n")
+    h.wait(on_pty=out.extend)
+    ok("40 120" in out.decode(errors="replace"), "pty.resize changes the size", out.decode(errors="replace"))
+    k = sb.pty.create(PtySize(rows=24, cols=80))
+    eq(sb.pty.kill(k.pid), True, "pty.kill returns true")
+    try:
+        k.wait()
+        ok(False, "a killed terminal ends with an error", "no error")
+    except CommandExitException:
+        ok(True, "a killed terminal ends with a CommandExitException")
 
 
 def g_files():
@@ -233,7 +262,7 @@ def g_auth():
         ok(False, "a wrong API key is an AuthenticationException", type(e).__name__ + ": " + str(e))
 
 
-order = ["create", "commands", "background", "files", "timeout", "pause", "list", "snapshot", "kill", "auth"]
+order = ["create", "commands", "background", "pty", "files", "timeout", "pause", "list", "snapshot", "kill", "auth"]
 try:
     for g in order:
         if (want and g not in want) or g in skip:
