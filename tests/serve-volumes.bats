@@ -102,6 +102,16 @@ new_sandbox() {
 	sbx-exec --id "$ID" -- sh -c 'echo kept >/mnt/w/f' >/dev/null
 	api DELETE "/sandboxes/$ID" >/dev/null
 	new_sandbox '{"volumeMounts":[{"name":"ro-vol","path":"/mnt/ro","readOnly":true}]}'
+	# the detail and the listing show the mounts (E2B's volumeMounts)
+	run api GET "/sandboxes/$ID"
+	[ "$(body | jq -c .volumeMounts)" = '[{"name":"ro-vol","path":"/mnt/ro","readOnly":true}]' ]
+	[ "$(body | jq -c '.metadata | keys')" = '[]' ]
+	run api GET /v2/sandboxes
+	[ "$(body | jq -c --arg id "$ID" '.[] | select(.sandboxID == $id) | .volumeMounts')" = \
+	  '[{"name":"ro-vol","path":"/mnt/ro","readOnly":true}]' ]
+	# and a client cannot forge them
+	run api POST /sandboxes -d '{"metadata":{"sbx.serve.volumes":"[]"}}'
+	assert_equal "$(status)" 400
 	run sbx-exec --id "$ID" --root -- sh -c 'echo x >/mnt/ro/f; echo "rc=$?"'
 	refute_output --partial 'rc=0'
 	assert_output --partial 'Read-only file system'

@@ -145,6 +145,9 @@ static json_object *listed_json(const struct serve_req *r, const struct sbx_sand
 	sbx_json_set_str(j, "endAt", t);
 	add_resources(r, j);
 	json_object_object_add(j, "metadata", user_metadata(sb));
+	json_object *vm = serve_vol_listed(sb);
+	if (vm)
+		json_object_object_add(j, "volumeMounts", vm);
 	sbx_json_set_str(j, "state", state_name(sb->state));
 	sbx_json_set_str(j, "envdVersion", SERVE_ENVD_VERSION);
 	if (detail) {
@@ -275,13 +278,16 @@ static int refuse_unimplemented(json_object *in, int cube, struct sbx_err *err)
 	return 0;
 }
 
-/* The create's metadata: the user's, and the key's id under TEAM_KEY. */
-static json_object *create_metadata(json_object *md, const char *team)
+/* The create's metadata: the user's, the key's id under TEAM_KEY, and
+ * the volume mounts (serve_vol_note). */
+static json_object *create_metadata(json_object *md, const char *team,
+				    const struct serve_vols *sv)
 {
 	json_object *meta = NULL;
 	if (!md || json_object_deep_copy(md, &meta, NULL) < 0)
 		meta = json_object_new_object();
 	sbx_json_set_str(meta, TEAM_KEY, team);
+	serve_vol_note(sv, meta);
 	return meta;
 }
 
@@ -358,7 +364,7 @@ static int create(const struct serve_req *r, struct serve_out *o, int v2)
 	if (serve_vol_prepare(r, b, rc == 0 ? in : NULL, &sv, &req, &err) < 0)
 		rc = -1;
 	if (rc == 0) {
-		json_object *meta = create_metadata(md, r->team);
+		json_object *meta = create_metadata(md, r->team, &sv);
 		req.metadata = meta;
 		req.env = env;
 		/* Inbound traffic is this server's own (serve-proxy.c relays it,

@@ -240,6 +240,11 @@ int serve_vol_prepare(const struct serve_req *r, struct sbx_backend *b, json_obj
  * the sandbox is removed again (sbx_vol_attach_all). */
 int serve_vol_attach(const struct serve_req *r, struct sbx_backend *b, struct serve_vols *sv,
 		     const char *id, struct sbx_err *err);
+/* The mounts, as E2B's volumeMounts [{name, path, readOnly?}], noted in
+ * the create's metadata (an sbx.* key, which no client may set), and read
+ * back for the listings and the detail (NULL when there are none). */
+void serve_vol_note(const struct serve_vols *sv, json_object *meta);
+json_object *serve_vol_listed(const struct sbx_sandbox *sb);
 void serve_vols_clear(struct serve_vols *sv);
 
 /* ---- Events and webhooks (serve-events.c; the deliverer: serve-hooks.c) ---- */

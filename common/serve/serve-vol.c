@@ -284,6 +284,36 @@ int serve_vol_attach(const struct serve_req *r, struct sbx_backend *b, struct se
 	return sbx_vol_attach_all(b, rd, sv->tenant, sv->mounts, sv->n, id, err);
 }
 
+#define VOLS_KEY "sbx.serve.volumes"
+
+void serve_vol_note(const struct serve_vols *sv, json_object *meta)
+{
+	if (!sv->n)
+		return;
+	json_object *a = json_object_new_array();
+	for (size_t i = 0; i < sv->n; i++) {
+		json_object *e = json_object_new_object();
+		sbx_json_set_str(e, "name", sv->mounts[i].name);
+		sbx_json_set_str(e, "path", sv->mounts[i].path);
+		if (sv->mounts[i].read_only)
+			sbx_json_set_bool(e, "readOnly", 1);
+		json_object_array_add(a, e);
+	}
+	sbx_json_set_str(meta, VOLS_KEY, json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN));
+	json_object_put(a);
+}
+
+json_object *serve_vol_listed(const struct sbx_sandbox *sb)
+{
+	const char *s = sb->metadata ? sbx_json_str(sb->metadata, VOLS_KEY) : NULL;
+	json_object *a = s ? json_tokener_parse(s) : NULL;
+	if (a && !json_object_is_type(a, json_type_array)) {
+		json_object_put(a);       /* not ours: a client cannot set sbx.* keys */
+		a = NULL;
+	}
+	return a;
+}
+
 void serve_vols_clear(struct serve_vols *sv)
 {
 	for (size_t i = 0; i < sv->n; i++) {
