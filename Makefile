@@ -149,9 +149,11 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 	$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $< $(LINKLIB) $(LDLIBS)
 
 man: $(MANS)
+# Through a temporary: a page scdoc refuses leaves no target behind that
+# a later make would take for up to date.
 $(BUILD)/man/%: man/%.scd
 	@mkdir -p $(dir $@)
-	scdoc < $< > $@
+	scdoc < $< > $@.tmp && mv $@.tmp $@
 
 completions: all
 	tools/gen-completions $(BUILD)/bin completions

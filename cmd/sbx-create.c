@@ -249,26 +249,6 @@ static int volume_specs(struct create_opts *o, const struct sbx_profile *p,
 	return 0;
 }
 
-/* The sandbox is made: record it as a user of each volume (sbx-vol rm is
- * refused while it lives).  A volume removed since it was looked up
- * makes the create fail, and the sandbox is removed again. */
-static int attach_volumes(struct sbx_backend *b, struct sbx_redis *r, const char *tenant,
-			  const struct sbx_vol_mount *m, size_t n, const char *id,
-			  struct sbx_err *err)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (sbx_vol_attach(r, tenant, m[i].name, id, err) == 0)
-			continue;
-		struct sbx_err e = {0};
-		int gone = 0;
-		(void)sbx_call(b, remove, &e, id, &gone);
-		for (size_t j = 0; j < i; j++)
-			(void)sbx_vol_detach(r, tenant, m[j].name, id, &e);
-		return -1;
-	}
-	return 0;
-}
-
 static int create_one(json_object *doc, void *ctx, struct sbx_err *err)
 {
 	struct create_opts *o = ctx;
@@ -301,7 +281,7 @@ static int create_one(json_object *doc, void *ctx, struct sbx_err *err)
 		if (sbx_backend_require(b, SBX_CAP_VOLUMES, "create", err) < 0 ||
 		    sbx_app_redis(&o->app, &r, err) < 0)
 			return -1;
-		rc = sbx_vol_mounts(r, o->app.profile, o->tenant, specs, nspec, vols, paths,
+		rc = sbx_vol_mounts(r, b, o->app.profile, o->tenant, specs, nspec, vols, paths,
 				    mounts, err);
 		req.volumes = mounts;
 		req.nvolumes = nspec;
@@ -320,7 +300,7 @@ static int create_one(json_object *doc, void *ctx, struct sbx_err *err)
 		rc = sbx_call(b, create, err, &req, &sb);
 	}
 	if (rc == 0 && nspec)
-		rc = attach_volumes(b, r, o->tenant, mounts, nspec, sb.id, err);
+		rc = sbx_vol_attach_all(b, r, o->tenant, mounts, nspec, sb.id, err);
 	for (size_t i = 0; i < nspec; i++)
 		free(paths[i]);
 	for (size_t i = 0; i < nspec; i++)

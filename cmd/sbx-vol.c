@@ -67,6 +67,8 @@ struct vol_opts {
 	int64_t size, max;
 	int mode_set;
 	unsigned mode;
+	struct sbx_redis *r;
+	struct sbx_backend *remote;   /* the backend, when its service keeps the volumes */
 };
 
 static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
@@ -136,7 +138,9 @@ static int do_put(struct vol_opts *o, const struct sbx_vol *v, const char *src,
 		if (data == MAP_FAILED)
 			return sbx_fail_errno(err, SBX_INTERNAL, "put", "%s", src);
 	}
-	int rc = sbx_vol_put(v, dest, data, len, o->mode_set ? o->mode : mode, err);
+	unsigned m = o->mode_set ? o->mode : mode;
+	int rc = o->remote ? sbx_vol_put_remote(o->r, o->remote, v, dest, data, len, m, err)
+			   : sbx_vol_put(v, dest, data, len, m, err);
 	if (fd >= 0 && len)
 		munmap(data, len);
 	if (rc < 0)
@@ -156,18 +160,21 @@ static int do_get(struct vol_opts *o, const struct sbx_vol *v, const char *src,
 	SBX_AUTOFREE char *data = NULL;
 	size_t len = 0;
 	unsigned mode = 0600;
-	if (sbx_vol_get(v, src, o->max ? (size_t)o->max : VOL_MAX_FILE, &data, &len, &mode,
-			err) < 0)
-		return -1;
-	if (!strcmp(dest, "-"))
-		return sbx_write_all(1, data, len) < 0
-			       ? sbx_fail_errno(err, SBX_INTERNAL, "get", "stdout") : 0;
+	size_t max = o->max ? (size_t)o->max : VOL_MAX_FILE;
 	/* DEST is replaced by a rename: never a device, FIFO or folder there
-	 * (renaming over /dev/null as root would replace it). */
+	 * (renaming over /dev/null as root would replace it).  Checked
+	 * first, before a copy is made for nothing. */
 	struct stat st;
-	if (lstat(dest, &st) == 0 && !S_ISREG(st.st_mode))
+	int out = !strcmp(dest, "-");
+	if (!out && lstat(dest, &st) == 0 && !S_ISREG(st.st_mode))
 		return sbx_fail(err, SBX_INVALID_REQUEST, "get",
 				"%s: not a regular file (use - for stdout)", dest);
+	if ((o->remote ? sbx_vol_get_remote(o->r, o->remote, v, src, max, &data, &len, &mode, err)
+		       : sbx_vol_get(v, src, max, &data, &len, &mode, err)) < 0)
+		return -1;
+	if (out)
+		return sbx_write_all(1, data, len) < 0
+			       ? sbx_fail_errno(err, SBX_INTERNAL, "get", "stdout") : 0;
 	if (sbx_write_file_atomic(dest, data, len, mode & 0777, 0, err) < 0)
 		return -1;
 	json_object *f = json_object_new_object();
@@ -178,30 +185,22 @@ static int do_get(struct vol_opts *o, const struct sbx_vol *v, const char *src,
 	return emit_vol(v, f, err);
 }
 
-/* Before rm: users whose sandbox the backend no longer has (killed, or
- * reaped, without telling the volume) are dropped; a live or paused one
- * stays, and rm is then refused. */
+/* Before rm: users whose sandbox the backend no longer has are dropped
+ * (sbx_vol_prune); the backend is opened only when there are users. */
 static int prune_users(struct vol_opts *o, struct sbx_redis *r, const char *name,
 		       struct sbx_err *err)
 {
-	char **ids;
-	size_t n;
+	struct sbx_vol v = {0};
 	struct sbx_backend *b;
-	if (sbx_vol_users(r, o->tenant, name, &ids, &n, err) < 0)
+	if (sbx_vol_load(r, o->app.profile, o->tenant, name, &v, err) < 0)
+		return err->kind == SBX_NOT_FOUND ? (sbx_err_clear(err), 0) : -1;
+	long long users = v.users;
+	sbx_vol_clear(&v);
+	if (!users)
+		return 0;
+	if (sbx_app_backend(&o->app, NULL, &b, err) < 0)
 		return -1;
-	int rc = n ? sbx_app_backend(&o->app, NULL, &b, err) : 0;
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		struct sbx_sandbox sb = {0};
-		if (sbx_call(b, get, err, ids[i], &sb) == 0)
-			sbx_sandbox_clear(&sb);
-		else if (err->kind == SBX_NOT_FOUND || err->kind == SBX_TERMINAL) {
-			sbx_err_clear(err);
-			rc = sbx_vol_detach(r, o->tenant, name, ids[i], err);
-		} else
-			rc = -1;
-	}
-	sbx_strv_free(ids);
-	return rc;
+	return sbx_vol_prune(r, b, o->tenant, name, err);
 }
 
 static int vol_ls(struct vol_opts *o, struct sbx_redis *r, struct sbx_err *err)
@@ -225,15 +224,25 @@ static int vol_run(struct vol_opts *o, enum sub sub, char **argv, struct sbx_err
 	const struct sbx_profile *p = o->app.profile;
 	if (sub == S_LS)
 		return vol_ls(o, r, err);
+	o->r = r;
+	if (sub != S_SHOW) {   /* the backend says where the files are */
+		struct sbx_backend *b;
+		if (sbx_app_backend(&o->app, NULL, &b, err) < 0)
+			return -1;
+		o->remote = sbx_vol_is_remote(b) ? b : NULL;
+	}
 	struct sbx_vol v = {0};
 	int rc;
 	if (sub == S_CREATE) {
 		rc = sbx_vol_create(r, p, o->tenant, argv[0], o->size, &v, err);
+		if (rc == 0 && o->remote)
+			rc = sbx_vol_make_remote(r, o->remote, p, o->tenant, argv[0], err);
 		rc = rc < 0 ? -1 : emit_vol(&v, NULL, err);
 	} else if (sub == S_RM) {
 		rc = prune_users(o, r, argv[0], err);
 		if (rc == 0)
-			rc = sbx_vol_remove(r, p, o->tenant, argv[0], err);
+			rc = o->remote ? sbx_vol_remove_remote(r, o->remote, p, o->tenant, argv[0], err)
+				       : sbx_vol_remove(r, p, o->tenant, argv[0], err);
 		if (rc == 0) {
 			json_object *doc = json_object_new_object(), *vo = json_object_new_object();
 			sbx_json_set_str(vo, "tenant", o->tenant);

@@ -75,6 +75,34 @@ rec() { env -u SBX_BACKEND SBX_CONFIG="$BATS_TEST_TMPDIR/rec.json" "$@"; }
 	assert_success
 }
 
+@test "the e2b and cube backends' volumes: POST /volumes beside the record, volumeMounts at create, DELETE at rm" {
+	local b rn log=$BATS_TEST_TMPDIR/log
+	# the service's name: 16 hex of SHA-256(prefix NUL tenant), "_", the name (volume.h)
+	rn=$(python3 -c 'import hashlib; print(hashlib.sha256(b"sbx\0acme").hexdigest()[:16])')
+	for b in e2b cube; do
+		rm -f "$BATS_TEST_TMPDIR/port"
+		record "$b"
+		rcli del 'sbx:{acme}:vol:corpus' 'sbx:{acme}:vol:corpus:users' 'sbx:{acme}:vols' >/dev/null
+		rec sbx-vol --tenant acme create corpus >/dev/null
+		rec sbx-vol --tenant acme create spare >/dev/null
+		rec sbx-create --tenant acme --volume corpus:/mnt/c:ro --volume corpus:/mnt/w >/dev/null
+		rec sbx-vol --tenant acme rm spare >/dev/null
+		run rec sbx-vol --tenant acme create with.dot
+		assert_failure 65
+		[ "$(jq -c 'select(.method == "POST" and .path == "/volumes") | .body | fromjson' "$log" | sort | tr -d '\n')" = \
+		  "{\"name\":\"${rn}_corpus\"}{\"name\":\"${rn}_spare\"}" ]
+		[ "$(jq -c 'select(.method == "POST" and .path == "/sandboxes") | .body | fromjson | .volumeMounts' "$log")" = \
+		  "[{\"name\":\"${rn}_corpus\",\"path\":\"/mnt/c\",\"readOnly\":true},{\"name\":\"${rn}_corpus\",\"path\":\"/mnt/w\"}]" ]
+		[ "$(jq -r 'select(.method == "DELETE" and (.path | startswith("/volumes/"))) | .path' "$log")" = "/volumes/${rn}_spare" ]
+		# the record is sbx's: the sandbox is a user of it
+		[ "$(rcli scard 'sbx:{acme}:vol:corpus:users')" = 1 ]
+		# no record is left without its service volume: the dotted name made none
+		[ "$(rcli sismember 'sbx:{acme}:vols' with.dot)" = 0 ]
+		kill "$REC_PID" 2>/dev/null; wait "$REC_PID" 2>/dev/null || true
+		REC_PID=
+	done
+}
+
 @test "path mode: the data plane at PROXY/sandbox/ID/49983/..." {
 	record cube '{"data_plane": "path"}'
 	local doc

@@ -102,7 +102,6 @@ new_sandbox() {
 		    '{"network":{"rules":{"api.example":[{"transform":{"headers":{"A":"b"}}}]}}}=network.rules' \
 		    '{"network":{"maskRequestHost":"${PORT}.example"}}=network.maskRequestHost' \
 		    '{"network":{"httpsPorts":[443]}}=network.httpsPorts' \
-		    '{"volumeMounts":[{"name":"vol","path":"/data"}]}=volumeMounts' \
 		    '{"mcp":{"github":{}}}=mcp' \
 		    '{"iam":{"tokens":{"t":{"audience":"a","tokenType":"JWT-SVID"}}}}=iam' \
 		    '{"secure":false}=secure' \

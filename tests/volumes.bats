@@ -69,6 +69,23 @@ in_sb() { # in_sb ID [--root] -- CMD...: the command's stdout
 	run -64 sbx_new --volume corpus:/mnt/corpus
 }
 
+@test "two tenants' volumes of one name are two volumes" {
+	need_cap volumes
+	sbx-vol --tenant acme create twin >/dev/null
+	sbx-vol --tenant other create twin >/dev/null
+	echo acme-data | sbx-vol --tenant acme put twin - /who >/dev/null
+	echo other-data | sbx-vol --tenant other put twin - /who >/dev/null
+	id=$(sbx_new_id --tenant other --volume twin:/mnt/t:ro)
+	[ "$(in_sb "$id" -- cat /mnt/t/who)" = other-data ]
+	sbx-ctl kill --id "$id" >/dev/null
+	run sbx-vol --tenant acme get twin /who -
+	assert_output acme-data
+	sbx-vol --tenant other rm twin >/dev/null
+	run sbx-vol --tenant acme get twin /who -
+	assert_output acme-data
+	sbx-vol --tenant acme rm twin >/dev/null
+}
+
 @test "rm of a volume in use is refused (conflict); once its sandbox is gone it goes" {
 	need_cap volumes
 	sbx-vol --tenant acme create busy >/dev/null

@@ -25,7 +25,8 @@ static unsigned cube_caps(struct sbx_backend *b)
 	(void)b;
 	return SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_PAUSE | SBX_CAP_SNAPSHOTS |
 	       SBX_CAP_METADATA | SBX_CAP_LIST | SBX_CAP_TEMPLATES | SBX_CAP_TIMEOUT |
-	       SBX_CAP_INSTALL | SBX_CAP_NETPOLICY | SBX_CAP_INBOUND_TOKEN | SBX_CAP_TTY;
+	       SBX_CAP_INSTALL | SBX_CAP_NETPOLICY | SBX_CAP_INBOUND_TOKEN | SBX_CAP_TTY |
+	       SBX_CAP_VOLUMES;
 }
 
 const struct sbx_backend_ops sbx_backend_cube = {

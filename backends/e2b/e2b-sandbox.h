@@ -83,6 +83,12 @@ int e2b_template_delete(struct sbx_backend *b, const char *id, int *gone, struct
 
 /* The operations both vtables share (e2b.c, cube.c): all but name, open
  * and caps. */
+/* The service's volumes (e2b-volume.c; backend.h volume_make, volume_drop)
+ * and a create's volumeMounts [{name, path, readOnly?}] (new array). */
+int e2b_volume_make(struct sbx_backend *b, const char *remote, struct sbx_err *err);
+int e2b_volume_drop(struct sbx_backend *b, const char *remote, struct sbx_err *err);
+json_object *e2b_volume_mounts(const struct sbx_create_req *req);
+
 #define E2B_OPS_COMMON                                                         \
 	.config_keys = e2b_config_keys,                                              \
 	.close = e2b_close, .health = e2b_health, .fingerprint = e2b_fingerprint,   \
@@ -96,6 +102,7 @@ int e2b_template_delete(struct sbx_backend *b, const char *id, int *gone, struct
 	.file_move = e2b_file_move, .tar_put = e2b_tar_put, .tar_get = e2b_tar_get, \
 	.snapshot_create = e2b_snapshot_create, .snapshot_list = e2b_snapshot_list, \
 	.snapshot_delete = e2b_snapshot_delete, .template_list = e2b_template_list, \
-	.template_get = e2b_template_get, .template_delete = e2b_template_delete
+	.template_get = e2b_template_get, .template_delete = e2b_template_delete, \
+	.volume_make = e2b_volume_make, .volume_drop = e2b_volume_drop
 
 #endif

@@ -48,7 +48,8 @@ static unsigned e2b_caps(struct sbx_backend *b)
 	(void)b;
 	return SBX_CAP_EXEC | SBX_CAP_FILES | SBX_CAP_PAUSE | SBX_CAP_SNAPSHOTS |
 	       SBX_CAP_METADATA | SBX_CAP_LIST | SBX_CAP_TEMPLATES | SBX_CAP_TIMEOUT |
-	       SBX_CAP_INSTALL | SBX_CAP_NETPOLICY | SBX_CAP_INBOUND_TOKEN | SBX_CAP_TTY;
+	       SBX_CAP_INSTALL | SBX_CAP_NETPOLICY | SBX_CAP_INBOUND_TOKEN | SBX_CAP_TTY |
+	       SBX_CAP_VOLUMES;
 }
 
 int e2b_health(struct sbx_backend *b, struct sbx_err *err)
@@ -126,6 +127,8 @@ static json_object *create_body(struct sbx_backend *b, const struct sbx_create_r
 			json_object_object_add(env, k, json_object_get(v));
 	}
 	json_object_object_add(body, "envVars", env);
+	if (req->nvolumes)
+		json_object_object_add(body, "volumeMounts", e2b_volume_mounts(req));
 	return body;
 }
 

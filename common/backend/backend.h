@@ -93,9 +93,10 @@ struct sbx_network {
  * included, can write it or remount it otherwise. */
 struct sbx_vol_mount {
 	const char *name;
-	const char *host_dir;
+	const char *host_dir;    /* NULL when remote is set */
 	const char *path;
 	int read_only;
+	const char *remote;      /* the service's volume (volume_make), or NULL */
 };
 #define SBX_VOLUMES_MAX 16       /* per sandbox */
 
@@ -451,6 +452,13 @@ struct sbx_backend_ops {
 		       int as_root, struct sbx_err *err);
 
 	/* Snapshots: taken from a running sandbox, which keeps running. */
+	/* Volumes the service keeps (a backend whose sandboxes run
+	 * elsewhere; NULL: a volume is a host folder, host_dir).  After
+	 * volume_make the service's volume `remote` exists (one already there
+	 * is fine); after volume_drop it does not (a missing one is fine, one
+	 * in use is conflict).  Create mounts them by sbx_vol_mount.remote. */
+	int (*volume_make)(struct sbx_backend *b, const char *remote, struct sbx_err *err);
+	int (*volume_drop)(struct sbx_backend *b, const char *remote, struct sbx_err *err);
 	int (*snapshot_create)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *name,
 			       struct sbx_snapshot_ref *out, struct sbx_err *err);
 	int (*snapshot_list)(struct sbx_backend *b, const char *page_token,

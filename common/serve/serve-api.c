@@ -145,6 +145,9 @@ static json_object *listed_json(const struct serve_req *r, const struct sbx_sand
 	sbx_json_set_str(j, "endAt", t);
 	add_resources(r, j);
 	json_object_object_add(j, "metadata", user_metadata(sb));
+	json_object *vm = serve_vol_listed(sb);
+	if (vm)
+		json_object_object_add(j, "volumeMounts", vm);
 	sbx_json_set_str(j, "state", state_name(sb->state));
 	sbx_json_set_str(j, "envdVersion", SERVE_ENVD_VERSION);
 	if (detail) {
@@ -244,7 +247,7 @@ static int refuse_unimplemented(json_object *in, int cube, struct sbx_err *err)
 {
 	static const char *const top[] = {"templateID", "timeout", "autoPause", "autoResume",
 					  "secure", "allow_internet_access", "network", "metadata",
-					  "envVars", "autoPauseMemory", NULL};
+					  "envVars", "autoPauseMemory", "volumeMounts", NULL};
 	static const char *const cube_top[] = {"lifecycle", "auto_pause", "auto_resume", "envs", NULL};
 	static const char *const network[] = {"allowPublicTraffic", "allowOut", "denyOut", NULL};
 	json_object_object_foreach(in, k, v) {
@@ -273,6 +276,19 @@ static int refuse_unimplemented(json_object *in, int cube, struct sbx_err *err)
 		return sbx_fail(err, SBX_INVALID_REQUEST, "create",
 				"sbx-serve does not implement 'autoPauseMemory': false (a pause keeps memory)");
 	return 0;
+}
+
+/* The create's metadata: the user's, the key's id under TEAM_KEY, and
+ * the volume mounts (serve_vol_note). */
+static json_object *create_metadata(json_object *md, const char *team,
+				    const struct serve_vols *sv)
+{
+	json_object *meta = NULL;
+	if (!md || json_object_deep_copy(md, &meta, NULL) < 0)
+		meta = json_object_new_object();
+	sbx_json_set_str(meta, TEAM_KEY, team);
+	serve_vol_note(sv, meta);
+	return meta;
 }
 
 /* Live sandboxes of the team (for the per-key limit). */
@@ -344,11 +360,11 @@ static int create(const struct serve_req *r, struct serve_out *o, int v2)
 	 * backend gets no backstop timer (it would kill). */
 	if (rc == 0 && req.timeout.on_timeout_pause && (sbx_backend_caps(b) & SBX_CAP_IDLE_KILL))
 		req.timeout.seconds = 0;
+	struct serve_vols sv;
+	if (serve_vol_prepare(r, b, rc == 0 ? in : NULL, &sv, &req, &err) < 0)
+		rc = -1;
 	if (rc == 0) {
-		json_object *meta = NULL;
-		if (!md || json_object_deep_copy(md, &meta, NULL) < 0)
-			meta = json_object_new_object();
-		sbx_json_set_str(meta, TEAM_KEY, r->team);
+		json_object *meta = create_metadata(md, r->team, &sv);
 		req.metadata = meta;
 		req.env = env;
 		/* Inbound traffic is this server's own (serve-proxy.c relays it,
@@ -360,7 +376,10 @@ static int create(const struct serve_req *r, struct serve_out *o, int v2)
 		rc = sbx_call(b, create, &err, &req, &sb);
 		req.net.allow_public = public_in;
 		json_object_put(meta);
+		if (rc == 0 && serve_vol_attach(r, b, &sv, sb.id, &err) < 0)
+			rc = -1;
 	}
+	serve_vols_clear(&sv);
 	if (rc == 0) {
 		struct serve_rec rec = {.started_at_ms = sbx_now_ms(), .auto_pause = req.timeout.on_timeout_pause,
 					.auto_resume = req.timeout.auto_resume,
@@ -1066,6 +1085,8 @@ int serve_api(const struct serve_req *r, struct serve_out *o)
 		return serve_api_events(r, o);
 	if (!strcmp(p, "/snapshots") && !strcmp(m, "GET"))
 		return serve_api_snapshots(r, o);
+	if (!v2 && (!strcmp(p, "/volumes") || sbx_str_starts(p, "/volumes/")))
+		return serve_api_volumes(r, o, p[8] ? p + 9 : NULL);
 	if (!strcmp(p, "/templates") || !strcmp(p, "/v2/templates") || sbx_str_starts(p, "/templates/"))
 		return serve_api_templates(r, o, sbx_str_starts(p, "/templates/") ? p + 11 : NULL);
 	return serve_reply_error(o, 404, "no such route");

@@ -22,6 +22,7 @@
 
 #include "backend.h"
 #include "serve.h"
+#include "volume.h"
 
 #define SERVE_ENVD_PORT 49983
 #define SERVE_ENVD_VERSION "0.6.13"
@@ -215,6 +216,36 @@ int serve_envd_fs(const struct serve_req *r, struct serve_out *o, struct sbx_bac
 int serve_envd_proc(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
 		    struct sbx_sandbox *sb, const char *method);
 int serve_sweep_once(const char *dir, const struct sbx_serve_cfg *cfg, struct sbx_err *err);
+
+/* ---- Volumes (serve-vol.c) ---- */
+/* /volumes (id NULL) and /volumes/{id} of the control plane. */
+int serve_api_volumes(const struct serve_req *r, struct serve_out *o, const char *id);
+/* The mounts of one create, owned here until serve_vols_clear. */
+struct serve_vols {
+	char tenant[24];
+	size_t n;
+	struct sbx_vol vols[SBX_VOLUMES_MAX];
+	char *paths[SBX_VOLUMES_MAX];
+	struct sbx_vol_mount mounts[SBX_VOLUMES_MAX];
+};
+/* The create's `volumeMounts` ([{name, path, readOnly?}], at most
+ * SBX_VOLUMES_MAX; absent, null or [] is none) checked and looked up in
+ * the key's tenant, then set as req's volumes.  A malformed entry, a bad
+ * name or path, or a volume the tenant lacks: invalid_request (not_found
+ * for a missing volume, which create answers as 400); a backend without
+ * volumes: unsupported. */
+int serve_vol_prepare(const struct serve_req *r, struct sbx_backend *b, json_object *in,
+		      struct serve_vols *sv, struct sbx_create_req *req, struct sbx_err *err);
+/* Sandbox `id` is made: record it as a user of its volumes; on failure
+ * the sandbox is removed again (sbx_vol_attach_all). */
+int serve_vol_attach(const struct serve_req *r, struct sbx_backend *b, struct serve_vols *sv,
+		     const char *id, struct sbx_err *err);
+/* The mounts, as E2B's volumeMounts [{name, path, readOnly?}], noted in
+ * the create's metadata (an sbx.* key, which no client may set), and read
+ * back for the listings and the detail (NULL when there are none). */
+void serve_vol_note(const struct serve_vols *sv, json_object *meta);
+json_object *serve_vol_listed(const struct sbx_sandbox *sb);
+void serve_vols_clear(struct serve_vols *sv);
 
 /* ---- Events and webhooks (serve-events.c; the deliverer: serve-hooks.c) ---- */
 /* The tenant of a key: "e2b-<team>". */

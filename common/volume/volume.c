@@ -333,10 +333,31 @@ int sbx_vol_spec_parse(const char *spec, char **name, char **path, int *ro,
 	return 0;
 }
 
-int sbx_vol_mounts(struct sbx_redis *r, const struct sbx_profile *p, const char *tenant,
-		   const char *const *specs, size_t n, struct sbx_vol *vols, char **paths,
-		   struct sbx_vol_mount *out, struct sbx_err *err)
+int sbx_vol_is_remote(const struct sbx_backend *b)
 {
+	return b && b->ops->volume_make != NULL;
+}
+
+char *sbx_vol_remote_name(const char *prefix, const char *tenant, const char *name,
+			  struct sbx_err *err)
+{
+	if (check(tenant, name, err) < 0)
+		return NULL;
+	if (strchr(name, '.') || strlen(name) > 111) {
+		sbx_fail(err, SBX_INVALID_REQUEST, "volume",
+			 "a volume on this backend's service is named without '.', in at most 111 bytes");
+		return NULL;
+	}
+	SBX_AUTOFREE char *td = tenant_dir(NULL, prefix, tenant);   /* .../volumes/<32 hex> */
+	const char *k = strrchr(td, '/') + 1;
+	return sbx_xasprintf("%.16s_%s", k, name);
+}
+
+int sbx_vol_mounts(struct sbx_redis *r, struct sbx_backend *b, const struct sbx_profile *p,
+		   const char *tenant, const char *const *specs, size_t n, struct sbx_vol *vols,
+		   char **paths, struct sbx_vol_mount *out, struct sbx_err *err)
+{
+	int remote = sbx_vol_is_remote(b);
 	if (n > SBX_VOLUMES_MAX)
 		return sbx_fail(err, SBX_INVALID_REQUEST, "volume", "more than %d volumes",
 				SBX_VOLUMES_MAX);
@@ -350,10 +371,14 @@ int sbx_vol_mounts(struct sbx_redis *r, const struct sbx_profile *p, const char 
 			if (!strcmp(paths[j], paths[i]))
 				return sbx_fail(err, SBX_INVALID_REQUEST, "volume",
 						"two volumes at %s", paths[i]);
-		if (sbx_mkdir_p(vols[i].dir, 0755, err) < 0)
+		if (remote) {
+			if (!(vols[i].remote = sbx_vol_remote_name(r->prefix, tenant, vols[i].name, err)))
+				return -1;
+		} else if (sbx_mkdir_p(vols[i].dir, 0755, err) < 0)
 			return -1;
-		out[i] = (struct sbx_vol_mount){.name = vols[i].name, .host_dir = vols[i].dir,
-						.path = paths[i], .read_only = ro};
+		out[i] = (struct sbx_vol_mount){.name = vols[i].name, .path = paths[i], .read_only = ro,
+						.host_dir = remote ? NULL : vols[i].dir,
+						.remote = vols[i].remote};
 	}
 	return 0;
 }
@@ -378,6 +403,45 @@ int sbx_vol_users(struct sbx_redis *r, const char *tenant, const char *name, cha
 			v[(*n)++] = sbx_xstrdup(m->element[i]->str);
 	freeReplyObject(m);
 	*ids = v;
+	return 0;
+}
+
+int sbx_vol_prune(struct sbx_redis *r, struct sbx_backend *b, const char *tenant,
+		  const char *name, struct sbx_err *err)
+{
+	char **ids;
+	size_t n;
+	if (sbx_vol_users(r, tenant, name, &ids, &n, err) < 0)
+		return -1;
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		struct sbx_sandbox sb = {0};
+		if (sbx_call(b, get, err, ids[i], &sb) == 0)
+			sbx_sandbox_clear(&sb);
+		else if (err->kind == SBX_NOT_FOUND || err->kind == SBX_TERMINAL) {
+			sbx_err_clear(err);
+			rc = sbx_vol_detach(r, tenant, name, ids[i], err);
+		} else
+			rc = -1;
+	}
+	sbx_strv_free(ids);
+	return rc;
+}
+
+int sbx_vol_attach_all(struct sbx_backend *b, struct sbx_redis *r, const char *tenant,
+		       const struct sbx_vol_mount *m, size_t n, const char *id,
+		       struct sbx_err *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (sbx_vol_attach(r, tenant, m[i].name, id, err) == 0)
+			continue;
+		struct sbx_err e = {0};
+		int gone = 0;
+		(void)sbx_call(b, remove, &e, id, &gone);
+		for (size_t j = 0; j < i; j++)
+			(void)sbx_vol_detach(r, tenant, m[j].name, id, &e);
+		return -1;
+	}
 	return 0;
 }
 
@@ -526,6 +590,7 @@ void sbx_vol_clear(struct sbx_vol *v)
 	free(v->tenant);
 	free(v->name);
 	free(v->dir);
+	free(v->remote);
 	memset(v, 0, sizeof(*v));
 }
 

@@ -18,9 +18,9 @@
  * creator is root (so that a writable mount needs no --root); files put
  * by sbx-vol are the creator's.
  *
- * Names are 1..64 bytes of [A-Za-z0-9._-], not starting with '.': a name
+ * Names are 1..128 bytes of [A-Za-z0-9._-], not starting with '.': a name
  * is a file name and a mount's source, so it is kept plain rather than
- * escaped.
+ * escaped (128: Cube's limit, so that any name Cube takes is one here).
  *
  * put/get move single files in and out without a sandbox, through the
  * confined file operations of sbx-fs (fsconfine.h: no ".." or symlink
@@ -46,7 +46,7 @@
 #include "err.h"
 #include "redis.h"
 
-#define SBX_VOL_NAME_MAX 64
+#define SBX_VOL_NAME_MAX 128
 #define SBX_VOL_UID 1000         /* the sandbox user: owns a volume's top folder */
 
 struct sbx_vol {
@@ -55,6 +55,7 @@ struct sbx_vol {
 	int64_t created_ms;
 	long long users;         /* sandboxes mounting it now */
 	char *dir;               /* its host folder: never shown to a sandbox */
+	char *remote;            /* sbx_vol_mounts on a service's backend: its name there */
 };
 
 /* 0 when `name` is a valid volume name, else invalid_request. */
@@ -98,13 +99,66 @@ int sbx_vol_spec_parse(const char *spec, char **name, char **path, int *ro,
  * one path refused.  out[i] points into vols[i] (and into the spec
  * strings parsed, kept in vols[i].name and paths[i]); free with
  * sbx_vols_free(vols, n) and free(paths[i]). */
-int sbx_vol_mounts(struct sbx_redis *r, const struct sbx_profile *p, const char *tenant,
-		   const char *const *specs, size_t n, struct sbx_vol *vols, char **paths,
-		   struct sbx_vol_mount *out, struct sbx_err *err);
+int sbx_vol_mounts(struct sbx_redis *r, struct sbx_backend *b, const struct sbx_profile *p,
+		   const char *tenant, const char *const *specs, size_t n, struct sbx_vol *vols,
+		   char **paths, struct sbx_vol_mount *out, struct sbx_err *err);
+
+/* ---- Volumes a service keeps (backend.h volume_make: e2b, cube) ----
+ * The record, its users and the tenant check stay in Redis as above; the
+ * files are the service's volume named "<16 hex of SHA-256(prefix NUL
+ * tenant)>_<name>" (Cube's rule: no '.', at most 128 bytes, so a name of
+ * at most 111 without '.'), since a service's volumes are its API key's
+ * and two tenants sharing a key must not share one.  sbx_vol_mounts
+ * gives such mounts `remote` and no host folder.  Neither service has a
+ * call that moves a file into a volume, so put and get go through a
+ * sandbox of the profile's template that mounts the volume writable at
+ * SBX_VOL_HELPER_DIR for the one copy and is removed after it: not atomic
+ * (the service's file write is what it is), not within the budget (no
+ * size is known), the files the sandbox user's.  A helper left by a
+ * crash in the middle ends at its own 600-second timeout (it is never a
+ * user of the record, so it holds no rm back). */
+#define SBX_VOL_HELPER_DIR "/mnt/sbx-volume"
+/* 1 when `b` keeps volumes itself (volume_make), else 0. */
+int sbx_vol_is_remote(const struct sbx_backend *b);
+/* The service's name of the tenant's volume `name` (malloc'd), or NULL
+ * with invalid_request when the name cannot be one there. */
+char *sbx_vol_remote_name(const char *prefix, const char *tenant, const char *name,
+			  struct sbx_err *err);
+/* After sbx_vol_create / before nothing: make the service's volume (on
+ * failure the record is removed again, so nothing is half made). */
+int sbx_vol_make_remote(struct sbx_redis *r, struct sbx_backend *b, const struct sbx_profile *p,
+			const char *tenant, const char *name, struct sbx_err *err);
+/* sbx_vol_remove for such a volume: refused (conflict, in_use) while a
+ * sandbox is recorded as mounting it, else the service's volume is
+ * dropped first and the record after, so that a drop the service refuses
+ * leaves the record (and a retry) in place, and a crash between the two
+ * leaves a record whose service volume the next rm finds gone (fine). */
+int sbx_vol_remove_remote(struct sbx_redis *r, struct sbx_backend *b,
+			  const struct sbx_profile *p, const char *tenant, const char *name,
+			  struct sbx_err *err);
+/* put and get through a helper sandbox (above). */
+int sbx_vol_put_remote(struct sbx_redis *r, struct sbx_backend *b, const struct sbx_vol *v,
+		       const char *path, const void *data, size_t len, unsigned mode,
+		       struct sbx_err *err);
+int sbx_vol_get_remote(struct sbx_redis *r, struct sbx_backend *b, const struct sbx_vol *v,
+		       const char *path, size_t max, char **data, size_t *len, unsigned *mode,
+		       struct sbx_err *err);
 /* The sandboxes recorded as mounting the volume (ids the caller frees
  * with sbx_strv_free). */
 int sbx_vol_users(struct sbx_redis *r, const char *tenant, const char *name, char ***ids,
 		  size_t *n, struct sbx_err *err);
+/* Drop the users whose sandbox backend `b` no longer has (killed or
+ * reaped without telling the volume: not_found or terminal from get); a
+ * live or paused one stays, so that a remove after it is refused. */
+int sbx_vol_prune(struct sbx_redis *r, struct sbx_backend *b, const char *tenant,
+		  const char *name, struct sbx_err *err);
+/* Sandbox `id` of backend `b` is made: record it as a user of each of
+ * the n mounts.  A volume removed since sbx_vol_mounts looked it up
+ * fails the create: the sandbox is removed again, the users already
+ * recorded dropped, and the attach's error returned. */
+int sbx_vol_attach_all(struct sbx_backend *b, struct sbx_redis *r, const char *tenant,
+		       const struct sbx_vol_mount *m, size_t n, const char *id,
+		       struct sbx_err *err);
 
 /* The reaper's look at volumes (it never deletes one): every tenant of
  * the keyspace with volumes that sbx knows nothing else of (not in the

@@ -23,6 +23,8 @@ fixture_top() { cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd; }
 
 # Start sbx-serve in DIR on a free loopback port (state, key file and the
 # server's own configuration there); prints the exports tests/run evals.
+# --max-body 160M: tests/volumes.bats puts a 100 MB file into a volume,
+# which on these backends is one /files upload (volume.h).
 fixture_engine_start() {
 	local dir=$1 top bin i port=
 	top=$(fixture_top)
@@ -30,11 +32,20 @@ fixture_engine_start() {
 	printf '%s\n' "$FIXTURE_KEY" >"$dir/key"
 	chmod 600 "$dir/key"
 	echo '{}' >"$dir/serve-config.json"
+	# The server's own Redis (its keys' volumes and events), apart from
+	# every test file's: the client's state is not the server's.
+	redis-server --port 0 --unixsocket "$dir/redis.sock" --unixsocketperm 700 \
+		--save '' --appendonly no --daemonize yes --pidfile "$dir/redis.pid" \
+		--logfile "$dir/redis.log" --dir "$dir" >/dev/null || return 1
+	for i in $(seq 1 100); do
+		redis-cli -s "$dir/redis.sock" ping >/dev/null 2>&1 && break
+		sleep 0.05
+	done
 	# shellcheck disable=SC2086
 	env -u SBX_FAULT -u SBX_STOP -u SBX_PROFILE SBX_CONFIG="$dir/serve-config.json" \
-		SBX_STATE_DIR="$dir/state" SBX_BACKEND=local \
+		SBX_STATE_DIR="$dir/state" SBX_BACKEND=local SBX_REDIS_URL="unix://$dir/redis.sock" \
 		"$bin/sbx-serve" --listen 127.0.0.1:0 --api-key-file "$dir/key" \
-		--state-dir "$dir/serve" --quiet $FIXTURE_SERVE_FLAGS </dev/null >"$dir/serve.log" 2>&1 &
+		--state-dir "$dir/serve" --quiet --max-body 160M $FIXTURE_SERVE_FLAGS </dev/null >"$dir/serve.log" 2>&1 &
 	echo $! >"$dir/serve.pid"
 	for i in $(seq 1 200); do
 		port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$dir/serve.log" | head -1)
@@ -60,6 +71,14 @@ fixture_engine_stop() {
 			sleep 0.05
 		done
 		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	pid=$(cat "$dir/redis.pid" 2>/dev/null) || pid=
+	if [ -n "$pid" ]; then
+		kill -TERM "$pid" 2>/dev/null || true
+		for i in $(seq 1 200); do        # gone before its folder is removed
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.05
+		done
 	fi
 	SBX_CONFIG="$dir/serve-config.json" SBX_STATE_DIR="$dir/state" SBX_BACKEND=local \
 		"$bin/sbx-ls" --all 2>/dev/null |

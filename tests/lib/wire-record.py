@@ -99,6 +99,11 @@ class H(BaseHTTPRequestHandler):
             return self.reply(204)
         if p == f"/sandboxes/{SID}" and self.command == "DELETE":
             return self.reply(204)
+        if p == "/volumes" and self.command == "POST":
+            n = json.loads(b or b"{}").get("name", "")
+            return self.reply(201, {"volumeID": n, "name": n, "token": ""})
+        if p.startswith("/volumes/") and self.command == "DELETE":
+            return self.reply(204)
         return self.reply(404, {"code": 404, "message": "no such route"})
 
     do_GET = do_POST = do_DELETE = do_PUT = handle_any
