@@ -203,3 +203,14 @@ has_file() {
 	[ "$(jqo -s --arg id "$id" '[.[] | select(.type == "killed" and .sandbox == $id)][0].why')" = idle ]
 	[ "$(jqo -s --arg id "$id" '[.[] | select(.type == "killed" and .sandbox == $id)][0].by')" = sbx-reap ]
 }
+
+# A container stopped outside sbx (the engine's stop) has no process table
+# for the sweep to read (the engine refuses top): it runs nothing, so it is
+# idle, not kept for a failed look.
+@test "docker: a container stopped by the engine is removed by the sweep past its timeout" {
+	kills || skip "local pauses (local-idle.bats)"
+	local id
+	id=$(new_sb)
+	curl -sf --unix-socket "${DOCKER_HOST#unix://}" -X POST "http://engine/v1.41/containers/$id/stop?t=0" >/dev/null
+	wait_stopped_idle "$id"
+}

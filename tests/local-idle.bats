@@ -66,3 +66,23 @@ wait_state() {
 	[ "$(jqo -s '[.[] | select(.type == "paused" or .type == "resumed")] | length')" = 2 ]
 	sbx-ctl kill --id "$id" >/dev/null
 }
+
+# A resume's document is the record's view after it: the idle fields the
+# backend owns (paused_by, awake, awake_by) are replaced, not merged with
+# those the caller's document carried (it said paused_by idle, running).
+@test "sbx-ctl resume of an idle-paused sandbox says nothing of the idle pause any more" {
+	local id
+	id=$(new_sb)
+	wait_state "$id" paused
+	[ "$(ls_of "$id" paused_by)" = idle ]
+	sbx-ctl timeout --id "$id" --seconds 0 >/dev/null
+	run sbx-ctl resume --id "$id"
+	assert_success
+	[ "$(jqo .sandbox.state)" = running ]
+	[ "$(jqo .sandbox.paused_by)" = null ]
+	# and a document carrying the old view, piped in, gets the same
+	run bash -c "sbx-ctl pause --id '$id' >/dev/null; sbx-ls --id '$id' | jq -c '.sandbox.paused_by = \"idle\"' | sbx-ctl resume"
+	assert_success
+	[ "$(jqo .sandbox.paused_by)" = null ]
+	sbx-ctl kill --id "$id" >/dev/null
+}

@@ -75,14 +75,16 @@ static int64_t last_activity(struct sbx_backend *b, const char *id, int64_t fall
  * too, for a while), so each is asked; at most EXEC_ASK_MAX of them.  -1
  * with e when the container cannot be looked at: the sweep then keeps it
  * (it deletes only what it has seen idle; a loaded engine that times out
- * is no reason to kill). */
+ * is no reason to kill).  *up: whether the container runs at all (State
+ * Running; paused counts): one that does not runs no exec or process. */
 #define EXEC_ASK_MAX 64
-static int exec_running(struct sbx_backend *b, const char *id, struct sbx_err *e)
+static int exec_running(struct sbx_backend *b, const char *id, int *up, struct sbx_err *e)
 {
 	SBX_AUTOFREE char *path = sbx_xasprintf("/containers/%s/json", id);
 	json_object *c;
 	if (docker_api(b, "reap", "GET", path, NULL, &c, e) < 0)
 		return -1;
+	*up = sbx_json_bool(sbx_json_obj(c, "State"), "Running", 0);
 	json_object *ids = NULL;
 	int running = 0;
 	if (json_object_object_get_ex(c, "ExecIDs", &ids) && json_object_is_type(ids, json_type_array)) {
@@ -162,10 +164,13 @@ static const char *kept_awake(struct sbx_backend *b, const char *id, json_object
 	*failed = 0;
 	if (lease_held(b, labels))
 		return "lease";
-	int r = exec_running(b, id, e);
+	int up = 0;
+	int r = exec_running(b, id, &up, e);
 	if (r > 0)
 		return "exec";
-	if (r == 0 && (r = proc_running(b, id, e)) > 0)
+	/* a stopped container has no process table to read (the engine
+	 * refuses top): nothing runs in it */
+	if (r == 0 && up && (r = proc_running(b, id, e)) > 0)
 		return "process";
 	*failed = r < 0;
 	return NULL;

@@ -184,6 +184,23 @@ static void idle_show(const struct local_rec *r, enum local_state ls, json_objec
 	sbx_json_set_bool(extra, "awake", ls == LOCAL_RUNNING && st.held);
 }
 
+/* The keys of extra that local_rec_to_sandbox writes (idle_show's too). */
+static const char *const owned_extra[] = {"network_policy", "awake_by", "awake", "paused_by"};
+
+json_object *local_sb_extra_merge(json_object *kept, json_object *fresh)
+{
+	if (!kept)
+		return fresh;
+	for (size_t i = 0; i < sizeof(owned_extra) / sizeof(owned_extra[0]); i++)
+		json_object_object_del(kept, owned_extra[i]);
+	if (fresh) {
+		json_object_object_foreach(fresh, k, v)
+			json_object_object_add(kept, k, json_object_get(v));
+		json_object_put(fresh);
+	}
+	return kept;
+}
+
 void local_rec_to_sandbox(struct sbx_backend *b, const struct local_rec *r,
 			   struct sbx_sandbox *sb)
 {

@@ -115,6 +115,12 @@ extern const struct sbx_state_word local_state_words[];
  * stopped, paused or running. */
 enum local_state local_rec_state(const struct local_rec *r);
 /* The handle of the sandbox of `r`. */
+/* A caller's document's extra after the backend acted on its sandbox:
+ * `kept` (the document's own, whose keys the backend does not own stay)
+ * without the keys local_rec_to_sandbox owns (network_policy, awake_by,
+ * awake, paused_by: a stale one would say the old state), then `fresh`'s.
+ * Takes both references; returns the one to keep. */
+json_object *local_sb_extra_merge(json_object *kept, json_object *fresh);
 void local_rec_to_sandbox(struct sbx_backend *b, const struct local_rec *r,
 			  struct sbx_sandbox *sb);
 

@@ -442,18 +442,12 @@ static int refresh(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err
 	if (local_sb_get(b, sb->id, &fresh, err) < 0)
 		return -1;
 	/* Keep whatever the document carried that we do not own; what the
-	 * record says now (the idle fields, local-sb.c) wins over its old
-	 * values.  (Replacing fresh.extra outright leaked it.) */
+	 * record says now replaces what we do (local_sb_extra_merge). */
 	json_object *extra = sb->extra ? json_object_get(sb->extra) : NULL;
 	sbx_sandbox_clear(sb);
-	if (extra && fresh.extra) {
-		json_object_object_foreach(fresh.extra, k, v)
-			json_object_object_add(extra, k, json_object_get(v));
-		json_object_put(fresh.extra);
-	}
+	json_object *merged = local_sb_extra_merge(extra, fresh.extra);
 	*sb = fresh;
-	if (extra)
-		sb->extra = extra;
+	sb->extra = merged;
 	return 0;
 }
 

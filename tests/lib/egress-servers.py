@@ -8,7 +8,7 @@
 # connections kept open), and a raw
 # TCP port 7000 that writes "raw-<address>" and closes.  With EGRESS_ROOT
 # set, GET /r/PATH serves the file EGRESS_ROOT/PATH (a directory: its
-# index.html), for pip and git's dumb HTTP (404 when missing; no "..").
+# index.html), for pip and git's dumb HTTP (404 when missing or not below it).
 # Writes its pid to
 # PIDFILE once every socket is bound; closes inherited descriptors; ends
 # itself after 10 minutes.  Standard library only.
@@ -35,10 +35,11 @@ class H(http.server.BaseHTTPRequestHandler):
         docroot = os.environ.get("EGRESS_ROOT")
         if docroot and self.path.startswith("/r/"):
             rel = self.path[3:].split("?")[0].split("#")[0]
-            f = os.path.join(docroot, rel)
+            f = os.path.realpath(os.path.join(docroot, rel.lstrip("/")))
             if os.path.isdir(f):
                 f = os.path.join(f, "index.html")
-            if ".." in rel.split("/") or not os.path.isfile(f):
+            # /r//etc/passwd would join to /etc/passwd: only what is below
+            if not f.startswith(os.path.realpath(docroot) + "/") or not os.path.isfile(f):
                 self.send_response(404)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
