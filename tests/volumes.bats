@@ -9,7 +9,11 @@ bats_require_minimum_version 1.5.0
 setup_file() {
 	sbx_setup_file
 	sbx-vol --tenant acme create corpus >/dev/null
-	head -c 100M /dev/urandom >"$SBX_TEST_DIR/big"
+	# 1 GB where a volume is a host folder; 100 MB where each put is one
+	# upload through a server (docker's engine volume, e2b/cube /files).
+	local mb=100
+	[ "$FIXTURE_BACKEND" != local ] || mb=1024
+	head -c "${mb}M" /dev/urandom >"$SBX_TEST_DIR/big"
 	sha256sum <"$SBX_TEST_DIR/big" | cut -d' ' -f1 >"$SBX_TEST_DIR/big.sum"
 	sbx-vol --tenant acme put corpus "$SBX_TEST_DIR/big" /big.bin >/dev/null
 	rm -f "$SBX_TEST_DIR/big"
@@ -20,7 +24,7 @@ in_sb() { # in_sb ID [--root] -- CMD...: the command's stdout
 	sbx-exec --id "$@" | jq -r .exec.stdout
 }
 
-@test "two sandboxes of one tenant read the same 100 MB file from a read-only volume" {
+@test "two sandboxes of one tenant read the same big file (1 GB on local) from a read-only volume" {
 	need_cap volumes
 	a=$(sbx_new_id --tenant acme --volume corpus:/mnt/corpus:ro)
 	b=$(sbx_new_id --tenant acme --volume corpus:/mnt/corpus:ro)
