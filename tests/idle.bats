@@ -214,3 +214,54 @@ has_file() {
 	curl -sf --unix-socket "${DOCKER_HOST#unix://}" -X POST "http://engine/v1.41/containers/$id/stop?t=0" >/dev/null
 	wait_stopped_idle "$id"
 }
+
+# Not seen is not idle: an exec the sweep cannot look at (the engine
+# refused or timed out) keeps its container, reported with the error;
+# before, a failed look counted as "that exec is gone" and a loaded
+# engine let the sweep remove a container under a running sbx-exec.
+@test "docker: an exec whose look fails keeps its container, reported; looked at again, it is kept as exec" {
+	kills || skip "local's init sees its execs itself"
+	local id pid i
+	id=$(new_sb)
+	sbx-exec --id "$id" --timeout 60s -- sh -c 'touch /workspace/started; sleep 8' >/dev/null &
+	pid=$!
+	for i in $(seq 1 300); do
+		has_file "$id" started && break
+		sleep 0.1
+	done
+	# Past the 3 s timer by the marker, which the exec touched as it began.
+	sleep 4
+	run env SBX_FAULT=docker:exec-look sbx-reap --all-tenants --grace 1h
+	[ "$(jq -r --arg id "$id" '.reap.idle[] | select(.id == $id) | .error.kind' <<<"$output")" = unavailable ]
+	[ "$(jq -r --arg id "$id" '.reap.idle[] | select(.id == $id) | .deleted' <<<"$output")" = false ]
+	run sbx-ls --id "$id"
+	assert_success
+	run sbx-reap --all-tenants --grace 1h
+	[ "$(jq -r --arg id "$id" '.reap.idle[] | select(.id == $id) | .awake_by' <<<"$output")" = exec ]
+	kill -0 "$pid"
+	wait "$pid"
+	done_with "$id"
+}
+
+# The end of an exec is activity, as on local: the exec marks it inside
+# the container before it ends, so a sweep that finds the exec gone reads
+# the new mtime.  Marked only at the start, a command longer than the
+# timer left a moment between its end and sbx-exec's return in which the
+# sweep removed the container (test 2 above, red under load).
+@test "docker: an exec's end restarts the idle clock, with and without --timeout" {
+	kills || skip "local's init sees its execs itself"
+	local id t0 m
+	id=$(new_sb)
+	for opt in "" "--timeout 60s"; do
+		t0=$(date +%s)
+		# shellcheck disable=SC2086 # the option is two words or none
+		run sbx-exec --id "$id" $opt -- sleep 4
+		assert_success
+		m=$(engine_stat "$id" /var/lib/sbx-activity | jq -r .mtime | date -f - +%s)
+		[ "$m" -ge $((t0 + 3)) ]
+	done
+	run sbx-exec --id "$id" -- sh -c 'exit 7'
+	[ "$status" -eq 0 ]
+	[ "$(jqo .exec.exit_code)" = 7 ]
+	done_with "$id"
+}

@@ -161,8 +161,12 @@ static int valid_id(const char *id, struct sbx_err *err)
 }
 
 /* The exec's Cmd: a shell that touches the activity marker and then runs
- * the argv positionally (no quoting, no word splitting).  With a timeout,
- * the command gets its own process group (setsid) and a killer in another
+ * the argv positionally (no quoting, no word splitting), and touches it
+ * again when the command has ended, while the exec still runs: the end is
+ * activity, as local's (the idle clock starts again), and the sweep that
+ * sees the exec gone sees the new mtime.  A terminal's shell is exec'd
+ * (its job control is the session leader's); its end is not marked.
+ * With a timeout, the command gets its own process group (setsid) and a killer in another
  * one SIGKILLs that whole group after n seconds, so what the command
  * started dies with it; stdin is handed over through fd 3 because an
  * asynchronous command's stdin would otherwise be /dev/null.  The killer
@@ -205,10 +209,17 @@ static json_object *exec_cmd(const struct sbx_exec_req *req, int64_t secs, const
 			 "k=$!\n"
 			 "wait \"$p\" 2>/dev/null; rc=$?\n"
 			 "kill -KILL -- \"-$k\" 2>/dev/null\n"
+			 "touch " DOCKER_MARKER " 2>/dev/null\n"
 			 "exit $rc\n",
 			 pre, (long long)secs);
-	else
+	else if (req->tty)
 		snprintf(script, sizeof(script), "%stouch " DOCKER_MARKER " 2>/dev/null; exec \"$@\"", pre);
+	else
+		snprintf(script, sizeof(script),
+			 "%stouch " DOCKER_MARKER " 2>/dev/null\n"
+			 "\"$@\"; rc=$?\n"
+			 "touch " DOCKER_MARKER " 2>/dev/null\n"
+			 "exit $rc\n", pre);
 	json_object_array_add(a, json_object_new_string("/bin/sh"));
 	json_object_array_add(a, json_object_new_string("-c"));
 	json_object_array_add(a, json_object_new_string(script));

@@ -19,6 +19,7 @@
 #include "docker-container.h"
 #include "docker-proc.h"
 #include "doc.h"
+#include "fault.h"
 #include "metadata.h"
 #include "tar.h"
 #include "util.h"
@@ -97,8 +98,17 @@ static int exec_running(struct sbx_backend *b, const char *id, int *up, struct s
 			SBX_AUTOFREE char *ep = sbx_xasprintf("/exec/%s/json", eid);
 			json_object *x;
 			struct sbx_err xe = {0};
-			if (docker_api(b, "reap", "GET", ep, NULL, &x, &xe) < 0)
+			int rc = sbx_fault_on("docker:exec-look")
+				 ? sbx_fail(&xe, SBX_UNAVAILABLE, "reap", "docker: exec look failed (fault)")
+				 : docker_api(b, "reap", "GET", ep, NULL, &x, &xe);
+			if (rc < 0 && xe.kind == SBX_NOT_FOUND)
 				continue;       /* an exec gone meanwhile */
+			if (rc < 0) {
+				/* not seen is not idle: the caller keeps the container */
+				*e = xe;
+				json_object_put(c);
+				return -1;
+			}
 			running = sbx_json_bool(x, "Running", 0);
 			json_object_put(x);
 		}
