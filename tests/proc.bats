@@ -347,7 +347,10 @@ wait_out() {
 	assert_success
 }
 
-@test "a sandbox keeps the records of its 64 latest exited processes" {
+# Bounded both ways: never more than 129 records of exited processes
+# (past 128 a start prunes), and a tagged start (which reads every record
+# for the tag anyway) prunes down to the 64 latest.
+@test "a sandbox keeps the records of at least its 64 latest exited processes, at most 129" {
 	local_only "the bound on kept records"
 	local sb i first
 	sb=$(sbx_new_id)
@@ -355,6 +358,15 @@ wait_out() {
 	for i in $(seq 1 66); do
 		sbx-proc start --id "$sb" -- true >/dev/null
 	done
+	# 67 records, under the pruning bound: all kept
+	run sbx-proc ls --id "$sb"
+	[ "$(jqo '[.procs[] | select(.running | not)] | length')" -ge 66 ]
+	for i in $(seq 1 80); do
+		sbx-proc start --id "$sb" -- true >/dev/null
+	done
+	run sbx-proc ls --id "$sb"
+	[ "$(jqo '[.procs[] | select(.running | not)] | length')" -le 129 ]
+	[ "$(jqo '[.procs[] | select(.running | not)] | length')" -ge 64 ]
 	sbx-proc start --id "$sb" --tag last -- sleep 300 >/dev/null
 	run sbx-proc ls --id "$sb"
 	[ "$(jqo '[.procs[] | select(.running | not)] | length')" -le 65 ]

@@ -265,7 +265,7 @@ json_object *sbx_caps_to_json(unsigned caps);
  * files that nothing inside the sandbox can write, and read from any
  * offset with proc_output; its exit status is kept after it exits, until
  * a later process takes its pid or the backend's bound on kept records
- * drops it (local: the 64 latest exited processes).  A process started before a pause is
+ * drops it (local: at least the 64 latest exited processes).  A process started before a pause is
  * still there after the resume (E2B semantics): listed, taking stdin,
  * signalled, its output followed.  Every proc_* call resumes a paused
  * sandbox the way exec does (auto-resume, unless the sandbox forbids it:
