@@ -123,9 +123,6 @@ new_sandbox() {
 
 @test "calls the server does not implement are 501 naming the call, on a sandbox that exists" {
 	new_sandbox
-	run api POST "/sandboxes/$ID/fork" -d '{}'
-	assert_equal "$(status)" 501
-	assert_equal "$(body | jq -r .message)" "sbx-serve does not implement fork"
 	run api PUT "/sandboxes/$ID/network" -d '{"allowOut":["1.1.1.1"]}'
 	assert_equal "$(status)" 501
 	run api GET "/sandboxes/$ID/logs"
@@ -138,6 +135,83 @@ new_sandbox() {
 	run api GET "/sandboxes/metrics?sandbox_ids=$ID"
 	assert_equal "$(status)" 501
 	# a sandbox that does not exist is still 404, and another key's too
+	run api GET /sandboxes/nosuchsandbox/logs
+	assert_equal "$(status)" 404
+	run api2 GET "/sandboxes/$ID/logs"
+	assert_equal "$(status)" 404
+	run api DELETE "/sandboxes/$ID"
+}
+
+# E2B's fork (POST /sandboxes/{id}/fork, the SDK's Sandbox.fork): one
+# snapshot of the source's files, `count` sandboxes from it.  Each fork is
+# its own (a write in one is seen by neither the source nor the other
+# fork), the source runs on with its end time, and a fork gets the
+# source's metadata, envVars and network policy: never more than its
+# source had (before the record kept the create's network, a fork took
+# the profile's default).
+@test "fork: count sandboxes from one snapshot of the source, each its own, with the source's metadata, env and network" {
+	new_sandbox '{"timeout":600,"metadata":{"who":"src"},"envVars":{"FORKED_ENV":"carried"},"network":{"denyOut":["192.0.2.0/24"]}}'
+	local src=$ID src_tok=$TOKEN end
+	run envd "$src" "$src_tok" "/files?path=/home/user/f.txt" \
+		-H 'Content-Type: application/octet-stream' --data-binary 'from the source'
+	assert_equal "$(status)" 200
+	run api GET "/sandboxes/$src"
+	end=$(body | jq -r .endAt)
+	run api GET /snapshots
+	local before
+	before=$(body | jq -c '[.[].snapshotID]')
+	run api POST "/sandboxes/$src/fork" -d '{"count":2,"timeout":120}'
+	assert_equal "$(status)" 201
+	assert_equal "$(body | jq 'length')" 2
+	assert_equal "$(body | jq '[.[] | select(.error)] | length')" 0
+	local ids toks
+	ids=($(body | jq -r '.[].sandbox.sandboxID'))
+	toks=($(body | jq -r '.[].sandbox.envdAccessToken'))
+	[ "${ids[0]}" != "${ids[1]}" ] && [ "${ids[0]}" != "$src" ]
+	local i
+	for i in 0 1; do
+		run envd "${ids[$i]}" "${toks[$i]}" "/files?path=/home/user/f.txt"
+		assert_equal "$(body)" 'from the source'
+		run api GET "/sandboxes/${ids[$i]}"
+		assert_equal "$(body | jq -r .metadata.who)" src
+		assert_equal "$(body | jq -r '.network.denyOut | index("192.0.2.0/24") != null')" true
+		run sbx-exec --id "${ids[$i]}" -- sh -c 'echo "$FORKED_ENV"'
+		assert_equal "$(jqo .exec.stdout)" "carried"
+	done
+	# shares nothing writable: a write in the first fork is its own
+	run envd "${ids[0]}" "${toks[0]}" "/files?path=/home/user/f.txt" \
+		-H 'Content-Type: application/octet-stream' --data-binary 'fork one'
+	assert_equal "$(status)" 200
+	run envd "$src" "$src_tok" "/files?path=/home/user/f.txt"
+	assert_equal "$(body)" 'from the source'
+	run envd "${ids[1]}" "${toks[1]}" "/files?path=/home/user/f.txt"
+	assert_equal "$(body)" 'from the source'
+	# the source runs on, its end time untouched
+	run api GET "/sandboxes/$src"
+	assert_equal "$(body | jq -r .state)" running
+	assert_equal "$(body | jq -r .endAt)" "$end"
+	# the snapshot is the key's: listed, deletable once no fork runs from it
+	run api GET /snapshots
+	local snap
+	snap=$(body | jq -r --argjson b "$before" '[.[].snapshotID | select(. as $s | $b | index($s) | not)] | .[]')
+	[ "$(wc -w <<<"$snap")" = 1 ]
+	for i in 0 1; do run api DELETE "/sandboxes/${ids[$i]}"; done
+	run api DELETE "/sandboxes/$src"
+	run api DELETE "/templates/$snap"
+	assert_equal "$(status)" 204
+}
+
+@test "fork: count from 1 to 16, no field it does not know; a sandbox that does not exist, or another key's, is 404" {
+	new_sandbox
+	run api POST "/sandboxes/$ID/fork" -d '{"count":0}'
+	assert_equal "$(status)" 400
+	run api POST "/sandboxes/$ID/fork" -d '{"count":17}'
+	assert_equal "$(status)" 400
+	run api POST "/sandboxes/$ID/fork" -d '{"count":1,"memory":true}'
+	assert_equal "$(status)" 400
+	[[ "$(body | jq -r .message)" == *"'memory'"* ]]
+	run api POST "/sandboxes/$ID/fork" -d '{"timeout":0}'
+	assert_equal "$(status)" 400
 	run api POST /sandboxes/nosuchsandbox/fork -d '{}'
 	assert_equal "$(status)" 404
 	run api2 POST "/sandboxes/$ID/fork" -d '{}'

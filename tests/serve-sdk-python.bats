@@ -41,5 +41,6 @@ sdk() { sdk_conformance "$PY_DIR/.venv/bin/python" "$PY_DIR/conformance.py" "$1"
 }
 @test "Python SDK: Sandbox.list with a metadata query pages without repeats" { sdk list; }
 @test "Python SDK: create_snapshot, list_snapshots, a sandbox from the snapshot, delete_snapshot" { sdk snapshot; }
+@test "Python SDK: fork into two: the source's files, each its own, the source runs on" { sdk fork; }
 @test "Python SDK: kill, kill again, is_running" { sdk kill; }
 @test "Python SDK: a wrong API key is an AuthenticationException" { sdk auth; }

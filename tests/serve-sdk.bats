@@ -43,5 +43,6 @@ sdk() { sdk_conformance node "$SDK_DIR/conformance.mjs" "$1"; }
 }
 @test "SDK: Sandbox.list with a metadata query pages without repeats" { sdk list; }
 @test "SDK: createSnapshot, listSnapshots, a sandbox from the snapshot, deleteSnapshot" { sdk snapshot; }
+@test "SDK: Sandbox.fork into two: the source's files, each its own, the source runs on" { sdk fork; }
 @test "SDK: kill, kill again, isRunning" { sdk kill; }
 @test "SDK: a wrong API key is an AuthenticationError" { sdk auth; }

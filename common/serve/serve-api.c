@@ -1,6 +1,7 @@
 /* serve-api.c - E2B's control plane over the backend vtable: sandboxes
- * (create v1/v2, list v1/v2, get, kill, pause, resume, connect, timeout,
- * refreshes, metrics), snapshots and templates.  Runs in a worker process
+ * (list v1/v2, get, kill, pause, resume, connect, timeout, refreshes,
+ * metrics, snapshots; create in serve-create.c, fork in serve-fork.c) and
+ * the routes to templates and snapshots (serve-tpl.c).  Runs in a worker process
  * (serve.h); each handler opens the backend, makes the same vtable calls
  * the programs make, and answers in E2B's JSON.
  *
@@ -22,473 +23,6 @@
 #include "doc.h"
 #include "netpolicy.h"
 #include "util.h"
-
-#define TEAM_KEY "sbx.serve.team"
-
-/* The request body as a JSON object ({} when empty), read strictly
- * (sbx_json_parse_object: RFC 8259, UTF-8); NULL with a 400 naming the
- * offset, so no metadata that is not text is ever stored. */
-static json_object *body_obj(const struct serve_req *r, struct serve_out *o)
-{
-	if (!r->body_len)
-		return json_object_new_object();
-	json_object *j;
-	struct sbx_err e = {0};
-	if (sbx_json_parse_object(r->body, r->body_len, &j, &e) < 0) {
-		serve_reply_error(o, 400, "Error when parsing request: the body is not a JSON object "
-				  "(%s)", e.msg);
-		return NULL;
-	}
-	return j;
-}
-
-static void iso_ms(int64_t ms, char *buf, size_t len)
-{
-	char s[32];
-	sbx_time_iso(ms / 1000, s, sizeof(s));
-	s[strlen(s) - 1] = '\0';                 /* drop the Z */
-	snprintf(buf, len, "%s.%03lldZ", s, (long long)(ms % 1000));
-}
-
-static const char *state_name(enum sbx_state s)
-{
-	return s == SBX_STATE_PAUSED ? "paused" : "running";
-}
-
-/* User metadata: everything but sbx's own keys. */
-static json_object *user_metadata(const struct sbx_sandbox *sb)
-{
-	json_object *m = json_object_new_object();
-	if (sb->metadata) {
-		json_object_object_foreach(sb->metadata, k, v)
-			if (strncmp(k, "sbx.", 4) != 0)
-				json_object_object_add(m, k, json_object_get(v));
-	}
-	return m;
-}
-
-static void add_resources(const struct serve_req *r, json_object *j)
-{
-	const struct sbx_limits *l = &r->cfg->profile->limits;
-	sbx_json_set_int(j, "cpuCount", l->cpus > 0 ? (int64_t)(l->cpus + 0.999) : 1);
-	sbx_json_set_int(j, "memoryMB", l->memory_bytes > 0 ? l->memory_bytes >> 20 : 0);
-	sbx_json_set_int(j, "diskSizeMB", l->disk_bytes > 0 ? l->disk_bytes >> 20 : 0);
-}
-
-/* Sandbox (create, connect, resume): ids, tokens, domain. */
-static int sandbox_json(const struct serve_req *r, const struct sbx_sandbox *sb,
-			const struct serve_rec *rec, json_object **out, struct sbx_err *err)
-{
-	char tok[65];
-	if (serve_token(r->serve_dir, "envd", sb->id, tok, err) < 0)
-		return -1;
-	json_object *j = json_object_new_object();
-	sbx_json_set_str(j, "templateID", sb->template_id);
-	if (rec->alias && sb->template_id && strcmp(rec->alias, sb->template_id) != 0)
-		sbx_json_set_str(j, "alias", rec->alias);
-	sbx_json_set_str(j, "sandboxID", sb->id);
-	sbx_json_set_str(j, "clientID", SERVE_CLIENT_ID);
-	sbx_json_set_str(j, "envdVersion", SERVE_ENVD_VERSION);
-	sbx_json_set_str(j, "envdAccessToken", tok);
-	if (!rec->allow_public) {
-		if (serve_token(r->serve_dir, "traffic", sb->id, tok, err) < 0) {
-			json_object_put(j);
-			return -1;
-		}
-		sbx_json_set_str(j, "trafficAccessToken", tok);
-	} else {
-		json_object_object_add(j, "trafficAccessToken", NULL);
-	}
-	if (r->cfg->domain)
-		sbx_json_set_str(j, "domain", r->cfg->domain);
-	else
-		json_object_object_add(j, "domain", NULL);
-	*out = j;
-	return 0;
-}
-
-/* SandboxDetail.network: a sandbox's egress policy in E2B's lists, when
- * it has one they can say (sbx_np_to_e2b); NULL otherwise (a policy from
- * a profile with ports is enforced, just not shown in E2B's terms). */
-static json_object *network_detail(const struct sbx_sandbox *sb)
-{
-	json_object *np = sb->extra ? sbx_json_obj(sb->extra, "network_policy") : NULL;
-	if (!np)
-		return NULL;
-	struct sbx_netpolicy p = {0};
-	struct sbx_err err = {0};
-	json_object *ao = NULL, *dn = NULL, *n = NULL;
-	if (sbx_np_from_json(np, &p, &err) == 0 && sbx_np_to_e2b(&p, &ao, &dn, &err) == 0) {
-		n = json_object_new_object();
-		json_object_object_add(n, "allowOut", ao);
-		json_object_object_add(n, "denyOut", dn);
-	}
-	sbx_np_clear(&p);
-	return n;
-}
-
-/* ListedSandbox, and with `detail` SandboxDetail. */
-static json_object *listed_json(const struct serve_req *r, const struct sbx_sandbox *sb,
-				const struct serve_rec *rec, int detail)
-{
-	json_object *j = json_object_new_object();
-	char t[48];
-	sbx_json_set_str(j, "templateID", sb->template_id);
-	if (rec->alias && sb->template_id && strcmp(rec->alias, sb->template_id) != 0)
-		sbx_json_set_str(j, "alias", rec->alias);
-	sbx_json_set_str(j, "sandboxID", sb->id);
-	sbx_json_set_str(j, "clientID", SERVE_CLIENT_ID);
-	int64_t started = rec->started_at_ms ? rec->started_at_ms : sb->created_at * 1000;
-	iso_ms(started, t, sizeof(t));
-	sbx_json_set_str(j, "startedAt", t);
-	iso_ms(rec->end_at_ms ? rec->end_at_ms : sbx_now_ms(), t, sizeof(t));
-	sbx_json_set_str(j, "endAt", t);
-	add_resources(r, j);
-	json_object_object_add(j, "metadata", user_metadata(sb));
-	json_object *vm = serve_vol_listed(sb);
-	if (vm)
-		json_object_object_add(j, "volumeMounts", vm);
-	sbx_json_set_str(j, "state", state_name(sb->state));
-	sbx_json_set_str(j, "envdVersion", SERVE_ENVD_VERSION);
-	if (detail) {
-		char tok[65];
-		struct sbx_err err = {0};
-		if (serve_token(r->serve_dir, "envd", sb->id, tok, &err) == 0)
-			sbx_json_set_str(j, "envdAccessToken", tok);
-		if (r->cfg->domain && sb->state != SBX_STATE_PAUSED)
-			sbx_json_set_str(j, "domain", r->cfg->domain);
-		else
-			json_object_object_add(j, "domain", NULL);
-		json_object *lc = json_object_new_object();
-		sbx_json_set_bool(lc, "autoResume", rec->auto_resume);
-		sbx_json_set_str(lc, "onTimeout", rec->auto_pause ? "pause" : "kill");
-		json_object_object_add(j, "lifecycle", lc);
-		json_object *n = network_detail(sb);
-		if (n)
-			json_object_object_add(j, "network", n);
-	}
-	return j;
-}
-
-/* Check a {string: string} object; NULL is fine. */
-static int string_map(json_object *m, const char *what, int no_sbx, struct sbx_err *err)
-{
-	if (!m)
-		return 0;
-	if (!json_object_is_type(m, json_type_object))
-		return sbx_fail(err, SBX_INVALID_REQUEST, "create", "%s must be an object", what);
-	json_object_object_foreach(m, k, v) {
-		if (!json_object_is_type(v, json_type_string))
-			return sbx_fail(err, SBX_INVALID_REQUEST, "create", "%s values must be strings", what);
-		if (no_sbx && strncmp(k, "sbx.", 4) == 0)
-			return sbx_fail(err, SBX_INVALID_REQUEST, "create",
-					"%s keys starting with 'sbx.' are reserved", what);
-	}
-	return 0;
-}
-
-/* Cube's spellings (cube-wire.md §2.3): lifecycle {onTimeout, autoResume}
- * (or on_timeout / auto_resume) wins over the flat autoPause; auto_pause,
- * a bare autoResume/auto_resume bool, and "envs" for envVars. */
-static void cube_create_fields(json_object *in, json_object **env, int *pause, int *resume)
-{
-	json_object *v;
-	if (!*env)
-		*env = sbx_json_obj(in, "envs");
-	if (json_object_object_get_ex(in, "auto_pause", &v))
-		*pause = json_object_get_boolean(v);
-	if ((json_object_object_get_ex(in, "autoResume", &v) || json_object_object_get_ex(in, "auto_resume", &v)) &&
-	    json_object_is_type(v, json_type_boolean))
-		*resume = json_object_get_boolean(v);
-	json_object *lc = sbx_json_obj(in, "lifecycle");
-	if (lc) {
-		const char *on = sbx_json_str(lc, "onTimeout") ? sbx_json_str(lc, "onTimeout")
-							     : sbx_json_str(lc, "on_timeout");
-		if (on)
-			*pause = !strcmp(on, "pause");
-		if (json_object_object_get_ex(lc, "autoResume", &v) || json_object_object_get_ex(lc, "auto_resume", &v))
-			*resume = json_object_get_boolean(v);
-	}
-}
-
-/* A field a client left unset: null, "", [], {} (SDKs send some of these
- * for options the user did not give). */
-static int unset(json_object *v)
-{
-	if (!v)
-		return 1;
-	switch (json_object_get_type(v)) {
-	case json_type_string:
-		return json_object_get_string_len(v) == 0;
-	case json_type_array:
-		return json_object_array_length(v) == 0;
-	case json_type_object:
-		return json_object_object_length(v) == 0;
-	default:
-		return 0;
-	}
-}
-
-static int name_in(const char *k, const char *const *names)
-{
-	for (; *names; names++)
-		if (!strcmp(k, *names))
-			return 1;
-	return 0;
-}
-
-/* Create's fields, refused unless the server implements them: any field
- * not in the lists below that is set (not null/empty) is a 400 naming it,
- * and so are the implemented fields' values the server cannot honour
- * (secure: false, autoPauseMemory: false).  Nothing a client asks for is
- * silently dropped: a sandbox without the egress proxy, header rules or
- * volume it asked for would look right and be wrong. */
-static int refuse_unimplemented(json_object *in, int cube, struct sbx_err *err)
-{
-	static const char *const top[] = {"templateID", "timeout", "autoPause", "autoResume",
-					  "secure", "allow_internet_access", "network", "metadata",
-					  "envVars", "autoPauseMemory", "volumeMounts", NULL};
-	static const char *const cube_top[] = {"lifecycle", "auto_pause", "auto_resume", "envs", NULL};
-	static const char *const network[] = {"allowPublicTraffic", "allowOut", "denyOut", NULL};
-	json_object_object_foreach(in, k, v) {
-		if (name_in(k, top) || (cube && name_in(k, cube_top)) || unset(v))
-			continue;
-		return sbx_fail(err, SBX_INVALID_REQUEST, "create",
-				"sbx-serve does not implement '%.64s'", k);
-	}
-	json_object *net = NULL;
-	if (json_object_object_get_ex(in, "network", &net) && net &&
-	    !json_object_is_type(net, json_type_object))
-		return sbx_fail(err, SBX_INVALID_REQUEST, "create", "network must be an object");
-	if (net) {
-		json_object_object_foreach(net, k, v) {
-			if (name_in(k, network) || unset(v))
-				continue;
-			return sbx_fail(err, SBX_INVALID_REQUEST, "create",
-					"sbx-serve does not implement 'network.%.64s'", k);
-		}
-	}
-	json_object *flag;
-	if (json_object_object_get_ex(in, "secure", &flag) && flag && !json_object_get_boolean(flag))
-		return sbx_fail(err, SBX_INVALID_REQUEST, "create",
-				"sbx-serve does not implement 'secure': false (envd always needs its token)");
-	if (json_object_object_get_ex(in, "autoPauseMemory", &flag) && flag && !json_object_get_boolean(flag))
-		return sbx_fail(err, SBX_INVALID_REQUEST, "create",
-				"sbx-serve does not implement 'autoPauseMemory': false (a pause keeps memory)");
-	return 0;
-}
-
-/* The create's metadata: the user's, the key's id under TEAM_KEY, and
- * the volume mounts (serve_vol_note). */
-static json_object *create_metadata(json_object *md, const char *team,
-				    const struct serve_vols *sv)
-{
-	json_object *meta = NULL;
-	if (!md || json_object_deep_copy(md, &meta, NULL) < 0)
-		meta = json_object_new_object();
-	sbx_json_set_str(meta, TEAM_KEY, team);
-	serve_vol_note(sv, meta);
-	return meta;
-}
-
-/* Live sandboxes of the team (for the per-key limit). */
-static int team_count(const struct serve_req *r, struct sbx_backend *b, size_t *n,
-		      struct sbx_err *err);
-
-static int create(const struct serve_req *r, struct serve_out *o, int v2)
-{
-	json_object *in = body_obj(r, o);
-	if (!in)
-		return 0;
-	struct sbx_err err = {0};
-	struct sbx_backend *b = NULL;
-	const char *tpl = sbx_json_str(in, "templateID");
-	json_object *md = sbx_json_obj(in, "metadata"), *env = sbx_json_obj(in, "envVars");
-	json_object *net = sbx_json_obj(in, "network");
-	int64_t timeout = sbx_json_int(in, "timeout", v2 ? 300 : 15);
-	json_object *ar = sbx_json_obj(in, "autoResume");
-	int auto_pause = sbx_json_bool(in, "autoPause", 0);
-	int auto_resume = ar ? sbx_json_bool(ar, "enabled", 0) : 0;
-	if (r->cfg->flavor == SBX_SERVE_CUBE)
-		cube_create_fields(in, &env, &auto_pause, &auto_resume);
-	struct sbx_create_req req = {
-		.timeout = {.seconds = timeout, .on_timeout_pause = auto_pause, .auto_resume = auto_resume},
-		.net = {.allow_internet = sbx_json_bool(in, "allow_internet_access",
-							r->cfg->profile->allow_internet),
-			/* the backend's inbound switch: as asked, else the
-			 * profile's (inbound through sbx-serve is its own
-			 * relay, with E2B's default, below) */
-			.allow_public = net ? sbx_json_bool(net, "allowPublicTraffic", r->cfg->profile->allow_public)
-					    : r->cfg->profile->allow_public,
-			.allow_out = net ? serve_json_arr(net, "allowOut") : NULL,
-			.deny_out = net ? serve_json_arr(net, "denyOut") : NULL},
-		.limits = r->cfg->profile->limits,
-	};
-	if (!tpl || !*tpl)
-		tpl = "base";
-	if (strcmp(tpl, "base") != 0)
-		req.template_id = tpl;
-	int rc = -1;
-	size_t have = 0;
-	SBX_AUTOCLOSE int lock = -1;
-	int cube = r->cfg->flavor == SBX_SERVE_CUBE;
-	if (cube && timeout == -1)
-		timeout = 0;                         /* Cube: -1 is never */
-	if (timeout <= 0 && !(cube && timeout == 0 && sbx_json_int(in, "timeout", 1) == -1))
-		sbx_fail(&err, SBX_INVALID_REQUEST, "create", "Timeout must be greater than 0");
-	else if (strlen(tpl) > 256 || strchr(tpl, '\n'))
-		sbx_fail(&err, SBX_INVALID_REQUEST, "create", "Invalid template ID");
-	else if (refuse_unimplemented(in, cube, &err) == 0 &&
-		 string_map(md, "metadata", 1, &err) == 0 && string_map(env, "envVars", 0, &err) == 0 &&
-		 serve_open_backend(r, &b, &err) == 0 &&
-		 (lock = serve_team_lock(r->serve_dir, r->team, &err)) >= 0 &&
-		 team_count(r, b, &have, &err) == 0) {
-		if (serve_tpl_usable(r, b, tpl, &err) < 0) {
-			serve_reply_err(o, &err);        /* 404 as E2B's, or the failure */
-			rc = 1;
-		} else if (have >= r->cfg->max_sandboxes_per_key) {
-			serve_out_header(o, "Retry-After", "5");
-			serve_reply_error(o, 429, "the key has %zu sandboxes, its limit", have);
-			rc = 1;
-		} else {
-			rc = 0;
-		}
-	}
-	struct sbx_sandbox sb = {0};
-	/* A backend that kills idle sandboxes cannot pause them at an idle
-	 * timeout: then the sweeper alone pauses at the end time, and the
-	 * backend gets no backstop timer (it would kill). */
-	if (rc == 0 && req.timeout.on_timeout_pause && (sbx_backend_caps(b) & SBX_CAP_IDLE_KILL))
-		req.timeout.seconds = 0;
-	struct serve_vols sv;
-	if (serve_vol_prepare(r, b, rc == 0 ? in : NULL, &sv, &req, &err) < 0)
-		rc = -1;
-	if (rc == 0) {
-		json_object *meta = create_metadata(md, r->team, &sv);
-		req.metadata = meta;
-		req.env = env;
-		/* Inbound traffic is this server's own (serve-proxy.c relays it,
-		 * the record keeps the switch): the backend is asked for none, so
-		 * a backend without inbound access (local) serves E2B's default
-		 * allowPublicTraffic: true. */
-		int public_in = req.net.allow_public;
-		req.net.allow_public = 0;
-		rc = sbx_call(b, create, &err, &req, &sb);
-		req.net.allow_public = public_in;
-		json_object_put(meta);
-		if (rc == 0 && serve_vol_attach(r, b, &sv, sb.id, &err) < 0)
-			rc = -1;
-	}
-	serve_vols_clear(&sv);
-	if (rc == 0) {
-		struct serve_rec rec = {.started_at_ms = sbx_now_ms(), .auto_pause = req.timeout.on_timeout_pause,
-					.auto_resume = req.timeout.auto_resume,
-					.allow_public = net ? sbx_json_bool(net, "allowPublicTraffic", 1) : 1};
-		snprintf(rec.team, sizeof(rec.team), "%s", r->team);
-		rec.end_at_ms = timeout ? rec.started_at_ms + timeout * 1000 : 0;
-		rec.alias = sbx_xstrdup(tpl);
-		json_object *out;
-		if (serve_rec_save(r->serve_dir, sb.id, &rec, &err) < 0 ||
-		    sandbox_json(r, &sb, &rec, &out, &err) < 0) {
-			int gone;
-			struct sbx_err e2 = {0};
-			sbx_call(b, remove, &e2, sb.id, &gone);
-			rc = -1;
-		} else {
-			json_object *d = json_object_new_object();
-			sbx_json_set_str(d, "template", tpl);
-			serve_event(r->cfg, r->team, sb.id, "created", NULL, d);
-			serve_reply_json(o, 201, out);
-		}
-		serve_rec_clear(&rec);
-	}
-	if (rc < 0) {
-		if (err.kind == SBX_NOT_FOUND)
-			err.kind = SBX_INVALID_REQUEST;     /* a missing template */
-		serve_reply_err(o, &err);
-	}
-	sbx_sandbox_clear(&sb);
-	sbx_backend_close(b);
-	json_object_put(in);
-	return 0;
-}
-
-/* Every sandbox of the team matching `md` and the states, newest first
- * (created_at desc, id asc). */
-static int team_list(const struct serve_req *r, struct sbx_backend *b, json_object *md,
-		     unsigned states, struct sbx_sandbox **out, size_t *n, struct sbx_err *err)
-{
-	json_object *f = json_object_new_object();
-	if (md) {
-		json_object_object_foreach(md, k, v)
-			json_object_object_add(f, k, json_object_get(v));
-	}
-	sbx_json_set_str(f, TEAM_KEY, r->team);
-	struct sbx_list_filter flt = {.metadata = f, .states = states};
-	struct sbx_sandbox *all = NULL;
-	size_t na = 0;
-	char *tok = NULL;
-	int rc = 0;
-	for (int pages = 0; pages < 1000; pages++) {
-		struct sbx_page pg = {0};
-		if (sbx_call(b, list, err, &flt, tok, &pg) < 0) {
-			rc = -1;
-			break;
-		}
-		all = sbx_xrealloc(all, (na + pg.n + 1) * sizeof(*all));
-		if (pg.n)
-			memcpy(all + na, pg.items, pg.n * sizeof(*all));
-		na += pg.n;
-		free(pg.items);
-		pg.items = NULL;
-		pg.n = 0;
-		int again = pg.next && (!tok || strcmp(pg.next, tok) != 0);
-		free(tok);
-		tok = pg.next;
-		pg.next = NULL;
-		if (!again)
-			break;
-	}
-	free(tok);
-	json_object_put(f);
-	if (rc < 0) {
-		for (size_t i = 0; i < na; i++)
-			sbx_sandbox_clear(&all[i]);
-		free(all);
-		return -1;
-	}
-	/* newest first; ties by id */
-	for (size_t i = 1; i < na; i++)
-		for (size_t j = i; j > 0; j--) {
-			struct sbx_sandbox *x = &all[j - 1], *y = &all[j];
-			if (x->created_at > y->created_at ||
-			    (x->created_at == y->created_at && strcmp(x->id, y->id) < 0))
-				break;
-			struct sbx_sandbox t = *x;
-			*x = *y;
-			*y = t;
-		}
-	*out = all;
-	*n = na;
-	return 0;
-}
-
-static int team_count(const struct serve_req *r, struct sbx_backend *b, size_t *n,
-		      struct sbx_err *err)
-{
-	struct sbx_sandbox *v;
-	if (team_list(r, b, NULL, 0, &v, n, err) < 0)
-		return -1;
-	size_t live = 0;
-	for (size_t i = 0; i < *n; i++) {
-		if (v[i].state != SBX_STATE_TERMINAL)
-			live++;
-		sbx_sandbox_clear(&v[i]);
-	}
-	free(v);
-	*n = live;
-	return 0;
-}
 
 /* Go's url.QueryUnescape: %XX and '+' as space; -1 when malformed. */
 static int query_unescape(const char *s, char *out)
@@ -654,7 +188,7 @@ static int list(const struct serve_req *r, struct serve_out *o, int v2)
 	struct sbx_backend *b = NULL;
 	struct sbx_sandbox *v = NULL;
 	size_t n = 0;
-	if (serve_open_backend(r, &b, &err) < 0 || team_list(r, b, md, states, &v, &n, &err) < 0) {
+	if (serve_open_backend(r, &b, &err) < 0 || serve_team_list(r, b, md, states, &v, &n, &err) < 0) {
 		json_object_put(md);
 		sbx_backend_close(b);
 		return serve_reply_err(o, &err);
@@ -686,7 +220,7 @@ static int list(const struct serve_req *r, struct serve_out *o, int v2)
 			serve_rec_clear(&rec);
 			continue;
 		}
-		json_object_array_add(arr, listed_json(r, sb, &rec, 0));
+		json_object_array_add(arr, serve_listed_json(r, sb, &rec, 0));
 		serve_rec_clear(&rec);
 		sent++;
 		last = sb;
@@ -845,7 +379,7 @@ static int metric_sample(const struct serve_req *r, struct sbx_backend *b, struc
 	json_object *j = json_object_new_object();
 	char t[48];
 	int64_t now = sbx_now_ms();
-	iso_ms(now, t, sizeof(t));
+	serve_iso_ms(now, t, sizeof(t));
 	sbx_json_set_str(j, "timestamp", t);
 	sbx_json_set_int(j, "timestampUnix", now / 1000);
 	sbx_json_set_int(j, "cpuCount", cpus);
@@ -899,7 +433,7 @@ static int update_network(struct sbx_backend *b, struct sbx_sandbox *sb, json_ob
 			  struct sbx_err *err)
 {
 	json_object_object_foreach(in, k, v) {
-		if (strcmp(k, "allowOut") && strcmp(k, "denyOut") && !unset(v))
+		if (strcmp(k, "allowOut") && strcmp(k, "denyOut") && !serve_unset(v))
 			return sbx_fail(err, SBX_INVALID_REQUEST, "network",
 					"sbx-serve does not implement 'network.%.64s'", k);
 	}
@@ -915,15 +449,14 @@ static int update_network(struct sbx_backend *b, struct sbx_sandbox *sb, json_ob
  * that an SDK reports an unsupported call, not a missing sandbox. */
 static const char *unimplemented_call(const char *method, const char *op)
 {
-	if (!strcmp(method, "POST") && !strcmp(op, "fork"))
-		return "fork";
 	if (!strcmp(method, "GET") && !strcmp(op, "logs"))
 		return "logs";
 	return NULL;
 }
 
 /* The operations on one sandbox, by id (/sandboxes/{id}[/{op}]): get,
- * delete, pause, resume, connect, timeout, refreshes, metrics, snapshots. */
+ * delete, pause, resume, connect, timeout, refreshes, metrics, snapshots,
+ * fork (serve-fork.c). */
 static int sandbox_op(const struct serve_req *r, struct serve_out *o, const char *id,
 		      const char *op)
 {
@@ -932,7 +465,7 @@ static int sandbox_op(const struct serve_req *r, struct serve_out *o, const char
 	struct sbx_sandbox sb = {0};
 	struct serve_rec rec = {0};
 	int post = strcmp(r->method, "POST") == 0, put = strcmp(r->method, "PUT") == 0;
-	json_object *in = post || put ? body_obj(r, o) : json_object_new_object();
+	json_object *in = post || put ? serve_body_obj(r, o) : json_object_new_object();
 	if (!in)
 		return 0;
 	if (serve_open_backend(r, &b, &err) < 0 || serve_load_sandbox(r, b, id, &sb, &rec, &err) < 0) {
@@ -944,7 +477,7 @@ static int sandbox_op(const struct serve_req *r, struct serve_out *o, const char
 	json_object *out = NULL;
 	int status = 204;
 	if (!*op && !strcmp(r->method, "GET")) {
-		out = listed_json(r, &sb, &rec, 1);
+		out = serve_listed_json(r, &sb, &rec, 1);
 		status = 200;
 	} else if (!*op && !strcmp(r->method, "DELETE")) {
 		int gone;
@@ -981,7 +514,7 @@ static int sandbox_op(const struct serve_req *r, struct serve_out *o, const char
 			if (was_paused || end > rec.end_at_ms)
 				rc = set_end(r, b, &sb, &rec, t, &err);
 			if (rc == 0)
-				rc = sandbox_json(r, &sb, &rec, &out, &err);
+				rc = serve_sandbox_json(r, &sb, &rec, &out, &err);
 			status = was_paused && r->cfg->flavor != SBX_SERVE_CUBE ? 201 : 200;
 		}
 	} else if (post && !strcmp(op, "timeout")) {
@@ -999,6 +532,9 @@ static int sandbox_op(const struct serve_req *r, struct serve_out *o, const char
 	} else if (!strcmp(r->method, "GET") && !strcmp(op, "metrics")) {
 		rc = metrics(r, b, &sb, &out, &err);
 		status = 200;
+	} else if (post && !strcmp(op, "fork")) {
+		serve_fork(r, o, b, &sb, &rec, in);
+		rc = 2;
 	} else if (unimplemented_call(r->method, op)) {
 		serve_reply_error(o, 501, "sbx-serve does not implement %s", unimplemented_call(r->method, op));
 		rc = 2;
@@ -1056,7 +592,7 @@ int serve_api(const struct serve_req *r, struct serve_out *o)
 		if (v2 && !strcmp(m, "POST") && r->cfg->flavor == SBX_SERVE_CUBE)
 			return serve_reply_error(o, 405, "method not allowed");   /* Cube has no v2 create */
 		if (!strcmp(m, "POST"))
-			return create(r, o, v2);
+			return serve_api_create(r, o, v2);
 		if (!strcmp(m, "GET"))
 			return list(r, o, v2);
 		return serve_reply_error(o, 405, "method not allowed");

@@ -162,6 +162,9 @@ struct serve_rec {
 	int auto_resume;
 	int allow_public;
 	char *alias;                 /* the template name asked for */
+	json_object *fork_recipe;    /* what a fork repeats of the create
+				      * (serve-api.c fork_recipe); NULL for a
+				      * sandbox made before forks were served */
 };
 void serve_rec_clear(struct serve_rec *rec);
 int serve_rec_load(const char *dir, const char *id, struct serve_rec *rec, struct sbx_err *err);
@@ -182,6 +185,47 @@ int serve_id_ok(const char *id);
  * <dir>/teams/<team>.lock, released when the fd is closed (or the worker
  * dies).  Returns the fd or -1. */
 int serve_team_lock(const char *dir, const char *team, struct sbx_err *err);
+
+/* The metadata key that names a sandbox's key ("team") id. */
+#define SERVE_TEAM_KEY "sbx.serve.team"
+
+/* The request body as a JSON object ({} when empty), read strictly
+ * (sbx_json_parse_object: RFC 8259, UTF-8); NULL with a 400 answered,
+ * naming the offset, so no metadata that is not text is ever stored
+ * (serve-reply.c). */
+json_object *serve_body_obj(const struct serve_req *r, struct serve_out *o);
+/* A field a client left unset: null, "", [], {} (serve-create.c). */
+int serve_unset(json_object *v);
+/* E2B's create (serve-create.c): the answer made, 201 or the error. */
+int serve_api_create(const struct serve_req *r, struct serve_out *o, int v2);
+/* A sandbox in E2B's JSON (serve-sbjson.c): an ISO time with
+ * milliseconds; the user metadata (all but sbx.* keys, a new object);
+ * Sandbox (create, connect: ids, tokens, domain); ListedSandbox, and with
+ * `detail` SandboxDetail. */
+void serve_iso_ms(int64_t ms, char *buf, size_t len);
+json_object *serve_user_metadata(const struct sbx_sandbox *sb);
+int serve_sandbox_json(const struct serve_req *r, const struct sbx_sandbox *sb,
+		       const struct serve_rec *rec, json_object **out, struct sbx_err *err);
+json_object *serve_listed_json(const struct serve_req *r, const struct sbx_sandbox *sb,
+			       const struct serve_rec *rec, int detail);
+/* The key's sandboxes (serve-team.c): those matching `md` and `states`,
+ * newest first (created_at desc, id asc); the live ones' count. */
+int serve_team_list(const struct serve_req *r, struct sbx_backend *b, json_object *md,
+		    unsigned states, struct sbx_sandbox **out, size_t *n, struct sbx_err *err);
+int serve_team_count(const struct serve_req *r, struct sbx_backend *b, size_t *n,
+		     struct sbx_err *err);
+
+/* Create one sandbox from an E2B create body `in` (borrowed; v2: its
+ * default timeout), for the key of `r`: the checks, the key's limit
+ * (capacity), the backend's create, the record and the event.  0 with
+ * *out the 201 answer's body (the caller's), or -1 with err (a template
+ * the key may not use: not_found). */
+int serve_create_sandbox(const struct serve_req *r, json_object *in, int v2, json_object **out,
+			 struct sbx_err *err);
+/* POST /sandboxes/{id}/fork (serve-fork.c): `src` and `rec` are the
+ * loaded source, `in` the body; the answer is made. */
+int serve_fork(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
+	       struct sbx_sandbox *src, const struct serve_rec *rec, json_object *in);
 
 /* The snapshot records: which sandbox a snapshot was taken from. */
 int serve_snap_note(const char *dir, const char *snap_id, const char *sandbox_id,

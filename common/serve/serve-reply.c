@@ -15,6 +15,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "doc.h"
 #include "util.h"
 
 /* A name that is not a token (a sandbox's answer can carry any bytes),
@@ -121,4 +122,21 @@ int serve_stream_begin(struct serve_out *o, int status, const char *ctype)
 int serve_stream_write(struct serve_out *o, const void *data, size_t len)
 {
 	return sbx_write_all(o->fd, data, len);
+}
+
+/* The request body as a JSON object ({} when empty), read strictly
+ * (sbx_json_parse_object: RFC 8259, UTF-8); NULL with a 400 naming the
+ * offset, so no metadata that is not text is ever stored. */
+json_object *serve_body_obj(const struct serve_req *r, struct serve_out *o)
+{
+	if (!r->body_len)
+		return json_object_new_object();
+	json_object *j;
+	struct sbx_err e = {0};
+	if (sbx_json_parse_object(r->body, r->body_len, &j, &e) < 0) {
+		serve_reply_error(o, 400, "Error when parsing request: the body is not a JSON object "
+				  "(%s)", e.msg);
+		return NULL;
+	}
+	return j;
 }

@@ -36,6 +36,7 @@
 void serve_rec_clear(struct serve_rec *rec)
 {
 	free(rec->alias);
+	json_object_put(rec->fork_recipe);
 	memset(rec, 0, sizeof(*rec));
 }
 
@@ -61,6 +62,8 @@ int serve_rec_load(const char *dir, const char *id, struct serve_rec *rec, struc
 	rec->allow_public = sbx_json_bool(j, "allow_public", 1);
 	const char *a = sbx_json_str(j, "alias");
 	rec->alias = a ? sbx_xstrdup(a) : NULL;
+	json_object *fr = sbx_json_obj(j, "fork_recipe");
+	rec->fork_recipe = fr ? json_object_get(fr) : NULL;
 	json_object_put(j);
 	return 0;
 }
@@ -80,6 +83,8 @@ int serve_rec_save(const char *dir, const char *id, const struct serve_rec *rec,
 	sbx_json_set_bool(j, "auto_resume", rec->auto_resume);
 	sbx_json_set_bool(j, "allow_public", rec->allow_public);
 	sbx_json_set_str(j, "alias", rec->alias);
+	if (rec->fork_recipe)
+		json_object_object_add(j, "fork_recipe", json_object_get(rec->fork_recipe));
 	SBX_AUTOFREE char *p = rec_path(dir, "sandboxes", id);
 	int rc = sbx_json_write_file(p, j, 0600, 0, err);
 	json_object_put(j);

@@ -6,7 +6,7 @@
 //   E2B_API_KEY=e2b_... node conformance.mjs [GROUP...]
 //
 // Groups (all by default): create commands background pty files timeout pause
-// list snapshot kill auth.  `process` groups need a backend with detached
+// list snapshot fork kill auth.  `process` groups need a backend with detached
 // processes (SBX_CAP_PROCESS); set SDK_SKIP=background,pause to leave them out.
 import { Sandbox, CommandExitError, AuthenticationError } from 'e2b'
 
@@ -261,6 +261,26 @@ const groups = {
     eq(await Sandbox.deleteSnapshot(snap.snapshotId), true, 'deleteSnapshot')
   },
 
+  async fork() {
+    const sb = await create()
+    await sb.files.write('/home/user/forked.txt', 'seed')
+    const forks = await Sandbox.fork(sb.sandboxId, { count: 2, timeoutMs: 120000 })
+    eq(forks.length, 2, 'Sandbox.fork returns one entry per fork')
+    ok(forks.every((f) => f instanceof Sandbox), 'each fork is a running Sandbox', forks.map(String))
+    made.push(...forks.filter((f) => f instanceof Sandbox))
+    eq(await forks[0].files.read('/home/user/forked.txt'), 'seed', "a fork has its source's files")
+    await forks[0].files.write('/home/user/forked.txt', 'mine')
+    eq(await sb.files.read('/home/user/forked.txt'), 'seed', "a write in a fork is not its source's")
+    eq((await forks[1].commands.run('cat /home/user/forked.txt')).stdout, 'seed', "nor the other fork's")
+    ok(await sb.isRunning(), 'the source runs on')
+    for (const f of forks) await f.kill()
+    const snaps = []
+    const pager = Sandbox.listSnapshots({ sandboxId: sb.sandboxId })
+    while (pager.hasNext) snaps.push(...(await pager.nextItems()))
+    eq(snaps.length, 1, "the fork's one snapshot is listed as the source's", snaps)
+    for (const s of snaps) eq(await Sandbox.deleteSnapshot(s.snapshotId), true, 'and deletable once its forks are gone')
+  },
+
   async kill() {
     const sb = await create()
     eq(await sb.kill(), true, 'kill returns true')
@@ -274,7 +294,7 @@ const groups = {
   },
 }
 
-const order = ['create', 'commands', 'background', 'pty', 'files', 'timeout', 'pause', 'list', 'snapshot', 'kill', 'auth']
+const order = ['create', 'commands', 'background', 'pty', 'files', 'timeout', 'pause', 'list', 'snapshot', 'fork', 'kill', 'auth']
 try {
   for (const g of order) {
     if ((want.length && !want.includes(g)) || skip.includes(g)) continue

@@ -7,7 +7,7 @@ stdout; exit status 1 when a check fails.
   E2B_API_KEY=e2b_... python conformance.py [GROUP...]
 
 Groups (all by default): create commands background pty files timeout pause
-list snapshot kill auth.  SDK_SKIP=background,pause leaves groups out.
+list snapshot fork kill auth.  SDK_SKIP=background,pause leaves groups out.
 """
 import json
 import os
@@ -245,6 +245,29 @@ def g_snapshot():
     eq(Sandbox.delete_snapshot(snap.snapshot_id), True, "delete_snapshot")
 
 
+def g_fork():
+    sb = create()
+    sb.files.write("/home/user/forked.txt", "seed")
+    forks = sb.fork(count=2, timeout=120)
+    eq(len(forks), 2, "fork returns one entry per fork")
+    ok(all(isinstance(f, Sandbox) for f in forks), "each fork is a running Sandbox", str(forks))
+    made.extend(f for f in forks if isinstance(f, Sandbox))
+    eq(forks[0].files.read("/home/user/forked.txt"), "seed", "a fork has its source's files")
+    forks[0].files.write("/home/user/forked.txt", "mine")
+    eq(sb.files.read("/home/user/forked.txt"), "seed", "a write in a fork is not its source's")
+    eq(forks[1].commands.run("cat /home/user/forked.txt").stdout, "seed", "nor the other fork's")
+    ok(sb.is_running(), "the source runs on")
+    for f in forks:
+        f.kill()
+    pager = Sandbox.list_snapshots(sandbox_id=sb.sandbox_id)
+    snaps = []
+    while pager.has_next:
+        snaps += pager.next_items()
+    eq(len(snaps), 1, "the fork's one snapshot is listed as the source's")
+    for s in snaps:
+        eq(Sandbox.delete_snapshot(s.snapshot_id), True, "and deletable once its forks are gone")
+
+
 def g_kill():
     sb = create()
     eq(sb.kill(), True, "kill returns true")
@@ -262,7 +285,7 @@ def g_auth():
         ok(False, "a wrong API key is an AuthenticationException", type(e).__name__ + ": " + str(e))
 
 
-order = ["create", "commands", "background", "pty", "files", "timeout", "pause", "list", "snapshot", "kill", "auth"]
+order = ["create", "commands", "background", "pty", "files", "timeout", "pause", "list", "snapshot", "fork", "kill", "auth"]
 try:
     for g in order:
         if (want and g not in want) or g in skip:
