@@ -254,10 +254,16 @@ int local_snapshot_flatten(struct sbx_backend *b, const char *id, const char *na
 
 #define SLOP_NS (50 * 1000 * 1000LL)   /* inode times are coarse: see precopy */
 
+/* Inode times come from the coarse clock (or, on file systems with
+ * multigrain times, from a finer one that is never behind it): a change
+ * made after this reading has a ctime at or after it.  So the moment a
+ * checkpoint froze, read so, is the exact `since` of the next one (no
+ * slop: a file written just before a checkpoint is not copied again by
+ * the next). */
 static int64_t now_ns(void)
 {
 	struct timespec t;
-	clock_gettime(CLOCK_REALTIME, &t);
+	clock_gettime(CLOCK_REALTIME_COARSE, &t);
 	return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
@@ -298,7 +304,7 @@ static int ckpt_base(struct sbx_backend *b, const char *sbid, const struct rec *
 	*lowers = sbx_xmalloc(*nlowers * sizeof(char *));
 	for (size_t i = 0; i < *nlowers; i++)
 		(*lowers)[i] = layer_abs(b, p.layers[i]);
-	*since_ns = p.taken_at_ns - SLOP_NS;
+	*since_ns = p.taken_at_ns;
 	*base = p;
 	return 0;
 }
