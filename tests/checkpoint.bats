@@ -94,3 +94,120 @@ three_turns() {
 	assert_success
 	assert_output ""
 }
+
+@test "rewind --to 2: turn 2's tree exactly, on a new sandbox bound to the session; by label, forward and back" {
+	three_turns s2
+	local old new
+	old=$(bound s2)
+	run sbx-ctl rewind --tenant $T --session s2 --to 2
+	assert_success
+	new=$(jqo -r .sandbox.id)
+	[ "$new" != "$old" ]
+	[ "$(jqo -r .ctl.replaced)" = "$old" ]
+	[ "$(jqo -r .checkpoint.n)" = 2 ]
+	[ "$(bound s2)" = "$new" ]
+	assert_one_sandbox $T s2 "$new"
+	run digest s2
+	assert_success
+	[ "$output" = "$(cat "$BATS_TEST_TMPDIR/d2")" ] || {
+		diff <(echo "$output") "$BATS_TEST_TMPDIR/d2"; return 1; }
+	# The next resolve is the rewound sandbox, bound.
+	run resolve $T s2
+	assert_output "$new bound"
+	# Later checkpoints are kept: rewinding forward undoes the rewind.
+	run sbx-snap ls --tenant $T --session s2
+	[ "$(jqo -s 'map(.checkpoint.n) | join(",")')" = 1,2,3 ]
+	run sbx-ctl rewind --tenant $T --session s2 --to turn-3
+	assert_success
+	run in_s s2 'ls /workspace/out || cat /opt/ck/lib/mod.py'
+	assert_output --partial broken
+	[[ "$output" != *" b"* ]]
+	run sbx-ctl rewind --tenant $T --session s2 --to turn-2
+	assert_success
+	[ "$(jqo -r .checkpoint.label)" = turn-2 ]
+	run digest s2
+	[ "$output" = "$(cat "$BATS_TEST_TMPDIR/d2")" ]
+	# A checkpoint of the rewound sandbox stacks on the checkpoint it
+	# came from and costs what changed since.
+	in_s s2 'echo four >/workspace/out/d'
+	run sbx-snap checkpoint --tenant $T --session s2 --label turn-4
+	assert_success
+	[ "$(jqo -r .checkpoint.n)" = 4 ]
+	[ "$(jqo -r .checkpoint.checkpoint_of)" = "$(jq -r .checkpoint.snapshot "$BATS_TEST_TMPDIR/c2")" ]
+	[ "$(jqo -r .checkpoint.size_bytes)" -lt 100000 ]
+}
+
+@test "rewind: refused while another turn holds the lease; --in-turn from the only holder" {
+	in_s s3 'echo x >/workspace/x'
+	sbx-snap checkpoint --tenant $T --session s3 >/dev/null
+	local old
+	old=$(bound s3)
+	sbx-lease begin --tenant $T --session s3 >/dev/null
+	run sbx-ctl rewind --tenant $T --session s3 --to 1
+	[ "$status" -eq 75 ]
+	[ "$(jqo -r .error.kind)" = conflict ] || [[ "$output" == *conflict* ]]
+	[ "$(bound s3)" = "$old" ]
+	sbx-lease begin --tenant $T --session s3 >/dev/null
+	run sbx-ctl rewind --tenant $T --session s3 --to 1 --in-turn
+	[ "$status" -eq 75 ]
+	[ "$(bound s3)" = "$old" ]
+	sbx-lease end --tenant $T --session s3 >/dev/null
+	run sbx-ctl rewind --tenant $T --session s3 --to 1 --in-turn
+	assert_success
+	[ "$(bound s3)" != "$old" ]
+	sbx-lease end --tenant $T --session s3 >/dev/null
+}
+
+@test "rewind: usage errors, an unknown checkpoint, a session without a sandbox" {
+	run sbx-ctl rewind --tenant $T --session s3
+	[ "$status" -eq 64 ]
+	run sbx-ctl rewind --session s3 --to 1
+	[ "$status" -eq 64 ]
+	run sbx-ctl pause --to 1
+	[ "$status" -eq 64 ]
+	run sbx-ctl rewind --tenant $T --session s3 --to 99
+	[ "$status" -eq 66 ]
+	run sbx-ctl rewind --tenant $T --session s3 --to no-such-label
+	[ "$status" -eq 66 ]
+	run sbx-ctl rewind --tenant $T --session nobody --to 1
+	[ "$status" -eq 66 ]
+}
+
+# crash_rewind POINT: a rewind killed with -9 at POINT leaves the session
+# bound to one live sandbox, the old or the new one; the reaper deletes
+# the other, and the next resolve finds the bound one.
+crash_rewind() {
+	local s=crash-${1//:/-} old b ids
+	in_s "$s" 'echo one >/workspace/f' || return 1
+	sbx-snap checkpoint --tenant $T --session "$s" >/dev/null || return 1
+	in_s "$s" 'echo two >/workspace/f' || return 1
+	old=$(bound "$s")
+	SBX_LOCK_TTL_MS=400 SBX_FAULT=$1 run sbx-ctl rewind --tenant $T --session "$s" --to 1
+	[ "$status" -eq 137 ] || { echo "not killed at $1 (status $status): $output"; return 1; }
+	wait_key_gone "$(skey $T "$s" lock)"    # the dead holder's lock expires
+	b=$(bound "$s")
+	[ -n "$b" ] && [ "$b" != null ] || { echo "no binding after a crash at $1"; return 1; }
+	ids=$(ids_with sbx.session "$s")
+	grep -qx "$b" <<<"$ids" || { echo "bound $b is not live: $ids"; return 1; }
+	[ "$(grep -c . <<<"$ids")" -le 2 ]
+	run sbx-reap --tenant $T --grace 0
+	assert_success
+	assert_one_sandbox $T "$s" "$b"
+	run resolve $T "$s"
+	assert_output "$b bound"
+	run in_s "$s" 'cat /workspace/f'
+	if [ "$b" = "$old" ]; then assert_output two; else assert_output one; fi
+}
+
+@test "rewind killed with -9 after the create: bound to the old sandbox, the new one reaped" {
+	crash_rewind rewind:created
+	[ "$(bound crash-rewind-created)" != "" ]
+}
+
+@test "rewind killed with -9 after the binding moved: bound to the new one, the old one reaped" {
+	crash_rewind rewind:bound
+}
+
+@test "rewind killed with -9 right before the old sandbox's delete" {
+	crash_rewind rewind:before-delete
+}

@@ -493,6 +493,7 @@ struct dlevel {
 	const char *src, *dst;
 	const char **lows;
 	size_t nlows;
+	int all;                 /* not the lowers' directory: copy everything */
 	int made;                /* dst exists */
 	struct dlevel *up;
 };
@@ -572,22 +573,31 @@ static int same_dir(const struct dwalk *d, const char *src, const struct stat *s
 
 static int diff_dir(struct dwalk *d, struct dlevel *l, int check_gone, struct sbx_err *err);
 
-/* The directory's own metadata on its copy, as a plain (non-opaque)
- * directory that merges with the lowers, and its identity. */
+/* The directory's own metadata on its copy, and its identity.  The copy
+ * of the lowers' own directory is made plain (`merge`: not opaque, so
+ * that it merges with the lowers' copies below, the first of which
+ * carries the upper's opaque mark if it has one). */
 static int diff_meta(const char *src, const char *dst, const struct stat *s, unsigned flags,
-		     struct sbx_err *err)
+		     int merge, struct sbx_err *err)
 {
 	if (copy_meta(src, dst, s, flags, err) < 0)
 		return -1;
-	if (lremovexattr(dst, OVL_OPAQUE) < 0 && errno != ENODATA)
+	if (merge && lremovexattr(dst, OVL_OPAQUE) < 0 && errno != ENODATA)
 		return sbx_fail_errno(err, SBX_INTERNAL, "diff", "removexattr %s", dst);
 	return set_dirid(dst, s->st_ino, err);
 }
 
-/* The same directory as the lowers' (same_dir): walked; it appears in the
- * layer only when something below it or its metadata changed. */
+/* A directory the lowers hold under the same name, walked over theirs.
+ * The same directory (same_dir, !all): it appears in the layer only when
+ * something below it or its metadata changed.  Another one (all: removed
+ * and made again, renamed onto the name): everything in it is copied and
+ * every name of the lowers' that it lacks is whited out, so that the
+ * lowers' old content does not show through - an opaque mark would do
+ * that too, but would also hide the template's directory of that name
+ * (/usr) that the upper's own directory merges with. */
 static int diff_subdir(struct dwalk *d, struct dlevel *l, const char *name, const char *sp,
-		       const char *dp, const struct stat *s, size_t at, struct sbx_err *err)
+		       const char *dp, const struct stat *s, size_t at, int all,
+		       struct sbx_err *err)
 {
 	SBX_AUTOFREE const char **lows = sbx_xmalloc((l->nlows - at) * sizeof(char *));
 	size_t n = 0;
@@ -605,11 +615,11 @@ static int diff_subdir(struct dwalk *d, struct dlevel *l, const char *name, cons
 		if (is_opaque(p))
 			break;
 	}
-	struct dlevel sub = {.src = sp, .dst = dp, .lows = lows, .nlows = n, .up = l};
-	int fresh = dchanged(d, s);
+	struct dlevel sub = {.src = sp, .dst = dp, .lows = lows, .nlows = n, .all = all, .up = l};
+	int fresh = all || dchanged(d, s);
 	int rc = diff_dir(d, &sub, fresh, err);
 	if (rc == 0 && (sub.made || fresh))
-		rc = dmake(&sub, err) < 0 ? -1 : diff_meta(sp, dp, s, d->w.flags, err);
+		rc = dmake(&sub, err) < 0 ? -1 : diff_meta(sp, dp, s, d->w.flags, !all, err);
 	for (size_t i = 0; i < n; i++)
 		free((char *)lows[i]);
 	return rc;
@@ -626,7 +636,7 @@ static int diff_entry(struct dwalk *d, struct dlevel *l, const char *name, struc
 		return vanished(&d->w) ? 0 : sbx_fail_errno(err, SBX_INTERNAL, "diff", "stat %s", sp);
 	if (!S_ISDIR(s.st_mode)) {
 		/* Unchanged since the lowers' state: they hold it as it is. */
-		if (!dchanged(d, &s) && l->nlows > 0)
+		if (!l->all && !dchanged(d, &s) && l->nlows > 0)
 			return 0;
 		return dmake(l, err) < 0 ? -1 : walk_entry(&d->w, sp, dp, err);
 	}
@@ -635,15 +645,12 @@ static int diff_entry(struct dwalk *d, struct dlevel *l, const char *name, struc
 		return -1;
 	if (s.st_dev != d->w.dev && had)
 		return 0;            /* a mount point: an empty directory stands in */
-	if (had && S_ISDIR(ls.st_mode) && same_dir(d, sp, &s, lp))
-		return diff_subdir(d, l, name, sp, dp, &s, at, err);
-	/* New here, or another directory than the lowers': whole, and
-	 * opaque over whatever the lowers hold under the name. */
-	if (dmake(l, err) < 0 || walk_entry(&d->w, sp, dp, err) < 0)
-		return -1;
-	if (had && lsetxattr(dp, OVL_OPAQUE, "y", 1, 0) < 0 && !(vanished(&d->w)))
-		return sbx_fail_errno(err, SBX_INTERNAL, "diff", "setxattr %s %s", dp, OVL_OPAQUE);
-	return 0;
+	if (had && S_ISDIR(ls.st_mode))
+		return diff_subdir(d, l, name, sp, dp, &s, at,
+				   l->all || !same_dir(d, sp, &s, lp), err);
+	/* New here (or over a non-directory of the lowers', which hides
+	 * what lies below it): whole. */
+	return dmake(l, err) < 0 ? -1 : walk_entry(&d->w, sp, dp, err);
 }
 
 /* The names the lowers show in `l` that src no longer has: whiteouts. */
@@ -734,7 +741,7 @@ int lcopy_diff(const char *src, const char *const *lowers, size_t nlowers, const
 	struct dlevel root = {.src = src, .dst = dst, .lows = lows, .nlows = n, .made = 1};
 	int rc = diff_dir(&d, &root, n > 0 && dchanged(&d, &s), err);
 	if (rc == 0)
-		rc = diff_meta(src, dst, &s, d.w.flags, err);
+		rc = diff_meta(src, dst, &s, d.w.flags, 1, err);
 	for (size_t i = 0; i < d.w.nlinks; i++)
 		free(d.w.links[i].dst);
 	free(d.w.links);

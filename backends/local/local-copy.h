@@ -86,7 +86,10 @@ int lcopy_sync(const char *src, const char *dst, const struct timespec *since,
  *   - a name the lowers hold and src no longer does becomes a whiteout;
  *   - a directory that is not the one the lowers recorded (another inode,
  *     LCOPY_DIRID_XATTR: removed and made again, or renamed onto the
- *     name) is copied whole and marked opaque;
+ *     name) is copied whole, with a whiteout for each name of the
+ *     lowers' directory it lacks (not an opaque mark: that would also
+ *     hide the template's directory of that name, which the upper's own
+ *     directory merges with);
  *   - the same directory is walked; it appears in dst only when something
  *     below it, or its own metadata, changed (then as a plain, non-opaque
  *     directory with src's metadata).

@@ -256,8 +256,7 @@ static int take_locked(struct sbx_backend *b, struct sbx_redis *r, struct sbx_lo
 	size_t n;
 	if (sbx_checkpoint_list(r, tenant, session, &v, &n, err) < 0)
 		return -1;
-	SBX_AUTOFREE char *prev = n ? sbx_xstrdup(v[n - 1].snapshot) : NULL;
-	sbx_checkpoints_free(v, n);
+	const char *prev = n ? v[n - 1].snapshot : NULL;
 	struct sbx_snapshot_ref ref = {0};
 	int64_t taken = 0;
 	int rc;
@@ -267,14 +266,24 @@ static int take_locked(struct sbx_backend *b, struct sbx_redis *r, struct sbx_lo
 		taken = sbx_now_ms() * 1000000LL;
 		rc = sbx_call(b, snapshot_create, err, sb, label, &ref);
 	}
-	if (rc < 0)
-		return -1;
+	/* It stacks on a checkpoint of the history when its parent is one:
+	 * the previous one, or (after a rewind) the one rewound to. */
+	const char *of = NULL;
+	for (size_t i = n; rc == 0 && ref.parent && i-- > 0;)
+		if (strcmp(v[i].snapshot, ref.parent) == 0) {
+			of = v[i].snapshot;
+			break;
+		}
 	struct sbx_checkpoint c = {
 		.label = label ? sbx_xstrdup(label) : NULL, .snapshot = ref.id,
 		.sandbox = sbx_xstrdup(sb->id), .taken_at_ns = taken, .size_bytes = ref.size_bytes,
-		.checkpoint_of = ref.parent && prev && strcmp(ref.parent, prev) == 0 ?
-				 sbx_xstrdup(prev) : NULL,
+		.checkpoint_of = of ? sbx_xstrdup(of) : NULL,
 	};
+	sbx_checkpoints_free(v, n);
+	if (rc < 0) {
+		sbx_checkpoint_clear(&c);
+		return -1;
+	}
 	ref.id = NULL;
 	free(ref.name);
 	free(ref.parent);
