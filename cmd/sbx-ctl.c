@@ -69,7 +69,7 @@ static const struct sbx_opt opts[] = {
 	{"tenant", 0, "TENANT", "quota, rewind: the tenant", O_TENANT,
 	 SBX_SUB(S_QUOTA) | SBX_SUB(S_REWIND)},
 	{"session", 's', "SESSION", "rewind: the session to rewind", O_SESSION, SBX_SUB(S_REWIND)},
-	{"to", 0, "N|LABEL", "rewind: the checkpoint, by number or label (sbx-snap ls --session)",
+	{"to", 0, "CHECKPOINT", "rewind: the checkpoint, its number or its label (sbx-snap ls)",
 	 O_TO, SBX_SUB(S_REWIND)},
 	{"in-turn", 0, NULL, "rewind: the caller holds the session's turn lease (one reference)",
 	 O_IN_TURN, SBX_SUB(S_REWIND)},
