@@ -211,3 +211,29 @@ crash_rewind() {
 @test "rewind killed with -9 right before the old sandbox's delete" {
 	crash_rewind rewind:before-delete
 }
+
+@test "rewinds racing resolves, checkpoints and reaper runs (real processes) leave one bound sandbox" {
+	in_s race 'echo r >/workspace/r'
+	sbx-snap checkpoint --tenant $T --session race --label base >/dev/null
+	local pids=() i
+	for i in 1 2 3; do
+		sbx-ctl rewind --tenant $T --session race --to base >"$BATS_TEST_TMPDIR/rw.$i" 2>&1 &
+		pids+=($!)
+		sbx-create --tenant $T --session race >"$BATS_TEST_TMPDIR/rs.$i" 2>&1 &
+		pids+=($!)
+		sbx-snap checkpoint --tenant $T --session race >"$BATS_TEST_TMPDIR/ck.$i" 2>&1 &
+		pids+=($!)
+	done
+	sbx-reap --tenant $T --grace 0 >"$BATS_TEST_TMPDIR/rp.1" 2>&1 &
+	local reaper=$! p
+	for p in "${pids[@]}"; do wait "$p" || { cat "$BATS_TEST_TMPDIR"/*.*; return 1; }; done
+	wait "$reaper" || cat "$BATS_TEST_TMPDIR/rp.1"   # another reaper may hold the lease
+	run sbx-reap --tenant $T --grace 0
+	assert_success
+	assert_one_sandbox $T race
+	run in_s race 'cat /workspace/r'
+	assert_output r
+	# Every checkpoint got its own number.
+	run sbx-snap ls --tenant $T --session race
+	[ "$(jqo -s 'map(.checkpoint.n) | join(",")')" = 1,2,3,4 ]
+}
