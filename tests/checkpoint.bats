@@ -97,11 +97,16 @@ three_turns() {
 
 @test "rewind --to 2: turn 2's tree exactly, on a new sandbox bound to the session; by label, forward and back" {
 	three_turns s2
-	local old new
+	local old new settings
 	old=$(bound s2)
+	settings='{limits, timeout, network, resume_on_use}'
+	jq -S "$settings" "$SBX_STATE_DIR/local/sandboxes/$old/sandbox.json" >"$BATS_TEST_TMPDIR/old.set"
 	run sbx-ctl rewind --tenant $T --session s2 --to 2
 	assert_success
 	new=$(jqo -r .sandbox.id)
+	# The new sandbox has the settings a resolve gives (the profile's).
+	[ "$(jq -S "$settings" "$SBX_STATE_DIR/local/sandboxes/$new/sandbox.json")" = \
+	  "$(cat "$BATS_TEST_TMPDIR/old.set")" ]
 	[ "$new" != "$old" ]
 	[ "$(jqo -r .ctl.replaced)" = "$old" ]
 	[ "$(jqo -r .checkpoint.n)" = 2 ]

@@ -333,8 +333,10 @@ static int ckpt_copy(struct sbx_backend *b, const char *sbid, const char *upper,
 	all[0] = tmp;
 	for (size_t i = 0; i < nlowers; i++)
 		all[i + 1] = lowers[i];
-	if (local_sb_freeze(b, sbid, 1, err) < 0)
+	if (local_sb_freeze(b, sbid, 1, err) < 0) {
+		sbx_rm_rf(tmp, &ignored);
 		return -1;
+	}
 	*taken_ns = now_ns();
 	sbx_fault("checkpoint-frozen");
 	int rc = pre ? lcopy_diff(upper, all, nlowers + 1, tmp2, t1 - SLOP_NS, 0, NULL, err)
