@@ -242,3 +242,26 @@ crash_rewind() {
 	run sbx-snap ls --tenant $T --session race
 	[ "$(jqo -s 'map(.checkpoint.n) | join(",")')" = 1,2,3,4 ]
 }
+
+@test "sbx-lease end --checkpoint: the turn ends with a checkpoint; a failed one keeps the turn" {
+	sbx-lease begin --tenant $T --session lt >/dev/null
+	in_s lt 'echo turn >/workspace/t'
+	run sbx-lease end --checkpoint --label t1 --tenant $T --session lt
+	assert_success
+	[ "$(jqo -r .lease.refs)" = 0 ]
+	[ "$(jqo -r .lease.checkpoint.n)" = 1 ]
+	[ "$(jqo -r .lease.checkpoint.label)" = t1 ]
+	run sbx-snap ls --tenant $T --session lt
+	[ "$(jqo -r .checkpoint.label)" = t1 ]
+	# No sandbox: no checkpoint, and the turn is still held.
+	sbx-lease begin --tenant $T --session lt-none >/dev/null
+	run sbx-lease end --checkpoint --tenant $T --session lt-none
+	[ "$status" -eq 66 ]
+	run sbx-lease status --tenant $T --session lt-none
+	[ "$(jqo -r .lease.refs)" = 1 ]
+	sbx-lease end --tenant $T --session lt-none >/dev/null
+	run sbx-lease end --label x --tenant $T --session lt
+	[ "$status" -eq 64 ]
+	run sbx-lease begin --checkpoint --tenant $T --session lt
+	[ "$status" -eq 64 ]
+}
