@@ -265,3 +265,33 @@ crash_rewind() {
 	run sbx-lease begin --checkpoint --tenant $T --session lt
 	[ "$status" -eq 64 ]
 }
+
+@test "checkpoints taken while the sandbox churns its tree stack up to the tree exactly" {
+	in_s churn 'mkdir -p /workspace/c && echo base >/workspace/c/base'
+	sbx-snap checkpoint --tenant $T --session churn >/dev/null
+	# Three seconds of files and directories made, changed, renamed and
+	# removed, while checkpoints are taken.
+	in_s churn 'end=$(( $(date +%s) + 3 )); i=0; cd /workspace/c
+		while [ "$(date +%s)" -lt "$end" ]; do
+			i=$((i+1)); mkdir -p d$((i%7))/e$((i%3)); echo $i >d$((i%7))/e$((i%3))/f$((i%5))
+			echo $i >>base; rm -rf d$(((i+3)%7)); [ -d d$((i%7)) ] && mv d$((i%7)) m$((i%4)) 2>/dev/null
+			rm -rf m$(((i+1)%4))
+		done' &
+	local writer=$! k
+	for k in 1 2 3 4 5; do
+		sbx-snap checkpoint --tenant $T --session churn >/dev/null
+		sleep 0.3
+	done
+	wait "$writer"
+	run sbx-snap checkpoint --tenant $T --session churn
+	assert_success
+	local n
+	n=$(jqo -r .checkpoint.n)
+	[ "$n" = 7 ]
+	digest churn >"$BATS_TEST_TMPDIR/live"
+	run sbx-ctl rewind --tenant $T --session churn --to "$n"
+	assert_success
+	run digest churn
+	[ "$output" = "$(cat "$BATS_TEST_TMPDIR/live")" ] || {
+		diff <(echo "$output") "$BATS_TEST_TMPDIR/live"; return 1; }
+}
