@@ -295,3 +295,24 @@ crash_rewind() {
 	[ "$output" = "$(cat "$BATS_TEST_TMPDIR/live")" ] || {
 		diff <(echo "$output") "$BATS_TEST_TMPDIR/live"; return 1; }
 }
+
+@test "a chain of checkpoints deeper than a stack can mount starts again over the template" {
+	in_s deep 'echo 0 >/workspace/n'
+	local i
+	for i in $(seq 1 75); do
+		sbx-snap checkpoint --tenant $T --session deep >/dev/null || { echo "checkpoint $i failed"; return 1; }
+	done
+	in_s deep 'echo 76 >/workspace/n'
+	run sbx-snap checkpoint --tenant $T --session deep
+	assert_success
+	run sbx-snap ls --tenant $T --session deep
+	# The first, and one where the chain started again: no checkpoint_of.
+	[ "$(jqo -s '[.[] | select(.checkpoint.checkpoint_of == null)] | length')" = 2 ]
+	local snap
+	snap=$(jqo -rs '.[-1].checkpoint.snapshot')
+	[ "$(jq '.layers | length' "$SBX_STATE_DIR/local/images/templates/$snap.json")" -lt 70 ]
+	run sbx-ctl rewind --tenant $T --session deep --to 76
+	assert_success
+	run in_s deep 'cat /workspace/n'
+	assert_output 76
+}

@@ -355,11 +355,32 @@ static int ckpt_copy(struct sbx_backend *b, const char *sbid, const char *upper,
 	return rc;
 }
 
+/* The record of a new checkpoint `id` of sandbox `sbid`: layer `lid` over
+ * base's stack (`diff`: base is the previous checkpoint, lid the layer of
+ * the difference), checked to be mountable (capacity when too deep). */
+static int ckpt_record(struct sbx_backend *b, const char *sbid, const char *id,
+		       const char *name, const char *lid, const struct rec *base, int diff,
+		       struct rec *r, struct sbx_err *err)
+{
+	r->id = sbx_xstrdup(id);
+	r->name = sbx_xstrdup(name ? name : id);
+	r->kind = sbx_xstrdup("snapshot");
+	r->parent = sbx_xstrdup(base->id);
+	r->sandbox = sbx_xstrdup(sbid);
+	if (diff || base->taken_at_ns)
+		r->checkpoint_of = sbx_xstrdup(base->id);
+	rec_add_layer(r, lid);
+	for (size_t i = 0; i < base->nlayers; i++)
+		rec_add_layer(r, base->layers[i]);
+	return check_stack(b, r, err);
+}
+
 /* Checkpoint (the vtable's checkpoint_create, backend.h): a snapshot whose
  * new layer is the difference of the upper dir against `prev` (the
  * session's previous checkpoint) when prev is a checkpoint of this
- * sandbox, stacked on prev's layers; else the whole upper dir over the
- * sandbox's template, as a snapshot.  The freeze lasts the second pass
+ * sandbox, stacked on prev's layers; else (and when prev's stack is as
+ * deep as a stack can mount) the whole upper dir over the sandbox's
+ * template, as a snapshot.  The freeze lasts the second pass
  * only (ckpt_copy).  A crash leaves work directories for img_gc and a
  * sandbox that may read as paused (the next command resumes it), as a
  * snapshot's does. */
@@ -396,18 +417,21 @@ int local_checkpoint_create(struct sbx_backend *b, struct sbx_sandbox *sb, const
 	if (rc == 0 && (new_snap_id(id, err) < 0 || new_work(b, lid, &tmp, &wlk, err) < 0 ||
 			new_work(b, lid2, &tmp2, &wlk2, err) < 0))
 		rc = -1;
-	if (rc == 0) {
-		r.id = sbx_xstrdup(id);
-		r.name = sbx_xstrdup(name ? name : id);
-		r.kind = sbx_xstrdup("snapshot");
-		r.parent = sbx_xstrdup(base.id);
-		r.sandbox = sbx_xstrdup(sb->id);
-		if (nlowers || base.taken_at_ns)
-			r.checkpoint_of = sbx_xstrdup(base.id);
-		rec_add_layer(&r, lid);
-		for (size_t i = 0; i < base.nlayers; i++)
-			rec_add_layer(&r, base.layers[i]);
-		rc = check_stack(b, &r, err);
+	if (rc == 0)
+		rc = ckpt_record(b, sb->id, id, name, lid, &base, nlowers > 0, &r, err);
+	if (rc < 0 && err->kind == SBX_CAPACITY && nlowers > 0) {
+		/* The chain is as deep as a stack can mount: start it again
+		 * over the template (this checkpoint copies the whole upper
+		 * dir once), rather than refuse every checkpoint from now on. */
+		for (size_t i = 0; i < nlowers; i++)
+			free(lowers[i]);
+		free(lowers);
+		rec_clear(&base);
+		rec_clear(&r);
+		*err = (struct sbx_err){0};
+		rc = ckpt_base(b, sb->id, &tpl, NULL, &base, &lowers, &nlowers, &since, err);
+		if (rc == 0)
+			rc = ckpt_record(b, sb->id, id, name, lid, &base, 0, &r, err);
 	}
 	if (rc == 0 && !(upper = local_sb_upper(b, sb->id)))
 		rc = sbx_fail(err, SBX_INTERNAL, "checkpoint", "sandbox %s has no upper layer", sb->id);
