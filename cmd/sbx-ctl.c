@@ -6,6 +6,7 @@
  *   sbx-ctl caps
  *   sbx-ctl quota --tenant T [--running N|none|profile] [--sandboxes N|none|profile]
  *                 [--paused-bytes SIZE|none|profile] [--retain-paused DURATION|none|profile]
+ *   sbx-ctl rewind --tenant T --session S --to N|LABEL [--in-turn]
  *
  * Per input document it acts on the document's sandbox, refreshes the
  * handle and adds {"ctl": {"op": ...}}.  kill is idempotent: a sandbox
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "checkpoint.h"
 #include "cli.h"
 #include "cliopt.h"
 #include "cliutil.h"
@@ -29,8 +31,8 @@
 
 enum { O_PROFILE, O_ID, O_SECONDS, O_ON_TIMEOUT, O_AUTO_RESUME, O_NO_AUTO_RESUME,
        O_ALLOW_OUT, O_DENY_OUT, O_POLICY, O_TENANT, O_RUNNING, O_SANDBOXES,
-       O_RETAIN, O_PAUSED_BYTES };
-enum { S_PAUSE, S_RESUME, S_KILL, S_TIMEOUT, S_NETWORK, S_CAPS, S_QUOTA };
+       O_RETAIN, O_PAUSED_BYTES, O_SESSION, O_TO, O_IN_TURN };
+enum { S_PAUSE, S_RESUME, S_KILL, S_TIMEOUT, S_NETWORK, S_CAPS, S_QUOTA, S_REWIND };
 
 static const struct sbx_sub subs[] = {
 	[S_PAUSE] = {"pause", "", 0, 0, "freeze the sandbox's processes", NULL},
@@ -40,6 +42,8 @@ static const struct sbx_sub subs[] = {
 	[S_NETWORK] = {"network", "", 0, 0, "replace the sandbox's egress policy (running or paused)", NULL},
 	[S_CAPS] = {"caps", "", 0, 0, "show the backend's capabilities and default limits", NULL},
 	[S_QUOTA] = {"quota", "", 0, 0, "set or show a tenant's own quota (over the profile's)", "tenant"},
+	[S_REWIND] = {"rewind", "", 0, 0, "make a sandbox from one of the session's checkpoints its "
+		      "sandbox", "tenant session to"},
 	{0},
 };
 
@@ -62,8 +66,13 @@ static const struct sbx_opt opts[] = {
 	 O_DENY_OUT, SBX_SUB(S_NETWORK)},
 	{"policy", 0, "FILE", "network: rules from a JSON policy document (after the flags)", O_POLICY,
 	 SBX_SUB(S_NETWORK)},
-	{"tenant", 0, "TENANT", "quota: the tenant whose quota is set or shown", O_TENANT,
-	 SBX_SUB(S_QUOTA)},
+	{"tenant", 0, "TENANT", "quota, rewind: the tenant", O_TENANT,
+	 SBX_SUB(S_QUOTA) | SBX_SUB(S_REWIND)},
+	{"session", 's', "SESSION", "rewind: the session to rewind", O_SESSION, SBX_SUB(S_REWIND)},
+	{"to", 0, "CHECKPOINT", "rewind: the checkpoint, its number or its label (sbx-snap ls)",
+	 O_TO, SBX_SUB(S_REWIND)},
+	{"in-turn", 0, NULL, "rewind: the caller holds the session's turn lease (one reference)",
+	 O_IN_TURN, SBX_SUB(S_REWIND)},
 	{"running", 0, "N", "quota: running sandboxes at most (none: no limit; profile: the profile's)",
 	 O_RUNNING, SBX_SUB(S_QUOTA)},
 	{"sandboxes", 0, "N", "quota: sandboxes at most, paused or running (none, profile)",
@@ -77,7 +86,7 @@ static const struct sbx_opt opts[] = {
 
 static const struct sbx_cmd cmd = {
 	.name = "sbx-ctl",
-	.synopsis = "pause|resume|kill|timeout|network|caps|quota [OPTIONS]",
+	.synopsis = "pause|resume|kill|timeout|network|caps|quota|rewind [OPTIONS]",
 	.summary = "Pause, resume, kill or re-time sandboxes; show the backend's capabilities.",
 	.opts = opts,
 	.subs = subs,
@@ -91,7 +100,9 @@ struct ctl_opts {
 	int pause;
 	int auto_resume;         /* 1 on, 0 off, -1 keep the sandbox's */
 	struct sbx_netpolicy policy;   /* network: the whole new policy */
-	const char *tenant;      /* quota */
+	const char *tenant;      /* quota, rewind */
+	const char *session, *to;   /* rewind */
+	int in_turn;
 	struct sbx_quota quota;  /* quota: SBX_QUOTA_KEEP unless given */
 	int64_t retain_ms;       /* quota: the same */
 };
@@ -145,6 +156,9 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 			return -1;
 		o->tenant = arg;
 		return 0;
+	case O_SESSION: o->session = arg; return 0;
+	case O_TO: o->to = arg; return 0;
+	case O_IN_TURN: o->in_turn = 1; return 0;
 	case O_RUNNING: return quota_arg("running", arg, &o->quota.running, err);
 	case O_SANDBOXES: return quota_arg("sandboxes", arg, &o->quota.sandboxes, err);
 	case O_PAUSED_BYTES:
@@ -310,6 +324,37 @@ static int quota_main(struct ctl_opts *o)
 	return rc < 0 ? sbx_cli_report(cmd.name, &err) : 0;
 }
 
+/* rewind: one document, the new sandbox with {"ctl": {"op": "rewind",
+ * "replaced": OLD}} and the checkpoint it came from. */
+static int rewind_main(struct ctl_opts *o)
+{
+	struct sbx_err err = {0};
+	struct sbx_backend *b;
+	struct sbx_redis *r;
+	if (sbx_app_backend(&o->app, NULL, &b, &err) < 0 || sbx_app_redis(&o->app, &r, &err) < 0)
+		return sbx_cli_report(cmd.name, &err);
+	struct sbx_rewind_req q = {.tenant = o->tenant, .session = o->session, .to = o->to,
+				   .in_turn = o->in_turn};
+	struct sbx_sandbox sb;
+	struct sbx_checkpoint c;
+	SBX_AUTOFREE char *old = NULL;
+	int64_t t0 = sbx_mono_ms();
+	if (sbx_session_rewind(b, r, &q, &sb, &c, &old, &err) < 0)
+		return sbx_cli_report(cmd.name, &err);
+	json_object *doc = json_object_new_object();
+	json_object_object_add(doc, "sandbox", sbx_sandbox_to_json(&sb));
+	json_object *res = sbx_json_child(doc, "ctl");
+	sbx_json_set_str(res, "op", "rewind");
+	sbx_json_set_str(res, "replaced", old);
+	sbx_json_set_int(res, "duration_ms", sbx_mono_ms() - t0);
+	sbx_checkpoint_json(&c, sbx_json_child(doc, "checkpoint"));
+	int rc = sbx_emit(doc, &err);
+	json_object_put(doc);
+	sbx_sandbox_clear(&sb);
+	sbx_checkpoint_clear(&c);
+	return rc < 0 ? sbx_cli_report(cmd.name, &err) : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ctl_opts o = {.pause = 1, .auto_resume = -1,
@@ -331,6 +376,8 @@ int main(int argc, char **argv)
 		st = caps_main(&o);
 	} else if (a.sub == S_QUOTA) {
 		st = quota_main(&o);
+	} else if (a.sub == S_REWIND) {
+		st = rewind_main(&o);
 	} else {
 		json_object *seed = sbx_cli_id_seed(o.id);
 		st = sbx_cli_run_docs(cmd.name, seed, ctl_one, &o);

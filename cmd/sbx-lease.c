@@ -1,6 +1,7 @@
 /* sbx-lease - turn leases, stale marking, and holding a session's lock.
  *
  *   sbx-lease begin|end|status --tenant T --session S
+ *   sbx-lease end --checkpoint [--label L] ...   a checkpoint first (checkpoint.h)
  *   sbx-lease stale (--tenant T | --all-tenants)
  *   sbx-lease lock --tenant T --session S [--wait DURATION] -- CMD [ARG...]
  *
@@ -18,6 +19,7 @@
 
 #include "app.h"
 #include "binding.h"
+#include "checkpoint.h"
 #include "cli.h"
 #include "cliopt.h"
 #include "doc.h"
@@ -27,7 +29,7 @@
 #include "lock.h"
 #include "util.h"
 
-enum { O_PROFILE, O_TENANT, O_SESSION, O_WAIT, O_ALL };
+enum { O_PROFILE, O_TENANT, O_SESSION, O_WAIT, O_ALL, O_CHECKPOINT, O_LABEL };
 enum { S_BEGIN, S_END, S_STATUS, S_STALE, S_LOCK };
 
 static const struct sbx_sub subs[] = {
@@ -48,6 +50,9 @@ static const struct sbx_opt opts[] = {
 	{"all-tenants", 0, NULL, "stale: every tenant in the tenant index", O_ALL, SBX_SUB(S_STALE)},
 	{"wait", 'w', "DURATION", "lock: wait this long for a busy lock (default: fail at once)", O_WAIT,
 	 SBX_SUB(S_LOCK)},
+	{"checkpoint", 0, NULL, "end: checkpoint the session's sandbox first (sbx-snap checkpoint)",
+	 O_CHECKPOINT, SBX_SUB(S_END)},
+	{"label", 'l', "LABEL", "end --checkpoint: the checkpoint's label", O_LABEL, SBX_SUB(S_END)},
 	{0},
 };
 
@@ -65,6 +70,8 @@ struct lease_opts {
 	const char *tenant, *session;
 	int64_t wait_ms;
 	int all_tenants;
+	int checkpoint;
+	const char *label;
 };
 
 static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
@@ -76,6 +83,8 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	case O_SESSION: o->session = arg; return 0;
 	case O_WAIT: return sbx_parse_duration_ms(arg, &o->wait_ms, err);
 	case O_ALL: o->all_tenants = 1; return 0;
+	case O_CHECKPOINT: o->checkpoint = 1; return 0;
+	case O_LABEL: o->label = arg; return 0;
 	}
 	return 0;
 }
@@ -143,6 +152,23 @@ static void lease_hold(struct lease_opts *o, struct sbx_redis *r, const char *te
 	sbx_binding_clear(&bd);
 }
 
+/* end --checkpoint: the checkpoint first, under res.checkpoint; the
+ * lease ends only once it is recorded (a failed one leaves the turn
+ * held: retry, or end without it). */
+static int end_checkpoint(struct lease_opts *o, struct sbx_redis *r, json_object *sb,
+			  const char *tenant, const char *session, json_object *res,
+			  struct sbx_err *err)
+{
+	struct sbx_backend *b;
+	struct sbx_checkpoint c;
+	if (sbx_app_backend(&o->app, sb, &b, err) < 0 ||
+	    sbx_checkpoint_take(b, r, tenant, session, o->label, &c, err) < 0)
+		return -1;
+	sbx_checkpoint_json(&c, sbx_json_child(res, "checkpoint"));
+	sbx_checkpoint_clear(&c);
+	return 0;
+}
+
 /* One document: act on the flags' ids, else on the handle's. */
 static int lease_one(json_object *doc, void *ctx, struct sbx_err *err)
 {
@@ -173,8 +199,11 @@ static int lease_one(json_object *doc, void *ctx, struct sbx_err *err)
 	int rc = 0;
 	long long refs = 0;
 	if (!strcmp(o->sub, "begin") || !strcmp(o->sub, "end")) {
-		rc = o->sub[0] == 'b' ? sbx_turn_begin(r, tenant, session, &refs, err)
-				      : sbx_turn_end(r, tenant, session, &refs, err);
+		if (o->checkpoint)
+			rc = end_checkpoint(o, r, sb, tenant, session, res, err);
+		if (rc == 0)
+			rc = o->sub[0] == 'b' ? sbx_turn_begin(r, tenant, session, &refs, err)
+					      : sbx_turn_end(r, tenant, session, &refs, err);
 		if (rc == 0) {
 			sbx_json_set_int(res, "refs", refs);
 			sbx_json_set_bool(res, "active", refs > 0);
@@ -280,6 +309,8 @@ int main(int argc, char **argv)
 		rc = sbx_usage_err(&err, "--session needs --tenant");
 	if (rc == 0 && o.all_tenants && o.tenant)
 		rc = sbx_usage_err(&err, "--tenant or --all-tenants, not both");
+	if (rc == 0 && o.label && !o.checkpoint)
+		rc = sbx_usage_err(&err, "--label belongs to --checkpoint");
 	if (rc < 0)
 		return sbx_cli_report(cmd.name, &err);
 	o.sub = subs[a.sub].name;

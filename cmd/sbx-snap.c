@@ -20,12 +20,19 @@
  *   sbx-snap rm --tenant T --skill NAME [--force]
  *   sbx-snap flatten --tenant T          flatten the tenant's image
  *
+ * Checkpoints (checkpoint.h; issue 32):
+ *   sbx-snap checkpoint --tenant T --session S [--label L]
+ *                                        the session's sandbox, as the next
+ *                                        entry of its history
+ *   sbx-snap ls --tenant T --session S   the history, one document per entry
+ *
  * Structure: every mode is a small function over library calls, chosen in
  * main. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "app.h"
+#include "checkpoint.h"
 #include "cli.h"
 #include "cliopt.h"
 #include "cliutil.h"
@@ -37,8 +44,8 @@
 #include "util.h"
 
 enum { O_PROFILE, O_NAME, O_ID, O_FORCE, O_TENANT, O_SKILL, O_REMOVE_SKILL, O_CLEAN,
-       O_SEAL, O_FLATTEN_ABOVE, O_RECOVER, O_GRACE, O_DRY_RUN };
-enum { S_TAKE, S_LS, S_SHOW, S_RM, S_FLATTEN };
+       O_SEAL, O_FLATTEN_ABOVE, O_RECOVER, O_GRACE, O_DRY_RUN, O_SESSION, O_LABEL };
+enum { S_TAKE, S_LS, S_SHOW, S_RM, S_FLATTEN, S_CHECKPOINT };
 
 /* With --tenant, ls, show, rm and flatten take no ID: the operand counts
  * below allow both, and check_skill_form() holds each form to its own. */
@@ -50,6 +57,8 @@ static const struct sbx_sub subs[] = {
 	[S_RM] = {"rm", "ID", 0, 1, "delete a snapshot (with --tenant: --skill NAME's row)", NULL},
 	[S_FLATTEN] = {"flatten", "ID", 0, 1, "one layer instead of a chain (with --tenant: "
 		       "the image)", NULL},
+	[S_CHECKPOINT] = {"checkpoint", "", 0, 0, "checkpoint the session's sandbox into its history",
+			  "tenant session"},
 	{0},
 };
 
@@ -77,6 +86,10 @@ static const struct sbx_opt opts[] = {
 	 O_GRACE, TAKE},
 	{"dry-run", 0, NULL, "--recover: report what would be done, change nothing", O_DRY_RUN,
 	 TAKE},
+	{"session", 's', "SESSION", "checkpoint, ls: the session whose checkpoints these are",
+	 O_SESSION, SBX_SUB(S_CHECKPOINT) | SBX_SUB(S_LS)},
+	{"label", 'l', "LABEL", "checkpoint: a label to rewind to instead of its number", O_LABEL,
+	 SBX_SUB(S_CHECKPOINT)},
 	{0},
 };
 
@@ -87,8 +100,11 @@ static const struct sbx_cmd cmd = {
 		    "[--seal PATH] [--flatten-above N]\n"
 		    "       sbx-snap --recover [--tenant T] [--grace D] [--dry-run]\n"
 		    "       sbx-snap ls|show --tenant T | rm --tenant T --skill NAME [--force] | "
-		    "flatten --tenant T",
-	.summary = "Freeze sandboxes into snapshots; list, show, delete and flatten snapshots.",
+		    "flatten --tenant T\n"
+		    "       sbx-snap checkpoint --tenant T --session S [--label L] | "
+		    "ls --tenant T --session S",
+	.summary = "Freeze sandboxes into snapshots; list, show, delete and flatten snapshots; "
+		   "checkpoint sessions.",
 	.opts = opts,
 	.subs = subs,
 };
@@ -99,6 +115,7 @@ struct snap_opts {
 	const char *id;
 	int force;
 	const char *tenant, *skill, *remove_skill, *seal;
+	const char *session, *label;
 	int clean_scratch, recover, dry_run;
 	int64_t flatten_above, grace_ms;
 };
@@ -118,6 +135,8 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	case O_SEAL: o->seal = arg; return 0;
 	case O_RECOVER: o->recover = 1; return 0;
 	case O_DRY_RUN: o->dry_run = 1; return 0;
+	case O_SESSION: o->session = arg; return 0;
+	case O_LABEL: o->label = arg; return 0;
 	case O_GRACE: return sbx_parse_duration_ms(arg, &o->grace_ms, err);
 	case O_FLATTEN_ABOVE: {
 		char *end;
@@ -407,6 +426,53 @@ static int release_for_rm(struct snap_opts *o, const char *id, struct sbx_err *e
 	return sbx_skill_release_snapshot(r, id, o->force, NULL, err) < 0 ? -1 : 0;
 }
 
+/* ---- checkpoints ---- */
+
+static json_object *ckpt_doc(const struct snap_opts *o, const struct sbx_checkpoint *c)
+{
+	json_object *doc = json_object_new_object();
+	sbx_json_set_str(doc, "tenant", o->tenant);
+	sbx_json_set_str(doc, "session", o->session);
+	sbx_checkpoint_json(c, sbx_json_child(doc, "checkpoint"));
+	return doc;
+}
+
+/* checkpoint: one document with the new entry.  ls --session: one per
+ * entry, oldest first. */
+static int do_checkpoint(struct snap_opts *o, int list, struct sbx_err *err)
+{
+	struct sbx_backend *b;
+	struct sbx_redis *r;
+	if (list ? sbx_app_use(&o->app, NULL, err) < 0 || sbx_app_redis(&o->app, &r, err) < 0
+		 : open_both(o, NULL, &b, &r, err) < 0)
+		return -1;
+	struct sbx_checkpoint *v;
+	size_t n;
+	int64_t t0 = sbx_mono_ms();
+	if (list) {
+		if (sbx_checkpoint_list(r, o->tenant, o->session, &v, &n, err) < 0)
+			return -1;
+	} else {
+		v = sbx_xmalloc(sizeof(*v));
+		n = 1;
+		if (sbx_checkpoint_take(b, r, o->tenant, o->session, o->label, v, err) < 0) {
+			free(v);
+			return -1;
+		}
+	}
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		json_object *doc = ckpt_doc(o, &v[i]);
+		if (!list)
+			sbx_json_set_int(sbx_json_obj(doc, "checkpoint"), "duration_ms",
+					 sbx_mono_ms() - t0);
+		rc = sbx_emit(doc, err);
+		json_object_put(doc);
+	}
+	sbx_checkpoints_free(v, n);
+	return rc;
+}
+
 /* The end of main for a mode that writes its own documents: a failure
  * (rc < 0) is reported with an error document, except a closed stdout
  * (exit 74, quietly: there is no reader).  Closes what the mode opened. */
@@ -425,6 +491,14 @@ static int check_form(struct snap_opts *o, const struct sbx_args *a, int *skill,
 		      struct sbx_err *err)
 {
 	int sub = a->sub;
+	if (sub == S_CHECKPOINT || o->session) {
+		*skill = 0;
+		if (o->skill || o->remove_skill || o->clean_scratch || o->seal || o->flatten_above ||
+		    o->recover || o->grace_ms || o->dry_run || o->id || o->name || a->argc)
+			return sbx_usage_err(err, "checkpoint and ls --session take only --tenant, "
+					     "--session and (checkpoint) --label");
+		return o->tenant ? 0 : sbx_usage_err(err, "--session needs --tenant");
+	}
 	*skill = o->tenant || o->skill || o->remove_skill || o->clean_scratch || o->seal ||
 		 o->flatten_above || o->recover || o->grace_ms || o->dry_run;
 	if (!*skill)
@@ -499,6 +573,8 @@ int main(int argc, char **argv)
 		sbx_app_close(&o.app);
 		return st;
 	}
+	if (a.sub == S_CHECKPOINT || o.session)
+		return finish(&o, do_checkpoint(&o, a.sub == S_LS, &err), &err);
 	int rc = o.recover ? do_recover(&o, &err) :
 		 skill ? run_tenant(&o, a.sub, &err) : run_plain(&o, &a, &err);
 	return finish(&o, rc, &err);

@@ -304,6 +304,17 @@ static int is_opaque(const char *path)
 static int walk_dir(struct walk *w, const char *src, const char *dst, int prune,
 		    struct sbx_err *err);
 
+/* LCOPY_DIRID: record which upper directory `dst` is a copy of. */
+static int set_dirid(const char *dst, ino_t ino, struct sbx_err *err)
+{
+	char v[24];
+	int n = snprintf(v, sizeof(v), "%llu", (unsigned long long)ino);
+	if (lsetxattr(dst, LCOPY_DIRID_XATTR, v, (size_t)n, 0) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "copy", "setxattr %s %s", dst,
+				      LCOPY_DIRID_XATTR);
+	return 0;
+}
+
 /* One entry of a source directory.  In merge mode the destination entry
  * may exist already (from a lower layer) and is replaced unless both are
  * directories and the source is not opaque.  In sync mode it may exist
@@ -345,7 +356,9 @@ static int walk_entry(struct walk *w, const char *src, const char *dst, struct s
 		/* Another filesystem mounted here: an empty directory stands in. */
 		if (s.st_dev == w->dev && walk_dir(w, src, dst, sync && have, err) < 0)
 			return -1;
-		return copy_meta(src, dst, &s, w->flags, err);
+		if (copy_meta(src, dst, &s, w->flags, err) < 0)
+			return -1;
+		return (w->flags & LCOPY_DIRID) ? set_dirid(dst, s.st_ino, err) : 0;
 	}
 	if (have && sbx_rm_rf(dst, err) < 0)
 		return -1;
@@ -469,6 +482,271 @@ int lcopy_sync(const char *src, const char *dst, const struct timespec *since,
 	       struct lcopy_stats *st, struct sbx_err *err)
 {
 	return copy_root(src, dst, LCOPY_SYNC, since, st, err);
+}
+
+/* ---- the layer of a difference (lcopy_diff) ---- */
+
+/* One directory of a diff walk: its path in the upper dir and in the new
+ * layer, and the same directory in each lower layer that shows through
+ * there (top first: the walk stops below an opaque one). */
+struct dlevel {
+	const char *src, *dst;
+	const char **lows;
+	size_t nlows;
+	int all;                 /* not the lowers' directory: copy everything */
+	int made;                /* dst exists */
+	struct dlevel *up;
+};
+
+struct dwalk {
+	struct walk w;           /* whole copies: LCOPY_DIRID (| LCOPY_LIVE) */
+	int64_t since_ns;
+};
+
+static int64_t ts_ns(const struct timespec *t)
+{
+	return (int64_t)t->tv_sec * 1000000000LL + t->tv_nsec;
+}
+
+static int dchanged(const struct dwalk *d, const struct stat *s)
+{
+	return ts_ns(&s->st_ctim) >= d->since_ns;
+}
+
+/* The new layer's directories down to `l`, made on first need (their
+ * metadata is applied once their walk is over: diff_subdir). */
+static int dmake(struct dlevel *l, struct sbx_err *err)
+{
+	if (l->made)
+		return 0;
+	if (l->up && dmake(l->up, err) < 0)
+		return -1;
+	if (mkdir(l->dst, 0700) < 0 && errno != EEXIST)
+		return sbx_fail_errno(err, SBX_INTERNAL, "diff", "mkdir %s", l->dst);
+	l->made = 1;
+	return 0;
+}
+
+static int dpath(char *out, const char *dir, const char *name, struct sbx_err *err)
+{
+	if (snprintf(out, PATH_MAX, "%s/%s", dir, name) < PATH_MAX)
+		return 0;
+	errno = ENAMETOOLONG;
+	return sbx_fail_errno(err, SBX_INTERNAL, "diff", "%s/%s", dir, name);
+}
+
+/* The top-most lower entry `name` of `l`: 1 with *s and its layer, 0. */
+static int dlookup(const struct dlevel *l, const char *name, struct stat *s, size_t *at)
+{
+	char p[PATH_MAX];
+	for (size_t i = 0; i < l->nlows; i++) {
+		if (snprintf(p, sizeof(p), "%s/%s", l->lows[i], name) >= (int)sizeof(p))
+			continue;
+		if (lstat(p, s) == 0) {
+			*at = i;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Is the upper directory `src` (*s) the one whose copy is `low`?  Its
+ * recorded inode must match, and it must not have been born after since
+ * (an inode number reused by a new directory). */
+static int same_dir(const struct dwalk *d, const char *src, const struct stat *s,
+		    const char *low)
+{
+	char v[24];
+	ssize_t n = lgetxattr(low, LCOPY_DIRID_XATTR, v, sizeof(v) - 1);
+	if (n <= 0)
+		return 0;
+	v[n] = '\0';
+	if (strtoull(v, NULL, 10) != (unsigned long long)s->st_ino)
+		return 0;
+	struct statx x;
+	if (statx(AT_FDCWD, src, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &x) == 0 &&
+	    (x.stx_mask & STATX_BTIME) &&
+	    (int64_t)x.stx_btime.tv_sec * 1000000000LL + x.stx_btime.tv_nsec >= d->since_ns)
+		return 0;
+	return 1;
+}
+
+static int diff_dir(struct dwalk *d, struct dlevel *l, int check_gone, struct sbx_err *err);
+
+/* The directory's own metadata on its copy, and its identity.  The copy
+ * of the lowers' own directory is made plain (`merge`: not opaque, so
+ * that it merges with the lowers' copies below, the first of which
+ * carries the upper's opaque mark if it has one). */
+static int diff_meta(const char *src, const char *dst, const struct stat *s, unsigned flags,
+		     int merge, struct sbx_err *err)
+{
+	if (copy_meta(src, dst, s, flags, err) < 0)
+		return -1;
+	if (merge && lremovexattr(dst, OVL_OPAQUE) < 0 && errno != ENODATA)
+		return sbx_fail_errno(err, SBX_INTERNAL, "diff", "removexattr %s", dst);
+	return set_dirid(dst, s->st_ino, err);
+}
+
+/* A directory the lowers hold under the same name, walked over theirs.
+ * The same directory (same_dir, !all): it appears in the layer only when
+ * something below it or its metadata changed.  Another one (all: removed
+ * and made again, renamed onto the name): everything in it is copied and
+ * every name of the lowers' that it lacks is whited out, so that the
+ * lowers' old content does not show through - an opaque mark would do
+ * that too, but would also hide the template's directory of that name
+ * (/usr) that the upper's own directory merges with. */
+static int diff_subdir(struct dwalk *d, struct dlevel *l, const char *name, const char *sp,
+		       const char *dp, const struct stat *s, size_t at, int all,
+		       struct sbx_err *err)
+{
+	SBX_AUTOFREE const char **lows = sbx_xmalloc((l->nlows - at) * sizeof(char *));
+	size_t n = 0;
+	for (size_t i = at; i < l->nlows; i++) {
+		char *p = sbx_xasprintf("%s/%s", l->lows[i], name);
+		struct stat t;
+		int absent = lstat(p, &t) < 0 && errno == ENOENT;
+		if (absent || !S_ISDIR(t.st_mode)) {
+			free(p);
+			if (absent)
+				continue;
+			break;       /* a non-directory hides the layers below */
+		}
+		lows[n++] = p;
+		if (is_opaque(p))
+			break;
+	}
+	struct dlevel sub = {.src = sp, .dst = dp, .lows = lows, .nlows = n, .all = all, .up = l};
+	int fresh = all || dchanged(d, s);
+	int rc = diff_dir(d, &sub, fresh, err);
+	if (rc == 0 && (sub.made || fresh))
+		rc = dmake(&sub, err) < 0 ? -1 : diff_meta(sp, dp, s, d->w.flags, !all, err);
+	for (size_t i = 0; i < n; i++)
+		free((char *)lows[i]);
+	return rc;
+}
+
+static int diff_entry(struct dwalk *d, struct dlevel *l, const char *name, struct sbx_err *err)
+{
+	char sp[PATH_MAX], dp[PATH_MAX], lp[PATH_MAX];
+	struct stat s, ls;
+	size_t at = 0;
+	if (dpath(sp, l->src, name, err) < 0 || dpath(dp, l->dst, name, err) < 0)
+		return -1;
+	if (lstat(sp, &s) < 0)
+		return vanished(&d->w) ? 0 : sbx_fail_errno(err, SBX_INTERNAL, "diff", "stat %s", sp);
+	if (!S_ISDIR(s.st_mode)) {
+		/* Unchanged since the lowers' state: they hold it as it is. */
+		if (!l->all && !dchanged(d, &s) && l->nlows > 0)
+			return 0;
+		return dmake(l, err) < 0 ? -1 : walk_entry(&d->w, sp, dp, err);
+	}
+	int had = dlookup(l, name, &ls, &at);
+	if (had && dpath(lp, l->lows[at], name, err) < 0)
+		return -1;
+	if (s.st_dev != d->w.dev && had)
+		return 0;            /* a mount point: an empty directory stands in */
+	if (had && S_ISDIR(ls.st_mode))
+		return diff_subdir(d, l, name, sp, dp, &s, at,
+				   l->all || !same_dir(d, sp, &s, lp), err);
+	/* New here (or over a non-directory of the lowers', which hides
+	 * what lies below it): whole. */
+	return dmake(l, err) < 0 ? -1 : walk_entry(&d->w, sp, dp, err);
+}
+
+/* The names the lowers show in `l` that src no longer has: whiteouts. */
+static int diff_gone(struct dwalk *d, struct dlevel *l, struct sbx_err *err)
+{
+	int rc = 0;
+	for (size_t i = 0; i < l->nlows && rc == 0; i++) {
+		DIR *dir = opendir(l->lows[i]);
+		if (!dir)
+			return sbx_fail_errno(err, SBX_INTERNAL, "diff", "opendir %s", l->lows[i]);
+		struct dirent *e;
+		while (rc == 0 && (e = readdir(dir))) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			struct stat t;
+			size_t at;
+			struct dlevel above = *l;
+			above.nlows = i;     /* a layer above holds it: judged there */
+			if (dlookup(&above, e->d_name, &t, &at))
+				continue;
+			char sp[PATH_MAX], lp[PATH_MAX], dp[PATH_MAX];
+			if (dpath(sp, l->src, e->d_name, err) < 0 ||
+			    dpath(lp, l->lows[i], e->d_name, err) < 0 ||
+			    dpath(dp, l->dst, e->d_name, err) < 0) {
+				rc = -1;
+				break;
+			}
+			if (lstat(lp, &t) < 0 || is_whiteout(lp, &t) || lstat(sp, &t) == 0)
+				continue;
+			if (dmake(l, err) < 0)
+				rc = -1;
+			else if (mknod(dp, S_IFCHR | 0600, makedev(0, 0)) < 0 && errno != EEXIST)
+				rc = sbx_fail_errno(err, SBX_INTERNAL, "diff", "mknod %s", dp);
+			else
+				d->w.st->others++;
+		}
+		closedir(dir);
+	}
+	return rc;
+}
+
+static int diff_dir(struct dwalk *d, struct dlevel *l, int check_gone, struct sbx_err *err)
+{
+	DIR *dir = opendir(l->src);
+	if (!dir && vanished(&d->w))
+		return 0;
+	if (!dir)
+		return sbx_fail_errno(err, SBX_INTERNAL, "diff", "opendir %s", l->src);
+	int rc = 0;
+	struct dirent *e;
+	errno = 0;
+	while (rc == 0 && (e = readdir(dir))) {
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			rc = diff_entry(d, l, e->d_name, err);
+		errno = 0;
+	}
+	if (rc == 0 && errno)
+		rc = sbx_fail_errno(err, SBX_INTERNAL, "diff", "readdir %s", l->src);
+	closedir(dir);
+	if (rc == 0 && check_gone)
+		rc = diff_gone(d, l, err);
+	return rc;
+}
+
+int lcopy_diff(const char *src, const char *const *lowers, size_t nlowers, const char *dst,
+	       int64_t since_ns, unsigned flags, struct lcopy_stats *st, struct sbx_err *err)
+{
+	struct lcopy_stats dummy = {0};
+	struct stat s;
+	if (lstat(src, &s) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "diff", "%s", src);
+	if (!S_ISDIR(s.st_mode))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "diff", "%s is not a directory", src);
+	struct dwalk d = {
+		.w = {.flags = LCOPY_DIRID | (flags & LCOPY_LIVE), .dev = s.st_dev, .reflink = 1,
+		      .st = st ? st : &dummy},
+		.since_ns = since_ns,
+	};
+	if (mkdir(dst, 0700) < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "diff", "mkdir %s", dst);
+	SBX_AUTOFREE const char **lows = sbx_xmalloc((nlowers + 1) * sizeof(char *));
+	size_t n = 0;
+	for (size_t i = 0; i < nlowers; i++) {
+		lows[n++] = lowers[i];
+		if (is_opaque(lowers[i]))
+			break;
+	}
+	struct dlevel root = {.src = src, .dst = dst, .lows = lows, .nlows = n, .made = 1};
+	int rc = diff_dir(&d, &root, n > 0 && dchanged(&d, &s), err);
+	if (rc == 0)
+		rc = diff_meta(src, dst, &s, d.w.flags, 1, err);
+	for (size_t i = 0; i < d.w.nlinks; i++)
+		free(d.w.links[i].dst);
+	free(d.w.links);
+	free(d.w.buf);
+	return rc;
 }
 
 static int du_dir(const char *path, dev_t dev, int64_t *bytes, struct sbx_err *err)

@@ -33,7 +33,16 @@ enum {
 	LCOPY_LIVE = 1 << 2,
 	/* Internal to lcopy_sync. */
 	LCOPY_SYNC = 1 << 3,
+	/* Internal to lcopy_diff: every directory written gets
+	 * LCOPY_DIRID_XATTR, its source's inode number. */
+	LCOPY_DIRID = 1 << 4,
 };
+
+/* The identity of a directory of a sandbox's upper dir, recorded on its
+ * copy in a checkpoint layer (lcopy_diff): the upper's inode number.  The
+ * next diff tells "the same directory" from "removed and made again, or
+ * another one renamed onto the name" by it. */
+#define LCOPY_DIRID_XATTR "trusted.sbx.dirid"
 
 struct lcopy_stats {
 	int64_t files;           /* regular files written (links excluded) */
@@ -65,6 +74,33 @@ int lcopy_tree(const char *src, const char *dst, unsigned flags, struct lcopy_st
  * ctime.  On failure dst is partial, as with lcopy_tree. */
 int lcopy_sync(const char *src, const char *dst, const struct timespec *since,
 	       struct lcopy_stats *st, struct sbx_err *err);
+
+/* Make `dst` (created here) the overlay layer of what changed in `src`,
+ * a sandbox's upper dir, since the state that `lowers` (nlowers layer
+ * directories, top first) stack up to, which was src's state at
+ * `since_ns` (realtime ns; callers pass a little before the state was
+ * taken: inode times are coarse).  The layer stacked on `lowers` gives
+ * src as it is now:
+ *   - an entry whose ctime is at or after since_ns, or that the lowers do
+ *     not hold, is copied (a directory the lowers do not hold: whole);
+ *   - a name the lowers hold and src no longer does becomes a whiteout;
+ *   - a directory that is not the one the lowers recorded (another inode,
+ *     LCOPY_DIRID_XATTR: removed and made again, or renamed onto the
+ *     name) is copied whole, with a whiteout for each name of the
+ *     lowers' directory it lacks (not an opaque mark: that would also
+ *     hide the template's directory of that name, which the upper's own
+ *     directory merges with);
+ *   - the same directory is walked; it appears in dst only when something
+ *     below it, or its own metadata, changed (then as a plain, non-opaque
+ *     directory with src's metadata).
+ * An unchanged non-directory costs one lstat; the lowers are read only
+ * for directories, and listed only for directories whose own ctime moved
+ * (only those can have lost a name).  Every directory written carries
+ * LCOPY_DIRID_XATTR.  nlowers = 0 copies src whole.  flags: LCOPY_LIVE
+ * only (src is running: a pre-pass, settled by a second diff over it).
+ * On failure dst is partial: callers work in a temporary directory. */
+int lcopy_diff(const char *src, const char *const *lowers, size_t nlowers, const char *dst,
+	       int64_t since_ns, unsigned flags, struct lcopy_stats *st, struct sbx_err *err);
 
 /* The apparent size of the regular files below `dir` (no mount crossing). */
 int lcopy_du(const char *dir, int64_t *bytes, struct sbx_err *err);

@@ -17,6 +17,11 @@ struct rec {
 	char **layers;           /* lids, or "/" for the host root; top first */
 	size_t nlayers;
 	int64_t created_at, size_bytes;
+	/* Checkpoints (local_checkpoint_create): the sandbox whose upper dir
+	 * it froze, when (realtime ns, the freeze), and the checkpoint whose
+	 * layers it stacks on (NULL: none). */
+	char *sandbox, *checkpoint_of;
+	int64_t taken_at_ns;
 };
 
 /* Each is described where local-image.c defines it. */

@@ -8,7 +8,9 @@
  *   layers/<lid>/          one immutable layer (a directory tree); lid = 8 hex
  *   templates/<id>.json    one record per template or snapshot:
  *                          {id, name, kind, parent, layers: [lid|"/"...] top
- *                          first, created_at, size_bytes[, flattened_from]}
+ *                          first, created_at, size_bytes[, flattened_from]
+ *                          [, sandbox, taken_at_ns, checkpoint_of]: a
+ *                          checkpoint's, local-snapshot.c]}
  *   tmp/<lid>.<pid>        work in progress (imports, snapshot copies) and
  *                          layers being deleted (<lid>.del.<pid>)
  *   tmp/.work-<lid>.<pid>.lock  flock held by the worker while
@@ -57,6 +59,8 @@ void rec_clear(struct rec *r)
 	free(r->kind);
 	free(r->parent);
 	free(r->from);
+	free(r->sandbox);
+	free(r->checkpoint_of);
 	for (size_t i = 0; i < r->nlayers; i++)
 		free(r->layers[i]);
 	free(r->layers);
@@ -198,6 +202,12 @@ static json_object *rec_to_json(const struct rec *r)
 		sbx_json_set_str(o, "parent", r->parent);
 	if (r->from)
 		sbx_json_set_str(o, "flattened_from", r->from);
+	if (r->sandbox)
+		sbx_json_set_str(o, "sandbox", r->sandbox);
+	if (r->checkpoint_of)
+		sbx_json_set_str(o, "checkpoint_of", r->checkpoint_of);
+	if (r->taken_at_ns)
+		sbx_json_set_int(o, "taken_at_ns", r->taken_at_ns);
 	json_object *a = json_object_new_array();
 	for (size_t i = 0; i < r->nlayers; i++)
 		json_object_array_add(a, json_object_new_string(r->layers[i]));
@@ -243,6 +253,9 @@ static int rec_load(struct sbx_backend *b, const char *id, struct rec *r, struct
 	r->kind = sbx_xstrdup(sbx_json_str(o, "kind") ? sbx_json_str(o, "kind") : "rootfs");
 	r->parent = dup_or_null(sbx_json_str(o, "parent"));
 	r->from = dup_or_null(sbx_json_str(o, "flattened_from"));
+	r->sandbox = dup_or_null(sbx_json_str(o, "sandbox"));
+	r->checkpoint_of = dup_or_null(sbx_json_str(o, "checkpoint_of"));
+	r->taken_at_ns = sbx_json_int(o, "taken_at_ns", 0);
 	r->created_at = sbx_json_int(o, "created_at", 0);
 	r->size_bytes = sbx_json_int(o, "size_bytes", -1);
 	for (size_t i = 0; i < json_object_array_length(layers); i++) {

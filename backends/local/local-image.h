@@ -27,6 +27,10 @@ int local_image_dependents(struct sbx_backend *b, const char *template_id, char 
 /* vtable entries */
 int local_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const char *name,
 			  struct sbx_snapshot_ref *out, struct sbx_err *err);
+/* The vtable's checkpoint_create (local-snapshot.c). */
+int local_checkpoint_create(struct sbx_backend *b, struct sbx_sandbox *sb, const char *prev,
+			    const char *name, struct sbx_snapshot_ref *out, int64_t *taken_at_ns,
+			    struct sbx_err *err);
 int local_snapshot_list(struct sbx_backend *b, const char *page_token,
 			struct sbx_snapshot_ref **out, size_t *n, char **next, struct sbx_err *err);
 int local_snapshot_delete(struct sbx_backend *b, const char *id, int *gone, struct sbx_err *err);

@@ -249,3 +249,216 @@ int local_snapshot_flatten(struct sbx_backend *b, const char *id, const char *na
 	rec_clear(&r);
 	return rc;
 }
+
+/* ---- checkpoints ---- */
+
+#define SLOP_NS (50 * 1000 * 1000LL)   /* inode times are coarse: see precopy */
+
+/* Inode times come from the coarse clock (or, on file systems with
+ * multigrain times, from a finer one that is never behind it): a change
+ * made after this reading has a ctime at or after it.  So the moment a
+ * checkpoint froze, read so, is the exact `since` of the next one (no
+ * slop: a file written just before a checkpoint is not copied again by
+ * the next). */
+static int64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME_COARSE, &t);
+	return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* What a checkpoint of `sb` (over template `tpl`) stacks on: `prev` when
+ * it is a checkpoint of this very sandbox over the same template (its
+ * layers above the template's are then the upper dir's state at its
+ * taken_at_ns: *lowers, *nlowers, *since_ns), else the template itself
+ * (no lowers: the layer is the whole upper dir).  *base is loaded. */
+static int ckpt_base(struct sbx_backend *b, const char *sbid, const struct rec *tpl,
+		     const char *prev, struct rec *base, char ***lowers, size_t *nlowers,
+		     int64_t *since_ns, struct sbx_err *err)
+{
+	*lowers = NULL;
+	*nlowers = 0;
+	*since_ns = 0;
+	struct rec p = {0};
+	int diff = 0;
+	struct sbx_err perr = {0};
+	if (prev && image_load(b, prev, &p, &perr) < 0) {
+		if (perr.kind != SBX_NOT_FOUND) {
+			*err = perr;
+			return -1;
+		}
+		prev = NULL;         /* deleted since: the whole upper dir */
+	}
+	if (prev && p.sandbox && strcmp(p.sandbox, sbid) == 0 && p.taken_at_ns > 0 &&
+	    p.nlayers > tpl->nlayers) {
+		diff = 1;
+		for (size_t i = 0; i < tpl->nlayers; i++)
+			if (strcmp(p.layers[p.nlayers - tpl->nlayers + i], tpl->layers[i]))
+				diff = 0;
+	}
+	if (!diff) {
+		rec_clear(&p);
+		return image_load(b, tpl->id, base, err);
+	}
+	*nlowers = p.nlayers - tpl->nlayers;
+	*lowers = sbx_xmalloc(*nlowers * sizeof(char *));
+	for (size_t i = 0; i < *nlowers; i++)
+		(*lowers)[i] = layer_abs(b, p.layers[i]);
+	*since_ns = p.taken_at_ns;
+	*base = p;
+	return 0;
+}
+
+/* The two passes of a checkpoint into `tmp`: a live pre-pass of what
+ * changed since the lowers' state, the freeze, a second diff of what
+ * changed since the pre-pass began (over the pre-pass and the lowers,
+ * into `tmp2`), the thaw - always - and, with the sandbox running again,
+ * the second pass merged into the first.  *taken_ns: the freeze.  When
+ * the pre-pass fails (a race it does not expect, a full disk), the one
+ * diff is made frozen.  On failure the work directories are removed. */
+static int ckpt_copy(struct sbx_backend *b, const char *sbid, const char *upper,
+		     char **lowers, size_t nlowers, int64_t since_ns, const char *tmp,
+		     const char *tmp2, int64_t *taken_ns, struct sbx_err *err)
+{
+	struct sbx_err ignored = {0};
+	int64_t t1 = now_ns();
+	SBX_AUTOCLOSE int ufd = open(upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int pre = ufd >= 0 && syncfs(ufd) == 0 &&        /* see precopy */
+		  lcopy_diff(upper, (const char *const *)lowers, nlowers, tmp, since_ns,
+			     LCOPY_LIVE, NULL, &ignored) == 0;
+	if (!pre)
+		sbx_rm_rf(tmp, &ignored);
+	sbx_fault("image:checkpoint-precopied");
+	SBX_AUTOFREE const char **all = sbx_xmalloc((nlowers + 1) * sizeof(char *));
+	all[0] = tmp;
+	for (size_t i = 0; i < nlowers; i++)
+		all[i + 1] = lowers[i];
+	if (local_sb_freeze(b, sbid, 1, err) < 0) {
+		sbx_rm_rf(tmp, &ignored);
+		return -1;
+	}
+	*taken_ns = now_ns();
+	sbx_fault("checkpoint-frozen");
+	int rc = pre ? lcopy_diff(upper, all, nlowers + 1, tmp2, t1 - SLOP_NS, 0, NULL, err)
+		     : lcopy_diff(upper, all + 1, nlowers, tmp, since_ns, 0, NULL, err);
+	struct sbx_err terr = {0};
+	if (local_sb_freeze(b, sbid, 0, &terr) < 0 && rc == 0) {
+		*err = terr;
+		sbx_err_prefix(err, "thaw after checkpoint");
+		rc = -1;
+	}
+	if (rc == 0 && pre)
+		rc = lcopy_tree(tmp2, tmp, LCOPY_MERGE | LCOPY_KEEP_WHITEOUTS, NULL, err);
+	sbx_rm_rf(tmp2, &ignored);
+	if (rc < 0)
+		sbx_rm_rf(tmp, &ignored);
+	return rc;
+}
+
+/* The record of a new checkpoint `id` of sandbox `sbid`: layer `lid` over
+ * base's stack (`diff`: base is the previous checkpoint, lid the layer of
+ * the difference), checked to be mountable (capacity when too deep). */
+static int ckpt_record(struct sbx_backend *b, const char *sbid, const char *id,
+		       const char *name, const char *lid, const struct rec *base, int diff,
+		       struct rec *r, struct sbx_err *err)
+{
+	r->id = sbx_xstrdup(id);
+	r->name = sbx_xstrdup(name ? name : id);
+	r->kind = sbx_xstrdup("snapshot");
+	r->parent = sbx_xstrdup(base->id);
+	r->sandbox = sbx_xstrdup(sbid);
+	if (diff || base->taken_at_ns)
+		r->checkpoint_of = sbx_xstrdup(base->id);
+	rec_add_layer(r, lid);
+	for (size_t i = 0; i < base->nlayers; i++)
+		rec_add_layer(r, base->layers[i]);
+	return check_stack(b, r, err);
+}
+
+/* Checkpoint (the vtable's checkpoint_create, backend.h): a snapshot whose
+ * new layer is the difference of the upper dir against `prev` (the
+ * session's previous checkpoint) when prev is a checkpoint of this
+ * sandbox, stacked on prev's layers; else (and when prev's stack is as
+ * deep as a stack can mount) the whole upper dir over the sandbox's
+ * template, as a snapshot.  The freeze lasts the second pass
+ * only (ckpt_copy).  A crash leaves work directories for img_gc and a
+ * sandbox that may read as paused (the next command resumes it), as a
+ * snapshot's does. */
+int local_checkpoint_create(struct sbx_backend *b, struct sbx_sandbox *sb, const char *prev,
+			    const char *name, struct sbx_snapshot_ref *out, int64_t *taken_at_ns,
+			    struct sbx_err *err)
+{
+	if (!sb || !sb->id || !*sb->id || strchr(sb->id, '/'))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "checkpoint", "no valid sandbox id");
+	if (name && !valid_name(name))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "checkpoint",
+				"bad checkpoint name: 1 to 255 printable bytes");
+	if (images_init(b, err) < 0)
+		return -1;
+	SBX_AUTOCLOSE int sl = sb_lock(b, sb->id, err);
+	pid_t init;
+	if (sl < 0 || local_sb_ensure_running(b, sb->id, &init, err) < 0)
+		return -1;
+	struct sbx_sandbox cur = {0};
+	if (sbx_call(b, get, err, sb->id, &cur) < 0)
+		return -1;
+	struct rec tpl, base = {0}, r = {0};
+	int rc = image_load(b, cur.template_id ? cur.template_id : sb->template_id, &tpl, err);
+	sbx_sandbox_clear(&cur);
+	if (rc < 0)
+		return -1;
+	char **lowers;
+	size_t nlowers;
+	int64_t since;
+	rc = ckpt_base(b, sb->id, &tpl, prev, &base, &lowers, &nlowers, &since, err);
+	char id[32], lid[9], lid2[9];
+	SBX_AUTOFREE char *tmp = NULL, *tmp2 = NULL, *upper = NULL;
+	SBX_AUTOCLOSE int wlk = -1, wlk2 = -1;
+	if (rc == 0 && (new_snap_id(id, err) < 0 || new_work(b, lid, &tmp, &wlk, err) < 0 ||
+			new_work(b, lid2, &tmp2, &wlk2, err) < 0))
+		rc = -1;
+	if (rc == 0)
+		rc = ckpt_record(b, sb->id, id, name, lid, &base, nlowers > 0, &r, err);
+	if (rc < 0 && err->kind == SBX_CAPACITY && nlowers > 0) {
+		/* The chain is as deep as a stack can mount: start it again
+		 * over the template (this checkpoint copies the whole upper
+		 * dir once), rather than refuse every checkpoint from now on. */
+		for (size_t i = 0; i < nlowers; i++)
+			free(lowers[i]);
+		free(lowers);
+		rec_clear(&base);
+		rec_clear(&r);
+		*err = (struct sbx_err){0};
+		rc = ckpt_base(b, sb->id, &tpl, NULL, &base, &lowers, &nlowers, &since, err);
+		if (rc == 0)
+			rc = ckpt_record(b, sb->id, id, name, lid, &base, 0, &r, err);
+	}
+	if (rc == 0 && !(upper = local_sb_upper(b, sb->id)))
+		rc = sbx_fail(err, SBX_INTERNAL, "checkpoint", "sandbox %s has no upper layer", sb->id);
+	if (rc == 0)
+		rc = ckpt_copy(b, sb->id, upper, lowers, nlowers, since, tmp, tmp2, &r.taken_at_ns,
+			       err);
+	close(sl);
+	sl = -1;
+	if (rc == 0)
+		rc = layer_settle(tmp, &r.size_bytes, err);
+	sbx_fault("image:checkpoint-copied");
+	if (rc == 0) {
+		r.created_at = sbx_now_ms() / 1000;
+		rc = img_commit(b, &r, tmp, 0, err);
+	} else if (tmp) {
+		struct sbx_err ignored = {0};
+		sbx_rm_rf(tmp, &ignored);
+	}
+	if (rc == 0 && out)
+		ref_from_rec(&r, out);
+	if (rc == 0 && taken_at_ns)
+		*taken_at_ns = r.taken_at_ns;
+	for (size_t i = 0; i < nlowers; i++)
+		free(lowers[i]);
+	free(lowers);
+	rec_clear(&r);
+	rec_clear(&base);
+	rec_clear(&tpl);
+	return rc;
+}

@@ -727,6 +727,7 @@ const struct sbx_backend_ops sbx_backend_local = {
 	.tar_put = local_tar_put,
 	.tar_get = local_tar_get,
 	.snapshot_create = local_snapshot_create,
+	.checkpoint_create = local_checkpoint_create,
 	.snapshot_list = local_snapshot_list,
 	.snapshot_delete = local_snapshot_delete,
 	.snapshot_flatten = local_snapshot_flatten,

@@ -461,6 +461,20 @@ struct sbx_backend_ops {
 	int (*volume_drop)(struct sbx_backend *b, const char *remote, struct sbx_err *err);
 	int (*snapshot_create)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *name,
 			       struct sbx_snapshot_ref *out, struct sbx_err *err);
+	/* Optional (NULL: callers take snapshot_create instead): a snapshot
+	 * of a running sandbox for a session's history of checkpoints
+	 * (checkpoint.h), which keeps running.  `prev` is the session's
+	 * previous checkpoint (NULL: none).  When prev was taken of this same
+	 * sandbox, the new snapshot is prev's stack plus one layer of what
+	 * changed since prev (its cost in time and disk is what changed), and
+	 * out->size_bytes counts that layer only; otherwise it is a plain
+	 * snapshot of the sandbox.  The sandbox is frozen no longer than a
+	 * snapshot's second pass.  *taken_at_ns: the moment the state was
+	 * taken (realtime ns).  A crash leaves no record (the work is
+	 * collected by store_gc) and may leave the sandbox paused. */
+	int (*checkpoint_create)(struct sbx_backend *b, struct sbx_sandbox *sb, const char *prev,
+				 const char *name, struct sbx_snapshot_ref *out,
+				 int64_t *taken_at_ns, struct sbx_err *err);
 	int (*snapshot_list)(struct sbx_backend *b, const char *page_token,
 			     struct sbx_snapshot_ref **out, size_t *n, char **next,
 			     struct sbx_err *err);

@@ -14,6 +14,7 @@
 static const char *const sess_suffix[] = {
 	[SBX_KEY_BINDING] = "binding", [SBX_KEY_LOCK] = "lock",
 	[SBX_KEY_FENCE] = "fence", [SBX_KEY_TURN] = "turn",
+	[SBX_KEY_CHECKPOINTS] = "checkpoints",
 };
 static const char *const tenant_suffix[] = {
 	[SBX_KEY_BOUND] = "bound", [SBX_KEY_IMAGE] = "image", [SBX_KEY_LEDGER] = "ledger",

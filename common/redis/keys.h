@@ -4,6 +4,8 @@
  *   <prefix>:{<tenant>}:sess:<session>:lock      lifecycle lock token, PX
  *   <prefix>:{<tenant>}:sess:<session>:fence     fencing counter (INCR per acquire)
  *   <prefix>:{<tenant>}:sess:<session>:turn      turn lease hash {refs, rebuild}
+ *   <prefix>:{<tenant>}:sess:<session>:checkpoints  list: the session's history
+ *                                                of checkpoints, JSON (checkpoint.h)
  *   <prefix>:{<tenant>}:bound                    set of bound sandbox ids
  *   <prefix>:{<tenant>}:skill:<name>             ledger hash of one skill
  *   <prefix>:{<tenant>}:image                    current skill image hash
@@ -46,6 +48,7 @@ enum sbx_sess_key {
 	SBX_KEY_LOCK,
 	SBX_KEY_FENCE,
 	SBX_KEY_TURN,
+	SBX_KEY_CHECKPOINTS,
 };
 
 enum sbx_tenant_key {

@@ -72,6 +72,17 @@ static struct sbx_script delete_script = {.src =
 	"if ARGV[4] == 'end' then redis.call('DEL', KEYS[3]) end\n"
 	"return {1}\n", .durable = 1};
 
+/* KEYS: binding, lock, fence, bound, usage, paused.  ARGV: token, fence,
+ * from sandbox_id, json, to sandbox_id.  The quota slot stays as it is:
+ * the session still has one sandbox. */
+static struct sbx_script move_script = {.src =
+	FENCE_CHECK
+	LOAD_OWN_BINDING
+	"redis.call('SET', KEYS[1], ARGV[4])\n"
+	"redis.call('SREM', KEYS[4], ARGV[3])\n"
+	"redis.call('SADD', KEYS[4], ARGV[5])\n"
+	"return {1}\n", .durable = 1};
+
 /* KEYS: binding, lock, fence.  ARGV: token, fence, sandbox_id, json */
 static struct sbx_script stale_script = {.src =
 	FENCE_CHECK
@@ -307,6 +318,20 @@ int sbx_binding_create(struct sbx_redis *r, struct sbx_lock *lock, struct sbx_bi
 		return -1;
 	}
 	freeReplyObject(rep);
+	return rc;
+}
+
+int sbx_binding_move(struct sbx_redis *r, struct sbx_lock *lock, const char *from_id,
+		     struct sbx_binding *b, struct sbx_err *err)
+{
+	b->version = SBX_BINDING_VERSION;
+	b->fence = lock->fence;
+	SBX_AUTOFREE char *json = sbx_binding_encode(b);
+	struct wkeys k;
+	wkeys_init(&k, r, b->tenant, b->session);
+	const char *extra[] = {from_id, json, b->sandbox_id};
+	int rc = run_fenced(r, &move_script, lock, &k, 3, extra, NULL, err);
+	wkeys_free(&k);
 	return rc;
 }
 

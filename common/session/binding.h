@@ -67,6 +67,13 @@ int sbx_binding_get(struct sbx_redis *r, const char *tenant, const char *session
  * be NULL), -1 on error (conflict when the lock was lost: nothing written). */
 int sbx_binding_create(struct sbx_redis *r, struct sbx_lock *lock, struct sbx_binding *b,
 		       struct sbx_binding *existing, struct sbx_err *err);
+/* Under the lock: replace the session's binding, if it names `from_id`,
+ * by b (its sandbox_id the new one; b->fence set to the lock's), and swap
+ * the ids in the bound set, in one fenced script (sbx_session_rewind).
+ * 1 moved, 0 the binding names another sandbox or none, -1 error
+ * (conflict when the lock was lost: nothing written). */
+int sbx_binding_move(struct sbx_redis *r, struct sbx_lock *lock, const char *from_id,
+		     struct sbx_binding *b, struct sbx_err *err);
 /* Delete the session's binding if it names sandbox_id, and remove the id
  * from the bound set, in one script.  lock may be NULL (no fencing: used
  * by sbx-ctl kill).  1 deleted, 0 no match, -1 error. */

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# tests/bench/checkpoint.sh - issue 32's costs on the local backend:
+#
+#  - a checkpoint with 1 MB changed since the previous one, in a session
+#    whose earlier turns wrote BIG MB (default 1024), against the same
+#    checkpoint in a session that wrote nothing else (aim: <= 1.5x), and
+#    the disk each added (aim: about 1 MB);
+#  - a rewind against a create from the same snapshot (aim: <= 1.2x);
+#  - the freeze window of that checkpoint against a snapshot's of the same
+#    sandbox (freeze.sh's probe: the longest stop a process inside sees).
+#
+# Rounds alternate between the two sides; medians of RUNS (default 5).
+# Writes the table to stdout and OUT (default docs/bench/checkpoint.md).
+# Needs root, redis-server, python3 at /usr/bin.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+BUILD=${BUILD:-$top/build}
+export PATH="$BUILD/bin:$PATH"
+RUNS=${RUNS:-5}
+BIG=${BIG:-1024}
+OUT=${OUT:-$top/docs/bench/checkpoint.md}
+# shellcheck source=tests/bench/lib.sh
+. "$here/lib.sh"
+
+[ "$(id -u)" = 0 ] || { echo "checkpoint.sh: needs root" >&2; exit 1; }
+W=$(mktemp -d /tmp/sbx-bench-ckpt.XXXXXX)
+chmod 755 "$W"
+cleanup() {
+	set +e
+	sbx-ls --all 2>/dev/null | sbx-ctl kill >/dev/null 2>&1
+	rcli shutdown nosave >/dev/null 2>&1
+	rm -rf --one-file-system "$W"
+}
+trap cleanup EXIT
+bench_local_redis "$W"
+
+median() { sort -n | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.1f", m }'; }
+ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f\n", (b - a) * 1000 }'; }
+in_s() { sbx-create --tenant bench --session "$1" | sbx-exec --raw --root -- sh -c "$2" >/dev/null; }
+
+# The big session's earlier turns, then a first checkpoint of each side.
+in_s big "mkdir -p /workspace/data && i=0 && while [ \$i -lt $BIG ]; do
+	head -c 1048576 /dev/urandom >/workspace/data/f\$i; i=\$((i+1)); done"
+in_s small 'mkdir -p /workspace/data'
+sync
+sbx-snap checkpoint --tenant bench --session big >/dev/null
+sbx-snap checkpoint --tenant bench --session small >/dev/null
+
+for ((i = 0; i < RUNS; i++)); do
+	for s in small big; do
+		in_s "$s" "head -c 1048576 /dev/urandom >/workspace/turn$i"
+		t0=$EPOCHREALTIME
+		out=$(sbx-snap checkpoint --tenant bench --session "$s")
+		t1=$EPOCHREALTIME
+		ms "$t0" "$t1" >>"$W/ck.$s"
+		jq -r .checkpoint.size_bytes <<<"$out" >>"$W/size.$s"
+	done
+done
+
+# The freeze window: a probe in the big session's sandbox sleeps 1 ms at a
+# time and reports its longest stop; once alone (the noise), once across a
+# checkpoint (1 MB changed), once across a snapshot.
+PROBE='import time, sys
+end = time.monotonic() + float(sys.argv[1]); last = time.monotonic(); gap = 0.0
+while last < end:
+    time.sleep(0.001); now = time.monotonic(); gap = max(gap, now - last); last = now
+print("%.1f" % (gap * 1000))'
+bid=$(sbx-create --tenant bench --session big | jq -r .sandbox.id)
+probe() { sbx-exec --raw --id "$bid" -- /usr/bin/python3 -c "$PROBE" "$1"; }
+for ((i = 0; i < RUNS; i++)); do
+	probe 1.5 >>"$W/noise"
+	in_s big "head -c 1048576 /dev/urandom >/workspace/probe$i"
+	probe 4 >"$W/gap" &
+	sleep 1
+	sbx-snap checkpoint --tenant bench --session big >/dev/null
+	wait
+	cat "$W/gap" >>"$W/stop.ckpt"
+	probe 4 >"$W/gap" &
+	sleep 1
+	snap1=$(sbx-snap --id "$bid" | jq -r .snapshot.id)
+	wait
+	cat "$W/gap" >>"$W/stop.snap"
+	sbx-snap rm "$snap1" >/dev/null
+done
+
+# Rewind against a create from the same snapshot (each round: one of each).
+snap=$(sbx-snap ls --tenant bench --session big | jq -rs '.[1].checkpoint.snapshot')
+for ((i = 0; i < RUNS; i++)); do
+	t0=$EPOCHREALTIME
+	sbx-ctl rewind --tenant bench --session big --to 2 >/dev/null
+	t1=$EPOCHREALTIME
+	ms "$t0" "$t1" >>"$W/rewind"
+	t0=$EPOCHREALTIME
+	id=$(sbx-create --template "$snap" | jq -r .sandbox.id)
+	t1=$EPOCHREALTIME
+	ms "$t0" "$t1" >>"$W/create"
+	sbx-ctl kill --id "$id" >/dev/null
+done
+
+cs=$(median <"$W/ck.small") cb=$(median <"$W/ck.big")
+ss=$(median <"$W/size.small") sb=$(median <"$W/size.big")
+rw=$(median <"$W/rewind") cr=$(median <"$W/create")
+nz=$(median <"$W/noise") fk=$(median <"$W/stop.ckpt") fs=$(median <"$W/stop.snap")
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+table="| what | this | baseline | ratio | aim |
+| --- | ---: | ---: | ---: | ---: |
+| checkpoint, 1 MB changed, after $BIG MB of earlier turns (ms) | $cb | $cs (same, no earlier turns) | $(ratio "$cb" "$cs") | <= 1.5 |
+| disk the checkpoint added (bytes) | $sb | $ss (same, no earlier turns) | $(ratio "$sb" "$ss") | about 1 MB |
+| rewind (ms) | $rw | $cr (create from the same snapshot) | $(ratio "$rw" "$cr") | <= 1.2 |
+| longest stop inside during a checkpoint (ms; noise alone $nz) | $fk | $fs (during a snapshot of the same sandbox) | $(ratio "$fk" "$fs") | about 1 |"
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+df=$(df -T "$SBX_STATE_DIR" | awk 'NR == 2 { print $2 }')
+mkdir -p "$(dirname "$OUT")"
+cat >"$OUT" <<EOF
+Generated by \`tests/bench/checkpoint.sh\` (\`BENCH=checkpoint make bench\`) on
+$(date -u +%Y-%m-%dT%H:%MZ), kernel $(uname -r), $(nproc) CPUs, load average $load,
+state dir on $df.  Medians of $RUNS rounds, the two sides alternating.  Each
+checkpoint follows a turn that wrote one new 1 MB file; a checkpoint's disk
+is the layer it added (\`size_bytes\`).  A rewind creates the sandbox, moves
+the binding and deletes the old sandbox; its baseline is the create alone.
+The stops are the longest a probe inside the sandbox saw across the call
+(freeze.sh's); when the noise is as large, read them as below the noise.
+
+$table
+EOF
+printf '%s\n' "$table"
+echo "# written to $OUT" >&2

@@ -1,0 +1,318 @@
+#!/usr/bin/env bats
+# suite: local
+# Checkpoints and rewind (issue 32, first slice: the local backend).  A
+# session over three turns with a checkpoint at the end of each; turn 3
+# wrecks the sandbox (rm -rf /workspace/*, a broken file under /opt and
+# /usr); `sbx-ctl rewind --to 2` brings back turn 2's tree exactly (a
+# digest of every file, taken inside the sandbox) on a new sandbox bound
+# to the same session, and by label too; the history keeps every entry.
+# A checkpoint's added disk is what changed (its layer), not the whole
+# upper dir.  A rewind is refused while another turn holds the session's
+# lease, and a rewind killed with -9 at each step leaves the session bound
+# to one live sandbox, old or new, which the reaper makes the only one.
+
+load lib/helpers
+load lib/session
+bats_require_minimum_version 1.5.0
+
+T=ckpt
+
+setup_file() { sbx_setup_file; }
+teardown_file() { sbx_teardown_file; }
+
+# in S CMD: run CMD as root in the session's sandbox.
+in_s() {
+	local s=$1
+	shift
+	sbx-create --tenant $T --session "$s" | sbx-exec --root --raw -- sh -c "$*"
+}
+
+# The digest of the trees a turn changes: every file's sha256, every
+# entry's type and mode, sorted.
+DIGEST='cd / && find workspace opt/ck usr/local/ck -xdev \( -type f -exec sha256sum {} + \) -o \( ! -type f -printf "%p %y %m\n" \) 2>/dev/null | LC_ALL=C sort'
+digest() { in_s "$1" "$DIGEST"; }
+
+bound() { rcli get "$(skey $T "$1" binding)" | jq -r .sandbox_id; }
+
+# three_turns S: turn 1 and 2 write, each ends in a checkpoint (turn 2's
+# labelled); the digest after turn 2 is in $BATS_TEST_TMPDIR/d2.
+three_turns() {
+	local s=$1
+	in_s "$s" 'mkdir -p /workspace/out /opt/ck/lib /usr/local/ck && echo one >/workspace/out/a &&
+		   dd if=/dev/urandom of=/workspace/big bs=1M count=8 2>/dev/null &&
+		   echo lib1 >/opt/ck/lib/mod.py && echo bin1 >/usr/local/ck/tool' || return 1
+	sbx-snap checkpoint --tenant $T --session "$s" --label turn-1 >"$BATS_TEST_TMPDIR/c1" || return 1
+	in_s "$s" 'echo two >/workspace/out/b && rm /workspace/out/a && mkdir /workspace/new &&
+		   echo n >/workspace/new/f && echo lib2 >/opt/ck/lib/mod.py && chmod 700 /opt/ck' || return 1
+	sbx-snap checkpoint --tenant $T --session "$s" --label turn-2 >"$BATS_TEST_TMPDIR/c2" || return 1
+	digest "$s" >"$BATS_TEST_TMPDIR/d2" || return 1
+	in_s "$s" 'rm -rf /workspace/* && echo broken >/opt/ck/lib/mod.py && rm /usr/local/ck/tool' || return 1
+	sbx-snap checkpoint --tenant $T --session "$s" --label turn-3 >"$BATS_TEST_TMPDIR/c3"
+}
+
+@test "a checkpoint per turn: numbered, labelled, listed; each costs what changed" {
+	three_turns s1
+	run jq -r '.checkpoint.n, .checkpoint.label, .tenant, .session' "$BATS_TEST_TMPDIR/c2"
+	assert_output $'2\nturn-2\nckpt\ns1'
+	[[ "$(jq -r .checkpoint.snapshot "$BATS_TEST_TMPDIR/c2")" =~ $FIXTURE_SNAP_ID_RE ]]
+	[ "$(jq -r .checkpoint.sandbox "$BATS_TEST_TMPDIR/c2")" = "$(bound s1)" ]
+	[ "$(jq -r .checkpoint.checkpoint_of "$BATS_TEST_TMPDIR/c2")" = \
+	  "$(jq -r .checkpoint.snapshot "$BATS_TEST_TMPDIR/c1")" ]
+	run sbx-snap ls --tenant $T --session s1
+	assert_success
+	[ "$(jqo -s 'map(.checkpoint.n) | join(",")')" = 1,2,3 ]
+	[ "$(jqo -s 'map(.checkpoint.label) | join(",")')" = turn-1,turn-2,turn-3 ]
+	# Turn 1 wrote 8 MB; turn 2 a few bytes: its layer holds only those.
+	local s1 s2
+	s1=$(jq -r .checkpoint.size_bytes "$BATS_TEST_TMPDIR/c1")
+	s2=$(jq -r .checkpoint.size_bytes "$BATS_TEST_TMPDIR/c2")
+	[ "$s1" -gt 8000000 ]
+	[ "$s2" -lt 100000 ] || { echo "turn 2's layer is $s2 bytes"; return 1; }
+	# The layer on disk (the top of the snapshot's stack) says the same.
+	local snap lid
+	snap=$(jq -r .checkpoint.snapshot "$BATS_TEST_TMPDIR/c2")
+	lid=$(jq -r '.layers[0]' "$SBX_STATE_DIR/local/images/templates/$snap.json")
+	run du -sb "$SBX_STATE_DIR/local/images/layers/$lid"
+	[ "${output%%[[:space:]]*}" -lt 1000000 ]
+	# The sandbox kept running through all three.
+	run in_s s1 'echo alive'
+	assert_output alive
+}
+
+@test "checkpoint and ls --session: usage errors and a session without a sandbox" {
+	run sbx-snap checkpoint --tenant $T
+	[ "$status" -eq 64 ]
+	run sbx-snap checkpoint --session s1
+	[ "$status" -eq 64 ]
+	run sbx-snap checkpoint --tenant $T --session s1 --name x
+	[ "$status" -eq 64 ]
+	run sbx-snap ls --session s1
+	[ "$status" -eq 64 ]
+	run sbx-snap checkpoint --tenant $T --session nobody
+	[ "$status" -eq 69 ] || [ "$status" -eq 66 ] || { echo "status $status: $output"; return 1; }
+	run sbx-snap ls --tenant $T --session nobody
+	assert_success
+	assert_output ""
+}
+
+@test "rewind --to 2: turn 2's tree exactly, on a new sandbox bound to the session; by label, forward and back" {
+	three_turns s2
+	local old new settings
+	old=$(bound s2)
+	settings='{limits, timeout, network, resume_on_use}'
+	jq -S "$settings" "$SBX_STATE_DIR/local/sandboxes/$old/sandbox.json" >"$BATS_TEST_TMPDIR/old.set"
+	run sbx-ctl rewind --tenant $T --session s2 --to 2
+	assert_success
+	new=$(jqo -r .sandbox.id)
+	# The new sandbox has the settings a resolve gives (the profile's).
+	[ "$(jq -S "$settings" "$SBX_STATE_DIR/local/sandboxes/$new/sandbox.json")" = \
+	  "$(cat "$BATS_TEST_TMPDIR/old.set")" ]
+	[ "$new" != "$old" ]
+	[ "$(jqo -r .ctl.replaced)" = "$old" ]
+	[ "$(jqo -r .checkpoint.n)" = 2 ]
+	[ "$(bound s2)" = "$new" ]
+	assert_one_sandbox $T s2 "$new"
+	run digest s2
+	assert_success
+	[ "$output" = "$(cat "$BATS_TEST_TMPDIR/d2")" ] || {
+		diff <(echo "$output") "$BATS_TEST_TMPDIR/d2"; return 1; }
+	# The next resolve is the rewound sandbox, bound.
+	run resolve $T s2
+	assert_output "$new bound"
+	# Later checkpoints are kept: rewinding forward undoes the rewind.
+	run sbx-snap ls --tenant $T --session s2
+	[ "$(jqo -s 'map(.checkpoint.n) | join(",")')" = 1,2,3 ]
+	run sbx-ctl rewind --tenant $T --session s2 --to turn-3
+	assert_success
+	run in_s s2 'ls /workspace/out || cat /opt/ck/lib/mod.py'
+	assert_output --partial broken
+	[[ "$output" != *" b"* ]]
+	run sbx-ctl rewind --tenant $T --session s2 --to turn-2
+	assert_success
+	[ "$(jqo -r .checkpoint.label)" = turn-2 ]
+	run digest s2
+	[ "$output" = "$(cat "$BATS_TEST_TMPDIR/d2")" ]
+	# A checkpoint of the rewound sandbox stacks on the checkpoint it
+	# came from and costs what changed since.
+	in_s s2 'echo four >/workspace/out/d'
+	run sbx-snap checkpoint --tenant $T --session s2 --label turn-4
+	assert_success
+	[ "$(jqo -r .checkpoint.n)" = 4 ]
+	[ "$(jqo -r .checkpoint.checkpoint_of)" = "$(jq -r .checkpoint.snapshot "$BATS_TEST_TMPDIR/c2")" ]
+	[ "$(jqo -r .checkpoint.size_bytes)" -lt 100000 ]
+}
+
+@test "rewind: refused while another turn holds the lease; --in-turn from the only holder" {
+	in_s s3 'echo x >/workspace/x'
+	sbx-snap checkpoint --tenant $T --session s3 >/dev/null
+	local old
+	old=$(bound s3)
+	sbx-lease begin --tenant $T --session s3 >/dev/null
+	run sbx-ctl rewind --tenant $T --session s3 --to 1
+	[ "$status" -eq 75 ]
+	[ "$(jqo -r .error.kind)" = conflict ] || [[ "$output" == *conflict* ]]
+	[ "$(bound s3)" = "$old" ]
+	sbx-lease begin --tenant $T --session s3 >/dev/null
+	run sbx-ctl rewind --tenant $T --session s3 --to 1 --in-turn
+	[ "$status" -eq 75 ]
+	[ "$(bound s3)" = "$old" ]
+	sbx-lease end --tenant $T --session s3 >/dev/null
+	run sbx-ctl rewind --tenant $T --session s3 --to 1 --in-turn
+	assert_success
+	[ "$(bound s3)" != "$old" ]
+	sbx-lease end --tenant $T --session s3 >/dev/null
+}
+
+@test "rewind: usage errors, an unknown checkpoint, a session without a sandbox" {
+	run sbx-ctl rewind --tenant $T --session s3
+	[ "$status" -eq 64 ]
+	run sbx-ctl rewind --session s3 --to 1
+	[ "$status" -eq 64 ]
+	run sbx-ctl pause --to 1
+	[ "$status" -eq 64 ]
+	run sbx-ctl rewind --tenant $T --session s3 --to 99
+	[ "$status" -eq 66 ]
+	run sbx-ctl rewind --tenant $T --session s3 --to no-such-label
+	[ "$status" -eq 66 ]
+	run sbx-ctl rewind --tenant $T --session nobody --to 1
+	[ "$status" -eq 66 ]
+}
+
+# crash_rewind POINT: a rewind killed with -9 at POINT leaves the session
+# bound to one live sandbox, the old or the new one; the reaper deletes
+# the other, and the next resolve finds the bound one.
+crash_rewind() {
+	local s=crash-${1//:/-} old b ids
+	in_s "$s" 'echo one >/workspace/f' || return 1
+	sbx-snap checkpoint --tenant $T --session "$s" >/dev/null || return 1
+	in_s "$s" 'echo two >/workspace/f' || return 1
+	old=$(bound "$s")
+	SBX_LOCK_TTL_MS=400 SBX_FAULT=$1 run sbx-ctl rewind --tenant $T --session "$s" --to 1
+	[ "$status" -eq 137 ] || { echo "not killed at $1 (status $status): $output"; return 1; }
+	wait_key_gone "$(skey $T "$s" lock)"    # the dead holder's lock expires
+	b=$(bound "$s")
+	[ -n "$b" ] && [ "$b" != null ] || { echo "no binding after a crash at $1"; return 1; }
+	ids=$(ids_with sbx.session "$s")
+	grep -qx "$b" <<<"$ids" || { echo "bound $b is not live: $ids"; return 1; }
+	[ "$(grep -c . <<<"$ids")" -le 2 ]
+	run sbx-reap --tenant $T --grace 0
+	assert_success
+	assert_one_sandbox $T "$s" "$b"
+	run resolve $T "$s"
+	assert_output "$b bound"
+	run in_s "$s" 'cat /workspace/f'
+	if [ "$b" = "$old" ]; then assert_output two; else assert_output one; fi
+}
+
+@test "rewind killed with -9 after the create: bound to the old sandbox, the new one reaped" {
+	crash_rewind rewind:created
+	[ "$(bound crash-rewind-created)" != "" ]
+}
+
+@test "rewind killed with -9 after the binding moved: bound to the new one, the old one reaped" {
+	crash_rewind rewind:bound
+}
+
+@test "rewind killed with -9 right before the old sandbox's delete" {
+	crash_rewind rewind:before-delete
+}
+
+@test "rewinds racing resolves, checkpoints and reaper runs (real processes) leave one bound sandbox" {
+	in_s race 'echo r >/workspace/r'
+	sbx-snap checkpoint --tenant $T --session race --label base >/dev/null
+	local pids=() i
+	for i in 1 2 3; do
+		sbx-ctl rewind --tenant $T --session race --to base >"$BATS_TEST_TMPDIR/rw.$i" 2>&1 &
+		pids+=($!)
+		sbx-create --tenant $T --session race >"$BATS_TEST_TMPDIR/rs.$i" 2>&1 &
+		pids+=($!)
+		sbx-snap checkpoint --tenant $T --session race >"$BATS_TEST_TMPDIR/ck.$i" 2>&1 &
+		pids+=($!)
+	done
+	sbx-reap --tenant $T --grace 0 >"$BATS_TEST_TMPDIR/rp.1" 2>&1 &
+	local reaper=$! p
+	for p in "${pids[@]}"; do wait "$p" || { cat "$BATS_TEST_TMPDIR"/*.*; return 1; }; done
+	wait "$reaper" || cat "$BATS_TEST_TMPDIR/rp.1"   # another reaper may hold the lease
+	run sbx-reap --tenant $T --grace 0
+	assert_success
+	assert_one_sandbox $T race
+	run in_s race 'cat /workspace/r'
+	assert_output r
+	# Every checkpoint got its own number.
+	run sbx-snap ls --tenant $T --session race
+	[ "$(jqo -s 'map(.checkpoint.n) | join(",")')" = 1,2,3,4 ]
+}
+
+@test "sbx-lease end --checkpoint: the turn ends with a checkpoint; a failed one keeps the turn" {
+	sbx-lease begin --tenant $T --session lt >/dev/null
+	in_s lt 'echo turn >/workspace/t'
+	run sbx-lease end --checkpoint --label t1 --tenant $T --session lt
+	assert_success
+	[ "$(jqo -r .lease.refs)" = 0 ]
+	[ "$(jqo -r .lease.checkpoint.n)" = 1 ]
+	[ "$(jqo -r .lease.checkpoint.label)" = t1 ]
+	run sbx-snap ls --tenant $T --session lt
+	[ "$(jqo -r .checkpoint.label)" = t1 ]
+	# No sandbox: no checkpoint, and the turn is still held.
+	sbx-lease begin --tenant $T --session lt-none >/dev/null
+	run sbx-lease end --checkpoint --tenant $T --session lt-none
+	[ "$status" -eq 66 ]
+	run sbx-lease status --tenant $T --session lt-none
+	[ "$(jqo -r .lease.refs)" = 1 ]
+	sbx-lease end --tenant $T --session lt-none >/dev/null
+	run sbx-lease end --label x --tenant $T --session lt
+	[ "$status" -eq 64 ]
+	run sbx-lease begin --checkpoint --tenant $T --session lt
+	[ "$status" -eq 64 ]
+}
+
+@test "checkpoints taken while the sandbox churns its tree stack up to the tree exactly" {
+	in_s churn 'mkdir -p /workspace/c && echo base >/workspace/c/base'
+	sbx-snap checkpoint --tenant $T --session churn >/dev/null
+	# Three seconds of files and directories made, changed, renamed and
+	# removed, while checkpoints are taken.
+	in_s churn 'end=$(( $(date +%s) + 3 )); i=0; cd /workspace/c
+		while [ "$(date +%s)" -lt "$end" ]; do
+			i=$((i+1)); mkdir -p d$((i%7))/e$((i%3)); echo $i >d$((i%7))/e$((i%3))/f$((i%5))
+			echo $i >>base; rm -rf d$(((i+3)%7)); [ -d d$((i%7)) ] && mv d$((i%7)) m$((i%4)) 2>/dev/null
+			rm -rf m$(((i+1)%4))
+		done' &
+	local writer=$! k
+	for k in 1 2 3 4 5; do
+		sbx-snap checkpoint --tenant $T --session churn >/dev/null
+		sleep 0.3
+	done
+	wait "$writer"
+	run sbx-snap checkpoint --tenant $T --session churn
+	assert_success
+	local n
+	n=$(jqo -r .checkpoint.n)
+	[ "$n" = 7 ]
+	digest churn >"$BATS_TEST_TMPDIR/live"
+	run sbx-ctl rewind --tenant $T --session churn --to "$n"
+	assert_success
+	run digest churn
+	[ "$output" = "$(cat "$BATS_TEST_TMPDIR/live")" ] || {
+		diff <(echo "$output") "$BATS_TEST_TMPDIR/live"; return 1; }
+}
+
+@test "a chain of checkpoints deeper than a stack can mount starts again over the template" {
+	in_s deep 'echo 0 >/workspace/n'
+	local i
+	for i in $(seq 1 75); do
+		sbx-snap checkpoint --tenant $T --session deep >/dev/null || { echo "checkpoint $i failed"; return 1; }
+	done
+	in_s deep 'echo 76 >/workspace/n'
+	run sbx-snap checkpoint --tenant $T --session deep
+	assert_success
+	run sbx-snap ls --tenant $T --session deep
+	# The first, and one where the chain started again: no checkpoint_of.
+	[ "$(jqo -s '[.[] | select(.checkpoint.checkpoint_of == null)] | length')" = 2 ]
+	local snap
+	snap=$(jqo -rs '.[-1].checkpoint.snapshot')
+	[ "$(jq '.layers | length' "$SBX_STATE_DIR/local/images/templates/$snap.json")" -lt 70 ]
+	run sbx-ctl rewind --tenant $T --session deep --to 76
+	assert_success
+	run in_s deep 'cat /workspace/n'
+	assert_output 76
+}
