@@ -3,6 +3,7 @@
  *   sbx-create [--template ID] [--label K=V]... [options]      a new sandbox
  *   sbx-create --tenant T --session S [--wait D]               the session's sandbox
  *   sbx-create --tenant T --skill-image                        an installer sandbox
+ *   sbx-create --tenant T --session S2 --fork S1 [--at N|LABEL] a session from another's files
  *
  * Writes {"sandbox": handle} (plus "resolved" for sessions).  Reads no
  * documents unless --in is given; then it acts once per input document
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "checkpoint.h"
 #include "cli.h"
 #include "cliopt.h"
 #include "cliutil.h"
@@ -24,7 +26,7 @@
 
 enum { O_PROFILE, O_TEMPLATE, O_LABEL, O_ENV, O_TIMEOUT, O_ON_TIMEOUT, O_AUTO_RESUME,
        O_NO_AUTO_RESUME, O_MEMORY, O_PIDS, O_CPUS, O_DISK, O_INTERNET, O_TENANT, O_SESSION, O_SKILL_IMAGE, O_VOLUME, O_IN,
-       O_WAIT, O_ALLOW_OUT, O_DENY_OUT, O_NET_POLICY };
+       O_WAIT, O_ALLOW_OUT, O_DENY_OUT, O_NET_POLICY, O_FORK, O_AT };
 
 static const struct sbx_opt opts[] = {
 	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE, SBX_ALL},
@@ -49,6 +51,8 @@ static const struct sbx_opt opts[] = {
 	{"volume", 'v', "NAME:/PATH[:ro]", "mount the tenant's volume NAME at PATH, read-only with :ro (repeatable; needs --tenant)", O_VOLUME, SBX_ALL},
 	{"in", 0, NULL, "read documents from stdin and act once per document", O_IN, SBX_ALL},
 	{"wait", 0, "DURATION", "session: wait for a busy session lock (default 90s; 0 = no wait)", O_WAIT, SBX_ALL},
+	{"fork", 0, "SESSION", "the new session (--session) starts from this session's files, at a checkpoint taken now", O_FORK, SBX_ALL},
+	{"at", 0, "N|LABEL", "--fork: start from this checkpoint of the source's history instead", O_AT, SBX_ALL},
 	{0},
 };
 
@@ -73,6 +77,7 @@ struct create_opts {
 	struct sbx_netpolicy policy;   /* --allow-out/--deny-out/--network-policy, in order */
 	int policy_set, profile_policy_added;
 	const char *tenant, *session;
+	const char *fork_from, *fork_at;   /* --fork, --at */
 	int skill_image, read_input;
 	int64_t lock_wait_ms;    /* 0 = library default; -1 = try once */
 	json_object *env_all;    /* the profile's env, then --env over it */
@@ -144,6 +149,8 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	}
 	case O_TENANT: o->tenant = arg; return 0;
 	case O_SESSION: o->session = arg; return 0;
+	case O_FORK: o->fork_from = arg; return 0;
+	case O_AT: o->fork_at = arg; return 0;
 	case O_SKILL_IMAGE: o->skill_image = 1; return 0;
 	case O_IN: o->read_input = 1; return 0;
 	case O_VOLUME:
@@ -286,7 +293,17 @@ static int create_one(json_object *doc, void *ctx, struct sbx_err *err)
 		req.volumes = mounts;
 		req.nvolumes = nspec;
 	}
+	struct sbx_checkpoint from = {0};
 	if (rc < 0) {
+	} else if (o->fork_from) {
+		if (sbx_app_redis(&o->app, &r, err) < 0)
+			return -1;
+		struct sbx_fork_req fr = {
+			.tenant = o->tenant, .session = o->session, .from = o->fork_from,
+			.at = o->fork_at, .create = &req, .lock_wait_ms = o->lock_wait_ms,
+		};
+		rc = sbx_session_fork(b, r, &fr, &sb, &from, err);
+		how = "forked";
 	} else if (o->tenant && (o->session || o->skill_image)) {
 		if (sbx_app_redis(&o->app, &r, err) < 0)
 			return -1;
@@ -306,12 +323,20 @@ static int create_one(json_object *doc, void *ctx, struct sbx_err *err)
 	for (size_t i = 0; i < nspec; i++)
 		sbx_vol_clear(&vols[i]);
 	if (rc < 0) {
+		sbx_checkpoint_clear(&from);
 		sbx_sandbox_clear(&sb);
 		return -1;
 	}
 	json_object_object_add(doc, "sandbox", sbx_sandbox_to_json(&sb));
 	if (how)
 		sbx_json_set_str(doc, "resolved", how);
+	if (o->fork_from) {
+		json_object *f = json_object_new_object();
+		sbx_json_set_str(f, "session", o->fork_from);
+		sbx_checkpoint_json(&from, f);
+		json_object_object_add(doc, "fork", f);
+		sbx_checkpoint_clear(&from);
+	}
 	sbx_sandbox_clear(&sb);
 	return 0;
 }
@@ -328,6 +353,10 @@ int main(int argc, char **argv)
 		i = sbx_usage_err(&err, "--session and --skill-image need --tenant");
 	if (i >= 0 && o.session && o.skill_image)
 		i = sbx_usage_err(&err, "--session and --skill-image exclude each other");
+	if (i >= 0 && o.fork_at && !o.fork_from)
+		i = sbx_usage_err(&err, "--at needs --fork");
+	if (i >= 0 && o.fork_from && (!o.session || o.template_id || o.read_input))
+		i = sbx_usage_err(&err, "--fork needs --tenant and --session, and takes no --template or --in");
 	if (i < 0) {
 		json_object_put(o.labels);
 		json_object_put(o.env);

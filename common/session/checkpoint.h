@@ -94,4 +94,23 @@ int sbx_session_rewind(struct sbx_backend *b, struct sbx_redis *r,
 		       const struct sbx_rewind_req *req, struct sbx_sandbox *out,
 		       struct sbx_checkpoint *used, char **old_id, struct sbx_err *err);
 
+struct sbx_fork_req {
+	const char *tenant;
+	const char *session;     /* the new session */
+	const char *from;        /* the session it starts from */
+	const char *at;          /* N or LABEL of from's history; NULL: a checkpoint now */
+	const struct sbx_create_req *create;   /* options for its sandbox (may be NULL) */
+	int64_t lock_wait_ms;    /* as sbx_resolve_req's */
+};
+
+/* Fork (fork.c): session `session` starts from `from`'s checkpoint `at`
+ * (or one taken now, labelled "fork:SESSION", in from's history): its
+ * sandbox is created from that snapshot and bound, under its own lock, as
+ * a resolve does.  conflict when `session` has a sandbox already;
+ * not_found when `from` has no sandbox (a checkpoint now) or no such
+ * checkpoint.  *out: the new session's sandbox; *from_ck: the checkpoint
+ * it started from (the caller's to clear). */
+int sbx_session_fork(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_fork_req *req,
+		     struct sbx_sandbox *out, struct sbx_checkpoint *from_ck, struct sbx_err *err);
+
 #endif

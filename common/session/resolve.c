@@ -464,9 +464,12 @@ static int create_and_bind(struct rs *c, struct sbx_sandbox *out, struct sbx_err
 	request_from(c->req, c->b, &cr);
 	SBX_AUTOFREE char *tpl = NULL;
 	int64_t gen = 0;
-	if (choose_template(c, cr.template_id, &tpl, &gen, 0, err) < 0)
+	if (c->req->fork_snapshot)
+		cr.template_id = c->req->fork_snapshot;
+	else if (choose_template(c, cr.template_id, &tpl, &gen, 0, err) < 0)
 		return -1;
-	cr.template_id = *tpl ? tpl : cr.template_id;
+	else
+		cr.template_id = *tpl ? tpl : cr.template_id;
 	if (need_keyspace(c, err) < 0)
 		return -1;
 	cr.metadata = ownership(c, cr.metadata);
@@ -544,6 +547,11 @@ static int resolve_locked(struct rs *c, struct sbx_sandbox *out, const char **ho
 		sbx_binding_clear(&bd);
 		return -1;
 	}
+	if (have && c->req->fork_snapshot) {
+		sbx_binding_clear(&bd);
+		return sbx_fail(err, SBX_CONFLICT, "fork", "session '%s' already has a sandbox: a fork makes a new session",
+				c->session);
+	}
 	if (have) {
 		int rc = use_binding(c, &bd, &turn, turn_ok, out, err);
 		sbx_binding_clear(&bd);
@@ -557,7 +565,7 @@ static int resolve_locked(struct rs *c, struct sbx_sandbox *out, const char **ho
 	 * work and given back if no binding comes of it. */
 	if (sbx_quota_reserve(c->r, c->lock, quota_of(c), c->tenant, c->session, err) < 0)
 		return -1;
-	int rc = claim(c, out, err);
+	int rc = c->req->fork_snapshot ? 0 : claim(c, out, err);
 	if (rc == 0)
 		rc = create_and_bind(c, out, err);
 	if (rc < 0) {

@@ -32,6 +32,11 @@ struct sbx_resolve_req {
 	 * lifecycle lock.  0 = $SBX_LOCK_WAIT, else 90 s; < 0 = try once
 	 * (busy is a conflict, exit 75). */
 	int64_t lock_wait_ms;
+	/* A fork (fork.c): the session must have no binding yet (else
+	 * conflict), and its sandbox is created from this snapshot, not the
+	 * tenant's image; no leftover sandbox of the session is claimed.
+	 * NULL: a plain resolve. */
+	const char *fork_snapshot;
 };
 
 /* Resolve the session's sandbox (see resolve.c for the contract).  *how is

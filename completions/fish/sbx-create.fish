@@ -21,6 +21,8 @@ complete -c sbx-create -l skill-image -d 'start from the tenant\'s skill image (
 complete -c sbx-create -l volume -s v -d 'NAME:/PATH[:ro] mount the tenant\'s volume NAME at PATH, read-only with :ro (repeatable; needs --tenant)'
 complete -c sbx-create -l in -d 'read documents from stdin and act once per document'
 complete -c sbx-create -l wait -r -d 'session: wait for a busy session lock (default 90s; 0 = no wait)'
+complete -c sbx-create -l fork -r -d 'the new session (--session) starts from this session\'s files, at a checkpoint taken now'
+complete -c sbx-create -l at -d 'N|LABEL             --fork: start from this checkpoint of the source\'s history instead'
 complete -c sbx-create -l help -s h -d 'show help'
 complete -c sbx-create -l version -d 'show the version'
 complete -c sbx-create -l progress -d 'print progress on stderr'
