@@ -45,6 +45,12 @@ probe() {
 			return 69
 		fi
 		return "$rc" ;;
+	checkpoint)
+		sbx_new --tenant caps --session ck >/dev/null &&
+			sbx-snap checkpoint --tenant caps --session ck ;;
+	fork)
+		sbx_new --tenant caps --session fk >/dev/null &&
+			sbx-create --tenant caps --session "fk-$RANDOM" --fork fk ;;
 	flatten)
 		local s
 		s=$(sbx-snap --id "$SB" | jq -r .snapshot.id) && sbx-snap flatten "$s" ;;

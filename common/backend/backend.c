@@ -122,7 +122,10 @@ void sbx_backend_close(struct sbx_backend *b)
 
 unsigned sbx_backend_caps(struct sbx_backend *b)
 {
-	return b->ops->caps ? b->ops->caps(b) : 0;
+	unsigned c = b->ops->caps ? b->ops->caps(b) : 0;
+	if (c & SBX_CAP_SNAPSHOTS)
+		c |= SBX_CAP_CHECKPOINT | SBX_CAP_FORK;
+	return c;
 }
 
 int sbx_backend_require(struct sbx_backend *b, unsigned need, const char *op,

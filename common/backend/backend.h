@@ -253,6 +253,12 @@ enum sbx_cap {
 	SBX_CAP_HOST_LOCAL  = 1 << 16,   /* sandboxes live on the host that made them (host.h) */
 	SBX_CAP_VOLUMES     = 1 << 17,   /* create mounts a tenant's volumes (sbx_vol_mount) */
 	SBX_CAP_TTY         = 1 << 18,   /* exec with a pseudo-terminal (sbx_exec_req.tty) */
+	/* Derived by sbx_backend_caps from SBX_CAP_SNAPSHOTS, never set by a
+	 * backend: a session's checkpoints and rewind (checkpoint.h; the
+	 * cost of what changed where the backend has checkpoint_create), and
+	 * forks (a session's, sbx-serve's E2B fork). */
+	SBX_CAP_CHECKPOINT  = 1 << 19,
+	SBX_CAP_FORK        = 1 << 20,
 };
 /* Names for documents and `sbx-ctl caps`: {"exec": true, ...}. */
 json_object *sbx_caps_to_json(unsigned caps);
@@ -628,8 +634,8 @@ int sbx_backend_open(struct sbx_profile *p, struct sbx_backend **out, struct sbx
 void sbx_backend_close(struct sbx_backend *b);
 /* The registry (names of compiled-in backends, NULL-terminated). */
 const char *const *sbx_backend_names(void);
-/* What the backend advertises (SBX_CAP_* bits); 0 when it has no caps
- * operation.  The one place that reads ops->caps. */
+/* What the backend advertises (SBX_CAP_* bits, and the derived ones);
+ * 0 when it has no caps operation.  The one place that reads ops->caps. */
 unsigned sbx_backend_caps(struct sbx_backend *b);
 /* Fails with `unsupported` unless every bit of `need` is advertised. */
 int sbx_backend_require(struct sbx_backend *b, unsigned need, const char *op,

@@ -252,6 +252,7 @@ static const struct { unsigned bit; const char *name; } cap_names[] = {
 	{SBX_CAP_HOST_LOCAL, "host_local"}, {SBX_CAP_FLATTEN, "flatten"},
 	{SBX_CAP_TEMPLATE_IMPORT, "template_import"}, {SBX_CAP_TIMEOUT_POLICY, "timeout_policy"},
 	{SBX_CAP_VOLUMES, "volumes"}, {SBX_CAP_TTY, "tty"},
+	{SBX_CAP_CHECKPOINT, "checkpoint"}, {SBX_CAP_FORK, "fork"},
 };
 
 json_object *sbx_caps_to_json(unsigned caps)
