@@ -52,6 +52,13 @@
 
 #define QUERY_MAX 64
 #define WAIT_MS 10000                /* for a worker to be forked */
+/* A worker killed a moment ago (kill -9 of an idle one) is not gone yet:
+ * its control socket takes a request until the kernel closes its fds, and
+ * then its answer pipe ends with nothing, a 500 for a request it never
+ * looked at.  So a worker says ACK_BYTE once it holds a whole request,
+ * before acting on it, and a request that got none goes to another
+ * worker (any method: nothing of it was done). */
+#define ACK_BYTE 'a'
 
 struct serve_worker {
 	pid_t pid;
@@ -119,6 +126,18 @@ static int read_all(int fd, void *buf, size_t len)
 }
 
 /* ---- the worker ---- */
+
+/* 1 for the first worker of the server's run that asks (a file made
+ * with O_EXCL in its state folder), 0 for every later one. */
+static int first_of_run(const char *dir)
+{
+	SBX_AUTOFREE char *p = sbx_xasprintf("%s/fault-worker-dies-taking", dir);
+	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
 
 /* Read one request and the answer's fd.  0, 1 at the end (the server
  * closed the socket: stop), -1 on a broken frame. */
@@ -206,6 +225,12 @@ static __attribute__((noreturn)) void worker_main(struct serve_pool *p, int ctl)
 		int got = recv_req(3, p, &r, &fd);
 		if (got != 0)
 			_exit(got > 0 ? 0 : 1);
+		if (sbx_fault_on("serve:worker-dies-taking") && first_of_run(p->dir))
+			raise(SIGKILL);          /* the test's worker, dying with a request */
+		/* Taken: from here on the request is this worker's (ACK_BYTE). */
+		char ack = ACK_BYTE;
+		if (write_all(3, &ack, 1) < 0)
+			_exit(1);
 		struct serve_out o = {.fd = fd};
 		int rc = p->fn(&r, &o);
 		if (!o.head_done)
@@ -443,6 +468,16 @@ int serve_pool_start(struct serve_pool **out, unsigned max, serve_pool_fn fn,
 
 /* Whether an idle worker is gone: it never writes while idle, so its
  * socket readable (EOF) or hung up means it died. */
+
+/* 1 when the worker acknowledged the request just sent (within
+ * SERVE_POOL_TERM_MS), else 0: dead, dying, or stuck. */
+static int taken(const struct serve_worker *w)
+{
+	struct pollfd pf = {.fd = w->ctl, .events = POLLIN};
+	char c = 0;
+	return poll(&pf, 1, SERVE_POOL_TERM_MS) == 1 && read(w->ctl, &c, 1) == 1 && c == ACK_BYTE;
+}
+
 static int idle_dead(const struct serve_worker *w)
 {
 	struct pollfd pf = {.fd = w->ctl, .events = POLLIN};
@@ -531,12 +566,13 @@ int serve_pool_run(struct serve_pool *p, const struct serve_req *r, struct serve
 			pthread_mutex_unlock(&p->mu);
 			return -1;
 		}
-		if (!idle_dead(w) && send_req(w, r, pp[1]) == 0) {
+		if (!idle_dead(w) && send_req(w, r, pp[1]) == 0 && taken(w)) {
 			close(pp[1]);
 			*out = w;
 			return pp[0];
 		}
-		/* It died while idle, or while taking the request. */
+		/* It died while idle, or while taking the request (before its
+		 * ACK_BYTE: it did nothing with it, so another may take it). */
 		close(pp[0]);
 		close(pp[1]);
 		pthread_mutex_lock(&p->mu);
