@@ -116,7 +116,7 @@ three_turns() {
 
 @test "rewind --to 2: turn 2's tree exactly, on a new sandbox bound to the session; by label, forward and back" {
 	three_turns s2
-	local old new settings
+	local old new
 	old=$(bound s2)
 	fixture_settings "$old" >"$BATS_TEST_TMPDIR/old.set"
 	[ -s "$BATS_TEST_TMPDIR/old.set" ]
@@ -128,6 +128,8 @@ three_turns() {
 	[ "$new" != "$old" ]
 	[ "$(jqo -r .ctl.replaced)" = "$old" ]
 	[ "$(jqo -r .checkpoint.n)" = 2 ]
+	# Made from the checkpoint's snapshot (docker: a container of its image).
+	[ "$(jqo -r .sandbox.template)" = "$(jq -r .checkpoint.snapshot "$BATS_TEST_TMPDIR/c2")" ]
 	[ "$(bound s2)" = "$new" ]
 	assert_one_sandbox $T s2 "$new"
 	run digest s2
