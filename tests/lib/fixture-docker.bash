@@ -54,3 +54,13 @@ fixture_other_identity() {
 }
 # The engine names the container's host after its short id.
 fixture_hostname() { echo "${1:0:12}"; }
+# What the container runs with: its limits, network and capabilities, and
+# the labels that hold the idle timer and the egress broker.
+fixture_settings() {
+	curl -sf --unix-socket "${DOCKER_HOST#unix://}" "http://docker/v1.41/containers/$1/json" |
+		jq -S '{host: .HostConfig | {Memory, MemorySwap, NanoCpus, PidsLimit, NetworkMode,
+					 Dns, Init, CapAdd, CapDrop, SecurityOpt},
+			ttl: .Config.Labels["sbx.idle-ttl-seconds"],
+			no_resume: .Config.Labels["sbx.no-auto-resume"],
+			egress: (.Config.Labels["sbx.egress"] != null)}'
+}

@@ -34,6 +34,9 @@
 #                            another fingerprint (skill images are per identity)
 #   fixture_plant_node SB P  optional: make a device node at P inside SB
 #                            from the host (what root inside cannot do)
+#   fixture_settings ID      optional: the settings sandbox ID runs with
+#                            (limits, idle timer, network), as canonical
+#                            JSON: two sandboxes made alike print the same
 #
 # A new backend (e2b, cube) needs only such a file.
 # shellcheck disable=SC2034 # the variables are the fixture's answers, read by the tests
@@ -57,6 +60,9 @@ fixture_engine_stop() { :; }
 fixture_profile() { echo '{}' >"$1"; }
 fixture_missing_id() { echo sb-000000000000; }
 fixture_hostname() { echo "$1"; }
+fixture_settings() {
+	jq -S '{limits, timeout, network, resume_on_use}' "$SBX_STATE_DIR/local/sandboxes/$1/sandbox.json"
+}
 # The fingerprint is taken over the state dir's path, as spelt.
 fixture_other_identity() { SBX_STATE_DIR="$SBX_STATE_DIR/." "$@"; }
 fixture_plant_node() {
