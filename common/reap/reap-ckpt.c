@@ -45,8 +45,17 @@ static void ck_session(struct run *run, struct ck *c, const char *tenant, const 
 	const char *why = NULL;
 	struct sbx_err err = {0};
 	int doit = !run->o->dry_run;
-	int rc = doit && lease_keep(run) < 0 ? 0 : sbx_checkpoint_unlist(run->r, tenant, session,
-			c->keep, c->cutoff_ns, doit, &v, &n, &ended, &why, &err);
+	/* The plan first, without the lock: a session with nothing due is
+	 * not locked at all. */
+	int rc = sbx_checkpoint_unlist(run->r, tenant, session, c->keep, c->cutoff_ns, 0, &v, &n,
+				       &ended, &why, &err);
+	if (rc == 1 && n && doit) {
+		sbx_ckpt_outs_free(v, n);
+		v = NULL;
+		n = 0;
+		rc = lease_keep(run) < 0 ? 0 : sbx_checkpoint_unlist(run->r, tenant, session, c->keep,
+				c->cutoff_ns, 1, &v, &n, &ended, &why, &err);
+	}
 	if (rc < 0) {
 		note_failure(run, session, "checkpoints", &err);
 		return;
