@@ -431,3 +431,28 @@ ret_kill() {
 	[ "$(ret_left crash)" = 0 ]
 	[ "$(ret_pending)" = 0 ]
 }
+
+@test "retention: a checkpoint's snapshot a live sandbox runs on waits for it, and so does what it stacks on" {
+	ret_take used 3
+	local snap2 other
+	snap2=$(sed -n 2p "$BATS_TEST_TMPDIR/used.snaps")
+	other=$(sbx-create --template "$snap2" | jq -r .sandbox.id)
+	[ -n "$other" ] && [ "$other" != null ]
+	ret_kill used
+	run sbx-reap -p ck3 --tenant $RT --grace 0
+	assert_success
+	[ "$(ret_listed used)" = "" ]
+	[ "$(jqo '.reap.checkpoints.deleted | map(.n) | join(",")')" = 3 ]
+	[ "$(jqo '.reap.checkpoints.kept | map("\(.n) \(.reason)") | join(",")')" = "2 in-use,1 in-use" ]
+	[ "$(ret_left used)" = 2 ]
+	[ "$(ret_pending)" = 2 ]
+	# The sandbox still starts from it; once it is gone, both go.
+	run sbx-exec --id "$other" --raw -- cat /workspace/n
+	assert_output 2
+	sbx-ctl kill --id "$other" >/dev/null
+	run sbx-reap -p ck3 --tenant $RT --grace 0
+	assert_success
+	[ "$(jqo '.reap.checkpoints.deleted | map(.n) | join(",")')" = 2,1 ]
+	[ "$(ret_left used)" = 0 ]
+	[ "$(ret_pending)" = 0 ]
+}
