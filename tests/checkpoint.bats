@@ -403,9 +403,10 @@ ret_kill() {
 	[ "$(ret_listed ended)" = 1,2 ]
 	[ "$(ret_left ended)" = 2 ]
 	[ "$(ret_pending)" = 0 ]
-	run sbx-reap -p ck3 --tenant $RT --grace 0
+	run sbx-reap -p ck3 --tenant $RT --grace 0 --metrics-file "$BATS_TEST_TMPDIR/m.prom"
 	assert_success
 	[ "$(jqo '.reap.checkpoints.deleted | length')" = 2 ]
+	grep -qx 'sbx_reap_checkpoints_deleted 2' "$BATS_TEST_TMPDIR/m.prom"
 	[ "$(ret_listed ended)" = "" ]
 	[ "$(ret_left ended)" = 0 ]
 }
