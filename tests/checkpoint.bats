@@ -334,6 +334,9 @@ ret_profile() {
 # /workspace/n; their snapshot ids, oldest first, in $BATS_TEST_TMPDIR/S.snaps.
 ret_take() {
 	local s=$1 k=$2 i
+	# What stacks on what, and when a delete is refused, is the local
+	# backend's (its records stack layers); other backends' are not yet tested.
+	[ "$SBX_TEST_BACKEND" = local ] || skip "checkpoint retention is tested on the local backend"
 	ret_profile || return 1
 	: >"$BATS_TEST_TMPDIR/$s.snaps"
 	for i in $(seq 1 "$k"); do
