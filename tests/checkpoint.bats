@@ -460,3 +460,25 @@ ret_kill() {
 	[ "$(ret_left used)" = 0 ]
 	[ "$(ret_pending)" = 0 ]
 }
+
+@test "retention: a reaper killed with -9 right after a snapshot's delete; the next run finds it gone and finishes" {
+	ret_take crash2 2
+	ret_kill crash2
+	SBX_LOCK_TTL_MS=400 SBX_REAP_LEASE_TTL=1s SBX_FAULT=reap:checkpoint-deleted \
+		run sbx-reap -p ck3 --tenant $RT --grace 0
+	[ "$status" -eq 137 ] || { echo "not killed (status $status): $output"; return 1; }
+	[ "$(ret_listed crash2)" = "" ]
+	[ "$(ret_left crash2)" = 1 ]
+	[ "$(ret_pending)" = 2 ]
+	local i
+	for i in $(seq 1 50); do
+		[ -z "$(rcli --scan --pattern 'sbx:reap:lease*')" ] && break
+		sleep 0.1
+	done
+	run sbx-reap -p ck3 --tenant $RT --grace 0
+	assert_success
+	[ "$(jqo '.reap.checkpoints.deleted | map("\(.n) \(.already_gone // false)") | join(",")')" = \
+	  "2 true,1 false" ]
+	[ "$(ret_left crash2)" = 0 ]
+	[ "$(ret_pending)" = 0 ]
+}

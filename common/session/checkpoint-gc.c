@@ -267,6 +267,7 @@ int sbx_checkpoint_collect(struct sbx_backend *b, struct sbx_redis *r, const cha
 		*err = e;
 		return -1;
 	}
+	sbx_fault("reap:checkpoint-deleted");
 	SBX_AUTOFREE char *pk = sbx_key_tenant(r->prefix, tenant, strlen(tenant),
 					       SBX_KEY_CHECKPOINTS_GC);
 	const char *argv[] = {"HDEL", pk, snapshot};

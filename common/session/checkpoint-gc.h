@@ -17,8 +17,9 @@
  * A crash between the steps leaves pending entries, which every run
  * collects; a crash inside either leaves the state before or after it (one
  * script; a delete followed by a pending entry for a snapshot gone, which
- * the next delete finds gone).  Test point: reap:checkpoint-unlisted (after
- * the unlist script, the lock still held). */
+ * the next delete finds gone).  Test points: reap:checkpoint-unlisted (after
+ * the unlist script, the lock still held), reap:checkpoint-deleted (after
+ * a snapshot's delete, before its pending entry goes). */
 #ifndef SBX_CHECKPOINT_GC_H
 #define SBX_CHECKPOINT_GC_H
 
