@@ -80,6 +80,7 @@ static const char *const profile_keys[] = {
 	"allow_internet", "allow_public", "memory", "pids", "cpus", "disk", "shm",
 	"idle_timeout", "on_timeout", "auto_resume", "description", "options", "env",
 	"redis_nodes", "events_maxlen", "network_policy", "quota", "retain_paused", "volumes",
+	"checkpoints_keep",
 };
 
 /* "quota": {"running": N, "sandboxes": M, "paused_bytes": B}, counts >= 0,
@@ -248,6 +249,13 @@ static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *
 	p->events_maxlen = sbx_json_int(o, "events_maxlen", p->events_maxlen);
 	if (p->events_maxlen < 0)
 		return sbx_fail_config(err, "config", "profile '%s': events_maxlen must be >= 0", p->name);
+	json_object *keep;
+	if (json_object_object_get_ex(o, "checkpoints_keep", &keep)) {
+		if (!json_object_is_type(keep, json_type_int) || json_object_get_int64(keep) < 0)
+			return sbx_fail_config(err, "config",
+					       "profile '%s': checkpoints_keep must be a number >= 0", p->name);
+		p->checkpoints_keep = json_object_get_int64(keep);
+	}
 	json_object *cpus;
 	if (json_object_object_get_ex(o, "cpus", &cpus))
 		p->limits.cpus = json_object_get_double(cpus);
@@ -305,6 +313,7 @@ int sbx_config_load(const char *name, struct sbx_profile **out, struct sbx_err *
 	p->prefix = sbx_xstrdup("sbx");
 	p->on_timeout_pause = 1;
 	p->events_maxlen = SBX_EVENTS_MAXLEN_DEFAULT;
+	p->checkpoints_keep = SBX_CHECKPOINTS_KEEP_DEFAULT;
 	p->quota = SBX_QUOTA_NONE;
 	p->limits = (struct sbx_limits){.memory_bytes = SBX_DEFAULT_MEMORY, .pids = SBX_DEFAULT_PIDS,
 					.cpus = SBX_DEFAULT_CPUS, .disk_bytes = SBX_DEFAULT_DISK,

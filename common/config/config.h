@@ -54,6 +54,8 @@ struct sbx_quota {
 #define SBX_DEFAULT_SHM    (64LL << 20)     /* 64 MiB, like Docker's */
 #define SBX_EVENTS_MAXLEN_DEFAULT 10000     /* entries of a tenant's event stream (events.h) */
 
+#define SBX_CHECKPOINTS_KEEP_DEFAULT 20
+
 struct sbx_profile {
 	char *name;             /* "default" when none is configured */
 	char *backend;          /* "local", "docker", "e2b", "cube" */
@@ -81,6 +83,9 @@ struct sbx_profile {
 	struct sbx_quota quota;   /* per tenant; -1 = no limit (quota.h) */
 	int64_t retain_paused_ms; /* a paused session sandbox is ended this long
 				   * after its pause (the reaper); 0 = kept */
+	int64_t checkpoints_keep; /* the last this many checkpoints of a session
+				   * are kept (the reaper collects older ones);
+				   * 0 = every one */
 	json_object *raw;       /* the profile object as configured (may be NULL);
 				 * "env" there: variables for every sandbox it creates */
 	/* The keys a backend owns are not here: the backend parses them into

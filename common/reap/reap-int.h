@@ -1,6 +1,7 @@
 /* reap-int.h - the state of one reaper run (reap.c), its failures, lease
  * and keyspace verdict (reap-run.c), shared with the snapshot reaping
- * (reap-snap.c).  Private to those three. */
+ * (reap-snap.c) and the checkpoint retention (reap-ckpt.c).  Private to
+ * those four. */
 #ifndef SBX_REAP_INT_H
 #define SBX_REAP_INT_H
 
@@ -45,6 +46,7 @@ struct run {
 	json_object *expired;  /* retain_paused: ended (or, dry, would end) */
 	json_object *ledger, *snapshots, *idle;   /* sections, added at the end */
 	json_object *images;
+	json_object *checkpoints;  /* retention of the sessions' histories */
 	struct sbx_err first;  /* first failure */
 	int nfailed;
 	long long deletions;  /* done (or planned, in a dry run) */
@@ -63,8 +65,8 @@ struct run {
 	json_object *keyspaces;  /* id (or "none") -> {sandboxes, snapshots} seen */
 };
 
-/* Each is described where it is defined: do_snapshots in reap-snap.c, the
- * others in reap-run.c. */
+/* Each is described where it is defined: do_snapshots in reap-snap.c,
+ * do_checkpoints in reap-ckpt.c, the others in reap-run.c. */
 void note_failure(struct run *run, const char *id, const char *what,
 		  const struct sbx_err *e);
 int lease_keep(struct run *run);
@@ -72,5 +74,6 @@ int lease_take(struct run *run, struct sbx_err *err);
 void lease_release(struct run *run);
 const char *keyspace_verdict(struct run *run, const char *ks, const char *what);
 void do_snapshots(struct run *run);
+void do_checkpoints(struct run *run);
 
 #endif

@@ -65,6 +65,7 @@ int sbx_reap_write_metrics(const char *path, json_object *report, int ok, struct
 	int dry = sbx_json_bool(rep, "dry_run", 0);
 	long deleted = arr_len(rep, "deleted");
 	long snap_deleted = dry ? 0 : arr_len(snaps, "deleted");
+	long ck_deleted = dry ? 0 : arr_len(sbx_json_obj(rep, "checkpoints"), "deleted");
 	long failed = arr_len(rep, "failed");
 	json_object *refused = sbx_json_obj(rep, "refused");
 	json_object *kept = NULL, *skipped = NULL;
@@ -111,6 +112,13 @@ int sbx_reap_write_metrics(const char *path, json_object *report, int ok, struct
 		   "# TYPE sbx_reap_snapshots_deleted_total counter\n"
 		   "sbx_reap_snapshots_deleted_total %.0f\n",
 		prev_counter(prev, "sbx_reap_snapshots_deleted_total") + (double)snap_deleted);
+	fprintf(f, "# HELP sbx_reap_checkpoints_deleted Checkpoint snapshots deleted by the last run.\n"
+		   "# TYPE sbx_reap_checkpoints_deleted gauge\nsbx_reap_checkpoints_deleted %ld\n",
+		ck_deleted);
+	fprintf(f, "# HELP sbx_reap_checkpoints_deleted_total Checkpoint snapshots deleted, all runs.\n"
+		   "# TYPE sbx_reap_checkpoints_deleted_total counter\n"
+		   "sbx_reap_checkpoints_deleted_total %.0f\n",
+		prev_counter(prev, "sbx_reap_checkpoints_deleted_total") + (double)ck_deleted);
 	fprintf(f, "# HELP sbx_reap_failed_total Failed operations, all runs.\n"
 		   "# TYPE sbx_reap_failed_total counter\nsbx_reap_failed_total %.0f\n",
 		prev_counter(prev, "sbx_reap_failed_total") + (double)failed);

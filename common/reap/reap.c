@@ -699,6 +699,8 @@ static int run_phases(struct run *run, json_object *refused, struct sbx_err *err
 	do_expire(run);
 	if (run->expired)
 		PHASE("retention");
+	do_checkpoints(run);
+	PHASE("checkpoints");
 	do_ledger(run);
 	PHASE("ledger");
 	do_snapshots(run);
@@ -743,6 +745,8 @@ static void report_close(struct run *run, json_object *refused)
 				       run->expired);
 	if (run->images)
 		json_object_object_add(run->rep, "images", run->images);
+	if (run->checkpoints)
+		json_object_object_add(run->rep, "checkpoints", run->checkpoints);
 	if (run->keyspace[0])
 		sbx_json_set_str(run->rep, "keyspace", run->keyspace);
 	json_object_object_add(run->rep, "keyspaces", run->keyspaces);

@@ -23,6 +23,7 @@ static const char *const tenant_suffix[] = {
 	[SBX_KEY_PAUSED] = "paused",
 	[SBX_KEY_VOLUMES] = "vols",
 	[SBX_KEY_WEBHOOKS] = "webhooks",
+	[SBX_KEY_CHECKPOINTS_GC] = "checkpoints-gc",
 };
 
 int sbx_id_check(const char *what, const char *id, size_t len, struct sbx_err *err)

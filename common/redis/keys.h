@@ -7,6 +7,9 @@
  *   <prefix>:{<tenant>}:sess:<session>:checkpoints  list: the session's history
  *                                                of checkpoints, JSON (checkpoint.h)
  *   <prefix>:{<tenant>}:bound                    set of bound sandbox ids
+ *   <prefix>:{<tenant>}:checkpoints-gc           hash snapshot id -> JSON: checkpoints
+ *                                                taken out of a history whose snapshot
+ *                                                is still to delete (checkpoint-gc.h)
  *   <prefix>:{<tenant>}:skill:<name>             ledger hash of one skill
  *   <prefix>:{<tenant>}:image                    current skill image hash
  *   <prefix>:{<tenant>}:ledger                   index of the tenant's skill rows
@@ -62,6 +65,7 @@ enum sbx_tenant_key {
 	SBX_KEY_PAUSED,
 	SBX_KEY_VOLUMES,
 	SBX_KEY_WEBHOOKS,
+	SBX_KEY_CHECKPOINTS_GC,
 };
 
 /* 0, or -1 with invalid_request naming `what` ("tenant", "session"): empty,

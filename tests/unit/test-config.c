@@ -67,6 +67,9 @@ int main(void)
 		 "\"typo\": {\"allow_privte\": true},"
 		 "\"inline\": {\"api_key\": \"e2b_inline_sekrit\"},"
 		 "\"badresume\": {\"on_timeout\": \"kill\", \"auto_resume\": true},"
+		 "\"keep3\": {\"checkpoints_keep\": 3},"
+		 "\"keep_neg\": {\"checkpoints_keep\": -1},"
+		 "\"keep_str\": {\"checkpoints_keep\": \"3\"},"
 		 "\"lim\": {\"pids\": 0, \"disk\": \"2G\", \"shm\": \"8M\", \"cgroup_parent\": \"x.slice\"},"
 		 "\"badparent\": {\"cgroup_parent\": \"../escape\"},"
 		 "\"egress\": {\"egress_allow\": [\"10.1.0.0/16\", \"FD00:0::/64\", \"192.0.2.7/32\"]},"
@@ -96,7 +99,16 @@ int main(void)
 	is_int(p->limits.shm_bytes, SBX_DEFAULT_SHM, "shm: the built-in default");
 	is_int(p->idle_timeout_ms, 300000, "idle timeout parsed");
 	is_int(p->on_timeout_pause, 0, "on_timeout kill");
+	is_int(p->checkpoints_keep, SBX_CHECKPOINTS_KEEP_DEFAULT, "checkpoints_keep: 20 unless set");
 	sbx_profile_free(p);
+	ok(load("keep3", &p, &err) == 0, "profile keep3");
+	is_int(p->checkpoints_keep, 3, "checkpoints_keep parsed");
+	sbx_profile_free(p);
+	p = NULL;
+	ok(load("keep_neg", &p, &err) < 0 && err.exit_status == 78,
+	   "a negative checkpoints_keep is a configuration error");
+	ok(load("keep_str", &p, &err) < 0 && err.exit_status == 78,
+	   "a checkpoints_keep that is not a number is a configuration error");
 
 	ok(load("lim", &p, &err) == 0, "profile lim");
 	is_int(p->limits.pids, 0, "pids 0 turns the default off");

@@ -46,6 +46,9 @@ int main(void)
 	k = sbx_key_tenant("sbx", "acme", 4, SBX_KEY_BOUND);
 	is_str(k, "sbx:{acme}:bound", "bound set key layout");
 	free(k);
+	k = sbx_key_tenant("sbx", "acme", 4, SBX_KEY_CHECKPOINTS_GC);
+	is_str(k, "sbx:{acme}:checkpoints-gc", "pending checkpoints key layout (the tenant's slot)");
+	free(k);
 	k = sbx_key_session("p", "a}b", 3, "x:y", 3, SBX_KEY_LOCK);
 	is_str(k, "p:{a%7Db}:sess:x%3Ay:lock", "hostile characters are percent-encoded");
 	free(k);
