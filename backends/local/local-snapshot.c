@@ -254,17 +254,37 @@ int local_snapshot_flatten(struct sbx_backend *b, const char *id, const char *na
 
 #define SLOP_NS (50 * 1000 * 1000LL)   /* inode times are coarse: see precopy */
 
-/* Inode times come from the coarse clock (or, on file systems with
- * multigrain times, from a finer one that is never behind it): a change
- * made after this reading has a ctime at or after it.  So the moment a
- * checkpoint froze, read so, is the exact `since` of the next one (no
- * slop: a file written just before a checkpoint is not copied again by
- * the next). */
-static int64_t now_ns(void)
+static int64_t clock_ns(clockid_t c)
 {
 	struct timespec t;
-	clock_gettime(CLOCK_REALTIME_COARSE, &t);
+	clock_gettime(c, &t);
 	return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static int64_t now_ns(void)
+{
+	return clock_ns(CLOCK_REALTIME_COARSE);
+}
+
+/* The `since` of the next checkpoint, read with the sandbox frozen.  An
+ * inode's ctime is max(the coarse clock, the file system's multigrain
+ * floor: the latest fine-grained time it handed out), so a change made
+ * before now can carry a ctime ahead of the coarse clock by up to a tick
+ * (the coarse reading made a file written 10 ms before the freeze look
+ * changed after it, and the next checkpoint copied it again: red in 1 of
+ * 3 runs of checkpoint.bats), and no ctime is ever ahead of the fine
+ * clock.  So: the fine clock now, which every earlier ctime is below,
+ * and then a wait (still frozen, at most a tick) until the coarse clock
+ * reaches it, so that every later change has a ctime at or after it.  A
+ * change from outside the sandbox during the wait is in this
+ * checkpoint's frozen pass, which starts after it. */
+static int64_t freeze_instant(void)
+{
+	int64_t t = clock_ns(CLOCK_REALTIME) + 1;
+	struct timespec step = {0, 200 * 1000};
+	for (int i = 0; i < 250 && now_ns() < t; i++)
+		nanosleep(&step, NULL);
+	return t;
 }
 
 /* What a checkpoint of `sb` (over template `tpl`) stacks on: `prev` when
@@ -337,7 +357,7 @@ static int ckpt_copy(struct sbx_backend *b, const char *sbid, const char *upper,
 		sbx_rm_rf(tmp, &ignored);
 		return -1;
 	}
-	*taken_ns = now_ns();
+	*taken_ns = freeze_instant();
 	sbx_fault("checkpoint-frozen");
 	int rc = pre ? lcopy_diff(upper, all, nlowers + 1, tmp2, t1 - SLOP_NS, 0, NULL, err)
 		     : lcopy_diff(upper, all + 1, nlowers, tmp, since_ns, 0, NULL, err);
