@@ -85,6 +85,18 @@ static const char *out_of(struct sbx_sandbox *sb, int as_root, const char *cmd)
 	return buf;
 }
 
+/* Set the activity marker's mtime to `when`: an exec marks its own end
+ * (docker-exec.c), so the touch is made by a child that waits for the
+ * exec's wrapper to be gone; the caller then waits a second. */
+static void age_marker(struct sbx_sandbox *sb, const char *when)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd),
+		 "w=$PPID; (while kill -0 $w 2>/dev/null; do sleep 0.1 2>/dev/null || sleep 1; done; "
+		 "touch -d '%s' /var/lib/sbx-activity) </dev/null >/dev/null 2>&1 &", when);
+	out_of(sb, 1, cmd);
+}
+
 static void dirent_clear(struct sbx_dirent *d)
 {
 	free(d->name);
@@ -411,8 +423,9 @@ static void test_idle(void)
 	ok(make(&old, NULL, "unit.idle", "old", 3600) == 0, "create (ttl 1h)");
 	ok(make(&fut, NULL, "unit.idle", "future", 3600) == 0, "create (ttl 1h)");
 	ok(make(&fresh, NULL, "unit.idle", "fresh", 3600) == 0, "create (ttl 1h)");
-	out_of(&old, 1, "touch -d '2000-01-01 00:00:00' /var/lib/sbx-activity");
-	out_of(&fut, 1, "touch -d '2099-01-01 00:00:00' /var/lib/sbx-activity");
+	age_marker(&old, "2000-01-01 00:00:00");
+	age_marker(&fut, "2099-01-01 00:00:00");
+	sleep(2);
 
 	json_object *rep = json_object_new_object();
 	ok(sbx_docker_reap_idle(B, 1, rep, &e) == 0, "dry-run sweep");
