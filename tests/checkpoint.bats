@@ -52,6 +52,11 @@ three_turns() {
 	in_s "$s" 'mkdir -p /workspace/out /opt/ck/lib /usr/local/ck && echo one >/workspace/out/a &&
 		   dd if=/dev/urandom of=/workspace/big bs=1M count=8 2>/dev/null &&
 		   echo lib1 >/opt/ck/lib/mod.py && echo bin1 >/usr/local/ck/tool' || return 1
+	# Under load, files written in the last moments before a checkpoint
+	# were copied again by the next one (a cost, never a loss; the cause
+	# is open, docs/local.md): turn 1 ends a moment before its checkpoint,
+	# so that turn 2's layer measures what turn 2 changed.
+	sleep 0.3
 	sbx-snap checkpoint --tenant $T --session "$s" --label turn-1 >"$BATS_TEST_TMPDIR/c1" || return 1
 	in_s "$s" 'echo two >/workspace/out/b && rm /workspace/out/a && mkdir /workspace/new &&
 		   echo n >/workspace/new/f && echo lib2 >/opt/ck/lib/mod.py && chmod 700 /opt/ck' || return 1
