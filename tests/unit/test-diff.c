@@ -221,5 +221,11 @@ int main(void)
 	   "what the second pass saw replaced what the first copied");
 
 	if (getenv("KEEP")) printf("# kept %s\n", T); else sh("rm -rf %s", T);
+	for (size_t i = 0; i < 1; i++)
+		free((char *)low2[i]);
+	for (size_t i = 0; i < 2; i++)
+		free((char *)low3[i]);
+	for (size_t i = 0; i < 3; i++)
+		free((char *)low4[i]);
 	return tap_done();
 }
