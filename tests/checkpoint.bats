@@ -75,8 +75,10 @@ three_turns() {
 	[ "$(jq -r .checkpoint.sandbox "$BATS_TEST_TMPDIR/c2")" = "$(bound s1)" ]
 	# Local: turn 2's stacks on turn 1's (a docker commit stands on the
 	# container's image, the template here).
-	! on_local || [ "$(jq -r .checkpoint.checkpoint_of "$BATS_TEST_TMPDIR/c2")" = \
-	  "$(jq -r .checkpoint.snapshot "$BATS_TEST_TMPDIR/c1")" ]
+	if on_local; then
+		[ "$(jq -r .checkpoint.checkpoint_of "$BATS_TEST_TMPDIR/c2")" = \
+		  "$(jq -r .checkpoint.snapshot "$BATS_TEST_TMPDIR/c1")" ]
+	fi
 	run sbx-snap ls --tenant $T --session s1
 	assert_success
 	[ "$(jqo -s 'map(.checkpoint.n) | join(",")')" = 1,2,3 ]
@@ -164,7 +166,9 @@ three_turns() {
 	assert_success
 	[ "$(jqo -r .checkpoint.n)" = 4 ]
 	[ "$(jqo -r .checkpoint.checkpoint_of)" = "$(jq -r .checkpoint.snapshot "$BATS_TEST_TMPDIR/c2")" ]
-	! on_local || [ "$(jqo -r .checkpoint.size_bytes)" -lt 100000 ]
+	if on_local; then
+		[ "$(jqo -r .checkpoint.size_bytes)" -lt 100000 ]
+	fi
 }
 
 @test "rewind: refused while another turn holds the lease; --in-turn from the only holder" {
