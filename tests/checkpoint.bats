@@ -445,21 +445,31 @@ ret_kill() {
 	[ "$(ret_left ended)" = 0 ]
 }
 
-@test "retention: a reaper killed with -9 after the unlist leaves pending checkpoints that the next run deletes" {
-	ret_take crash 5
-	ret_kill crash
-	SBX_LOCK_TTL_MS=400 SBX_REAP_LEASE_TTL=1s SBX_FAULT=reap:checkpoint-unlisted \
+# A reaper run of the retention tenant killed with -9 at test point $1
+# (short lock and lease TTLs, so the next run need not wait long).
+reap_killed_at() {
+	SBX_LOCK_TTL_MS=400 SBX_REAP_LEASE_TTL=1s SBX_FAULT=$1 \
 		run sbx-reap -p ck3 --tenant $RT --grace 0
 	[ "$status" -eq 137 ] || { echo "not killed (status $status): $output"; return 1; }
-	# Out of the history, not yet deleted: recorded as pending.
-	[ "$(ret_listed crash)" = "" ]
-	[ "$(ret_pending)" = 5 ]
-	[ "$(ret_left crash)" = 5 ]
+}
+# Wait (bounded) for the killed reaper's lease to expire.
+wait_reap_lease_gone() {
 	local i
 	for i in $(seq 1 50); do
 		[ -z "$(rcli --scan --pattern 'sbx:reap:lease*')" ] && break
 		sleep 0.1
 	done
+}
+
+@test "retention: a reaper killed with -9 after the unlist leaves pending checkpoints that the next run deletes" {
+	ret_take crash 5
+	ret_kill crash
+	reap_killed_at reap:checkpoint-unlisted
+	# Out of the history, not yet deleted: recorded as pending.
+	[ "$(ret_listed crash)" = "" ]
+	[ "$(ret_pending)" = 5 ]
+	[ "$(ret_left crash)" = 5 ]
+	wait_reap_lease_gone
 	run sbx-reap -p ck3 --tenant $RT --grace 0
 	assert_success
 	[ "$(jqo '.reap.checkpoints.deleted | length')" = 5 ]
@@ -495,17 +505,11 @@ ret_kill() {
 @test "retention: a reaper killed with -9 right after a snapshot's delete; the next run finds it gone and finishes" {
 	ret_take crash2 2
 	ret_kill crash2
-	SBX_LOCK_TTL_MS=400 SBX_REAP_LEASE_TTL=1s SBX_FAULT=reap:checkpoint-deleted \
-		run sbx-reap -p ck3 --tenant $RT --grace 0
-	[ "$status" -eq 137 ] || { echo "not killed (status $status): $output"; return 1; }
+	reap_killed_at reap:checkpoint-deleted
 	[ "$(ret_listed crash2)" = "" ]
 	[ "$(ret_left crash2)" = 1 ]
 	[ "$(ret_pending)" = 2 ]
-	local i
-	for i in $(seq 1 50); do
-		[ -z "$(rcli --scan --pattern 'sbx:reap:lease*')" ] && break
-		sleep 0.1
-	done
+	wait_reap_lease_gone
 	run sbx-reap -p ck3 --tenant $RT --grace 0
 	assert_success
 	[ "$(jqo '.reap.checkpoints.deleted | map("\(.n) \(.already_gone // false)") | join(",")')" = \
