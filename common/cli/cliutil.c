@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit.h"
 #include "cli.h"
+#include "metadata.h"
 #include "cliopt.h"
 #include "doc.h"
 #include "util.h"
@@ -17,6 +19,25 @@ json_object *sbx_cli_id_seed(const char *id)
 	json_object *seed = json_object_new_object();
 	sbx_json_set_str(sbx_json_child(seed, "sandbox"), "id", id);
 	return seed;
+}
+
+void sbx_cli_audit(struct sbx_app *app, struct sbx_backend *b, const struct sbx_sandbox *sb,
+		   const char *kind, json_object *data)
+{
+	const char *t = sb->tenant;
+	if ((!t || !*t) && sb->metadata)
+		t = sbx_json_str(sb->metadata, SBX_MD_TENANT);
+	if (!t || !*t || !app->profile || !app->profile->redis_url || app->profile->audit_maxlen == 0)
+		return;
+	struct sbx_redis *r;
+	struct sbx_err err = {0};
+	if (sbx_app_redis(app, &r, &err) < 0) {
+		sbx_events_lost(&err);
+		return;
+	}
+	if (kind)
+		sbx_audit_sandbox(r, sb, kind, data);
+	sbx_audit_drain(r, b, sb);
 }
 
 int sbx_cli_open_sandbox(struct sbx_app *app, json_object *handle, struct sbx_sandbox *sb,
