@@ -213,3 +213,60 @@ settle() { sleep 0.5; }
 	run ! grep -q '"v":"1","kind":"exec"' <<<"$output"
 	[ "$(rcli XRANGE "$k" - + COUNT 1 | head -1 | cut -d- -f1)" -gt $(( $(date +%s) * 1000 - 600000 )) ]
 }
+
+# Profiles for Redis away: `small` (a 4 KiB spool: audit_maxlen 8 x 512
+# bytes) with its mode, `dead` the same backend with a Redis nobody
+# listens on.
+away_profiles() {
+	jq --arg m "$1" '.profiles.small = (.profiles.default + {"audit_maxlen": 8, "audit": $m}) |
+		.profiles.dead = (.profiles.default + {"redis_url": "unix:///nonexistent/redis.sock"})' \
+		"$SBX_CONFIG" >"$SBX_CONFIG.new" && mv "$SBX_CONFIG.new" "$SBX_CONFIG"
+}
+
+# N connections from inside sandbox $1 while Redis is away: "ok" or
+# "refused" per line.
+conns_away() {
+	in_ns sbx-exec --profile dead --id "$1" --timeout 120s -- sh -c \
+		"for i in \$(seq $2); do if busybox wget -qO- http://api.sbx.test/ >/dev/null 2>&1; then echo ok; else echo refused; fi; done" |
+		jq -r .exec.stdout
+}
+
+@test "audit: Redis away, best-effort (the default): every connection goes on; what the spool cannot hold is dropped and counted" {
+	away_profiles best-effort
+	local id out
+	id=$(SBX_PROFILE=small session_sb away)
+	out=$(conns_away "$id" 40)
+	[ "$(grep -c ok <<<"$out")" = 40 ]
+	# Redis back: a program that acts on the sandbox takes the spool, and
+	# the broker then says what it dropped.
+	settle
+	in_ns sbx-exec --id "$id" -- true >/dev/null
+	settle
+	in_ns sbx-exec --id "$id" -- true >/dev/null
+	kept=$(sbx-audit --tenant away --kind egress | jq -s length)
+	dropped=$(sbx-audit --tenant away --kind dropped | jq -s 'map(.count) | add')
+	[ "$dropped" -gt 0 ]
+	[ "$kept" -gt 0 ]
+	[ $((kept + dropped)) = 40 ]
+	run sbx-audit verify --tenant away
+	assert_success
+}
+
+@test "audit: Redis away, audit: required: a connection whose record cannot be kept is refused, and allowed again once the spool is taken" {
+	away_profiles required
+	local id out
+	id=$(SBX_PROFILE=small session_sb req)
+	out=$(conns_away "$id" 20)
+	ok=$(grep -c ok <<<"$out")
+	[ "$ok" -gt 0 ]
+	[ "$(grep -c refused <<<"$out")" -gt 0 ]
+	# Nothing was dropped: every connection that went has its record.
+	settle
+	in_ns sbx-exec --id "$id" -- true >/dev/null
+	[ "$(sbx-audit --tenant req --kind egress | jq -s length)" = "$ok" ]
+	run sbx-audit --tenant req --kind dropped
+	[ -z "$output" ]
+	settle
+	run in_ns sbx-exec --id "$id" -- sh -c 'busybox wget -qO- http://api.sbx.test/'
+	[[ "$(jqo .exec.stdout)" == *"answer-$API"* ]]
+}

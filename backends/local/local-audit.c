@@ -35,13 +35,13 @@ static void flush(char *buf, size_t len)
 		char line[96];
 		int n = snprintf(line, sizeof(line), "{\"kind\":\"dropped\",\"data\":{\"count\":%lu}}\n",
 				 dropped);
-		if (sbx_spool_append(q.dir, line, (size_t)n, q.max + LOCAL_AUDIT_RECORD_MAX, &size) == 1)
+		if (sbx_spool_append(q.dir, line, (size_t)n, q.max + LOCAL_AUDIT_RECORD_MAX, &size) == n)
 			dropped = 0;
 	}
 	unsigned long lost = dropped;
-	if (len && sbx_spool_append(q.dir, buf, len, q.max, &size) != 1)
-		for (size_t i = 0; i < len; i++)
-			lost += buf[i] == '\n';
+	long put = len ? sbx_spool_append(q.dir, buf, len, q.max, &size) : 0;
+	for (size_t i = put < 0 ? 0 : (size_t)put; i < len; i++)
+		lost += buf[i] == '\n';
 	pthread_mutex_lock(&q.mu);
 	q.dropped += lost;
 	q.spool = size ? size : sbx_spool_size(q.dir);

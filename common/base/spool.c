@@ -46,7 +46,7 @@ int64_t sbx_spool_size(const char *dir)
 	return stat(p, &st) == 0 ? (int64_t)st.st_size : 0;
 }
 
-int sbx_spool_append(const char *dir, const char *lines, size_t len, int64_t max, int64_t *size)
+long sbx_spool_append(const char *dir, const char *lines, size_t len, int64_t max, int64_t *size)
 {
 	*size = 0;
 	SBX_AUTOCLOSE int lk = lock_dir(dir);
@@ -58,12 +58,21 @@ int sbx_spool_append(const char *dir, const char *lines, size_t len, int64_t max
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return -1;
 	*size = st.st_size;
-	if (st.st_size + (int64_t)len > max)
-		return 0;
-	if (sbx_write_all(fd, lines, len) < 0)
+	/* The longest run of whole lines that fits. */
+	size_t fit = 0;
+	for (const char *nl = lines; (nl = memchr(nl, '\n', len - (size_t)(nl - lines)));) {
+		size_t end = (size_t)(nl - lines) + 1;
+		if (st.st_size + (int64_t)end > max)
+			break;
+		fit = end;
+		nl++;
+		if (end == len)
+			break;
+	}
+	if (fit && sbx_write_all(fd, lines, fit) < 0)
 		return -1;
-	*size += (int64_t)len;
-	return 1;
+	*size += (int64_t)fit;
+	return (long)fit;
 }
 
 int sbx_spool_take(const char *dir, int64_t max, char **text, size_t *len, int *lockfd,

@@ -34,11 +34,11 @@
  * and docker's create. */
 int sbx_spool_conf_write(const char *dir, int64_t maxlen, int required, struct sbx_err *err);
 
-/* Append `len` bytes of whole lines to DIR/audit.spool when the file then
- * holds at most `max` bytes.  1 appended, 0 it would not fit (nothing
- * written), -1 the file could not be written (errno).  *size: the file's
+/* Append the longest run of whole lines of lines[0..len) that leaves
+ * DIR/audit.spool at most `max` bytes.  Returns the bytes appended (0:
+ * none fit), -1 the file could not be written (errno).  *size: the file's
  * size after the call (0 when it is not there). */
-int sbx_spool_append(const char *dir, const char *lines, size_t len, int64_t max, int64_t *size);
+long sbx_spool_append(const char *dir, const char *lines, size_t len, int64_t max, int64_t *size);
 /* The spool's size now (0 when absent). */
 int64_t sbx_spool_size(const char *dir);
 
