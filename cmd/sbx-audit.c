@@ -24,7 +24,7 @@ enum { O_PROFILE, O_TENANT, O_SESSION, O_SINCE, O_KIND, O_FOLLOW };
 enum { S_READ, S_VERIFY };
 
 static const struct sbx_sub subs[] = {
-	{"", "", 0, 0, "print the tenant's records as NDJSON", "tenant"},
+	{"", "", 0, 0, "print the tenant's records as NDJSON", NULL},
 	{"verify", "", 0, 0, "check the chain: a removed or altered record breaks it", "tenant"},
 	{0},
 };
@@ -115,6 +115,10 @@ int main(int argc, char **argv)
 	if (sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &a, &err) < 0)
 		return sbx_cli_report(cmd.name, &err);
 	o.sub = a.sub;
+	if (!o.q.tenant) {
+		sbx_usage_err(&err, "--tenant is required");
+		return sbx_cli_report(cmd.name, &err);
+	}
 	json_object *seed = json_object_new_object();
 	int st = sbx_cli_run_docs(cmd.name, seed, run, &o);
 	json_object_put(seed);
