@@ -640,8 +640,36 @@ static json_object *http_entry(const unsigned char *buf, size_t n, const char *h
 	return h;
 }
 
-/* The record of one connection (local-audit.h), filled as it goes. */
-static json_object *conn_record(unsigned port, const struct in_addr *to)
+/* Send what the client said first (a CONNECT's head answered, not
+ * passed on), then relay both ways; both sockets closed.  *out, *in: the
+ * bytes passed each way. */
+static void splice_conn(int fd, int sfd, enum first kind, unsigned char *buf, size_t n,
+		   uint64_t *out, uint64_t *in)
+{
+	int one = 1;
+	setsockopt(sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	int ok_so_far = 1;
+	if (kind == F_CONNECT) {
+		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+		const char *eoh = memmem(buf, n, "\r\n\r\n", 4);
+		size_t head = (size_t)(eoh + 4 - (const char *)buf);
+		ok_so_far = sbx_write_all(fd, ok, sizeof(ok) - 1) == 0 &&
+			    (n <= head || sbx_write_all(sfd, buf + head, n - head) == 0);
+		*out += n > head ? n - head : 0;
+	} else if (n) {
+		ok_so_far = sbx_write_all(sfd, buf, n) == 0;
+		*out += n;
+	}
+	if (ok_so_far)
+		relay(fd, sfd, out, in);
+	close(sfd);
+	close(fd);
+}
+
+/* The record of one connection (local-audit.h), filled as it goes: the
+ * name the client sent (NULL: none), and a plain HTTP request's line. */
+static json_object *conn_record(unsigned port, const struct in_addr *to, enum first kind,
+				const char *name, const unsigned char *buf, size_t n)
 {
 	json_object *r = json_object_new_object();
 	sbx_json_set_str(r, "kind", "egress");
@@ -652,6 +680,16 @@ static json_object *conn_record(unsigned port, const struct in_addr *to)
 	inet_ntop(AF_INET, to, a, sizeof(a));
 	sbx_json_set_str(d, "address", a);
 	sbx_json_set_int(d, "port", port);
+	if (name) {
+		sbx_json_set_str(d, "name", name);
+		if (kind == F_TLS)
+			sbx_json_set_str(d, "sni", name);
+	}
+	json_object *http = json_object_new_array();
+	json_object_object_add(d, "http", http);
+	json_object *h = kind == F_HTTP && name ? http_entry(buf, n, name) : NULL;
+	if (h)
+		json_object_array_add(http, h);
 	return r;
 }
 
@@ -705,18 +743,8 @@ static void *conn_main(void *arg)
 		kind = peek(fd, buf, &n, name, &named, &cport);
 	if (kind == F_CONNECT && cport)
 		port = cport;
-	json_object *rec = conn_record(port, &orig.sin_addr);
+	json_object *rec = conn_record(port, &orig.sin_addr, kind, named ? name : NULL, buf, n);
 	json_object *d = sbx_json_obj(rec, "data");
-	if (named) {
-		sbx_json_set_str(d, "name", name);
-		if (kind == F_TLS)
-			sbx_json_set_str(d, "sni", name);
-	}
-	json_object *http = json_object_new_array();
-	json_object_object_add(d, "http", http);
-	json_object *h = kind == F_HTTP && named ? http_entry(buf, n, name) : NULL;
-	if (h)
-		json_object_array_add(http, h);
 	if (local_audit_begin() < 0) {
 		/* audit: required, and no room for the record: no connection. */
 		refuse(fd, kind, "its audit record cannot be written (audit: required)");
@@ -779,27 +807,7 @@ static void *conn_main(void *arg)
 	conn_verdict(rec, "allow", rule_txt);
 	pref_put(b, pr);
 	pr = NULL;
-	int one = 1;
-	setsockopt(sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (kind == F_CONNECT) {
-		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-		const char *eoh = memmem(buf, n, "\r\n\r\n", 4);
-		size_t head = (size_t)(eoh + 4 - (const char *)buf);
-		if (sbx_write_all(fd, ok, sizeof(ok) - 1) < 0 ||
-		    (n > head && sbx_write_all(sfd, buf + head, n - head) < 0))
-			goto done;
-		out_b += n > head ? n - head : 0;
-	} else if (n && sbx_write_all(sfd, buf, n) < 0) {
-		goto done;
-	} else {
-		out_b += n;
-	}
-	free(buf);
-	buf = NULL;
-	relay(fd, sfd, &out_b, &in_b);
-done:
-	close(sfd);
-	close(fd);
+	splice_conn(fd, sfd, kind, buf, n, &out_b, &in_b);
 out:
 	sbx_json_set_int(d, "bytes_out", (int64_t)out_b);
 	sbx_json_set_int(d, "bytes_in", (int64_t)in_b);
