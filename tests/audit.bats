@@ -270,3 +270,33 @@ conns_away() {
 	run in_ns sbx-exec --id "$id" -- sh -c 'busybox wget -qO- http://api.sbx.test/'
 	[[ "$(jqo .exec.stdout)" == *"answer-$API"* ]]
 }
+
+@test "audit: --session, --since (a time, a duration ago, an id) and --follow" {
+	local a b t0 first
+	a=$(session_sb read)
+	b=$(in_ns sbx-create "${SBX_TEST_CREATE_ARGS[@]}" --tenant read --session s2 | jq -r .sandbox.id)
+	in_ns sbx-exec --id "$a" -- echo one >/dev/null
+	sleep 1.1
+	t0=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+	sleep 1.1
+	in_ns sbx-exec --id "$b" -- echo two >/dev/null
+	run sbx-audit --tenant read --session s2 --kind exec
+	[ "$(jq -sc '[.[] | .argv[1]]' <<<"$output")" = '["two"]' ]
+	run sbx-audit --tenant read --kind exec --since "$t0"
+	[ "$(jq -sc '[.[] | .argv[1]]' <<<"$output")" = '["two"]' ]
+	run sbx-audit --tenant read --kind exec --since 1h
+	[ "$(jq -sc '[.[] | .argv[1]]' <<<"$output")" = '["one","two"]' ]
+	first=$(sbx-audit --tenant read --kind exec | head -1 | jq -r .id)
+	run sbx-audit --tenant read --kind exec --since "$first"
+	[ "$(jq -sc '[.[] | .argv[1]]' <<<"$output")" = '["two"]' ]
+	run sbx-audit --tenant read --since yesterday-ish
+	assert_failure 64
+	# --follow: a record appended after the reader started.
+	sbx-audit --tenant read --kind exec --since "$t0" --follow >"$BATS_TEST_TMPDIR/f" 2>&1 &
+	local pid=$!
+	in_ns sbx-exec --id "$a" -- echo three >/dev/null
+	for _ in $(seq 1 100); do grep -q three "$BATS_TEST_TMPDIR/f" && break; sleep 0.05; done
+	kill "$pid"
+	wait "$pid" || true
+	[ "$(jq -sc '[.[] | .argv[1]]' <"$BATS_TEST_TMPDIR/f")" = '["two","three"]' ]
+}

@@ -84,6 +84,8 @@ int sbx_spool_take(const char *dir, int64_t max, char **text, size_t *len, int *
 	/* The takers' lock is a second lock file, so a writer is never held
 	 * up by a taker's Redis round trips, only by its rename. */
 	SBX_AUTOFREE char *tl = sbx_xasprintf("%s/" SBX_SPOOL_LOCK ".take", dir);
+	if (access(spool, F_OK) != 0 && access(taken, F_OK) != 0)
+		return 0;       /* the common case: nothing spooled, no file made */
 	int fd = open(tl, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		if (errno == ENOENT)
