@@ -101,7 +101,7 @@ settle() { sleep 0.5; }
 	[ "$(jq -r .verdict <<<"$g")" = allow ]
 	[[ "$(jq -r .rule <<<"$g")" == *"rule 1"* ]]
 	jq -e '.bytes_out > 0 and .bytes_in > 0 and .duration_ms >= 0' <<<"$g"
-	[ "$(jq -c '.http' <<<"$g")" = '[{"method":"GET","host":"api.sbx.test","path":"/v1/models?key="}]' ]
+	[ "$(jq -c '.http' <<<"$g")" = '[{"method":"GET","host":"api.sbx.test","path":"/v1/models?key=","status":200}]' ]
 	[ "$(jq -r .by <<<"$g")" = sbx-egress ]
 
 	run sbx-audit --tenant rec --kind lifecycle

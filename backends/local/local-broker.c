@@ -476,8 +476,10 @@ static void egress_seen(void)
 }
 
 /* Both directions until both ends are done; a half close is passed on.
- * *out, *in: the bytes relayed from a to c and back. */
-static void relay(int a, int c, uint64_t *out, uint64_t *in)
+ * *out, *in: the bytes relayed from a to c and back.  status not NULL:
+ * the status of the answer the first bytes from c begin (plain HTTP),
+ * 0 when they are no HTTP status line. */
+static void relay(int a, int c, uint64_t *out, uint64_t *in, int *status)
 {
 	char buf[65536];
 	int open_a = 1, open_c = 1;
@@ -508,6 +510,10 @@ static void relay(int a, int c, uint64_t *out, uint64_t *in)
 			}
 			if (sbx_write_all(to, buf, (size_t)n) < 0)
 				return;
+			if (i && status && *in == 0 && n >= 12 && memcmp(buf, "HTTP/1.", 7) == 0 &&
+			    buf[8] == ' ' && isdigit((unsigned char)buf[9]) &&
+			    isdigit((unsigned char)buf[10]) && isdigit((unsigned char)buf[11]))
+				*status = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
 			*(i ? in : out) += (uint64_t)n;
 			egress_seen();
 		}
@@ -644,7 +650,7 @@ static json_object *http_entry(const unsigned char *buf, size_t n, const char *h
  * passed on), then relay both ways; both sockets closed.  *out, *in: the
  * bytes passed each way. */
 static void splice_conn(int fd, int sfd, enum first kind, unsigned char *buf, size_t n,
-		   uint64_t *out, uint64_t *in)
+			uint64_t *out, uint64_t *in, int *status)
 {
 	int one = 1;
 	setsockopt(sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -661,7 +667,7 @@ static void splice_conn(int fd, int sfd, enum first kind, unsigned char *buf, si
 		*out += n;
 	}
 	if (ok_so_far)
-		relay(fd, sfd, out, in);
+		relay(fd, sfd, out, in, status);
 	close(sfd);
 	close(fd);
 }
@@ -807,7 +813,13 @@ static void *conn_main(void *arg)
 	conn_verdict(rec, "allow", rule_txt);
 	pref_put(b, pr);
 	pr = NULL;
-	splice_conn(fd, sfd, kind, buf, n, &out_b, &in_b);
+	int status = 0;
+	json_object *http = NULL, *h0 = NULL;
+	if (json_object_object_get_ex(d, "http", &http) && json_object_array_length(http))
+		h0 = json_object_array_get_idx(http, 0);
+	splice_conn(fd, sfd, kind, buf, n, &out_b, &in_b, h0 ? &status : NULL);
+	if (h0 && status)
+		sbx_json_set_int(h0, "status", status);
 out:
 	sbx_json_set_int(d, "bytes_out", (int64_t)out_b);
 	sbx_json_set_int(d, "bytes_in", (int64_t)in_b);

@@ -12,8 +12,9 @@
  *   egress    name, sni, address, port, verdict allow|deny, rule (allow)
  *             or reason (deny), bytes_out, bytes_in, duration_ms, start,
  *             http [{method, host, path (no query values), status,
- *             secret}] (plain HTTP: method, host, path; the intercepting
- *             broker adds status and the secret's name)
+ *             secret}] (plain HTTP: method, host, path, and the status of
+ *             the first answer; the intercepting broker adds the
+ *             secret's name)
  *   dropped   count: egress records the broker could not keep
  *   lifecycle type, how, why and the event's detail (events.h)
  * Every call here follows the events' failure policy (never fails the act,
