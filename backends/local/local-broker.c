@@ -31,6 +31,7 @@
 
 #include "doc.h"
 #include "helper.h"
+#include "local-audit.h"
 #include "local-dns.h"
 #include "local-egress.h"
 #include "local-init.h"
@@ -474,8 +475,11 @@ static void egress_seen(void)
 		utimensat(AT_FDCWD, egress_path, NULL, 0);
 }
 
-/* Both directions until both ends are done; a half close is passed on. */
-static void relay(int a, int c)
+/* Both directions until both ends are done; a half close is passed on.
+ * *out, *in: the bytes relayed from a to c and back.  status not NULL:
+ * the status of the answer the first bytes from c begin (plain HTTP),
+ * 0 when they are no HTTP status line. */
+static void relay(int a, int c, uint64_t *out, uint64_t *in, int *status)
 {
 	char buf[65536];
 	int open_a = 1, open_c = 1;
@@ -506,6 +510,11 @@ static void relay(int a, int c)
 			}
 			if (sbx_write_all(to, buf, (size_t)n) < 0)
 				return;
+			if (i && status && *in == 0 && n >= 12 && memcmp(buf, "HTTP/1.", 7) == 0 &&
+			    buf[8] == ' ' && isdigit((unsigned char)buf[9]) &&
+			    isdigit((unsigned char)buf[10]) && isdigit((unsigned char)buf[11]))
+				*status = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
+			*(i ? in : out) += (uint64_t)n;
 			egress_seen();
 		}
 	}
@@ -569,10 +578,12 @@ static enum first peek(int fd, unsigned char *buf, size_t *np, char *name, int *
 }
 
 /* The first of `addrs` that is neither always refused nor refused by the
- * policy, dialled: its socket, or -1 with the reason of the last refusal
- * in `why`. */
+ * policy, dialled: its socket (*used: the address), or -1 with the reason
+ * of the last refusal in `why`; `rule` receives the verdict's text of the
+ * address dialled (or last judged). */
 static int pick_and_dial(struct broker *b, const struct sbx_netpolicy *p, const char *name,
-			 const struct in_addr *addrs, int na, unsigned port, char *why, size_t wl)
+			 const struct in_addr *addrs, int na, unsigned port, char *why, size_t wl,
+			 char *rule_txt, size_t rl, struct in_addr *used)
 {
 	int sfd = -1;
 	for (int i = 0; i < na && sfd < 0; i++) {
@@ -580,6 +591,7 @@ static int pick_and_dial(struct broker *b, const struct sbx_netpolicy *p, const 
 					 .sin_addr = addrs[i]};
 		char at[INET_ADDRSTRLEN];
 		inet_ntop(AF_INET, &addrs[i], at, sizeof(at));
+		*used = addrs[i];
 		const char *cls;
 		size_t rule;
 		if (local_egress_refused((struct sockaddr *)&to, b->allow, b->host, &cls)) {
@@ -587,15 +599,119 @@ static int pick_and_dial(struct broker *b, const struct sbx_netpolicy *p, const 
 				 name ? name : "", name ? " at " : "", at, port, cls);
 			continue;
 		}
-		if (sbx_np_judge(p, name, (struct sockaddr *)&to, port, &rule) != SBX_NP_ALLOW) {
-			SBX_AUTOFREE char *v = verdict_text(p, rule);
-			snprintf(why, wl, "%s%s%s:%u by %s", name ? name : "", name ? " at " : "", at, port, v);
+		int v = sbx_np_judge(p, name, (struct sockaddr *)&to, port, &rule);
+		SBX_AUTOFREE char *vt = verdict_text(p, rule);
+		snprintf(rule_txt, rl, "%s", vt);
+		if (v != SBX_NP_ALLOW) {
+			snprintf(why, wl, "%s%s%s:%u by %s", name ? name : "", name ? " at " : "", at, port, vt);
 			continue;
 		}
 		if ((sfd = dial(&to)) < 0)
 			snprintf(why, wl, "%s:%u: connect failed", at, port);
 	}
 	return sfd;
+}
+
+/* The request line of a plain HTTP request in buf: the record's http
+ * entry {method, host, path} (the path without its query's values: a
+ * query is "?k=&k2=").  Status and secret are the intercepting broker's
+ * to fill (issue 29 part 1); a spliced connection knows neither. */
+static json_object *http_entry(const unsigned char *buf, size_t n, const char *host)
+{
+	const char *b = (const char *)buf, *sp = memchr(b, ' ', n < 16 ? n : 16);
+	if (!sp)
+		return NULL;
+	const char *p = sp + 1, *e = memchr(p, ' ', n - (size_t)(p - b));
+	if (!e || e - p > 512)
+		return NULL;
+	json_object *h = json_object_new_object();
+	json_object_object_add(h, "method", json_object_new_string_len(b, (int)(sp - b)));
+	sbx_json_set_str(h, "host", host);
+	char path[600];
+	size_t k = 0;
+	int in_value = 0;
+	for (const char *c = p; c < e && k + 2 < sizeof(path); c++) {
+		if (*c == '?' || *c == '&')
+			in_value = 0;
+		else if (*c == '=' && memchr(p, '?', (size_t)(c - p)))
+			in_value = 2;
+		if (in_value == 1)
+			continue;
+		path[k++] = *c;
+		if (in_value == 2)
+			in_value = 1;
+	}
+	path[k] = '\0';
+	sbx_json_set_str(h, "path", path);
+	return h;
+}
+
+/* Send what the client said first (a CONNECT's head answered, not
+ * passed on), then relay both ways; both sockets closed.  *out, *in: the
+ * bytes passed each way. */
+static void splice_conn(int fd, int sfd, enum first kind, unsigned char *buf, size_t n,
+			uint64_t *out, uint64_t *in, int *status)
+{
+	int one = 1;
+	setsockopt(sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	int ok_so_far = 1;
+	if (kind == F_CONNECT) {
+		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+		const char *eoh = memmem(buf, n, "\r\n\r\n", 4);
+		size_t head = (size_t)(eoh + 4 - (const char *)buf);
+		ok_so_far = sbx_write_all(fd, ok, sizeof(ok) - 1) == 0 &&
+			    (n <= head || sbx_write_all(sfd, buf + head, n - head) == 0);
+		*out += n > head ? n - head : 0;
+	} else if (n) {
+		ok_so_far = sbx_write_all(sfd, buf, n) == 0;
+		*out += n;
+	}
+	if (ok_so_far)
+		relay(fd, sfd, out, in, status);
+	close(sfd);
+	close(fd);
+}
+
+/* The record of one connection (local-audit.h), filled as it goes: the
+ * name the client sent (NULL: none), and a plain HTTP request's line. */
+static json_object *conn_record(unsigned port, const struct in_addr *to, enum first kind,
+				const char *name, const unsigned char *buf, size_t n)
+{
+	json_object *r = json_object_new_object();
+	sbx_json_set_str(r, "kind", "egress");
+	json_object *d = sbx_json_child(r, "data");
+	char at[40], a[INET_ADDRSTRLEN];
+	sbx_time_iso(sbx_now_ms() / 1000, at, sizeof(at));
+	sbx_json_set_str(d, "start", at);
+	inet_ntop(AF_INET, to, a, sizeof(a));
+	sbx_json_set_str(d, "address", a);
+	sbx_json_set_int(d, "port", port);
+	if (name) {
+		sbx_json_set_str(d, "name", name);
+		if (kind == F_TLS)
+			sbx_json_set_str(d, "sni", name);
+	}
+	json_object *http = json_object_new_array();
+	json_object_object_add(d, "http", http);
+	json_object *h = kind == F_HTTP && name ? http_entry(buf, n, name) : NULL;
+	if (h)
+		json_object_array_add(http, h);
+	return r;
+}
+
+static void conn_verdict(json_object *rec, const char *verdict, const char *why)
+{
+	json_object *d = sbx_json_obj(rec, "data");
+	sbx_json_set_str(d, "verdict", verdict);
+	if (why && *why)
+		sbx_json_set_str(d, verdict[0] == 'a' ? "rule" : "reason", why);
+}
+
+/* Refuse the connection and end its record with the reason. */
+static void conn_refuse(int fd, enum first kind, const char *why, json_object *rec)
+{
+	refuse(fd, kind, why);
+	conn_verdict(rec, "deny", why);
 }
 
 static void *conn_main(void *arg)
@@ -618,6 +734,7 @@ static void *conn_main(void *arg)
 		close(fd);
 		return NULL;
 	}
+	int64_t t0 = sbx_mono_ms();
 	struct pref *pr = pref_get(b);
 	const struct sbx_netpolicy *p = &pr->p;
 	unsigned char *buf = sbx_xmalloc(PEEK_MAX);
@@ -626,11 +743,22 @@ static void *conn_main(void *arg)
 	char name[264] = "";
 	int named = 0;
 	unsigned cport = 0;
+	uint64_t out_b = 0, in_b = 0;
 	/* Read what the client says first, when a domain rule could decide. */
 	if (sbx_np_wants_name(p, port))
 		kind = peek(fd, buf, &n, name, &named, &cport);
 	if (kind == F_CONNECT && cport)
 		port = cport;
+	json_object *rec = conn_record(port, &orig.sin_addr, kind, named ? name : NULL, buf, n);
+	json_object *d = sbx_json_obj(rec, "data");
+	if (local_audit_begin() < 0) {
+		/* audit: required, and no room for the record: no connection. */
+		refuse(fd, kind, "its audit record cannot be written (audit: required)");
+		free(buf);
+		pref_put(b, pr);
+		json_object_put(rec);
+		return NULL;
+	}
 	/* An IP literal where a name goes is no name: the address is judged
 	 * (a CONNECT to one is to that address). */
 	struct in_addr lit;
@@ -642,13 +770,13 @@ static void *conn_main(void *arg)
 		named = 0;
 	}
 	if (kind == F_CONNECT && !named && !cport) {
-		refuse(fd, kind, "CONNECT needs HOST:PORT");
+		conn_refuse(fd, kind, "CONNECT needs HOST:PORT", rec);
 		goto out;
 	}
 
 	struct in_addr addrs[MAX_ADDRS];
 	int na = 0;
-	char why[600] = "";
+	char why[600] = "", rule_txt[400] = "";
 	if (named) {
 		size_t rule;
 		/* Refused by name before any lookup, so nothing about it leaves:
@@ -657,7 +785,7 @@ static void *conn_main(void *arg)
 		if (sbx_np_judge(p, name, NULL, port, &rule) == SBX_NP_DENY) {
 			SBX_AUTOFREE char *v = verdict_text(p, rule);
 			snprintf(why, sizeof(why), "%s:%u by %s", name, port, v);
-			refuse(fd, kind, why);
+			conn_refuse(fd, kind, why, rec);
 			goto out;
 		}
 		unsigned char ans[4096];
@@ -665,39 +793,38 @@ static void *conn_main(void *arg)
 		na = an < 0 ? -1 : local_dns_a_records(ans, (size_t)an, addrs, MAX_ADDRS);
 		if (na <= 0) {
 			snprintf(why, sizeof(why), "%s does not resolve", name);
-			refuse(fd, kind, why);
+			conn_refuse(fd, kind, why, rec);
 			goto out;
 		}
 	} else {
 		addrs[0] = orig.sin_addr;
 		na = 1;
 	}
-	int sfd = pick_and_dial(b, p, named ? name : NULL, addrs, na, port, why, sizeof(why));
+	struct in_addr used = addrs[0];
+	int sfd = pick_and_dial(b, p, named ? name : NULL, addrs, na, port, why, sizeof(why),
+				rule_txt, sizeof(rule_txt), &used);
+	char ua[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &used, ua, sizeof(ua));
+	sbx_json_set_str(d, "address", ua);
 	if (sfd < 0) {
-		refuse(fd, kind, why);
+		conn_refuse(fd, kind, why, rec);
 		goto out;
 	}
+	conn_verdict(rec, "allow", rule_txt);
 	pref_put(b, pr);
 	pr = NULL;
-	int one = 1;
-	setsockopt(sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (kind == F_CONNECT) {
-		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-		const char *eoh = memmem(buf, n, "\r\n\r\n", 4);
-		size_t head = (size_t)(eoh + 4 - (const char *)buf);
-		if (sbx_write_all(fd, ok, sizeof(ok) - 1) < 0 ||
-		    (n > head && sbx_write_all(sfd, buf + head, n - head) < 0))
-			goto done;
-	} else if (n && sbx_write_all(sfd, buf, n) < 0) {
-		goto done;
-	}
-	free(buf);
-	buf = NULL;
-	relay(fd, sfd);
-done:
-	close(sfd);
-	close(fd);
+	int status = 0;
+	json_object *http = NULL, *h0 = NULL;
+	if (json_object_object_get_ex(d, "http", &http) && json_object_array_length(http))
+		h0 = json_object_array_get_idx(http, 0);
+	splice_conn(fd, sfd, kind, buf, n, &out_b, &in_b, h0 ? &status : NULL);
+	if (h0 && status)
+		sbx_json_set_int(h0, "status", status);
 out:
+	sbx_json_set_int(d, "bytes_out", (int64_t)out_b);
+	sbx_json_set_int(d, "bytes_in", (int64_t)in_b);
+	sbx_json_set_int(d, "duration_ms", sbx_mono_ms() - t0);
+	local_audit_end(rec);
 	free(buf);
 	if (pr)
 		pref_put(b, pr);
@@ -804,6 +931,8 @@ int local_broker_main(int argc, char **argv)
 		return fail_ready(rfd, "setns back");
 	if (drop_caps() < 0)
 		return fail_ready(rfd, "dropping capabilities");
+	/* The writer thread after the drop: capabilities are per thread. */
+	local_audit_start(argv[1]);
 	(void)!write(rfd, "R", 1);
 	close(rfd);
 
