@@ -65,7 +65,8 @@ static long drain_lines(struct sbx_redis *r, const struct sbx_audit_rec *base, c
 			objs[n] = o;
 			recs[n] = *base;
 			recs[n].kind = sbx_json_str(o, "kind");
-			recs[n].by = "sbx-egress";
+			/* The helper that spooled it: the broker, sbx-procd. */
+			recs[n].by = sbx_json_str(o, "by") ? sbx_json_str(o, "by") : "sbx-egress";
 			recs[n].data = sbx_json_obj(o, "data");
 			n++;
 			if (n < DRAIN_BATCH)
