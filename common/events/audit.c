@@ -97,6 +97,11 @@ long sbx_audit_drain(struct sbx_redis *r, struct sbx_backend *b, const struct sb
 	SBX_AUTOFREE char *dir = NULL;
 	if (b->ops->audit_dir(b, sb->id, &dir, &err) < 0 || !dir)
 		return 0;
+	struct sbx_sandbox s = *sb;     /* the backend's calls take it writable */
+	if (b->ops->audit_collect && b->ops->audit_collect(b, &s, &err) < 0) {
+		sbx_events_lost(&err);  /* what was spooled before is taken still */
+		sbx_err_clear(&err);
+	}
 	SBX_AUTOFREE char *text = NULL;
 	size_t len;
 	int lk;
