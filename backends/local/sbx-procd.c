@@ -316,8 +316,16 @@ static int setup(char **argv)
 	P.dir = openat(LOCAL_PROC_FD_DIR, P.name, O_DIRECTORY | O_CLOEXEC);
 	if (P.dir < 0)
 		return -1;
-	P.started_at = now_ms();
 	P.child_start = start_time(P.child);
+	/* The process began before we did (forked, then we were exec'd):
+	 * its start is its own, field 22 in clock ticks since boot. */
+	struct timespec bt;
+	long tck = sysconf(_SC_CLK_TCK);
+	long long late = 0;
+	if (P.child_start && tck > 0 && clock_gettime(CLOCK_BOOTTIME, &bt) == 0)
+		late = (long long)bt.tv_sec * 1000 + bt.tv_nsec / 1000000 -
+		       (long long)(P.child_start * 1000 / (unsigned long long)tck);
+	P.started_at = now_ms() - (late > 0 && late < 3600000 ? late : 0);
 	P.nspid = ns_pid(P.child);
 	P.running = 1;
 	const char *files[2] = {"out", "err"};
