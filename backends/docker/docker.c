@@ -531,6 +531,7 @@ const struct sbx_backend_ops sbx_backend_docker = {
 	.set_timeout = NULL,     /* labels are immutable on a container */
 	.set_network = docker_egress_set_network,
 	.audit_dir = docker_audit_dir,
+	.audit_collect = docker_proc_audit_collect,
 	.exec = docker_exec,
 	.proc_start = docker_proc_start,
 	.proc_list = docker_proc_list,

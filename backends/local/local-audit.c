@@ -22,15 +22,18 @@ static struct {
 	int64_t spool;          /* its size at the writer's last look */
 	long open;              /* connections begun, not ended */
 	unsigned long dropped;  /* records not kept, not yet said */
+	unsigned long refused;  /* connections refused (required), not yet said */
 } q = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 static void flush(char *buf, size_t len)
 {
 	pthread_mutex_lock(&q.mu);
-	unsigned long dropped = q.dropped;
-	q.dropped = 0;
+	unsigned long dropped = q.dropped, refused = q.refused;
+	q.dropped = q.refused = 0;
 	pthread_mutex_unlock(&q.mu);
 	int64_t size = 0;
+	/* The counts go first, in the slack above the bound: a spool kept
+	 * full (Redis away) still says what it lost and refused. */
 	if (dropped) {
 		char line[96];
 		int n = snprintf(line, sizeof(line), "{\"kind\":\"dropped\",\"data\":{\"count\":%lu}}\n",
@@ -38,12 +41,20 @@ static void flush(char *buf, size_t len)
 		if (sbx_spool_append(q.dir, line, (size_t)n, q.max + LOCAL_AUDIT_RECORD_MAX, &size) == n)
 			dropped = 0;
 	}
+	if (refused) {
+		char line[96];
+		int n = snprintf(line, sizeof(line), "{\"kind\":\"refused\",\"data\":{\"count\":%lu}}\n",
+				 refused);
+		if (sbx_spool_append(q.dir, line, (size_t)n, q.max + LOCAL_AUDIT_RECORD_MAX, &size) == n)
+			refused = 0;
+	}
 	unsigned long lost = dropped;
 	long put = len ? sbx_spool_append(q.dir, buf, len, q.max, &size) : 0;
 	for (size_t i = put < 0 ? 0 : (size_t)put; i < len; i++)
 		lost += buf[i] == '\n';
 	pthread_mutex_lock(&q.mu);
 	q.dropped += lost;
+	q.refused += refused;
 	q.spool = size ? size : sbx_spool_size(q.dir);
 	pthread_mutex_unlock(&q.mu);
 }
@@ -53,7 +64,7 @@ static void *writer(void *unused)
 	(void)unused;
 	for (;;) {
 		pthread_mutex_lock(&q.mu);
-		if (!q.len && !q.dropped && !q.spool)
+		if (!q.len && !q.dropped && !q.refused && !q.spool)
 			pthread_cond_wait(&q.cv, &q.mu);
 		pthread_mutex_unlock(&q.mu);
 		sbx_sleep_ms(200);        /* a batch: what came in meanwhile */
@@ -101,6 +112,8 @@ int local_audit_begin(void)
 		   q.spool + (int64_t)q.len + (q.open + 1) * LOCAL_AUDIT_RECORD_MAX <= q.max;
 	if (room)
 		q.open++;
+	else
+		q.refused++, pthread_cond_signal(&q.cv);
 	pthread_mutex_unlock(&q.mu);
 	return room ? 0 : -1;
 }

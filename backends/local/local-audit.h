@@ -19,7 +19,10 @@
  *   required: a connection whose record could not be kept is refused
  *     before it is dialled (the spool's size, the queue and the
  *     connections still open each hold LOCAL_AUDIT_RECORD_MAX bytes of
- *     room), as a policy refusal that says so.
+ *     room), as a policy refusal that says so; the refusals are counted
+ *     and a record {kind: "refused", count} is spooled in the bound's
+ *     slack (one LOCAL_AUDIT_RECORD_MAX, shared with "dropped"), so the
+ *     stream says how many were refused once it is taken.
  * Without <dir>/audit.json (audit_maxlen 0, or a sandbox made before
  * the record existed) the broker records nothing. */
 #ifndef SBX_LOCAL_AUDIT_H

@@ -185,9 +185,11 @@ static int create_record(struct sbx_backend *b, const struct sbx_create_req *req
 	sbx_json_set_int(lim, "shm_bytes", req->limits.shm_bytes);
 	sbx_json_set_bool(sbx_json_child(j, "network"), "allow_internet",
 			  req->net.allow_internet || req->net.policy);
-	if (req->net.policy && (local_broker_policy_write(r->dir, NULL, req->net.policy, err) < 0 ||
-				sbx_spool_conf_write(r->dir, b->profile ? b->profile->audit_maxlen : 0,
-						     b->profile && b->profile->audit_required, err) < 0))
+	/* audit.json for every sandbox: its broker's and its detached
+	 * processes' supervisors' spool (sbx-procd). */
+	if ((req->net.policy && local_broker_policy_write(r->dir, NULL, req->net.policy, err) < 0) ||
+	    sbx_spool_conf_write(r->dir, b->profile ? b->profile->audit_maxlen : 0,
+				 b->profile && b->profile->audit_required, err) < 0)
 		return -1;
 	sbx_json_set_bool(sbx_json_child(j, "security"), "allow_userns",
 			  local_conf_of(b)->allow_userns);

@@ -595,6 +595,10 @@ struct sbx_backend_ops {
 	 * it has none.  A program with Redis takes them (audit.h).  NULL
 	 * when the backend has no such helper. */
 	int (*audit_dir)(struct sbx_backend *b, const char *id, char **dir, struct sbx_err *err);
+	/* Before a take of that spool: move the records the backend's helpers
+	 * keep elsewhere (docker: its supervisors' process ends, inside the
+	 * container) into it.  Never resumes a paused sandbox.  NULL: none. */
+	int (*audit_collect)(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err);
 };
 
 /* What keeps a sandbox awake that its backend cannot see: a held turn

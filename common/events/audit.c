@@ -65,7 +65,8 @@ static long drain_lines(struct sbx_redis *r, const struct sbx_audit_rec *base, c
 			objs[n] = o;
 			recs[n] = *base;
 			recs[n].kind = sbx_json_str(o, "kind");
-			recs[n].by = "sbx-egress";
+			/* The helper that spooled it: the broker, sbx-procd. */
+			recs[n].by = sbx_json_str(o, "by") ? sbx_json_str(o, "by") : "sbx-egress";
 			recs[n].data = sbx_json_obj(o, "data");
 			n++;
 			if (n < DRAIN_BATCH)
@@ -96,6 +97,11 @@ long sbx_audit_drain(struct sbx_redis *r, struct sbx_backend *b, const struct sb
 	SBX_AUTOFREE char *dir = NULL;
 	if (b->ops->audit_dir(b, sb->id, &dir, &err) < 0 || !dir)
 		return 0;
+	struct sbx_sandbox s = *sb;     /* the backend's calls take it writable */
+	if (b->ops->audit_collect && b->ops->audit_collect(b, &s, &err) < 0) {
+		sbx_events_lost(&err);  /* what was spooled before is taken still */
+		sbx_err_clear(&err);
+	}
 	SBX_AUTOFREE char *text = NULL;
 	size_t len;
 	int lk;

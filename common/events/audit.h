@@ -15,7 +15,11 @@
  *             secret}] (plain HTTP: method, host, path, and the status of
  *             the first answer; the intercepting broker adds the
  *             secret's name)
- *   dropped   count: egress records the broker could not keep
+ *   process   (sbx-procd, spooled) event end, pid, exit_code, signal,
+ *             timed_out, duration_ms
+ *   dropped   count: records a helper could not keep
+ *   refused   count: connections refused by `audit: required` while
+ *             their record could not be kept
  *   lifecycle type, how, why and the event's detail (events.h)
  * Every call here follows the events' failure policy (never fails the act,
  * counted and warned by main). */

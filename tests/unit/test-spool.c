@@ -56,7 +56,9 @@ int main(void)
 	ok(sbx_spool_conf_write(dir, 100000000, 0, &err) == 0 && sbx_read_file(conf, 4096, &c, &len, &err) == 0,
 	   "a large audit_maxlen");
 	is_str(c, "{\"required\":false,\"spool_max\":16777216}\n", "the 16 MiB ceiling");
+	is_int(sbx_spool_conf_max(dir), 16777216, "the writer's bound, read without libsbx (sbx-procd)");
 	ok(sbx_spool_conf_write(dir, 0, 0, &err) == 0 && access(conf, F_OK) != 0, "audit_maxlen 0: no conf");
+	is_int(sbx_spool_conf_max(dir), 0, "no conf: bound 0, nothing written");
 	SBX_AUTOFREE char *rm = sbx_xasprintf("rm -rf %s", dir);
 	(void)!system(rm);
 	return tap_done();
