@@ -113,6 +113,13 @@ three_turns() {
 	else
 		# A commit holds the whole writable layer: turn 1's 8 MB again.
 		[ "$s2" -gt 8000000 ] || { echo "turn 2's commit is $s2 bytes"; return 1; }
+		# Its size is that layer's own, not the image's: the template's
+		# layers under it are not counted.
+		local tpl
+		tpl=$(sbx-tpl ls | jq -r --arg t "$SBX_TEST_TEMPLATE" \
+			'select(.template.id == $t or .template.name == $t) | .template.size_bytes' | head -1)
+		[ "${tpl:-0}" -gt 1000000 ] || { echo "the template's size: $tpl"; return 1; }
+		[ "$s1" -lt $((8388608 + 1000000)) ] || { echo "turn 1's commit is $s1 bytes"; return 1; }
 	fi
 	# The sandbox kept running through all three.
 	run in_s s1 'echo alive'
@@ -185,6 +192,46 @@ three_turns() {
 	if on_local; then
 		[ "$(jqo -r .checkpoint.size_bytes)" -lt 100000 ]
 	fi
+}
+
+@test "rewind: the new sandbox has what the session's create was granted (its --env, its volumes), not the profile's defaults" {
+	sbx-vol --tenant $T create gvol >/dev/null
+	sbx-create --tenant $T --session g1 --env GV=granted --volume gvol:/mnt/gvol |
+		sbx-exec --raw -- sh -c 'echo kept >/mnt/gvol/f && echo w >/workspace/w'
+	sbx-snap checkpoint --tenant $T --session g1 >/dev/null
+	local old
+	old=$(bound g1)
+	run sbx-ctl rewind --tenant $T --session g1 --to 1
+	assert_success
+	local new
+	new=$(jqo -r .sandbox.id)
+	run in_s g1 'echo "$GV"; cat /mnt/gvol/f /workspace/w; echo more >>/mnt/gvol/f'
+	assert_output $'granted\nkept\nw'
+	# The volume counts the new sandbox among its users, not the old one.
+	[ "$(rcli sismember "sbx:{$T}:vol:gvol:users" "$new")" = 1 ]
+	run sbx-vol --tenant $T rm gvol
+	[ "$status" -ne 0 ]
+	# And so again after a second rewind (the grant moved with the binding).
+	run sbx-ctl rewind --tenant $T --session g1 --to 1
+	assert_success
+	run in_s g1 'echo "$GV"; cat /mnt/gvol/f'
+	assert_output $'granted\nkept\nmore'
+	[ "$old" != "$new" ]
+}
+
+@test "fork: the new session has the source's --env and its read-only volumes, none of its writable ones" {
+	sbx-vol --tenant $T create fro >/dev/null
+	sbx-vol --tenant $T create frw >/dev/null
+	echo ro-data | sbx-vol --tenant $T put fro - /f >/dev/null
+	sbx-create --tenant $T --session fsrc --env GV=granted --volume fro:/mnt/ro:ro --volume frw:/mnt/rw |
+		sbx-exec --raw -- sh -c 'echo rw-data >/mnt/rw/f && echo w >/workspace/w'
+	run sbx-create --tenant $T --session fdst --fork fsrc
+	assert_success
+	# (the source's mount point is in its files; the volume is not)
+	run in_s fdst 'echo "$GV"; cat /workspace/w /mnt/ro/f; cat /mnt/rw/f 2>/dev/null || echo no-rw'
+	assert_output $'granted\nw\nro-data\nno-rw'
+	run --separate-stderr sbx-create --tenant $T --session fdst2 --fork fsrc --volume frw:/mnt/rw
+	[ "$status" -eq 64 ]
 }
 
 @test "rewind: refused while another turn holds the lease; --in-turn from the only holder" {
