@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # suite: local docker e2b cube
-# Checkpoints and rewind (issue 32; the local and docker backends).  A
+# Checkpoints and rewind (issue 32; local, docker, and e2b and cube through
+# the fixture's sbx-serve, where a checkpoint is the service's snapshot).  A
 # session over three turns with a checkpoint at the end of each; turn 3
 # wrecks the sandbox (rm -rf /workspace/*, a broken file under /opt and
 # /usr); `sbx-ctl rewind --to 2` brings back turn 2's tree exactly (a
@@ -11,6 +12,9 @@
 # rewind is refused while another turn holds the session's lease, and a
 # rewind killed with -9 at each step leaves the session bound
 # to one live sandbox, old or new, which the reaper makes the only one.
+# A rewind and a fork create with what the session's create was granted
+# (its --env and volumes); a checkpoint killed between its snapshot and
+# its history entry leaves a planned record the reaper resolves.
 
 load lib/helpers
 load lib/session
