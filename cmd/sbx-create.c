@@ -276,7 +276,11 @@ static int create_one(json_object *doc, void *ctx, struct sbx_err *err)
 	char *paths[SBX_VOLUMES_MAX] = {0};
 	struct sbx_vol_mount mounts[SBX_VOLUMES_MAX];
 	struct sbx_redis *r = NULL;
-	if (volume_specs(o, o->app.profile, specs, &nspec, err) < 0)
+	/* A fork mounts what its source was granted (fork.c), not these. */
+	if (o->fork_from && o->nvolumes)
+		return sbx_usage_err(err, "--volume with --fork: a fork mounts its source's "
+				     "read-only volumes");
+	if (!o->fork_from && volume_specs(o, o->app.profile, specs, &nspec, err) < 0)
 		return -1;
 	int rc = 0;
 	if (o->tenant && !o->session && !o->skill_image && !nspec)

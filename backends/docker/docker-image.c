@@ -162,17 +162,25 @@ int docker_snapshot_create(struct sbx_backend *b, struct sbx_sandbox *sb, const 
 	out->size_bytes = -1;
 	out->layers = -1;
 	json_object_put(resp);
-	/* Size and layer count as the engine has them (best effort: the
-	 * snapshot exists whatever this says). */
+	/* The layer count as the engine has it, and the size of the layer
+	 * this commit added (the history's newest entry: the container's
+	 * writable layer), not the image's Size, which counts every layer
+	 * under it too.  Best effort: the snapshot exists whatever this says. */
 	SBX_AUTOFREE char *ipath = sbx_xasprintf("/images/%s/json", out->id);
+	SBX_AUTOFREE char *hpath = sbx_xasprintf("/images/%s/history", out->id);
 	json_object *im;
 	struct sbx_err quiet = {0};
 	if (docker_api(b, "snapshot", "GET", ipath, NULL, &im, &quiet) == 0) {
 		json_object *rootfs = sbx_json_obj(im, "RootFS"), *ls = NULL;
-		out->size_bytes = sbx_json_int(im, "Size", -1);
 		if (rootfs && json_object_object_get_ex(rootfs, "Layers", &ls) &&
 		    json_object_is_type(ls, json_type_array))
 			out->layers = (int)json_object_array_length(ls);
+		json_object_put(im);
+	}
+	sbx_err_clear(&quiet);
+	if (docker_api(b, "snapshot", "GET", hpath, NULL, &im, &quiet) == 0) {
+		if (json_object_is_type(im, json_type_array) && json_object_array_length(im) > 0)
+			out->size_bytes = sbx_json_int(json_object_array_get_idx(im, 0), "Size", -1);
 		json_object_put(im);
 	}
 	return 0;

@@ -118,6 +118,40 @@ static void ck_collect(struct run *run, struct ck *c, const char *tenant,
 	sbx_ckpt_outs_free(v, n);
 }
 
+/* Checkpoints a crash cut short (sbx_checkpoint_adopt): the snapshots
+ * found are unlisted ("interrupted") and join this run's deletions. */
+static void ck_planned(struct run *run, struct ck *c, const char *tenant,
+		       struct sbx_ckpt_out **plan, size_t *nplan)
+{
+	struct sbx_ckpt_out *v = NULL;
+	size_t n = 0, busy = 0;
+	struct sbx_err err = {0};
+	int doit = !run->o->dry_run;
+	if (doit && lease_keep(run) < 0)
+		return;
+	if (sbx_checkpoint_adopt(run->b, run->r, tenant, c->cutoff_ns, doit, &v, &n, &busy,
+				 &err) < 0) {
+		note_failure(run, NULL, "checkpoints", &err);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_object_array_add(c->unlisted, ck_entry(tenant, &v[i], "interrupted"));
+		if (!doit) {
+			*plan = sbx_xrealloc(*plan, (*nplan + 1) * sizeof(**plan));
+			(*plan)[(*nplan)++] = v[i];
+			memset(&v[i], 0, sizeof(v[i]));
+		}
+	}
+	if (busy) {
+		json_object *e = json_object_new_object();
+		sbx_json_set_str(e, "tenant", tenant);
+		sbx_json_set_str(e, "reason", "checkpoint-running");
+		sbx_json_set_int(e, "planned", (int64_t)busy);
+		json_object_array_add(c->skipped, e);
+	}
+	sbx_ckpt_outs_free(v, n);
+}
+
 static void ck_tenant(struct run *run, struct ck *c, const char *tenant)
 {
 	char **ss = NULL;
@@ -134,6 +168,7 @@ static void ck_tenant(struct run *run, struct ck *c, const char *tenant)
 		free(ss[i]);
 	}
 	free(ss);
+	ck_planned(run, c, tenant, &plan, &nplan);
 	ck_collect(run, c, tenant, plan, nplan);
 	sbx_ckpt_outs_free(plan, nplan);
 }

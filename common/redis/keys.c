@@ -25,6 +25,7 @@ static const char *const tenant_suffix[] = {
 	[SBX_KEY_VOLUMES] = "vols",
 	[SBX_KEY_WEBHOOKS] = "webhooks",
 	[SBX_KEY_CHECKPOINTS_GC] = "checkpoints-gc",
+	[SBX_KEY_CHECKPOINTS_PLANNED] = "checkpoints-planned",
 };
 
 int sbx_id_check(const char *what, const char *id, size_t len, struct sbx_err *err)

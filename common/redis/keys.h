@@ -10,6 +10,9 @@
  *   <prefix>:{<tenant>}:checkpoints-gc           hash snapshot id -> JSON: checkpoints
  *                                                taken out of a history whose snapshot
  *                                                is still to delete (checkpoint-gc.h)
+ *   <prefix>:{<tenant>}:checkpoints-planned      hash snapshot name -> JSON: checkpoints
+ *                                                begun and not yet in their history
+ *                                                (checkpoint.h)
  *   <prefix>:{<tenant>}:skill:<name>             ledger hash of one skill
  *   <prefix>:{<tenant>}:image                    current skill image hash
  *   <prefix>:{<tenant>}:ledger                   index of the tenant's skill rows
@@ -67,6 +70,7 @@ enum sbx_tenant_key {
 	SBX_KEY_VOLUMES,
 	SBX_KEY_WEBHOOKS,
 	SBX_KEY_CHECKPOINTS_GC,
+	SBX_KEY_CHECKPOINTS_PLANNED,
 };
 
 /* 0, or -1 with invalid_request naming `what` ("tenant", "session"): empty,

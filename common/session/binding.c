@@ -100,6 +100,7 @@ void sbx_binding_clear(struct sbx_binding *b)
 	free(b->template_id);
 	free(b->profile);
 	free(b->host);
+	json_object_put(b->grant);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -139,6 +140,8 @@ char *sbx_binding_encode(const struct sbx_binding *b)
 		sbx_time_iso(b->stale_at, when, sizeof(when));
 		sbx_json_set_str(o, "stale_at", when);
 	}
+	if (b->grant)
+		json_object_object_add(o, "grant", json_object_get(b->grant));
 	char *s = sbx_xstrdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 	json_object_put(o);
 	return s;
@@ -187,6 +190,10 @@ int sbx_binding_decode(const char *raw, size_t len, const char *tenant, const ch
 	}
 	if (!why && !host && json_object_object_get_ex(o, "host", &v))
 		why = "host is not a non-empty string";
+	json_object *grant = NULL;
+	if (!why && json_object_object_get_ex(o, "grant", &grant) && grant &&
+	    !json_object_is_type(grant, json_type_object))
+		why = "grant is not an object";
 	if (!why && json_object_object_get_ex(o, "stale_at", &v) && !json_object_is_type(v, json_type_null)) {
 		const char *st = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
 		out->stale_at = st ? sbx_time_parse_iso(st) : -1;
@@ -208,6 +215,7 @@ int sbx_binding_decode(const char *raw, size_t len, const char *tenant, const ch
 	out->template_id = sbx_xstrdup(tpl);
 	out->profile = sbx_xstrdup(prof);
 	out->host = host ? sbx_xstrdup(host) : NULL;
+	out->grant = grant ? json_object_get(grant) : NULL;
 	json_object_put(o);
 	return 0;
 }

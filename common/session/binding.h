@@ -5,7 +5,7 @@
  *
  *   {"version":1,"backend":"local","tenant":"T","session":"S",
  *    "sandbox_id":"...","template":"...","created_at":"2026-...Z",
- *    "fence":7,"profile":"default"[,"stale_at":"2026-...Z"]}
+ *    "fence":7,"profile":"default"[,"stale_at":"2026-...Z"][,"grant":{...}]}
  *
  * Decoding is strict: a wrong version, a missing field, or a tenant/session
  * that differs from the key's is an error (fail closed), never "absent".
@@ -43,6 +43,8 @@ struct sbx_binding {
 	int64_t stale_at;        /* unix seconds; 0 = not stale */
 	char *host;              /* host-local backends: the host id holding the
 				  * sandbox (host.h); NULL otherwise (optional field) */
+	json_object *grant;      /* what the session's create was granted (grant.h),
+				  * owned; NULL: none recorded (optional field) */
 };
 
 void sbx_binding_clear(struct sbx_binding *b);

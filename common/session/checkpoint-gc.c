@@ -15,6 +15,7 @@
 #include "fault.h"
 #include "keys.h"
 #include "lock.h"
+#include "pager.h"
 #include "util.h"
 
 /* KEYS: history, lock, fence, pending, binding.  ARGV: token, fence,
@@ -276,4 +277,125 @@ int sbx_checkpoint_collect(struct sbx_backend *b, struct sbx_redis *r, const cha
 		return -1;
 	freeReplyObject(rep);
 	return 1;
+}
+
+/* KEYS: the lock, the fence counter, the planned hash, the pending hash.
+ * ARGV: token, fence, the planned name, the snapshot id ('' when none was
+ * found), its pending entry. */
+static struct sbx_script adopt_script = {.src =
+	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end\n"
+	"if tonumber(redis.call('GET', KEYS[2]) or '0') ~= tonumber(ARGV[2]) then return -2 end\n"
+	"if redis.call('HEXISTS', KEYS[3], ARGV[3]) == 0 then return 0 end\n"
+	"if ARGV[4] ~= '' then redis.call('HSET', KEYS[4], ARGV[4], ARGV[5]) end\n"
+	"redis.call('HDEL', KEYS[3], ARGV[3])\n"
+	"return 1\n", .durable = 1};
+
+/* The snapshot the backend lists under `name` (borrowed from v), or NULL. */
+static const char *snap_named(const struct sbx_snapshot_ref *v, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].name && strcmp(v[i].name, name) == 0)
+			return v[i].id;
+	return NULL;
+}
+
+/* Under the session's lock (tried once): the script for one record.  1
+ * done, 0 busy or lost, -1 error. */
+static int adopt_one(struct sbx_redis *r, const char *tenant, const char *session,
+		     const char *name, const char *snap, const char *entry, struct sbx_err *err)
+{
+	struct sbx_lock *l = NULL;
+	struct sbx_err e = {0};
+	if (sbx_lock_acquire(r, tenant, strlen(tenant), session, strlen(session), 0, &l, &e) < 0) {
+		if (e.kind != SBX_CONFLICT) {
+			*err = e;
+			return -1;
+		}
+		return 0;
+	}
+	SBX_AUTOFREE char *plk = sbx_key_tenant(r->prefix, tenant, strlen(tenant),
+						SBX_KEY_CHECKPOINTS_PLANNED);
+	SBX_AUTOFREE char *pk = sbx_key_tenant(r->prefix, tenant, strlen(tenant),
+					       SBX_KEY_CHECKPOINTS_GC);
+	char fence[24];
+	snprintf(fence, sizeof(fence), "%lld", (long long)l->fence);
+	const char *keys[] = {l->tk.key, l->fence_key, plk, pk};
+	const char *args[] = {l->tk.token, fence, name, snap ? snap : "", entry ? entry : ""};
+	redisReply *rep;
+	int rc = sbx_redis_eval(r, &adopt_script, &rep, 4, keys, 5, args, err);
+	if (rc == 0) {
+		rc = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1 ? 1 : 0;
+		freeReplyObject(rep);
+	}
+	struct sbx_err ignored = {0};
+	sbx_lock_release(l, &ignored);
+	return rc;
+}
+
+int sbx_checkpoint_adopt(struct sbx_backend *b, struct sbx_redis *r, const char *tenant,
+			 int64_t cutoff_ns, int doit, struct sbx_ckpt_out **out, size_t *n,
+			 size_t *busy, struct sbx_err *err)
+{
+	*out = NULL;
+	*n = 0;
+	*busy = 0;
+	if (sbx_ids_check(tenant, NULL, NULL, err) < 0)
+		return -1;
+	SBX_AUTOFREE char *plk = sbx_key_tenant(r->prefix, tenant, strlen(tenant),
+						SBX_KEY_CHECKPOINTS_PLANNED);
+	const char *argv[] = {"HGETALL", plk};
+	redisReply *rep;
+	if (sbx_redis_cmd(r, &rep, err, 2, argv, NULL) < 0)
+		return -1;
+	if (rep->type != REDIS_REPLY_ARRAY) {
+		freeReplyObject(rep);
+		return sbx_fail(err, SBX_INTERNAL, "checkpoint", "the planned checkpoints are not a hash");
+	}
+	struct sbx_snapshot_ref *snaps = NULL;
+	size_t nsnaps = 0;
+	int listed = 0, rc = 0;
+	*out = sbx_xcalloc(rep->elements / 2 + 1, sizeof(**out));
+	for (size_t i = 0; rc == 0 && i + 1 < rep->elements; i += 2) {
+		redisReply *k = rep->element[i], *v = rep->element[i + 1];
+		json_object *j = NULL;
+		struct sbx_err pe = {0};
+		if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
+		    sbx_json_parse_object(v->str, v->len, &j, &pe) < 0)
+			continue;
+		const char *session = sbx_json_str(j, "session");
+		int64_t at = sbx_json_int(j, "planned_at_ns", 0);
+		if (!session || at > cutoff_ns || sbx_ids_check(tenant, "session", session, &pe) < 0) {
+			json_object_put(j);
+			continue;
+		}
+		if (!listed && (rc = sbx_snapshots_all(b, &snaps, &nsnaps, err)) == 0)
+			listed = 1;
+		const char *snap = rc == 0 ? snap_named(snaps, nsnaps, k->str) : NULL;
+		SBX_AUTOFREE char *entry = NULL;
+		if (snap) {
+			json_object *e = json_object_new_object();
+			sbx_json_set_str(e, "session", session);
+			sbx_json_set_str(e, "snapshot", snap);
+			sbx_json_set_int(e, "taken_at_ns", at);
+			entry = sbx_xstrdup(json_object_to_json_string_ext(e, JSON_C_TO_STRING_PLAIN));
+			json_object_put(e);
+		}
+		int done = rc < 0 ? -1 : doit ? adopt_one(r, tenant, session, k->str, snap, entry, err) : 1;
+		if (done < 0)
+			rc = -1;
+		else if (done == 0)
+			(*busy)++;
+		else if (snap)
+			(*out)[(*n)++] = (struct sbx_ckpt_out){.session = sbx_xstrdup(session),
+				.snapshot = sbx_xstrdup(snap), .taken_at_ns = at};
+		json_object_put(j);
+	}
+	freeReplyObject(rep);
+	sbx_snapshot_refs_free(snaps, nsnaps);
+	if (rc < 0) {
+		sbx_ckpt_outs_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
 }

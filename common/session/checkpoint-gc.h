@@ -60,6 +60,21 @@ int sbx_checkpoint_unlist(struct sbx_redis *r, const char *tenant, const char *s
 int sbx_checkpoint_pending(struct sbx_redis *r, const char *tenant, struct sbx_ckpt_out **out,
 			   size_t *n, struct sbx_err *err);
 
+/* Checkpoints a crash cut short (checkpoint.c: planned, never appended):
+ * each record of the tenant's planned hash taken before `cutoff_ns` is
+ * resolved under its session's lock (tried once; a held lock is a
+ * checkpoint still running: left for a later run).  When the backend
+ * lists a snapshot of the planned name, one fenced script records it as
+ * pending (step 2 deletes it) and drops the record; when none, the record
+ * is dropped (the snapshot was never made, and its maker, whose lock is
+ * gone, can no longer append: a holder whose append fails deletes its own
+ * snapshot).  With `doit` 0 a plan only: nothing written, no lock.
+ * *out: the snapshots found (n 0; taken_at_ns the planned time), *n may
+ * be 0; *busy: records left because their session was locked. */
+int sbx_checkpoint_adopt(struct sbx_backend *b, struct sbx_redis *r, const char *tenant,
+			 int64_t cutoff_ns, int doit, struct sbx_ckpt_out **out, size_t *n,
+			 size_t *busy, struct sbx_err *err);
+
 /* Delete pending snapshot `snapshot`, then its pending entry.  1 deleted
  * (*gone when it was gone already), 0 when the backend refused it as in
  * use (kept pending), -1 on any other error (kept pending). */

@@ -4,8 +4,15 @@
  * Promise: an entry is appended only after its snapshot is complete, by a
  * script that checks the lifecycle lock's token and fence, so the history
  * names only snapshots that exist (until someone deletes one by hand) and
- * a holder that lost its lock appends nothing.  A crash between the
- * snapshot and the append leaves a snapshot no entry names. */
+ * a holder that lost its lock appends nothing (and deletes the snapshot it
+ * made).  Before the snapshot exists, a fenced script records it as
+ * planned in the tenant's <prefix>:{T}:checkpoints-planned: its snapshot
+ * name (ckpt-<16 hex>, given to the backend) -> {session, planned_at_ns};
+ * the append removes that record in the same script.  So a crash between
+ * the snapshot and the append (test point checkpoint:snapshotted; before
+ * the snapshot: checkpoint:planned) leaves a
+ * planned record that names the session and the snapshot's name, which
+ * the reaper resolves (checkpoint-gc.h, sbx_checkpoint_adopt). */
 #include "checkpoint.h"
 
 #include <stdlib.h>
@@ -13,16 +20,19 @@
 
 #include "binding.h"
 #include "doc.h"
+#include "fault.h"
 #include "host.h"
 #include "keys.h"
 #include "lock.h"
 #include "util.h"
 
-/* KEYS: the history, the lock, the fence counter.  ARGV: token, fence, the
- * entry as a JSON object without n.  The fence check is binding.c's. */
+/* KEYS: the history, the lock, the fence counter, the planned hash.
+ * ARGV: token, fence, the entry as a JSON object without n, its planned
+ * name.  The fence check is binding.c's. */
 static struct sbx_script append_script = {.src =
 	"if redis.call('GET', KEYS[2]) ~= ARGV[1] then return -1 end\n"
 	"if tonumber(redis.call('GET', KEYS[3]) or '0') ~= tonumber(ARGV[2]) then return -2 end\n"
+	"redis.call('HDEL', KEYS[4], ARGV[4])\n"
 	"local n = 1\n"
 	"local last = redis.call('LINDEX', KEYS[1], -1)\n"
 	"if last then\n"
@@ -34,6 +44,14 @@ static struct sbx_script append_script = {.src =
 	"if string.len(ARGV[3]) > 2 then e = e .. ',' .. string.sub(ARGV[3], 2) else e = e .. '}' end\n"
 	"redis.call('RPUSH', KEYS[1], e)\n"
 	"return n\n", .durable = 1};
+
+/* KEYS: the lock, the fence counter, the planned hash.  ARGV: token,
+ * fence, the planned name, its record. */
+static struct sbx_script plan_script = {.src =
+	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end\n"
+	"if tonumber(redis.call('GET', KEYS[2]) or '0') ~= tonumber(ARGV[2]) then return -2 end\n"
+	"redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])\n"
+	"return 1\n", .durable = 1};
 
 void sbx_checkpoint_clear(struct sbx_checkpoint *c)
 {
@@ -180,23 +198,72 @@ int sbx_checkpoint_find(struct sbx_redis *r, const char *tenant, const char *ses
 			session, num ? "" : "labelled ", to);
 }
 
-/* Under the lock: append `c` (n assigned), fenced. */
+static char *planned_key(struct sbx_redis *r, const char *tenant)
+{
+	return sbx_key_tenant(r->prefix, tenant, strlen(tenant), SBX_KEY_CHECKPOINTS_PLANNED);
+}
+
+/* Under the lock: record snapshot name `name` as planned for the session,
+ * fenced (conflict when the lock was lost: nothing written). */
+static int plan(struct sbx_redis *r, struct sbx_lock *l, const char *tenant, const char *session,
+		const char *name, struct sbx_err *err)
+{
+	SBX_AUTOFREE char *key = planned_key(r, tenant);
+	json_object *o = json_object_new_object();
+	sbx_json_set_str(o, "session", session);
+	sbx_json_set_int(o, "planned_at_ns", sbx_now_ms() * 1000000LL);
+	SBX_AUTOFREE char *json =
+		sbx_xstrdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	char fence[24];
+	snprintf(fence, sizeof(fence), "%lld", (long long)l->fence);
+	const char *keys[] = {l->tk.key, l->fence_key, key};
+	const char *args[] = {l->tk.token, fence, name, json};
+	redisReply *rep;
+	if (sbx_redis_eval(r, &plan_script, &rep, 3, keys, 4, args, err) < 0)
+		return -1;
+	long long v = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
+	freeReplyObject(rep);
+	if (v < 0) {
+		l->tk.lost = 1;
+		return sbx_fail(err, SBX_CONFLICT, "lock",
+				"lock ownership lost: no checkpoint was taken");
+	}
+	return 0;
+}
+
+/* The planned record of `name` goes (its snapshot was never made, or was
+ * deleted again); best effort: one left is the reaper's. */
+static void unplan(struct sbx_redis *r, const char *tenant, const char *name)
+{
+	SBX_AUTOFREE char *key = planned_key(r, tenant);
+	const char *argv[] = {"HDEL", key, name};
+	redisReply *rep;
+	struct sbx_err e = {0};
+	if (sbx_redis_cmd(r, &rep, &e, 3, argv, NULL) == 0)
+		freeReplyObject(rep);
+}
+
+/* Under the lock: append `c` (n assigned) and drop its planned record
+ * `name`, fenced. */
 static int append(struct sbx_redis *r, struct sbx_lock *l, const char *tenant,
-		  const char *session, struct sbx_checkpoint *c, struct sbx_err *err)
+		  const char *session, const char *name, struct sbx_checkpoint *c,
+		  struct sbx_err *err)
 {
 	if (sbx_lock_check(l, err) < 0)
 		return -1;
 	SBX_AUTOFREE char *key = history_key(r, tenant, session);
+	SBX_AUTOFREE char *pkey = planned_key(r, tenant);
 	json_object *o = entry_json(c);
 	SBX_AUTOFREE char *json =
 		sbx_xstrdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 	json_object_put(o);
 	char fence[24];
 	snprintf(fence, sizeof(fence), "%lld", (long long)l->fence);
-	const char *keys[] = {key, l->tk.key, l->fence_key};
-	const char *args[] = {l->tk.token, fence, json};
+	const char *keys[] = {key, l->tk.key, l->fence_key, pkey};
+	const char *args[] = {l->tk.token, fence, json, name};
 	redisReply *rep;
-	if (sbx_redis_eval(r, &append_script, &rep, 3, keys, 3, args, err) < 0)
+	if (sbx_redis_eval(r, &append_script, &rep, 4, keys, 4, args, err) < 0)
 		return -1;
 	long long v = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
 	freeReplyObject(rep);
@@ -259,13 +326,26 @@ static int take_locked(struct sbx_backend *b, struct sbx_redis *r, struct sbx_lo
 	const char *prev = n ? v[n - 1].snapshot : NULL;
 	struct sbx_snapshot_ref ref = {0};
 	int64_t taken = 0;
-	int rc;
+	char rnd[17], name[32];
+	int rc = sbx_random_hex(rnd, 8, err);
+	snprintf(name, sizeof(name), "ckpt-%s", rnd);
+	if (rc == 0)
+		rc = plan(r, l, tenant, session, name, err);
+	if (rc < 0) {
+		sbx_checkpoints_free(v, n);
+		return -1;
+	}
+	sbx_fault("checkpoint:planned");
 	if (b->ops->checkpoint_create) {
-		rc = sbx_call(b, checkpoint_create, err, sb, prev, label, &ref, &taken);
+		rc = sbx_call(b, checkpoint_create, err, sb, prev, name, &ref, &taken);
 	} else {
 		taken = sbx_now_ms() * 1000000LL;
-		rc = sbx_call(b, snapshot_create, err, sb, label, &ref);
+		rc = sbx_call(b, snapshot_create, err, sb, name, &ref);
 	}
+	if (rc < 0)
+		unplan(r, tenant, name);
+	else
+		sbx_fault("checkpoint:snapshotted");
 	/* It stacks on a checkpoint of the history when its parent is one:
 	 * the previous one, or (after a rewind) the one rewound to. */
 	const char *of = NULL;
@@ -287,12 +367,31 @@ static int take_locked(struct sbx_backend *b, struct sbx_redis *r, struct sbx_lo
 	ref.id = NULL;
 	free(ref.name);
 	free(ref.parent);
-	if (append(r, l, tenant, session, &c, err) < 0) {
+	if (append(r, l, tenant, session, name, &c, err) < 0) {
+		/* Not in the history: the snapshot is nobody's.  Deleted (best
+		 * effort), then its record; what is left is the reaper's. */
+		int gone = 0;
+		struct sbx_err e = {0};
+		if (sbx_call(b, snapshot_delete, &e, c.snapshot, &gone) == 0)
+			unplan(r, tenant, name);
 		sbx_checkpoint_clear(&c);
 		return -1;
 	}
 	*out = c;
 	return 0;
+}
+
+/* A label: 1 to 255 printable ASCII bytes (the rule the snapshot name
+ * had when the label was the name). */
+static int label_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > 255)
+		return 0;
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
+			return 0;
+	return 1;
 }
 
 int sbx_checkpoint_take(struct sbx_backend *b, struct sbx_redis *r, const char *tenant,
@@ -302,6 +401,9 @@ int sbx_checkpoint_take(struct sbx_backend *b, struct sbx_redis *r, const char *
 	memset(out, 0, sizeof(*out));
 	if (sbx_ids_check(tenant, "session", session, err) < 0)
 		return -1;
+	if (label && !label_ok(label))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "checkpoint",
+				"bad checkpoint label: 1 to 255 printable bytes");
 	struct sbx_lock *l;
 	if (sbx_lock_acquire(r, tenant, strlen(tenant), session, strlen(session),
 			     sbx_lock_wait_ms(90000), &l, err) < 0)

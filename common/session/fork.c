@@ -10,12 +10,20 @@
  * snapshot and bound as any session's, with every crash promise of
  * resolve.c (a sandbox created and not bound carries the new session's
  * ownership: the reaper removes it).  The two sessions share only the
- * snapshot's read-only layers: nothing writable. */
+ * snapshot's read-only layers: nothing writable.
+ *
+ * Its sandbox is made with what the source session's create was granted
+ * (the source binding's grant, grant.h: environment, limits, idle timer,
+ * network), its read-only volumes mounted and none of its writable ones;
+ * the caller's request counts only when the source's binding records no
+ * grant (an older binding, or a source without a sandbox now). */
 #include "checkpoint.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "binding.h"
+#include "grant.h"
 #include "session.h"
 #include "util.h"
 
@@ -37,12 +45,32 @@ int sbx_session_fork(struct sbx_backend *b, struct sbx_redis *r, const struct sb
 	}
 	if (rc < 0)
 		return -1;
+	struct sbx_binding src = {0};
+	struct sbx_grant_req g = {0};
+	int has = sbx_binding_get(r, req->tenant, req->from, &src, err);
+	if (has > 0 && src.grant)
+		rc = sbx_grant_request(b, r, req->tenant, src.grant, 0, &g, err);
+	if (has > 0)
+		sbx_binding_clear(&src);
+	if (has < 0 || rc < 0) {
+		sbx_grant_req_clear(&g);
+		sbx_checkpoint_clear(from);
+		return -1;
+	}
 	struct sbx_resolve_req rr = {
-		.tenant = req->tenant, .session = req->session, .create = req->create,
+		.tenant = req->tenant, .session = req->session,
+		.create = g.grant ? &g.cr : req->create,
 		.lock_wait_ms = req->lock_wait_ms, .fork_snapshot = from->snapshot,
 	};
 	const char *how;
-	if (sbx_session_resolve(b, r, &rr, out, &how, err) < 0) {
+	rc = sbx_session_resolve(b, r, &rr, out, &how, err);
+	/* Its volumes' users: a failed attach removes the sandbox again
+	 * (its binding is dropped with it, as an end of the session). */
+	if (rc == 0 && g.nvolumes &&
+	    (rc = sbx_vol_attach_all(b, r, req->tenant, g.mounts, g.nvolumes, out->id, err)) < 0)
+		sbx_sandbox_clear(out);
+	sbx_grant_req_clear(&g);
+	if (rc < 0) {
 		sbx_checkpoint_clear(from);
 		return -1;
 	}

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "binding.h"
+#include "grant.h"
 #include "doc.h"
 #include "events.h"
 #include "image.h"
@@ -183,8 +184,9 @@ static json_object *ownership(struct rs *c, json_object *base)
 /* Bind `sb` (fenced SET NX).  On any failure the caller decides about the
  * sandbox; here we only report.  1 bound, -1 error. */
 static int bind_session(struct rs *c, const struct sbx_sandbox *sb, const char *template_id,
-		struct sbx_err *err)
+		const struct sbx_create_req *cr, struct sbx_err *err)
 {
+	json_object *grant = cr ? sbx_grant_of(cr) : NULL;
 	struct sbx_binding nb = {
 		.backend = c->b->ops->name ? (char *)c->b->ops->name : "",
 		.tenant = (char *)c->tenant,
@@ -194,18 +196,22 @@ static int bind_session(struct rs *c, const struct sbx_sandbox *sb, const char *
 		.profile = (char *)c->profile,
 		.host = (char *)c->host,
 		.created_at = sb->created_at > 0 ? sb->created_at : sbx_now_ms() / 1000,
+		.grant = grant,
 	};
 	/* The tenant index lives in another hash slot, so it cannot join the
 	 * binding script; registering first is harmless if we die after. */
 	SBX_AUTOFREE char *tenants = sbx_key_tenants(c->r->prefix);
 	const char *sadd[] = {"SADD", tenants, c->tenant};
 	redisReply *rep;
-	if (sbx_redis_cmd(c->r, &rep, err, 3, sadd, NULL) < 0)
+	if (sbx_redis_cmd(c->r, &rep, err, 3, sadd, NULL) < 0) {
+		json_object_put(grant);
 		return -1;
+	}
 	freeReplyObject(rep);
 	point("resolve:before-bind");
 	struct sbx_binding existing;
 	int rc = sbx_binding_create(c->r, c->lock, &nb, &existing, err);
+	json_object_put(grant);
 	if (rc < 0)
 		return -1;
 	if (rc == 0) {
@@ -386,7 +392,7 @@ static int claim(struct rs *c, struct sbx_sandbox *out, struct sbx_err *err)
 			}
 		}
 		if (rc == 0)    /* on failure keep it: it is findable by metadata */
-			rc = bind_session(c, &all[adopted], NULL, err) < 0 ? -1 : 1;
+			rc = bind_session(c, &all[adopted], NULL, NULL, err) < 0 ? -1 : 1;
 	}
 	if (rc == 1) {
 		*out = all[adopted];
@@ -481,7 +487,7 @@ static int create_and_bind(struct rs *c, struct sbx_sandbox *out, struct sbx_err
 		return -1;
 	event(c, "created", sb.id, NULL, NULL);
 	point("resolve:after-backend-create");
-	if (bind_session(c, &sb, cr.template_id, err) < 0) {
+	if (bind_session(c, &sb, cr.template_id, &cr, err) < 0) {
 		cleanup_ours(c, sb.id);
 		sbx_sandbox_clear(&sb);
 		return -1;

@@ -20,12 +20,12 @@
 #include "doc.h"
 #include "events.h"
 #include "fault.h"
+#include "grant.h"
 #include "keys.h"
 #include "keyspace.h"
 #include "lease.h"
 #include "lock.h"
 #include "metadata.h"
-#include "netpolicy.h"
 #include "session.h"
 #include "util.h"
 
@@ -78,33 +78,6 @@ static int owned_like(struct sbx_redis *r, const struct sbx_backend *b,
 	return 0;
 }
 
-/* The new sandbox's settings: the profile's defaults, as sbx-create
- * gives a session sandbox without flags (the template, limits, idle timer,
- * network and its policy, environment).  `np` holds the policy for as
- * long as the request lives. */
-static void profile_request(const struct sbx_backend *b, struct sbx_create_req *cr,
-			    struct sbx_netpolicy *np)
-{
-	const struct sbx_profile *p = b->profile;
-	if (!p)
-		return;
-	cr->limits = p->limits;
-	cr->timeout.seconds = p->idle_timeout_ms / 1000;
-	cr->timeout.on_timeout_pause = p->on_timeout_pause;
-	cr->timeout.auto_resume = p->auto_resume;
-	cr->net.allow_internet = p->allow_internet;
-	cr->net.allow_public = p->allow_public;
-	cr->env = sbx_json_obj(p->raw, "env");
-	json_object *pnp = sbx_json_obj(p->raw, "network_policy");
-	struct sbx_err e = {0};      /* checked when the profile loaded */
-	if (pnp && sbx_np_from_json(pnp, np, &e) == 0) {
-		if (!np->dflt_set)
-			sbx_np_finish(np);
-		cr->net.policy = np;
-		cr->net.allow_internet = 1;
-	}
-}
-
 /* The binding moved nowhere: the new sandbox is ours alone, deleted if
  * the lock still holds (else the reaper's). */
 static void drop_new(struct sbx_backend *b, struct sbx_lock *l, const char *id)
@@ -126,18 +99,25 @@ static int rewind_locked(struct sbx_backend *b, struct sbx_redis *r, struct sbx_
 	int rc = check_turn(r, q, err);
 	if (rc == 0)
 		rc = sbx_checkpoint_find(r, q->tenant, q->session, q->to, used, err);
-	struct sbx_create_req cr = {0};
-	struct sbx_netpolicy np = {0};
-	profile_request(b, &cr, &np);
-	cr.template_id = used->snapshot;
+	/* What the session's create was granted (its binding's), else the
+	 * profile's defaults; its volumes mounted again. */
+	struct sbx_grant_req g = {0};
 	if (rc == 0)
-		rc = owned_like(r, b, q, &old, &cr.metadata, err);
+		rc = sbx_grant_request(b, r, q->tenant, bd.grant, 1, &g, err);
+	g.cr.template_id = used->snapshot;
+	if (rc == 0)
+		rc = owned_like(r, b, q, &old, &g.cr.metadata, err);
 	struct sbx_sandbox nsb = {0};
 	if (rc == 0) {
-		rc = sbx_call(b, create, err, &cr, &nsb);
-		json_object_put(cr.metadata);
+		rc = sbx_call(b, create, err, &g.cr, &nsb);
+		json_object_put(g.cr.metadata);
+		g.cr.metadata = NULL;
 	}
-	sbx_np_clear(&np);
+	/* Its volumes' users: a failed attach removes the sandbox again. */
+	if (rc == 0 && g.nvolumes &&
+	    (rc = sbx_vol_attach_all(b, r, q->tenant, g.mounts, g.nvolumes, nsb.id, err)) < 0)
+		sbx_sandbox_clear(&nsb);
+	sbx_grant_req_clear(&g);
 	if (rc == 0) {
 		event(r, q, "created", nsb.id, "rewind");
 		sbx_fault("rewind:created");

@@ -9,13 +9,12 @@
 #      sandbox's fork server and, as the baseline, through the old path
 #      (SBX_LOCAL_FORKD=0: a second sbx-serve on the same state, and
 #      sbx-exec with it), alternating in chunks within the run;
-#   3. E2B's fork into FORKS sandboxes against FORKS creates from one
-#      snapshot of the same sandbox;
-#   4. GET /sandboxes/{id} requests per second with 64 concurrent clients,
+#   3. GET /sandboxes/{id} requests per second with 64 concurrent clients,
 #      against GET /health (answered by the server's thread alone: the HTTP
 #      floor) and against 64 parallel `sbx-ls --id` runs.
 # Medians of RUNS rounds, ratios serve/programs, written to docs/bench/serve.md
-# (OUT).  Needs root, node and tests/sdk's node_modules (npm ci).
+# (OUT).  E2B's fork is measured with issue 32's other costs, in
+# tests/bench/checkpoint.sh.  Needs root, node and tests/sdk's node_modules (npm ci).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -87,31 +86,6 @@ for _ in $(seq $(((RUNS + CHUNK - 1) / CHUNK))); do
 	E2B_API_URL=http://127.0.0.1:$port_old E2B_SANDBOX_URL=http://127.0.0.1:$port_old \
 		sdk run "$id" "$CHUNK" "$GAP" >>"$W/gap.sdk.old"
 done
-# Fork into 10 (its snapshot included) against ten creates from one
-# snapshot of the same sandbox (POST /v2/sandboxes {templateID}), each
-# round's sandboxes deleted after it, untimed.
-FORKS=${FORKS:-10}
-FORK_RUNS=${FORK_RUNS:-5}
-api() { curl -sf -H "X-API-Key: $key" -H 'Content-Type: application/json' "$@"; }
-kill_all() { while read -r s; do api -X DELETE "$E2B_API_URL/sandboxes/$s" >/dev/null || true; done; }
-fsrc=$(api -X POST "$E2B_API_URL/v2/sandboxes" -d '{"timeout":3600}' | jq -r .sandboxID)
-sbx-exec --id "$fsrc" -- sh -c 'head -c 10000000 /dev/urandom >/workspace/ten-mb' >/dev/null
-fsnap=$(api -X POST "$E2B_API_URL/sandboxes/$fsrc/snapshots" -d '{}' | jq -r .snapshotID)
-: >"$W/fork.serve"; : >"$W/fork.creates"
-for _ in $(seq "$FORK_RUNS"); do
-	t0=$EPOCHREALTIME
-	api -X POST "$E2B_API_URL/sandboxes/$fsrc/fork" -d "{\"count\":$FORKS,\"timeout\":600}" >"$W/fork.json"
-	awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.2f\n", (b-a)*1000}' >>"$W/fork.serve"
-	[ "$(jq '[.[] | select(.sandbox)] | length' "$W/fork.json")" = "$FORKS" ]
-	jq -r '.[].sandbox.sandboxID' "$W/fork.json" | kill_all
-	t0=$EPOCHREALTIME
-	for _ in $(seq "$FORKS"); do
-		api -X POST "$E2B_API_URL/v2/sandboxes" -d "{\"templateID\":\"$fsnap\",\"timeout\":600}" | jq -r .sandboxID
-	done >"$W/creates.ids"
-	awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.2f\n", (b-a)*1000}' >>"$W/fork.creates"
-	kill_all <"$W/creates.ids"
-done
-api -X DELETE "$E2B_API_URL/sandboxes/$fsrc" >/dev/null
 rps_get=$(sdk rps "/sandboxes/$id" 64 "$REQS")
 rps_health=$(sdk rps /health 64 "$REQS")
 t0=$EPOCHREALTIME
@@ -122,7 +96,6 @@ L1=$(median <"$W/life.sdk"); L2=$(median <"$W/life.prog")
 R1=$(median <"$W/run.sdk"); R2=$(median <"$W/run.prog")
 O1=$(median <"$W/run.sdk.old"); O2=$(median <"$W/run.prog.old")
 G1=$(median <"$W/gap.sdk"); G0=$(median <"$W/gap.sdk.old")
-F1=$(median <"$W/fork.serve"); F2=$(median <"$W/fork.creates")
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 {
 	echo "# sbx-serve benchmarks"
@@ -139,7 +112,6 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 	echo "| \`commands.run('true')\`, fork server / old path | $R1 ms | $O1 ms | $(ratio "$R1" "$O1") |"
 	echo "| \`sbx-exec -- /bin/bash -l -c true\`, fork server / old path | $R2 ms | $O2 ms | $(ratio "$R2" "$O2") |"
 	echo "| \`commands.run('true')\` after $GAP ms of quiet, fork server / old path | $G1 ms | $G0 ms | $(ratio "$G1" "$G0") |"
-	echo "| fork into $FORKS (its snapshot of a sandbox holding 10 MB included) / $FORKS creates from one snapshot of it, through sbx-serve both (medians of $FORK_RUNS) | $F1 ms | $F2 ms | $(ratio "$F1" "$F2") |"
 	echo "| GET /sandboxes/{id}, 64 clients, $REQS requests / 64 parallel \`sbx-ls --id\` | $rps_get req/s | $rps_ls runs/s | $(ratio "$rps_get" "$rps_ls") |"
 	echo "| GET /sandboxes/{id} / GET /health (no worker: the HTTP floor) | $rps_get req/s | $rps_health req/s | $(ratio "$rps_get" "$rps_health") |"
 	echo

@@ -106,3 +106,9 @@ fixture_other_identity() {
 	jq '.profiles.default.endpoint += "/"' "$SBX_CONFIG" >"$SBX_TEST_DIR/other-identity.json"
 	SBX_CONFIG=$SBX_TEST_DIR/other-identity.json "$@"
 }
+# The settings the server's local backend runs sandbox ID with (the
+# service's view: what the create sent, as the service granted it).
+fixture_settings() {
+	jq -S '{limits, timeout, network, resume_on_use}' \
+		"$SBX_TEST_SERVE_DIR/state/local/sandboxes/$1/sandbox.json"
+}

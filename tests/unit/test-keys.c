@@ -49,6 +49,9 @@ int main(void)
 	k = sbx_key_tenant("sbx", "acme", 4, SBX_KEY_CHECKPOINTS_GC);
 	is_str(k, "sbx:{acme}:checkpoints-gc", "pending checkpoints key layout (the tenant's slot)");
 	free(k);
+	k = sbx_key_tenant("sbx", "acme", 4, SBX_KEY_CHECKPOINTS_PLANNED);
+	is_str(k, "sbx:{acme}:checkpoints-planned", "planned checkpoints key layout (the tenant's slot)");
+	free(k);
 	k = sbx_key_session("p", "a}b", 3, "x:y", 3, SBX_KEY_LOCK);
 	is_str(k, "p:{a%7Db}:sess:x%3Ay:lock", "hostile characters are percent-encoded");
 	free(k);
