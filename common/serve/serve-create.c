@@ -164,12 +164,19 @@ static json_object *fork_recipe(const struct sbx_create_req *req, json_object *e
 /* Whether the new sandbox has /bin/bash, which commands.run asks for
  * (`/bin/bash -l -c CMD`), looked up once here rather than by a /bin/sh
  * wrapper in front of every command (one exec more per command:
- * docs/serve.md "Benchmarks").  Unknown when the look fails otherwise
- * than with not_found: Start keeps the wrapper then. */
+ * docs/serve.md "Benchmarks").  Only where sandboxes run on this host
+ * (local): there a start takes a few ms and the wrapper's exec is a share
+ * of it, while the look is a fork; elsewhere a start is a container exec
+ * or a round trip (tens to hundreds of ms) that the wrapper does not move,
+ * and the look would cost one more of those on every create.  Unknown
+ * then, and when the look fails otherwise than with not_found: Start
+ * keeps the wrapper. */
 static int bash_of(struct sbx_backend *b, struct sbx_sandbox *sb)
 {
 	struct sbx_dirent e = {0};
 	struct sbx_err err = {0};
+	if (!(sbx_backend_caps(b) & SBX_CAP_HOST_LOCAL))
+		return SERVE_BASH_UNKNOWN;
 	if (sbx_file_stat(b, sb, "/bin/bash", 1, &e, &err) < 0)
 		return err.kind == SBX_NOT_FOUND ? SERVE_BASH_NO : SERVE_BASH_UNKNOWN;
 	int yes = e.type == SBX_FT_SYMLINK || (e.type == SBX_FT_FILE && (e.mode & 0111));
