@@ -518,11 +518,40 @@ teardown_file() {
 	assert_equal "$(body | jq -r .templateID)" busybox
 	run sbx-exec --id "$id" -- test -e /bin/bash
 	assert_equal "$(jqo .exec.exit_code)" 1
+	assert_equal "$(jq -r .bash "$SBX_TEST_DIR/serve-main/sandboxes/$id.json")" false
 	envelope '{"process":{"cmd":"/bin/bash","args":["-l","-c","echo via $0; pwd"]},"stdin":false}' >"$BATS_TEST_TMPDIR/req"
 	curl -sS "$SERVE_URL/process.Process/Start" -H "E2b-Sandbox-Id: $id" -H "X-Access-Token: $tok" \
 		-H 'Content-Type: application/connect+json' --data-binary "@$BATS_TEST_TMPDIR/req" | frames >"$BATS_TEST_TMPDIR/ev"
 	run sh -c "grep -v '^END' '$BATS_TEST_TMPDIR/ev' | jq -r '.event.data.stdout // empty' | base64 -d"
 	assert_output "via /bin/sh
 /home/user"
+	api DELETE "/sandboxes/$id" >/dev/null
+}
+
+# E2B runs /bin/bash -l -c CMD itself; so does the server in a sandbox its
+# create found bash in (the record's "bash"), with no /bin/sh in front:
+# one exec less per commands.run.  A bash removed later is then not
+# replaced by /bin/sh (exit 127, as on E2B); the wrapper ran sh instead.
+@test "with bash in its template, the SDK's /bin/bash -l -c runs bash itself, not a /bin/sh wrapper" {
+	run api POST /v2/sandboxes -d '{}'
+	assert_equal "$(status)" 201
+	local id tok
+	id=$(body | jq -r .sandboxID)
+	tok=$(body | jq -r .envdAccessToken)
+	assert_equal "$(jq -r .bash "$SBX_TEST_DIR/serve-main/sandboxes/$id.json")" true
+	envelope '{"process":{"cmd":"/bin/bash","args":["-l","-c","echo via $0 $BASH_VERSION"]},"stdin":false}' >"$BATS_TEST_TMPDIR/req"
+	curl -sS "$SERVE_URL/process.Process/Start" -H "E2b-Sandbox-Id: $id" -H "X-Access-Token: $tok" \
+		-H 'Content-Type: application/connect+json' --data-binary "@$BATS_TEST_TMPDIR/req" | frames >"$BATS_TEST_TMPDIR/ev"
+	run sh -c "grep -v '^END' '$BATS_TEST_TMPDIR/ev' | jq -r '.event.data.stdout // empty' | base64 -d"
+	assert_output --regexp '^via /bin/bash [0-9]'
+	run sbx-exec --id "$id" --root -- mv /bin/bash /bin/bash.gone
+	assert_equal "$(jqo .exec.exit_code)" 0
+	curl -sS "$SERVE_URL/process.Process/Start" -H "E2b-Sandbox-Id: $id" -H "X-Access-Token: $tok" \
+		-H 'Content-Type: application/connect+json' --data-binary "@$BATS_TEST_TMPDIR/req" | frames >"$BATS_TEST_TMPDIR/ev"
+	run sh -c "grep -v '^END' '$BATS_TEST_TMPDIR/ev' | jq -r '.event.data.stdout // empty' | base64 -d"
+	assert_output ""
+	run sh -c "grep -v '^END' '$BATS_TEST_TMPDIR/ev' | jq -c '.event.end // empty'"
+	run printf '%s' "$(printf '%s' "$output" | jq -c .exitCode)"
+	assert_output --regexp '^12[67]$'
 	api DELETE "/sandboxes/$id" >/dev/null
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "doc.h"
+#include "path.h"
 #include "util.h"
 
 /* Check a {string: string} object; NULL is fine. */
@@ -160,6 +161,31 @@ static json_object *fork_recipe(const struct sbx_create_req *req, json_object *e
 /* The checks of a create before the backend is asked: the fields, the
  * template (404 as E2B's when the key may not use it), the key's limit
  * (capacity, under the team lock *lock, which the caller closes). */
+/* Whether the new sandbox has /bin/bash, which commands.run asks for
+ * (`/bin/bash -l -c CMD`), looked up once here rather than by a /bin/sh
+ * wrapper in front of every command (one exec more per command:
+ * docs/serve.md "Benchmarks").  Only where sandboxes run on this host
+ * (local): there a start takes a few ms and the wrapper's exec is a share
+ * of it, while the look is a fork; elsewhere a start is a container exec
+ * or a round trip (tens to hundreds of ms) that the wrapper does not move,
+ * and the look would cost one more of those on every create.  Unknown
+ * then, and when the look fails otherwise than with not_found: Start
+ * keeps the wrapper. */
+static int bash_of(struct sbx_backend *b, struct sbx_sandbox *sb)
+{
+	struct sbx_dirent e = {0};
+	struct sbx_err err = {0};
+	if (!(sbx_backend_caps(b) & SBX_CAP_HOST_LOCAL))
+		return SERVE_BASH_UNKNOWN;
+	if (sbx_file_stat(b, sb, "/bin/bash", 1, &e, &err) < 0)
+		return err.kind == SBX_NOT_FOUND ? SERVE_BASH_NO : SERVE_BASH_UNKNOWN;
+	int yes = e.type == SBX_FT_SYMLINK || (e.type == SBX_FT_FILE && (e.mode & 0111));
+	free(e.name);
+	free(e.path);
+	free(e.link_target);
+	return yes ? SERVE_BASH_YES : SERVE_BASH_NO;
+}
+
 static int create_checks(const struct serve_req *r, json_object *in, const char *tpl,
 			 int64_t timeout, struct sbx_backend **b, int *lock, struct sbx_err *err)
 {
@@ -253,6 +279,7 @@ int serve_create_sandbox(const struct serve_req *r, json_object *in, int v2, jso
 		rec.end_at_ms = timeout ? rec.started_at_ms + timeout * 1000 : 0;
 		rec.alias = sbx_xstrdup(tpl);
 		rec.fork_recipe = fork_recipe(&req, env, public_in);
+		rec.bash = bash_of(b, &sb);
 		if (serve_rec_save(r->serve_dir, sb.id, &rec, err) < 0 ||
 		    serve_sandbox_json(r, &sb, &rec, out, err) < 0) {
 			int gone;

@@ -373,7 +373,7 @@ int serve_envd(const struct serve_req *r, struct serve_out *o)
 	} else if (!strncmp(r->path, "/filesystem.Filesystem/", 23)) {
 		rc = serve_envd_fs(r, o, b, &sb, r->path + 23);
 	} else if (!strncmp(r->path, "/process.Process/", 17)) {
-		rc = serve_envd_proc(r, o, b, &sb, r->path + 17);
+		rc = serve_envd_proc(r, o, b, &sb, &rec, r->path + 17);
 	} else if (!strcmp(r->path, "/envs") && !strcmp(r->method, "GET")) {
 		rc = serve_reply_json(o, 200, json_object_new_object());
 	} else {

@@ -165,7 +165,12 @@ struct serve_rec {
 	json_object *fork_recipe;    /* what a fork repeats of the create
 				      * (serve-api.c fork_recipe); NULL for a
 				      * sandbox made before forks were served */
+	int bash;                    /* SERVE_BASH_*: whether create found
+				      * /bin/bash in the sandbox */
 };
+/* What a create found of /bin/bash (serve-create.c): unknown for a record
+ * made before the field, or when the look failed. */
+enum { SERVE_BASH_UNKNOWN = 0, SERVE_BASH_YES = 1, SERVE_BASH_NO = 2 };
 void serve_rec_clear(struct serve_rec *rec);
 int serve_rec_load(const char *dir, const char *id, struct serve_rec *rec, struct sbx_err *err);
 int serve_rec_save(const char *dir, const char *id, const struct serve_rec *rec,
@@ -258,7 +263,7 @@ int serve_envd_files(const struct serve_req *r, struct serve_out *o, struct sbx_
 int serve_envd_fs(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
 		  struct sbx_sandbox *sb, const char *method);
 int serve_envd_proc(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
-		    struct sbx_sandbox *sb, const char *method);
+		    struct sbx_sandbox *sb, const struct serve_rec *rec, const char *method);
 int serve_sweep_once(const char *dir, const struct sbx_serve_cfg *cfg, struct sbx_err *err);
 
 /* ---- Volumes (serve-vol.c) ---- */

@@ -10,9 +10,12 @@
  * process ends; closing the stream does not stop the process (E2B's
  * semantics: output with nobody attached is kept by the backend, and a
  * later Connect sees only what comes after it attached).  The SDK runs
- * commands as `/bin/bash -l -c CMD`: on a template without bash the
- * command runs under /bin/sh instead (a one-line sh wrapper picks bash
- * when it is there), so busybox templates work.
+ * commands as `/bin/bash -l -c CMD`: in a sandbox its create found bash
+ * in (the record's `bash`) that is what runs, as on E2B; in one without
+ * bash, or whose record does not say, the command runs through a
+ * one-line /bin/sh wrapper that picks bash when it is there and /bin/sh
+ * when not, so busybox templates work.  (The wrapper in front of every
+ * command was one exec more per commands.run than sbx-exec's.)
  *
  * Users: Start acts as the user the request names (Basic "<user>:");
  * SendInput, SendSignal and CloseStdin carry no user in the SDK, so they
@@ -45,15 +48,16 @@ static void strv_free(char **v)
 	free(v);
 }
 
-/* argv from {cmd, args}; /bin/bash goes through the wrapper. */
-static char **make_argv(json_object *proc)
+/* argv from {cmd, args}; /bin/bash goes through the wrapper unless the
+ * sandbox is known to have it. */
+static char **make_argv(json_object *proc, int bash)
 {
 	const char *cmd = sbx_json_str(proc, "cmd");
 	json_object *args = serve_json_arr(proc, "args");
 	size_t na = args && json_object_is_type(args, json_type_array) ? json_object_array_length(args) : 0;
 	char **v = sbx_xcalloc(na + 6, sizeof(char *));
 	size_t n = 0;
-	if (!strcmp(cmd, "/bin/bash")) {
+	if (!strcmp(cmd, "/bin/bash") && bash != SERVE_BASH_YES) {
 		v[n++] = sbx_xstrdup("/bin/sh");
 		v[n++] = sbx_xstrdup("-c");
 		v[n++] = sbx_xstrdup(BASH_WRAP);
@@ -317,7 +321,7 @@ static int pty_size(json_object *pty, unsigned *cols, unsigned *rows)
 }
 
 static int start(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
-		 struct sbx_sandbox *sb, json_object *in, int as_root)
+		 struct sbx_sandbox *sb, const struct serve_rec *rec, json_object *in, int as_root)
 {
 	json_object *proc = sbx_json_obj(in, "process");
 	if (!proc || !sbx_json_str(proc, "cmd"))
@@ -328,7 +332,7 @@ static int start(const struct serve_req *r, struct serve_out *o, struct sbx_back
 		return serve_connect_end(o, "invalid_argument", "pty.size needs cols and rows, 1 to 1000");
 	if (pty && !b->ops->proc_start)
 		return serve_connect_end(o, "unimplemented", "this backend has no terminals for sbx-serve");
-	char **argv = make_argv(proc);
+	char **argv = make_argv(proc, rec->bash);
 	json_object *envs = sbx_json_obj(proc, "envs");
 	size_t ne = envs && json_object_is_type(envs, json_type_object) ? (size_t)json_object_object_length(envs) : 0;
 	/* HOME first: the user's home, the one "~" of /files (the backend's
@@ -516,7 +520,7 @@ static int on_one(const struct serve_req *r, struct serve_out *o, struct sbx_bac
 }
 
 int serve_envd_proc(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
-		    struct sbx_sandbox *sb, const char *method)
+		    struct sbx_sandbox *sb, const struct serve_rec *rec, const char *method)
 {
 	int streaming;
 	int user = -1;
@@ -528,7 +532,7 @@ int serve_envd_proc(const struct serve_req *r, struct serve_out *o, struct sbx_b
 		return 0;
 	int rc;
 	if (!strcmp(method, "Start"))
-		rc = start(r, o, b, sb, in, user > 0);
+		rc = start(r, o, b, sb, rec, in, user > 0);
 	else if (!strcmp(method, "List"))
 		rc = list(o, b, sb);
 	else if (!strcmp(method, "Connect") || !strcmp(method, "SendSignal") ||

@@ -64,6 +64,8 @@ int serve_rec_load(const char *dir, const char *id, struct serve_rec *rec, struc
 	rec->alias = a ? sbx_xstrdup(a) : NULL;
 	json_object *fr = sbx_json_obj(j, "fork_recipe");
 	rec->fork_recipe = fr ? json_object_get(fr) : NULL;
+	int bash = sbx_json_bool(j, "bash", -1);
+	rec->bash = bash < 0 ? SERVE_BASH_UNKNOWN : bash ? SERVE_BASH_YES : SERVE_BASH_NO;
 	json_object_put(j);
 	return 0;
 }
@@ -85,6 +87,8 @@ int serve_rec_save(const char *dir, const char *id, const struct serve_rec *rec,
 	sbx_json_set_str(j, "alias", rec->alias);
 	if (rec->fork_recipe)
 		json_object_object_add(j, "fork_recipe", json_object_get(rec->fork_recipe));
+	if (rec->bash != SERVE_BASH_UNKNOWN)
+		sbx_json_set_bool(j, "bash", rec->bash == SERVE_BASH_YES);
 	SBX_AUTOFREE char *p = rec_path(dir, "sandboxes", id);
 	int rc = sbx_json_write_file(p, j, 0600, 0, err);
 	json_object_put(j);

@@ -9,6 +9,10 @@
 #      sandbox's fork server and, as the baseline, through the old path
 #      (SBX_LOCAL_FORKD=0: a second sbx-serve on the same state, and
 #      sbx-exec with it), alternating in chunks within the run;
+#   2b. the same from a warm SDK: one node process kept for the run (as an
+#      agent's), alternating with sbx-exec in the same chunks; in 2 each
+#      chunk is a new node process, whose first calls spend 10-15 ms of
+#      CPU each compiling the SDK (docs/serve.md "Benchmarks");
 #   3. GET /sandboxes/{id} requests per second with 64 concurrent clients,
 #      against GET /health (answered by the server's thread alone: the HTTP
 #      floor) and against 64 parallel `sbx-ls --id` runs.
@@ -75,6 +79,23 @@ for _ in $(seq $(((RUNS + CHUNK - 1) / CHUNK))); do
 		ms env SBX_LOCAL_FORKD=0 sbx-exec --id "$id" -- /bin/bash -l -c true >>"$W/run.prog.old"
 	done
 done
+# The same from one warm node process: WARM untimed calls first, then
+# chunks of CHUNK timed calls asked for on its stdin, alternating with
+# sbx-exec.
+WARM=${WARM:-30}
+: >"$W/warm.sdk"; : >"$W/warm.prog"
+coproc WARMSDK { sdk warm "$id" "$WARM"; }
+warm_pid=$WARMSDK_PID warm_out=${WARMSDK[0]} warm_in=${WARMSDK[1]}
+read -r _ <&"$warm_out"
+for _ in $(seq $(((RUNS + CHUNK - 1) / CHUNK))); do
+	echo "$CHUNK" >&"$warm_in"
+	while read -r line <&"$warm_out" && [ "$line" != . ]; do echo "$line"; done >>"$W/warm.sdk"
+	for _ in $(seq "$CHUNK"); do
+		ms sbx-exec --id "$id" -- /bin/bash -l -c true >>"$W/warm.prog"
+	done
+done
+exec {warm_in}>&-
+wait "$warm_pid" || true
 # The same with GAP ms of quiet before each start, as calls come from an
 # agent: a cgroup move after a quiet spell is the one that waits for an
 # RCU grace period (back to back, the previous move's grace period may
@@ -96,6 +117,7 @@ L1=$(median <"$W/life.sdk"); L2=$(median <"$W/life.prog")
 R1=$(median <"$W/run.sdk"); R2=$(median <"$W/run.prog")
 O1=$(median <"$W/run.sdk.old"); O2=$(median <"$W/run.prog.old")
 G1=$(median <"$W/gap.sdk"); G0=$(median <"$W/gap.sdk.old")
+K1=$(median <"$W/warm.sdk"); K2=$(median <"$W/warm.prog")
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 {
 	echo "# sbx-serve benchmarks"
@@ -108,6 +130,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 	echo "|---|---|---|---|"
 	echo "| create + run \`true\` + kill (SDK / sbx-create \\| sbx-exec -- bash -l -c true \\| sbx-ctl kill) | $L1 ms | $L2 ms | $(ratio "$L1" "$L2") |"
 	echo "| \`commands.run('true')\` / \`sbx-exec -- /bin/bash -l -c true\` | $R1 ms | $R2 ms | $(ratio "$R1" "$R2") |"
+	echo "| \`commands.run('true')\` from a warm SDK (one node process for the run, $WARM calls before) / \`sbx-exec -- /bin/bash -l -c true\` | $K1 ms | $K2 ms | $(ratio "$K1" "$K2") |"
 	echo "| the same, old start path (\`SBX_LOCAL_FORKD=0\`: no fork server, a cgroup move per start) | $O1 ms | $O2 ms | $(ratio "$O1" "$O2") |"
 	echo "| \`commands.run('true')\`, fork server / old path | $R1 ms | $O1 ms | $(ratio "$R1" "$O1") |"
 	echo "| \`sbx-exec -- /bin/bash -l -c true\`, fork server / old path | $R2 ms | $O2 ms | $(ratio "$R2" "$O2") |"

@@ -3,6 +3,12 @@
 //   lifecycle N    create + commands.run('true') + kill, N times: each ms
 //   run ID N [GAP] commands.run('true') in sandbox ID, N times: each ms;
 //                  GAP ms of quiet (not timed) before each
+//   warm ID W      commands.run('true') in sandbox ID from one process
+//                  kept for the run, as an agent's SDK is: W untimed calls
+//                  first (V8 compiles the SDK's code in the first ones:
+//                  10-15 ms of CPU per call, on threads beside the one
+//                  timed), then for each line "N" on stdin N timed calls,
+//                  each ms on a line, and a line "." after them
 //   rps PATH C N   GET PATH with C concurrent clients, N requests in all:
 //                  requests per second (one line); exits 1 when any
 //                  request is not answered 200
@@ -27,6 +33,19 @@ if (mode === 'lifecycle') {
     const t = now()
     await sb.commands.run('true')
     console.log((now() - t).toFixed(2))
+  }
+} else if (mode === 'warm') {
+  const sb = await Sandbox.connect(a)
+  for (let i = 0; i < Number(b); i++) await sb.commands.run('true')
+  console.log('.')
+  const { createInterface } = await import('node:readline')
+  for await (const line of createInterface({ input: process.stdin })) {
+    for (let i = 0; i < Number(line); i++) {
+      const t = now()
+      await sb.commands.run('true')
+      console.log((now() - t).toFixed(2))
+    }
+    console.log('.')
   }
 } else if (mode === 'rps') {
   const url = process.env.E2B_API_URL + a
