@@ -200,6 +200,35 @@ same() {
 	[ -n "$(forkd_pid "$SB")" ]
 }
 
+# A detached start's supervisor is launched while the server forks and
+# reads the server's reply itself (docs/local.md "The fork server"): a
+# kill -9 of it before that read leaves no process (the server kills
+# what it forked when the connection closes unadopted), no record, and
+# the next start works.
+@test "a supervisor killed -9 before it reads the fork server's reply leaves no process and no record" {
+	run sbx-exec --id "$SB" -- true
+	[ -n "$(forkd_pid "$SB")" ]
+	procs="$SBX_STATE_DIR/local/sandboxes/$SB/procs"
+	run --separate-stderr env SBX_FAULT=procd:before-reply sbx-proc start --id "$SB" --tag early -- sleep 3071
+	assert_failure
+	[[ "$stderr" == *"supervisor did not start"* ]] || { echo "$stderr" >&2; return 1; }
+	for _ in $(seq 100); do pgrep -f 'sleep 3071' >/dev/null || break; sleep 0.05; done
+	run ! pgrep -f 'sleep 3071'
+	[ "$(sbx-proc ls --id "$SB" | jq '[.procs[] | select(.tag == "early")] | length')" = 0 ]
+	run ! compgen -G "$procs/.new-*"
+	# The tag is free and the path works.
+	run sbx-proc start --id "$SB" --tag early -- sh -c 'echo again'
+	assert_success
+	pid=$(jqo .proc.pid)
+	for _ in $(seq 100); do
+		[ "$(sbx-proc ls --id "$SB" | jq -r ".procs[] | select(.pid == $pid) | .running")" = false ] && break
+		sleep 0.05
+	done
+	run sbx-proc output --id "$SB" --pid "$pid"
+	[ "$(jqo .output.stdout)" = again ]
+	[ "$(jqo .output.exit_code)" = 0 ]
+}
+
 @test "the fork server is gone with its sandbox: kill, and a reap" {
 	S2=$(sbx_new_id --label suite=forkd)
 	run sbx-exec --id "$S2" -- true
