@@ -1,10 +1,15 @@
 /* local-proc-start.c - start a detached process in a local sandbox: the
  * vtable's proc_start.
  *
- * The caller forks twice; the grandchild joins the sandbox's top cgroup,
- * forks the process into the sandbox (local-spawn.c) and execs sbx-procd,
- * which thereby becomes the process's parent and supervisor (the files
- * and fds are local-procd.h's contract).  Nothing of the caller's memory
+ * The caller sends the start to the sandbox's fork server (local-forkd.h)
+ * and at once forks twice; the grandchild, born in the sandbox's top
+ * cgroup, execs sbx-procd, which reads the server's reply and supervises
+ * the process the server forked; so the launch runs while the server
+ * forks, off the start's path.  Where the server does not take the start
+ * (a terminal, SBX_LOCAL_FORKD=0, gone, refused) the grandchild forks the
+ * process into the sandbox itself (local-spawn.c) before the exec, and
+ * sbx-procd is its parent (the files and fds are local-procd.h's
+ * contract).  Nothing of the caller's memory
  * outlives the call: the supervisor is a fresh exec of a libc-only
  * program, and between the forks and that exec nothing allocates (the
  * caller may be a threaded server).
