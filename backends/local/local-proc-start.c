@@ -507,6 +507,7 @@ static int start_locked(struct pstart *s, struct sbx_sandbox *sb, const struct l
 	 * which is launched while the server forks; else the supervisor's
 	 * grandparent forks it.  A terminal is made by local-spawn.c's
 	 * child, never the server's. */
+	sbx_fault("local:proc-before-send");
 	if (!req->tty)
 		s->fkconn = local_forkd_send(sb->id, r, &s->sp);
 	int pid;
