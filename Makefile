@@ -124,12 +124,13 @@ $(INIT): backends/local/sbx-init.c backends/local/local-idle.h backends/local/lo
 	  -static -o $@ backends/local/sbx-init.c
 
 $(PROCD): backends/local/sbx-procd.c backends/local/local-procd.h backends/local/local-kfile.h common/base/fdpass.h \
+	  backends/local/local-forkd-proto.h \
 	  common/base/spool.c common/base/spool.h
 	@mkdir -p $(dir $@) $(BUILD)/obj/libexec
 	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends/local -Icommon/base -MF $(BUILD)/obj/libexec/sbx-procd.d \
 	  -static -o $@ backends/local/sbx-procd.c common/base/spool.c
 
-$(FORKD): backends/local/sbx-forkd.c backends/local/local-forkd-proto.h common/base/fdpass.h
+$(FORKD): backends/local/sbx-forkd.c backends/local/local-forkd-proto.h backends/local/local-kfile.h common/base/fdpass.h
 	@mkdir -p $(dir $@) $(BUILD)/obj/libexec
 	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends/local -Icommon/base -MF $(BUILD)/obj/libexec/sbx-forkd.d \
 	  -static -o $@ backends/local/sbx-forkd.c

@@ -200,6 +200,64 @@ same() {
 	[ -n "$(forkd_pid "$SB")" ]
 }
 
+# A detached start's supervisor is launched while the server forks and
+# reads the server's reply itself (docs/local.md "The fork server"): a
+# kill -9 of it before that read leaves no process (the server kills
+# what it forked when the connection closes unadopted), no record, and
+# the next start works.
+@test "a supervisor killed -9 before it reads the fork server's reply leaves no process and no record" {
+	run sbx-exec --id "$SB" -- true
+	[ -n "$(forkd_pid "$SB")" ]
+	procs="$SBX_STATE_DIR/local/sandboxes/$SB/procs"
+	run --separate-stderr env SBX_FAULT=procd:before-reply sbx-proc start --id "$SB" --tag early -- sleep 3071
+	assert_failure
+	[[ "$stderr" == *"supervisor did not start"* ]] || { echo "$stderr" >&2; return 1; }
+	for _ in $(seq 100); do pgrep -f 'sleep 3071' >/dev/null || break; sleep 0.05; done
+	run ! pgrep -f 'sleep 3071'
+	[ "$(sbx-proc ls --id "$SB" | jq '[.procs[] | select(.tag == "early")] | length')" = 0 ]
+	run ! compgen -G "$procs/.new-*"
+	# The tag is free and the path works.
+	run sbx-proc start --id "$SB" --tag early -- sh -c 'echo again'
+	assert_success
+	pid=$(jqo .proc.pid)
+	for _ in $(seq 100); do
+		[ "$(sbx-proc ls --id "$SB" | jq -r ".procs[] | select(.pid == $pid) | .running")" = false ] && break
+		sleep 0.05
+	done
+	run sbx-proc output --id "$SB" --pid "$pid"
+	[ "$(jqo .output.stdout)" = again ]
+	[ "$(jqo .output.exit_code)" = 0 ]
+}
+
+# A start the server refuses before any fork (here: the timed process's
+# own cgroup removed while the start is stopped just before it sends, so
+# the server's clone3 into it fails) takes the old path with a second
+# supervisor; that fails the same way (its group is gone), and the start
+# reports the old path's failed step and leaves nothing behind.
+@test "a start the fork server refuses takes the old path, and its failure leaves nothing" {
+	run sbx-exec --id "$SB" -- true
+	[ -n "$(forkd_pid "$SB")" ]
+	procs="$SBX_STATE_DIR/local/sandboxes/$SB/procs"
+	work=$(jq -r .cgroups.v2 "$(rec "$SB")")/work
+	SBX_STOP=local:proc-before-send sbx-proc start --id "$SB" --tag refused --timeout 60s -- sleep 3072 \
+		>"$BATS_TEST_TMPDIR/o" 2>"$BATS_TEST_TMPDIR/e" &
+	bg=$!
+	for _ in $(seq 200); do [ "$(awk '{print $3}' "/proc/$bg/stat" 2>/dev/null)" = T ] && break; sleep 0.05; done
+	[ "$(awk '{print $3}' "/proc/$bg/stat")" = T ]
+	x=$(ls -d "$work/x-$bg-p"*)
+	rmdir "$x"
+	kill -CONT "$bg"
+	rc=0
+	wait "$bg" || rc=$?
+	[ "$rc" -ne 0 ]
+	grep -q 'step 1)' "$BATS_TEST_TMPDIR/e" || { cat "$BATS_TEST_TMPDIR/e" >&2; return 1; }
+	run ! pgrep -f 'sleep 3072'
+	[ "$(sbx-proc ls --id "$SB" | jq '[.procs[] | select(.tag == "refused")] | length')" = 0 ]
+	run ! compgen -G "$procs/.new-*"
+	run sbx-proc start --id "$SB" --tag refused --timeout 60s -- true
+	assert_success
+}
+
 @test "the fork server is gone with its sandbox: kill, and a reap" {
 	S2=$(sbx_new_id --label suite=forkd)
 	run sbx-exec --id "$S2" -- true

@@ -34,7 +34,15 @@
 #ifndef SBX_LOCAL_FORKD_PROTO_H
 #define SBX_LOCAL_FORKD_PROTO_H
 
+#include <errno.h>
+#include <signal.h>
 #include <stdint.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "fdpass.h"
+#include "local-kfile.h"
 
 #define LOCAL_FORKD_MAGIC   0x73627866u     /* "sbxf" */
 #define LOCAL_FORKD_VERSION 1u
@@ -70,5 +78,56 @@ struct local_forkd_reply {
 	int32_t err;             /* its errno */
 	int32_t nspid;           /* the process's pid in the sandbox, 0 if none */
 };
+
+/* Read the server's reply to a start on connection `c` (blocking) and say
+ * how the start went: the one reading of it, made by the library
+ * (local-forkd.c) and by sbx-procd, which reads a detached start's reply
+ * itself so that its own launch overlaps the server's fork.
+ *   0  refused before any fork: nothing was started, the old path may
+ *      run it (*pidfd -1);
+ *   1  *stage, *e as local_spawn_report says them (0: exec'd, EXEC: the
+ *      execve failed and the process exits 127); *pidfd the process and
+ *      *hostpid its pid in our namespace when one was forked, else -1.
+ * A server that took the request and died before answering is a failed
+ * start (SETNS, ECONNRESET): the process may have run, and the old path
+ * could run it twice.  A process that was forked but cannot be named
+ * here (not expected: it is not reaped before it is adopted) is killed,
+ * a failed start too (SETNS, ESRCH). */
+static inline int local_forkd_reply_read(int c, int *stage, int *e, int *pidfd, pid_t *hostpid)
+{
+	struct local_forkd_reply rep = {0};
+	struct iovec iov = {&rep, sizeof(rep)};
+	size_t nfd = 0;
+	*pidfd = -1;
+	*hostpid = -1;
+	ssize_t got = sbx_fds_recv(c, &iov, 1, pidfd, 1, &nfd, 0);
+	if (nfd == 0)
+		*pidfd = -1;
+	if (got == (ssize_t)sizeof(rep) && (rep.stage == LOCAL_FORKD_STAGE_REFUSED || *pidfd < 0)) {
+		/* refused before any fork (a fork is always answered with
+		 * its pidfd) */
+		if (*pidfd >= 0)
+			close(*pidfd);
+		*pidfd = -1;
+		return 0;
+	}
+	if (got != (ssize_t)sizeof(rep)) {
+		if (*pidfd >= 0)
+			close(*pidfd);
+		*pidfd = -1;
+		*stage = LOCAL_FORKD_STAGE_SETNS;
+		*e = ECONNRESET;
+		return 1;
+	}
+	*stage = rep.stage;
+	*e = rep.err;
+	*hostpid = local_pidfd_pid(*pidfd);
+	if (*hostpid <= 0 && (rep.stage == 0 || rep.stage == LOCAL_FORKD_STAGE_EXEC)) {
+		syscall(SYS_pidfd_send_signal, *pidfd, SIGKILL, NULL, 0);
+		*stage = LOCAL_FORKD_STAGE_SETNS;
+		*e = ESRCH;
+	}
+	return 1;
+}
 
 #endif

@@ -49,21 +49,6 @@ static int disabled(void)
 	return v && (strcmp(v, "0") == 0 || strcmp(v, "off") == 0);
 }
 
-/* The pid (in our namespace) of the process a pidfd holds, from its
- * fdinfo; -1 when it has none here. */
-static pid_t pidfd_pid(int pidfd)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
-	SBX_AUTOCLOSE int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	const char *l = strstr(buf, "\nPid:");
-	return l ? (pid_t)strtol(l + 6, NULL, 10) : -1;
-}
-
 /* <dir>/forkd.sock as an address; through /proc/self/fd when the path
  * would not fit in sun_path. */
 static int sock_addr(int dirfd, const char *dir, struct sockaddr_un *a)
@@ -181,69 +166,45 @@ static size_t pack(const struct local_spawn *s, char *buf, size_t cap, uint32_t 
 	return n;
 }
 
-int local_forkd_start(const char *id, const struct local_rec *r, struct local_spawn *s,
-		      struct local_forkd_proc *p, int *stage, int *e)
+int local_forkd_send(const char *id, const struct local_rec *r, const struct local_spawn *s)
 {
-	memset(p, 0, sizeof(*p));
-	p->conn = p->pidfd = -1;
 	size_t flen = (size_t)s->filter.len * 8;
 	if (disabled() || !s->filter.insns || flen == 0 || flen > LOCAL_FORKD_FILT_MAX)
-		return 0;
+		return -1;
 	SBX_AUTOFREE char *buf = sbx_xmalloc(LOCAL_FORKD_STR_MAX + LOCAL_FORKD_FILT_MAX);
 	struct local_forkd_req h = {.magic = LOCAL_FORKD_MAGIC, .version = LOCAL_FORKD_VERSION,
 				    .as_root = (uint32_t)!!s->as_root};
 	size_t len = pack(s, buf, LOCAL_FORKD_STR_MAX, &h.argc, &h.envc);
 	if (len == 0 || h.argc == 0)
-		return 0;
+		return -1;
 	memcpy(buf + len, s->filter.insns, flen);
 	h.len = (uint32_t)len;
 	h.flen = (uint32_t)flen;
 	int c = server_conn(id, r, s);
 	if (c < 0)
-		return 0;
+		return -1;
 	struct iovec iov[2] = {{&h, sizeof(h)}, {buf, len + flen}};
 	int fds[LOCAL_FORKD_NFDS] = {s->in, s->out, s->errfd, s->cg_dir};
 	if (sbx_fds_send(c, iov, 2, fds, LOCAL_FORKD_NFDS, 0) != (ssize_t)(sizeof(h) + len + flen)) {
 		close(c);
-		return 0;
+		return -1;
 	}
-	struct local_forkd_reply rep = {0};
-	struct iovec riov = {&rep, sizeof(rep)};
-	int pidfd = -1;
-	size_t nfd;
-	ssize_t got = sbx_fds_recv(c, &riov, 1, &pidfd, 1, &nfd, 0);
-	if (got == (ssize_t)sizeof(rep) && (rep.stage == LOCAL_FORKD_STAGE_REFUSED || pidfd < 0)) {
-		/* Refused before any fork (a fork is always answered with
-		 * its pidfd): the old path. */
-		if (pidfd >= 0)
-			close(pidfd);
+	return c;
+}
+
+int local_forkd_start(const char *id, const struct local_rec *r, struct local_spawn *s,
+		      struct local_forkd_proc *p, int *stage, int *e)
+{
+	memset(p, 0, sizeof(*p));
+	p->conn = p->pidfd = -1;
+	int c = local_forkd_send(id, r, s);
+	if (c < 0)
+		return 0;
+	if (local_forkd_reply_read(c, stage, e, &p->pidfd, &p->hostpid) == 0) {
 		close(c);
 		return 0;
 	}
-	if (got != (ssize_t)sizeof(rep)) {
-		/* The server took the request and died before answering:
-		 * the process may have run, so the start fails rather than
-		 * run it twice. */
-		if (pidfd >= 0)
-			close(pidfd);
-		p->conn = c;
-		*stage = LOCAL_STAGE_SETNS;
-		*e = ECONNRESET;
-		return 1;
-	}
 	p->conn = c;
-	p->pidfd = pidfd;
-	p->hostpid = pidfd_pid(pidfd);
-	*stage = rep.stage;
-	*e = rep.err;
-	if (p->hostpid <= 0 && rep.stage == 0) {
-		/* Forked but not to be held (it cannot be reaped before we
-		 * adopt it, so this is not expected): never start it twice;
-		 * it is killed and the start fails. */
-		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-		*stage = LOCAL_STAGE_SETNS;
-		*e = ESRCH;
-	}
 	return 1;
 }
 

@@ -36,6 +36,13 @@ struct local_forkd_proc {
  * and taking the old path could run it twice. */
 int local_forkd_start(const char *id, const struct local_rec *r, struct local_spawn *s,
 		      struct local_forkd_proc *p, int *stage, int *e);
+/* The first half of local_forkd_start: the request sent, the reply
+ * (local_forkd_reply_read, local-forkd-proto.h) not yet read.  The
+ * connection, or -1 when the caller must take the old path (nothing was
+ * started).  Whoever holds the connection reads the reply; when every
+ * holder closes it before sending LOCAL_FORKD_ADOPTED, the server kills
+ * the process (a detached start hands it to sbx-procd: local-procd.h). */
+int local_forkd_send(const char *id, const struct local_rec *r, const struct local_spawn *s);
 /* Tell the server the process is held (see above). */
 void local_forkd_adopt(const struct local_forkd_proc *p);
 /* Read the wait status once p->conn is readable: 1 with *status, 0 when

@@ -7,7 +7,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 /* Read a small kernel file into buf (at most len - 1 bytes, one read: a
@@ -37,6 +40,19 @@ static inline int local_write_small(const char *path, const char *s)
 	close(fd);
 	errno = e;
 	return n < 0 ? -1 : 0;
+}
+
+/* The pid (in our namespace) of the process a pidfd holds, from its
+ * fdinfo; -1 when it has none here. */
+static inline pid_t local_pidfd_pid(int pidfd)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	if (local_read_small(path, buf, sizeof(buf)) < 0)
+		return -1;
+	const char *l = strstr(buf, "\nPid:");
+	long v = l ? strtol(l + 5, NULL, 10) : -1;
+	return v > 0 ? (pid_t)v : -1;
 }
 
 #endif

@@ -1,10 +1,15 @@
 /* local-proc-start.c - start a detached process in a local sandbox: the
  * vtable's proc_start.
  *
- * The caller forks twice; the grandchild joins the sandbox's top cgroup,
- * forks the process into the sandbox (local-spawn.c) and execs sbx-procd,
- * which thereby becomes the process's parent and supervisor (the files
- * and fds are local-procd.h's contract).  Nothing of the caller's memory
+ * The caller sends the start to the sandbox's fork server (local-forkd.h)
+ * and at once forks twice; the grandchild, born in the sandbox's top
+ * cgroup, execs sbx-procd, which reads the server's reply and supervises
+ * the process the server forked; so the launch runs while the server
+ * forks, off the start's path.  Where the server does not take the start
+ * (a terminal, SBX_LOCAL_FORKD=0, gone, refused) the grandchild forks the
+ * process into the sandbox itself (local-spawn.c) before the exec, and
+ * sbx-procd is its parent (the files and fds are local-procd.h's
+ * contract).  Nothing of the caller's memory
  * outlives the call: the supervisor is a fresh exec of a libc-only
  * program, and between the forks and that exec nothing allocates (the
  * caller may be a threaded server).
@@ -33,6 +38,7 @@
 #include "local-cgroup.h"
 #include "local-clone.h"
 #include "local-forkd.h"
+#include "local-forkd-proto.h"
 #include "local-spawn.h"
 #include "local-state.h"
 
@@ -68,11 +74,13 @@ struct pstart {
 	int out[2], err[2], status[2];
 	int fifo_r, keeper, nul, topcg, topdir, exe, procs, killfd;
 	int born_top;                /* the supervisor was born in topdir */
-	int fk_stage, fk_errno;      /* how the fork server's start went */
-	struct local_forkd_proc fk;  /* fk.conn >= 0: the fork server forked it */
+	int fkconn;                  /* >= 0: the fork server has the start; its
+				      * reply is the supervisor's to read */
 	char name[32];               /* .new-<hex> */
 	char *dir, *xcg;
 	char argv_buf[5][32];        /* the supervisor's argv, but HOSTPID */
+	char line[256];              /* read from the status pipe, not yet taken */
+	size_t nline;
 };
 
 static void ps_init(struct pstart *s)
@@ -80,7 +88,7 @@ static void ps_init(struct pstart *s)
 	memset(s, 0, sizeof(*s));
 	s->out[0] = s->out[1] = s->err[0] = s->err[1] = s->status[0] = s->status[1] = -1;
 	s->fifo_r = s->keeper = s->nul = s->topcg = s->topdir = s->exe = s->procs = s->killfd = -1;
-	s->fk.conn = s->fk.pidfd = -1;
+	s->fkconn = -1;
 	s->sp.selfns = s->sp.report[0] = s->sp.report[1] = s->sp.cg_dir = -1;
 	s->sp.tty_sock[0] = s->sp.tty_sock[1] = -1;
 	for (int i = 0; i < LOCAL_NCG; i++)
@@ -91,11 +99,10 @@ static void ps_free(struct pstart *s)
 {
 	int *fds[] = {&s->out[0], &s->out[1], &s->err[0], &s->err[1], &s->status[0],
 		      &s->status[1], &s->fifo_r, &s->keeper, &s->nul, &s->topcg, &s->topdir, &s->exe,
-		      &s->procs, &s->killfd};
+		      &s->procs, &s->killfd, &s->fkconn};
 	for (size_t i = 0; i < SBX_ARRAY_LEN(fds); i++)
 		local_closep(fds[i]);
 	local_spawn_free(&s->sp);
-	local_forkd_close(&s->fk);
 	free(s->dir);
 	free(s->xcg);
 }
@@ -247,8 +254,9 @@ static __attribute__((noreturn)) void become_supervisor(struct pstart *s)
 	sigaction(SIGCHLD, &dfl, NULL);   /* an ignored SIGCHLD would reap it */
 	if (!s->born_top && write(s->topcg, "0", 1) < 0)
 		_exit(126);
-	/* Forked already by the fork server, or now by us. */
-	pid_t c = s->fk.conn >= 0 ? s->fk.hostpid : local_spawn_fork(&s->sp, 0);
+	/* Being forked by the fork server (the supervisor reads which
+	 * process from its reply), or now by us. */
+	pid_t c = s->fkconn >= 0 ? 0 : local_spawn_fork(&s->sp, 0);
 	if (c < 0)
 		_exit(125);
 	char hostpid[24];
@@ -258,7 +266,7 @@ static __attribute__((noreturn)) void become_supervisor(struct pstart *s)
 	static char *const envp[] = {NULL};
 	int want[] = {s->status[1], s->procs, s->sp.tty ? s->sp.tty_sock[0] : s->out[0], s->err[0],
 		      s->keeper >= 0 ? s->keeper : s->nul, s->killfd >= 0 ? s->killfd : s->nul,
-		      s->fk.conn >= 0 ? s->fk.conn : s->nul};
+		      s->fkconn >= 0 ? s->fkconn : s->nul};
 	int hi[SBX_ARRAY_LEN(want)];
 	int e = fcntl(s->exe, F_DUPFD_CLOEXEC, 20), n = fcntl(s->nul, F_DUPFD_CLOEXEC, 20);
 	for (size_t i = 0; i < SBX_ARRAY_LEN(want); i++)
@@ -278,51 +286,49 @@ static __attribute__((noreturn)) void become_supervisor(struct pstart *s)
 	_exit(127);
 }
 
-/* Read the supervisor's "P <pid> <hostpid> <start>" line. */
-static int read_started(struct pstart *s, int *pid, struct sbx_err *err)
+/* The supervisor's next line on the status pipe ("F <stage> <errno>",
+ * "P <pid> <hostpid> <start>"), NUL-ended without its newline; -1 when
+ * it closed the pipe first (it died, or failed to set up) or 10 s went
+ * by.  What came after the line stays in s->line for the next call. */
+static int next_line(struct pstart *s, char *out, size_t cap)
 {
-	char buf[128];
-	size_t len = 0;
 	int64_t deadline = sbx_mono_ms() + 10000;
-	while (len < sizeof(buf) - 1 && !memchr(buf, '\n', len)) {
+	char *nl;
+	while (!(nl = memchr(s->line, '\n', s->nline)) && s->nline < sizeof(s->line)) {
 		int64_t left = deadline - sbx_mono_ms();
 		struct pollfd pf = {.fd = s->status[0], .events = POLLIN};
 		if (left <= 0 || poll(&pf, 1, (int)left) <= 0)
-			break;
-		ssize_t n = read(s->status[0], buf + len, sizeof(buf) - 1 - len);
+			return -1;
+		ssize_t n = read(s->status[0], s->line + s->nline, sizeof(s->line) - s->nline);
 		if (n <= 0)
-			break;
-		len += (size_t)n;
+			return -1;
+		s->nline += (size_t)n;
 	}
-	buf[len] = '\0';
-	if (sscanf(buf, "P %d", pid) != 1 || *pid <= 0)
-		return sbx_fail(err, SBX_INTERNAL, "proc", "the process supervisor did not start");
+	if (!nl)
+		return -1;
+	size_t len = (size_t)(nl - s->line);
+	snprintf(out, cap, "%.*s", (int)len, s->line);
+	s->nline -= len + 1;
+	memmove(s->line, nl + 1, s->nline);
 	return 0;
 }
 
-/* Fork twice (the supervisor is nobody's child of ours), and learn how
- * the process started.  0 with *pid once the supervisor has it; -1 when it
- * could not enter the sandbox (nothing is left then: the process is gone
- * and its record removed). */
-static int launch(struct pstart *s, const char *procs, const char *id, const char *argv0,
-		  int *pid, struct sbx_err *err)
+/* The supervisor's flags (local-procd.h). */
+static void set_flags(struct pstart *s, const struct sbx_proc_req *req)
 {
-	int e = 0, stage = 0;
-	if (s->fk.conn >= 0) {
-		stage = s->fk_stage;
-		e = s->fk_errno;
-		if (stage != 0 && stage != LOCAL_STAGE_EXEC) {
-			/* It never got in, and the server reaped it. */
-			struct sbx_err e2 = {0};
-			sbx_rm_rf(s->dir, &e2);
-			errno = e;
-			if (stage == LOCAL_STAGE_CWD)
-				return sbx_fail_errno(err, SBX_INVALID_REQUEST, "proc", "cwd %s",
-						      s->sp.cwd);
-			return local_spawn_fail(s->sp.pidfd, s->sp.init, id, "proc", err,
-						"enter sandbox %s (step %d)", id, stage);
-		}
-	}
+	int keep = req->keep_stdin || req->tty;
+	snprintf(s->argv_buf[2], sizeof(s->argv_buf[2]), "%s%s%s%s%s", keep ? "s" : "",
+		 s->killfd >= 0 ? "k" : "", s->fkconn >= 0 ? "f" : "", req->tty ? "t" : "",
+		 s->fkconn >= 0 && sbx_fault_on("procd:before-reply") ? "X" : "");
+	if (!s->argv_buf[2][0])
+		snprintf(s->argv_buf[2], sizeof(s->argv_buf[2]), "-");
+}
+
+/* Fork twice: the grandchild becomes the supervisor, nobody's child of
+ * ours.  0, or -1 when the first fork failed (a later failure shows as
+ * a supervisor that never writes). */
+static int spawn_supervisor(struct pstart *s, struct sbx_err *err)
+{
 	pid_t mid = fork();
 	if (mid < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "proc", "fork");
@@ -343,9 +349,79 @@ static int launch(struct pstart *s, const char *procs, const char *id, const cha
 	}
 	int st = 0;
 	waitpid(mid, &st, 0);
+	return 0;
+}
+
+/* A start the fork server took, its supervisor launched while the server
+ * forks: the supervisor's "F" line says how the fork went.  0 when the
+ * process runs (*stage 0) or "ran" (*stage LOCAL_STAGE_EXEC); 1 when the
+ * server refused it before any fork (the caller takes the old path: a
+ * fresh status pipe is ready); -1 when it failed (nothing is left: the
+ * process never got in, or its end came with the supervisor's, whose
+ * connection the server then saw close before the adoption). */
+static int forkd_outcome(struct pstart *s, const char *id, int *stage, int *e,
+			 struct sbx_err *err)
+{
+	char l[128];
+	if (next_line(s, l, sizeof(l)) < 0 || sscanf(l, "F %d %d", stage, e) != 2) {
+		struct sbx_err e2 = {0};
+		sbx_rm_rf(s->dir, &e2);
+		return sbx_fail(err, SBX_INTERNAL, "proc", "the process supervisor did not start");
+	}
+	if (*stage == LOCAL_FORKD_STAGE_REFUSED) {
+		local_closep(&s->status[0]);
+		s->nline = 0;
+		if (pipe2(s->status, O_CLOEXEC) < 0)
+			return sbx_fail_errno(err, SBX_INTERNAL, "proc", "pipe");
+		return 1;
+	}
+	if (*stage == 0 || *stage == LOCAL_STAGE_EXEC)
+		return 0;
+	struct sbx_err e2 = {0};
+	sbx_rm_rf(s->dir, &e2);
+	errno = *e;
+	if (*stage == LOCAL_STAGE_CWD)
+		return sbx_fail_errno(err, SBX_INVALID_REQUEST, "proc", "cwd %s", s->sp.cwd);
+	return local_spawn_fail(s->sp.pidfd, s->sp.init, id, "proc", err,
+				"enter sandbox %s (step %d)", id, *stage);
+}
+
+/* Launch the supervisor and learn how the process started.  0 with *pid
+ * once the supervisor has it; -1 when it could not enter the sandbox
+ * (nothing is left then: the process is gone and its record removed). */
+static int launch(struct pstart *s, const char *procs, const char *id,
+		  const struct sbx_proc_req *req, int *pid, struct sbx_err *err)
+{
+	int e = 0, stage = 0;
+	set_flags(s, req);
+	if (spawn_supervisor(s, err) < 0)
+		return -1;
 	sbx_fault("local:proc-forked");
-	local_closep(&s->sp.report[1]);
 	local_closep(&s->status[1]);
+	if (s->fkconn >= 0) {
+		local_closep(&s->fkconn);   /* the supervisor holds it now */
+		int rc = forkd_outcome(s, id, &stage, &e, err);
+		if (rc < 0)
+			return -1;
+		if (rc == 1) {
+			/* Refused before any fork: the old path, a
+			 * supervisor that forks the process itself. */
+			stage = 0;
+			set_flags(s, req);
+			if (spawn_supervisor(s, err) < 0) {
+				struct sbx_err e2 = {0};
+				sbx_rm_rf(s->dir, &e2);
+				return -1;
+			}
+			local_closep(&s->status[1]);
+			local_closep(&s->sp.report[1]);
+			stage = local_spawn_report(&s->sp, &e);
+		}
+	} else {
+		local_closep(&s->sp.report[1]);
+		stage = local_spawn_report(&s->sp, &e);
+	}
+	local_closep(&s->sp.report[1]);
 	local_closep(&s->out[0]);
 	local_closep(&s->out[1]);
 	local_closep(&s->err[0]);
@@ -353,21 +429,19 @@ static int launch(struct pstart *s, const char *procs, const char *id, const cha
 	local_closep(&s->sp.tty_sock[1]);
 	local_closep(&s->fifo_r);
 	local_closep(&s->keeper);
-	local_closep(&s->fk.conn);   /* the supervisor holds it now */
-	if (s->fk.pidfd < 0)
-		stage = local_spawn_report(&s->sp, &e);
 	if (stage == LOCAL_STAGE_EXEC) {
 		/* It "ran": exits 127 or 126 with the reason on its stderr,
 		 * as exec reports it. */
 		char line[512];
-		int n = snprintf(line, sizeof(line), "sbx: %s: %s\n", argv0, strerror(e));
+		int n = snprintf(line, sizeof(line), "sbx: %s: %s\n", req->argv[0], strerror(e));
 		(void)!write(s->err[1], line, (size_t)n);
 	}
 	local_closep(&s->err[1]);
-	if (read_started(s, pid, err) < 0) {
+	char l[128];
+	if (next_line(s, l, sizeof(l)) < 0 || sscanf(l, "P %d", pid) != 1 || *pid <= 0) {
 		struct sbx_err e2 = {0};
 		sbx_rm_rf(s->dir, &e2);
-		return -1;
+		return sbx_fail(err, SBX_INTERNAL, "proc", "the process supervisor did not start");
 	}
 	if (stage == 0 || stage == LOCAL_STAGE_EXEC)
 		return 0;
@@ -429,17 +503,15 @@ static int start_locked(struct pstart *s, struct sbx_sandbox *sb, const struct l
 	snprintf(s->argv_buf[0], sizeof(s->argv_buf[0]), "%lld", (long long)req->timeout_ms);
 	snprintf(s->argv_buf[1], sizeof(s->argv_buf[1]), "%d", LOCAL_PROC_OUT_MAX);
 	/* Through the sandbox's fork server where it takes the start (no
-	 * cgroup move: local-forkd.h); else the grandchild forks it.  A
-	 * terminal is made by local-spawn.c's child, never the server's. */
+	 * cgroup move: local-forkd.h), its reply read by the supervisor,
+	 * which is launched while the server forks; else the supervisor's
+	 * grandparent forks it.  A terminal is made by local-spawn.c's
+	 * child, never the server's. */
+	sbx_fault("local:proc-before-send");
 	if (!req->tty)
-		local_forkd_start(sb->id, r, &s->sp, &s->fk, &s->fk_stage, &s->fk_errno);
-	int keep = req->keep_stdin || req->tty;
-	snprintf(s->argv_buf[2], sizeof(s->argv_buf[2]), "%s%s%s%s", keep ? "s" : "",
-		 s->killfd >= 0 ? "k" : "", s->fk.conn >= 0 ? "f" : "", req->tty ? "t" : "");
-	if (!s->argv_buf[2][0])
-		snprintf(s->argv_buf[2], sizeof(s->argv_buf[2]), "-");
+		s->fkconn = local_forkd_send(sb->id, r, &s->sp);
 	int pid;
-	if (launch(s, procs, sb->id, req->argv[0], &pid, err) < 0)
+	if (launch(s, procs, sb->id, req, &pid, err) < 0)
 		return -1;
 	char name[32];
 	snprintf(name, sizeof(name), "%d", pid);

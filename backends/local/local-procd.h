@@ -34,7 +34,9 @@
  * sbx-procd is exec'd (fexecve of <libexec>/sbx/sbx-procd, found like
  * sbx-init) by the grandchild the library forks, right after that
  * grandchild forked the process into the sandbox; so the process is its
- * child, and it is the only one that reaps it.  It lives in the sandbox's
+ * child, and it is the only one that reaps it.  Or (flag "f") while the
+ * sandbox's fork server forks the process: the library sent the request
+ * and launched it at once, and it reads the server's reply itself.  It lives in the sandbox's
  * top cgroup (not `work`, so a pause does not freeze it, and remove's
  * cgroup.kill ends it), with
  *
@@ -47,15 +49,23 @@
  *         the `stdin` FIFO's bytes go to the master, `winsize` sets its
  *         size; stderr stays the library's pipe), or "-"; nothing secret
  *   envp  {NULL}
- *         "f" (fd 9 is the start's connection to the fork server, which
- *         forked the process: the wait status comes there, not from
- *         waitpid; the supervisor adopts it once the record is renamed)
+ *         "f" (fd 9 is the start's connection to the fork server, the
+ *         request sent, its reply unread; HOSTPID is 0: the reply's pidfd
+ *         names the process.  The wait status comes there too, not from
+ *         waitpid; the supervisor adopts it once the record is renamed),
+ *         "X" with "f" (a test's fault point, procd:before-reply: it kills
+ *         itself before it reads the reply)
  *   fds   0-2 /dev/null, 3 the status pipe, 4 the procs/ dir, 5 stdout
  *         and 6 stderr (read ends), 7, 8 and 9 as FLAGS say (else /dev/null)
  *
- * On fd 3 it writes "P <pid> <hostpid> <starttime>\n" once the record is
- * renamed to <pid>, and closes fd 3 when it exits (after the final state);
- * the library waits for the "P" line only. */
+ * With "f" its first line on fd 3 is "F <stage> <errno>\n" once it read
+ * the reply (the stages of local-forkd-proto.h: 0 it runs, EXEC its
+ * execve failed and it exits 127, REFUSED nothing was forked and the
+ * library takes the old path, any other the start failed); it exits
+ * after any but 0 and EXEC, with no record renamed.  Then, and without
+ * "f" first, it writes "P <pid> <hostpid> <starttime>\n" once the record
+ * is renamed to <pid>, and closes fd 3 when it exits (after the final
+ * state); the library waits for those lines only. */
 #ifndef SBX_LOCAL_PROCD_H
 #define SBX_LOCAL_PROCD_H
 

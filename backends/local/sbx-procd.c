@@ -4,9 +4,11 @@
  *
  * It is exec'd with the process already forked as its child, so it alone
  * reaps it and knows its exit status; or, when the sandbox's fork server
- * forked it (flag "f"), with the server's connection, on which the wait
- * status comes (if the server dies first, the process ends as exited,
- * exit_code -1, when its pidfd says it is gone).  It copies the process's stdout and
+ * forks it (flag "f"), with the start's connection to the server, on
+ * which it reads the server's reply (launched while the server forks, so
+ * its exec is off the start's path) and then the wait status (if the
+ * server dies first, the process ends as exited, exit_code -1, when its
+ * pidfd says it is gone).  It copies the process's stdout and
  * stderr into the record's bounded `out` and `err` files, holds the stdin
  * FIFO open until told to let go (SIGUSR1), kills the process at its
  * timeout, and writes the record's `state` whenever something changes.
@@ -49,6 +51,7 @@
 #include <unistd.h>
 
 #include "fdpass.h"
+#include "local-forkd-proto.h"
 #include "local-kfile.h"
 #include "local-procd.h"
 #include "spool.h"
@@ -306,10 +309,42 @@ static void tty_resize(void)
 	}
 }
 
+/* Flag "f": the fork server's reply to the start, read here and not by
+ * the library, which launched us while the server forked.  How it went
+ * is the status pipe's first line, "F <stage> <errno>" (the stages of
+ * local-forkd-proto.h; REFUSED: nothing was forked, the library takes
+ * the old path).  0 when there is a process to supervise (it runs, or
+ * its execve failed and it exits 127); -1 when there is none: we exit,
+ * and our connection's close before the adoption is the server's word
+ * to kill whatever it forked.  No reply in 10 s is a failed start. */
+static int take_reply(const char *flags)
+{
+	if (strchr(flags, 'X'))
+		raise(SIGKILL);  /* the fault point procd:before-reply (fault.h) */
+	struct pollfd pf = {.fd = LOCAL_PROC_FD_FORKD, .events = POLLIN};
+	int stage = LOCAL_FORKD_STAGE_SETNS, e = ETIMEDOUT, pidfd = -1;
+	pid_t hp = -1;
+	if (poll(&pf, 1, 10000) > 0 &&
+	    local_forkd_reply_read(LOCAL_PROC_FD_FORKD, &stage, &e, &pidfd, &hp) == 0)
+		stage = LOCAL_FORKD_STAGE_REFUSED;
+	char line[64];
+	int n = snprintf(line, sizeof(line), "F %d %d\n", stage, e);
+	(void)!write(LOCAL_PROC_FD_STATUS, line, (size_t)n);
+	if (stage != 0 && stage != LOCAL_FORKD_STAGE_EXEC) {
+		if (pidfd >= 0)
+			close(pidfd);
+		return -1;
+	}
+	P.child = hp;
+	P.lost = pidfd;
+	return 0;
+}
+
 static int setup(char **argv)
 {
 	snprintf(P.name, sizeof(P.name), "%s", argv[1]);
-	P.child = (pid_t)atoi(argv[2]);
+	if (!strchr(argv[5], 'f'))
+		P.child = (pid_t)atoi(argv[2]);
 	long long timeout = atoll(argv[3]);
 	P.out_max = atoll(argv[4]) > 0 ? atoll(argv[4]) : LOCAL_PROC_OUT_MAX;
 	const char *flags = argv[5];
@@ -364,8 +399,7 @@ static int setup(char **argv)
 	if (strchr(flags, 'f')) {
 		/* The record has its pid: the server may reap it now. */
 		P.forkd = LOCAL_PROC_FD_FORKD;
-		P.lost = (int)syscall(SYS_pidfd_open, P.child, 0);
-		char a = 'A';
+		char a = LOCAL_FORKD_ADOPTED;
 		(void)!send(P.forkd, &a, 1, MSG_NOSIGNAL);
 	}
 	int tfd = -1;
@@ -402,6 +436,8 @@ int main(int argc, char **argv)
 	signal(SIGINT, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
+	if (strchr(argv[5], 'f') && take_reply(argv[5]) < 0)
+		return 0;
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	int tfd = setup(argv);
 	if (P.dir < 0 || sfd < 0) {
