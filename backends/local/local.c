@@ -43,6 +43,7 @@
 #include "doc.h"
 #include "fault.h"
 #include "fingerprint.h"
+#include "local-criu.h"
 #include "local-devices.h"
 #include "local-broker.h"
 #include "netpolicy.h"
@@ -589,6 +590,14 @@ static unsigned local_caps(struct sbx_backend *b)
 	       SBX_CAP_TTY;
 }
 
+/* Hibernate's first condition here: CRIU works on this host
+ * (local-criu.h).  The dump and restore are not built yet
+ * (sbx_backend_hibernate_check says so while ops->hibernate is NULL). */
+static int local_hibernate_check(struct sbx_backend *b, struct sbx_err *err)
+{
+	return local_criu_check(local_of(b)->dir, err);
+}
+
 static int local_health(struct sbx_backend *b, struct sbx_err *err)
 {
 	if (geteuid() != 0)
@@ -705,6 +714,7 @@ const struct sbx_backend_ops sbx_backend_local = {
 	.remove = local_remove,
 	.pause = local_pause,
 	.paused_bytes = local_paused_bytes,
+	.hibernate_check = local_hibernate_check,
 	.set_timeout = local_set_timeout,
 	.hold = local_hold,
 	.idle_notes = local_idle_notes,
