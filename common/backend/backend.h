@@ -427,8 +427,8 @@ struct sbx_backend_ops {
 	 * NULL: the backend cannot (sbx_backend_hibernate_check says so). */
 	int (*hibernate_check)(struct sbx_backend *b, struct sbx_err *err);
 	/* Optional, only where hibernate_check passes: hibernate the sandbox
-	 * (state "hibernated"; a resume or the next command restores it).
-	 * No backend has it yet (issue 33: docs/local.md, Hibernate). */
+	 * (a paused state, "hibernated"; a resume or the next command
+	 * restores it).  Local only (docs/local.md, Hibernate). */
 	int (*hibernate)(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err);
 	int (*set_timeout)(struct sbx_backend *b, struct sbx_sandbox *sb,
 			   const struct sbx_timeout_policy *t, struct sbx_err *err);
