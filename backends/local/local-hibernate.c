@@ -303,6 +303,26 @@ static void log_error(const char *log, char *out, size_t cap)
 	fclose(f);
 }
 
+static int enter_net(void *arg)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/ns/net", *(int *)arg);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -1 : setns(fd, CLONE_NEWNET);
+}
+
+/* Delete CRIU's network lock table "inet CRIU-<pid_dumped>" in the netns
+ * of `in`: CRIU 3.17 leaves it after a restore (it unlocks the new init's
+ * name) and after a dump killed midway; it drops every packet. */
+static void unlock_net(pid_t in, pid_t dumped)
+{
+	char table[32];
+	snprintf(table, sizeof(table), "CRIU-%d", (int)dumped);
+	char *nft[] = {"nft", "delete", "table", "inet", table, NULL};
+	int pid = (int)in;
+	(void)run(nft, NULL, enter_net, &pid);
+}
+
 static int dump_locked(struct local_rec *r, const char *id, struct sbx_err *err)
 {
 	enum local_state st = local_rec_state(r);
@@ -328,6 +348,8 @@ static int dump_locked(struct local_rec *r, const char *id, struct sbx_err *err)
 	SBX_AUTOFREE char *tmp = sbx_xasprintf("%s/" LOCAL_HIBERNATE_DIR ".tmp", r->dir);
 	SBX_AUTOFREE char *fin = sbx_xasprintf("%s/" LOCAL_HIBERNATE_DIR, r->dir);
 	struct sbx_err e2 = {0};
+	if (access(tmp, F_OK) == 0)     /* a dump that died: its lock may hold */
+		unlock_net(init, init);
 	(void)sbx_rm_rf(tmp, &e2);
 	(void)sbx_rm_rf(fin, &e2);           /* a stale one of a live init */
 	if (mkdir(tmp, 0700) < 0)
@@ -438,14 +460,6 @@ static int restore_pre(void *arg)
 	return 0;
 }
 
-static int enter_net(void *arg)
-{
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%d/ns/net", *(int *)arg);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	return fd < 0 ? -1 : setns(fd, CLONE_NEWNET);
-}
-
 /* Kill what an earlier restore that died left in the sandbox's cgroup. */
 static void kill_leftovers(const struct local_rec *r)
 {
@@ -548,10 +562,7 @@ static int restore_locked(struct local_rec *r, const char *id,
 	/* CRIU 3.17 names its lock table by the dumped init's host pid and
 	 * unlocks the new one's: the old table is restored with the netns
 	 * and drops every packet until it goes (fixed in CRIU 4.1). */
-	char table[32];
-	snprintf(table, sizeof(table), "CRIU-%d", old);
-	char *nft[] = {"nft", "delete", "table", "inet", table, NULL};
-	(void)run(nft, NULL, enter_net, &pid);
+	unlock_net(pid, old);
 	sbx_json_set_int(r->j, "init_pid", pid);
 	sbx_json_set_int(r->j, "init_start", (int64_t)local_pid_start(pid));
 	if (local_rec_write(r->dir, r->j, err) < 0)
