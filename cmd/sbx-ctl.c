@@ -1,6 +1,6 @@
 /* sbx-ctl - pause, resume, kill or re-time sandboxes; show capabilities.
  *
- *   sbx-ctl pause|resume|kill [--id ID]
+ *   sbx-ctl pause|resume|kill|hibernate [--id ID]
  *   sbx-ctl timeout [--id ID] --seconds N [--on-timeout kill|pause] [--auto-resume]
  *   sbx-ctl network [--id ID] [--allow-out R]... [--deny-out R]... [--policy FILE]
  *   sbx-ctl caps
@@ -32,7 +32,7 @@
 enum { O_PROFILE, O_ID, O_SECONDS, O_ON_TIMEOUT, O_AUTO_RESUME, O_NO_AUTO_RESUME,
        O_ALLOW_OUT, O_DENY_OUT, O_POLICY, O_TENANT, O_RUNNING, O_SANDBOXES,
        O_RETAIN, O_PAUSED_BYTES, O_SESSION, O_TO, O_IN_TURN };
-enum { S_PAUSE, S_RESUME, S_KILL, S_TIMEOUT, S_NETWORK, S_CAPS, S_QUOTA, S_REWIND };
+enum { S_PAUSE, S_RESUME, S_KILL, S_TIMEOUT, S_NETWORK, S_CAPS, S_QUOTA, S_REWIND, S_HIBERNATE };
 
 static const struct sbx_sub subs[] = {
 	[S_PAUSE] = {"pause", "", 0, 0, "freeze the sandbox's processes", NULL},
@@ -44,11 +44,13 @@ static const struct sbx_sub subs[] = {
 	[S_QUOTA] = {"quota", "", 0, 0, "set or show a tenant's own quota (over the profile's)", "tenant"},
 	[S_REWIND] = {"rewind", "", 0, 0, "make a sandbox from one of the session's checkpoints its "
 		      "sandbox", "tenant session to"},
+	[S_HIBERNATE] = {"hibernate", "", 0, 0, "processes and memory to disk, memory freed (where "
+			 "sbx-ctl caps says hibernate; else unsupported)", NULL},
 	{0},
 };
 
 #define ON_SANDBOX (SBX_SUB(S_PAUSE) | SBX_SUB(S_RESUME) | SBX_SUB(S_KILL) | SBX_SUB(S_TIMEOUT) | \
-		    SBX_SUB(S_NETWORK))
+		    SBX_SUB(S_NETWORK) | SBX_SUB(S_HIBERNATE))
 static const struct sbx_opt opts[] = {
 	{"profile", 'p', "NAME", "use this configuration profile", O_PROFILE, SBX_ALL},
 	{"id", 0, "ID", "act on this sandbox instead of reading documents", O_ID, ON_SANDBOX},
@@ -86,7 +88,7 @@ static const struct sbx_opt opts[] = {
 
 static const struct sbx_cmd cmd = {
 	.name = "sbx-ctl",
-	.synopsis = "pause|resume|kill|timeout|network|caps|quota|rewind [OPTIONS]",
+	.synopsis = "pause|resume|kill|hibernate|timeout|network|caps|quota|rewind [OPTIONS]",
 	.summary = "Pause, resume, kill or re-time sandboxes; show the backend's capabilities.",
 	.opts = opts,
 	.subs = subs,
@@ -244,6 +246,12 @@ static int ctl_one(json_object *doc, void *ctx, struct sbx_err *err)
 		}
 	} else if (strcmp(o->op, "pause") == 0) {
 		rc = sbx_lifecycle_pause(b, ctl_redis(&o->app, b, &sb), &sb, err);
+	} else if (strcmp(o->op, "hibernate") == 0) {
+		/* Refused with the reason where the backend cannot (here, or at
+		 * all): never a plain pause in its place. */
+		rc = sbx_backend_hibernate_check(b, err);
+		if (rc == 0)
+			rc = sbx_call(b, hibernate, err, &sb);
 	} else if (strcmp(o->op, "resume") == 0) {
 		rc = sbx_lifecycle_resume(b, ctl_redis(&o->app, b, &sb), &sb, err);
 	} else if (strcmp(o->op, "network") == 0) {
@@ -282,7 +290,18 @@ static int caps_main(struct ctl_opts *o)
 	json_object *doc = json_object_new_object();
 	sbx_json_set_str(doc, "backend", b->ops->name);
 	sbx_json_set_str(doc, "profile", o->app.profile->name);
-	json_object_object_add(doc, "caps", sbx_caps_to_json(sbx_backend_caps(b)));
+	/* hibernate: asked apart (a probe, local: `criu check`, cached), and
+	 * when missing, why, under "unavailable". */
+	struct sbx_err why = {0};
+	unsigned caps = sbx_backend_caps(b);
+	if (sbx_backend_hibernate_check(b, &why) == 0)
+		caps |= SBX_CAP_HIBERNATE;
+	json_object_object_add(doc, "caps", sbx_caps_to_json(caps));
+	if (!(caps & SBX_CAP_HIBERNATE)) {
+		json_object *un = json_object_new_object();
+		sbx_json_set_str(un, "hibernate", why.msg);
+		json_object_object_add(doc, "unavailable", un);
+	}
 	/* The limits every sandbox of this profile gets unless it sets its own,
 	 * and how the backend enforces them on this host. */
 	const struct sbx_limits *l = &o->app.profile->limits;

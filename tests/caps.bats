@@ -26,6 +26,7 @@ probe() {
 	files) sbx-fs --id "$SB" stat /workspace ;;
 	install) sbx-exec --id "$SB" --root --check -- sh -c '[ "$(id -u)" = 0 ]' ;;
 	pause) sbx-ctl pause --id "$SB" && sbx-ctl resume --id "$SB" ;;
+	hibernate) sbx-ctl hibernate --id "$SB" && sbx-ctl resume --id "$SB" ;;
 	snapshots) sbx-snap ls ;;
 	templates) sbx-tpl ls ;;
 	list) sbx-ls --all ;;

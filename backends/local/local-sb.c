@@ -108,7 +108,8 @@ int local_rec_load(struct sbx_backend *b, const char *id, struct local_rec *r,
 }
 
 const struct sbx_state_word local_state_words[] = {
-	{"dead", SBX_STATE_TERMINAL}, {"stopped", SBX_STATE_RUNNING}, {NULL, SBX_STATE_UNKNOWN},
+	{"dead", SBX_STATE_TERMINAL}, {"stopped", SBX_STATE_RUNNING},
+	{"hibernated", SBX_STATE_PAUSED}, {NULL, SBX_STATE_UNKNOWN},
 };
 
 enum sbx_state local_state_is(enum local_state st)
@@ -116,7 +117,7 @@ enum sbx_state local_state_is(enum local_state st)
 	switch (st) {
 	case LOCAL_TRANSITIONING: return SBX_STATE_TRANSITIONING;
 	case LOCAL_RUNNING: case LOCAL_STOPPED: return SBX_STATE_RUNNING;
-	case LOCAL_PAUSED: return SBX_STATE_PAUSED;
+	case LOCAL_PAUSED: case LOCAL_HIBERNATED: return SBX_STATE_PAUSED;
 	case LOCAL_TERMINAL: case LOCAL_DEAD: return SBX_STATE_TERMINAL;
 	}
 	return SBX_STATE_UNKNOWN;
@@ -124,7 +125,8 @@ enum sbx_state local_state_is(enum local_state st)
 
 const char *local_state_word(enum local_state st)
 {
-	return st == LOCAL_DEAD ? "dead" : st == LOCAL_STOPPED ? "stopped" : NULL;
+	return st == LOCAL_DEAD ? "dead" : st == LOCAL_STOPPED ? "stopped" :
+	       st == LOCAL_HIBERNATED ? "hibernated" : NULL;
 }
 
 enum local_state local_rec_state(const struct local_rec *r)
@@ -140,8 +142,11 @@ enum local_state local_rec_state(const struct local_rec *r)
 	if (access(p, F_OK) == 0)
 		return LOCAL_TERMINAL;
 	if (!local_pid_alive(r->init_pid,
-			     (unsigned long long)sbx_json_int(r->j, "init_start", 0)))
-		return LOCAL_DEAD;
+			     (unsigned long long)sbx_json_int(r->j, "init_start", 0))) {
+		/* Gone, unless a whole dump holds its tree (local-hibernate.h). */
+		snprintf(p, sizeof(p), "%s/" LOCAL_HIBERNATE_DIR, r->dir);
+		return access(p, F_OK) == 0 ? LOCAL_HIBERNATED : LOCAL_DEAD;
+	}
 	/* Before paused: a stopped init keeps no timer and reaps nothing,
 	 * whatever its sandbox's processes do. */
 	if (local_pid_stopped(r->init_pid))

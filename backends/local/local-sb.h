@@ -96,6 +96,9 @@ void local_rec_free(struct local_rec *r);
  * backend's own (its state_words), which the generic code sees as the
  * state they count as (local_state_is) and documents by their word
  * (local_state_word). */
+/* <dir>/hibernate: a whole dump of the sandbox's tree (local-hibernate.h). */
+#define LOCAL_HIBERNATE_DIR "hibernate"
+
 enum local_state {
 	LOCAL_TRANSITIONING,
 	LOCAL_RUNNING,
@@ -105,6 +108,9 @@ enum local_state {
 				  * terminal (replaceable, what sbx-ctl kill cleans) */
 	LOCAL_STOPPED,           /* its init is stopped (SIGSTOP): running (live,
 				  * the next command continues it) */
+	LOCAL_HIBERNATED,        /* its init is gone and <dir>/hibernate holds its
+				  * tree (local-hibernate.h): paused, the next
+				  * command restores it */
 };
 enum sbx_state local_state_is(enum local_state st);
 /* "dead", "stopped"; NULL for a generic state. */

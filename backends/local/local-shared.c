@@ -8,7 +8,10 @@
  * mount call each; /dev is built at dev.tmp and bound into place once it
  * is complete and read-only (a bind, not a move: /run may be a shared
  * mount, which refuses moves).  Unmounting any of them is harmless:
- * sandboxes hold their own references, the next create mounts it again.
+ * sandboxes hold their own references, the next create mounts it again;
+ * only sysfs.net is held by nothing else (sbx-init does not pin it, so
+ * that a sandbox can be checkpointed: sbx-init.c, setup_sys), and without
+ * it running sandboxes' /sys/class/net no longer lists lo.
  *
  * sysfs: a child unshares only its network namespace, pins it (a bind of
  * its nsfs file at sysfs.net: a sysfs superblock keeps only the

@@ -24,6 +24,7 @@
 
 #include "doc.h"
 #include "fault.h"
+#include "local-hibernate.h"
 #include "local-idle.h"
 #include "local-pid.h"
 #include "util.h"
@@ -136,10 +137,26 @@ int local_sb_running(struct sbx_backend *b, const char *id, int resume, pid_t *p
 	local_rec_free(&r);
 	if (rc < 0)
 		return -1;
-	if (st == LOCAL_PAUSED && !resume && !on_use)
+	if ((st == LOCAL_PAUSED || st == LOCAL_HIBERNATED) && !resume && !on_use)
 		return sbx_fail(err, SBX_CONFLICT, "resume",
 				"sandbox %s is paused and does not resume on use (auto_resume off); "
 				"run sbx-ctl resume first", id);
+	if (st == LOCAL_HIBERNATED) {
+		/* Restored (under its lock; a concurrent one restores once),
+		 * then what the record now names is the init. */
+		local_sb_touch(b, id);
+		if (local_hibernate_restore(b, id, err) < 0)
+			return -1;
+		idle_log_resume(b, id);
+		if (local_rec_load(b, id, &r, err) < 0)
+			return -1;
+		rc = local_rec_state_cont(b, &r, "resume", &st, err);
+		*pid = r.init_pid;
+		*start = (unsigned long long)sbx_json_int(r.j, "init_start", 0);
+		local_rec_free(&r);
+		if (rc < 0)
+			return -1;
+	}
 	if (st == LOCAL_PAUSED) {
 		/* Auto-resume.  Activity first, so the idle timer does not
 		 * freeze it again before the caller gets to use it. */

@@ -43,7 +43,9 @@
 #include "doc.h"
 #include "fault.h"
 #include "fingerprint.h"
+#include "local-criu.h"
 #include "local-devices.h"
+#include "local-hibernate.h"
 #include "local-broker.h"
 #include "spool.h"
 #include "netpolicy.h"
@@ -478,6 +480,8 @@ static int local_pause(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx
 	local_rec_free(&r);
 	if (rc < 0)
 		return -1;
+	if (st == LOCAL_HIBERNATED)          /* paused already, and more */
+		return refresh(b, sb, err);
 	if (st != LOCAL_RUNNING && st != LOCAL_PAUSED)
 		return local_state_error(sb->id, st, "pause", err);
 	if (st == LOCAL_RUNNING && local_sb_freeze(b, sb->id, 1, err) < 0)
@@ -592,6 +596,39 @@ static unsigned local_caps(struct sbx_backend *b)
 	       SBX_CAP_INSTALL | SBX_CAP_PROCESS | SBX_CAP_FLATTEN |
 	       SBX_CAP_HOST_LOCAL | SBX_CAP_TEMPLATE_IMPORT | SBX_CAP_TIMEOUT_POLICY | SBX_CAP_VOLUMES |
 	       SBX_CAP_TTY;
+}
+
+/* Hibernate works where CRIU does on this host (local-criu.h). */
+static int local_hibernate_check(struct sbx_backend *b, struct sbx_err *err)
+{
+	return local_criu_check(local_of(b)->dir, err);
+}
+
+/* Hibernate (local-hibernate.h): a paused sandbox is thawed for the dump
+ * and frozen again if it fails; a hibernated one is left as it is. */
+static int local_hibernate_op(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err)
+{
+	struct local_rec r;
+	if (local_rec_load(b, sb->id, &r, err) < 0)
+		return -1;
+	enum local_state st;
+	int rc = local_rec_state_cont(b, &r, "hibernate", &st, err);
+	local_rec_free(&r);
+	if (rc < 0)
+		return -1;
+	if (st == LOCAL_HIBERNATED)
+		return refresh(b, sb, err);
+	if (st != LOCAL_RUNNING && st != LOCAL_PAUSED)
+		return local_state_error(sb->id, st, "hibernate", err);
+	if (st == LOCAL_PAUSED && local_sb_freeze(b, sb->id, 0, err) < 0)
+		return -1;
+	if (local_hibernate_dump(b, sb->id, err) < 0) {
+		struct sbx_err e = {0};
+		if (st == LOCAL_PAUSED)
+			(void)local_sb_freeze(b, sb->id, 1, &e);
+		return -1;
+	}
+	return refresh(b, sb, err);
 }
 
 static int local_health(struct sbx_backend *b, struct sbx_err *err)
@@ -721,6 +758,8 @@ const struct sbx_backend_ops sbx_backend_local = {
 	.remove = local_remove,
 	.pause = local_pause,
 	.paused_bytes = local_paused_bytes,
+	.hibernate_check = local_hibernate_check,
+	.hibernate = local_hibernate_op,
 	.set_timeout = local_set_timeout,
 	.hold = local_hold,
 	.idle_notes = local_idle_notes,

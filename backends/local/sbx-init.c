@@ -316,10 +316,12 @@ static void setup_sys(struct init_fds *f, const struct cfg *c, const char *root)
 	mount_or_die(f, c->sysfs, p, NULL, MS_BIND, NULL, "bind the shared /sys");
 	mount_or_die(f, NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV |
 		     MS_NOEXEC, NULL, "make /sys read-only");
-	/* Hold its network namespace for our life (never closed): the
-	 * superblock alone would not keep its lo if the host's pin went. */
-	snprintf(p, sizeof(p), "%s.net", c->sysfs);
-	(void)open(p, O_RDONLY | O_CLOEXEC);
+	/* Its network namespace is not held here: the host's pin
+	 * (<sysfs>.net) holds it.  An fd on that nsfs file would be a file of
+	 * a mount outside the sandbox that CRIU can name external but not
+	 * restore (it seeks it: ESPIPE), so a sandbox holding one could not be
+	 * hibernated (docs/local.md).  The cost: if an admin unmounts the
+	 * host's pin, this /sys stays but its class/net no longer lists lo. */
 }
 
 /* The sandbox's root.  A kernel before 5.10 does not know `volatile`
@@ -582,6 +584,12 @@ static __attribute__((noreturn)) void init_loop(struct init_fds *f)
 /* The init: runs as PID 1 in the fresh namespaces. */
 static __attribute__((noreturn)) void init_main(struct init_fds *f, const struct cfg *c)
 {
+	/* A session of our own, led by PID 1 of the sandbox's pid namespace:
+	 * the launcher's session was made in the host's pid namespace, and a
+	 * tree whose session leader is outside its pid namespace cannot be
+	 * checkpointed (CRIU refuses it; docs/local.md, hibernate).  Cannot
+	 * fail: the init was forked, so it leads no process group. */
+	setsid();
 	/* Nobody in the sandbox may read this process's fds or memory. */
 	prctl(PR_SET_DUMPABLE, 0);
 	setup_root(f, c);

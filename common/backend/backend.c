@@ -128,6 +128,20 @@ unsigned sbx_backend_caps(struct sbx_backend *b)
 	return c;
 }
 
+int sbx_backend_hibernate_check(struct sbx_backend *b, struct sbx_err *err)
+{
+	if (!b->ops->hibernate_check)
+		return sbx_fail(err, SBX_UNSUPPORTED, "hibernate", "the %s backend cannot hibernate",
+				b->ops->name);
+	if (b->ops->hibernate_check(b, err) < 0)
+		return -1;
+	if (!b->ops->hibernate)
+		return sbx_fail(err, SBX_UNSUPPORTED, "hibernate",
+				"the %s backend's hibernate is not built yet (CRIU works on this host; "
+				"issue 33)", b->ops->name);
+	return 0;
+}
+
 int sbx_backend_require(struct sbx_backend *b, unsigned need, const char *op,
 			struct sbx_err *err)
 {

@@ -259,6 +259,10 @@ enum sbx_cap {
 	 * forks (a session's, sbx-serve's E2B fork). */
 	SBX_CAP_CHECKPOINT  = 1 << 19,
 	SBX_CAP_FORK        = 1 << 20,
+	/* Never set by ops->caps (which every resolve reads): only `sbx-ctl
+	 * caps` asks sbx_backend_hibernate_check, which may run a probe
+	 * (local: `criu check`, cached). */
+	SBX_CAP_HIBERNATE   = 1 << 21,
 };
 /* Names for documents and `sbx-ctl caps`: {"exec": true, ...}. */
 json_object *sbx_caps_to_json(unsigned caps);
@@ -416,6 +420,16 @@ struct sbx_backend_ops {
 	 * bytes of its writable layer. */
 	int (*paused_bytes)(struct sbx_backend *b, struct sbx_sandbox *sb, int64_t *bytes,
 			    struct sbx_err *err);
+	/* Optional: 0 when this backend can hibernate sandboxes on this host
+	 * (their processes and memory to disk, the memory freed, back with
+	 * the same processes on resume); else -1 with `unsupported` and why.
+	 * May be slow the first time (local: `criu check`, then cached).
+	 * NULL: the backend cannot (sbx_backend_hibernate_check says so). */
+	int (*hibernate_check)(struct sbx_backend *b, struct sbx_err *err);
+	/* Optional, only where hibernate_check passes: hibernate the sandbox
+	 * (a paused state, "hibernated"; a resume or the next command
+	 * restores it).  Local only (docs/local.md, Hibernate). */
+	int (*hibernate)(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err);
 	int (*set_timeout)(struct sbx_backend *b, struct sbx_sandbox *sb,
 			   const struct sbx_timeout_policy *t, struct sbx_err *err);
 	/* Replace a running or paused sandbox's egress policy, atomically:
@@ -646,6 +660,10 @@ const char *const *sbx_backend_names(void);
 /* What the backend advertises (SBX_CAP_* bits, and the derived ones);
  * 0 when it has no caps operation.  The one place that reads ops->caps. */
 unsigned sbx_backend_caps(struct sbx_backend *b);
+/* 0 when the backend can hibernate sandboxes here (ops->hibernate_check
+ * passes and it has ops->hibernate); else -1 with `unsupported` and the
+ * reason: never a plain pause in its place. */
+int sbx_backend_hibernate_check(struct sbx_backend *b, struct sbx_err *err);
 /* Fails with `unsupported` unless every bit of `need` is advertised. */
 int sbx_backend_require(struct sbx_backend *b, unsigned need, const char *op,
 			struct sbx_err *err);

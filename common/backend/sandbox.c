@@ -253,6 +253,7 @@ static const struct { unsigned bit; const char *name; } cap_names[] = {
 	{SBX_CAP_TEMPLATE_IMPORT, "template_import"}, {SBX_CAP_TIMEOUT_POLICY, "timeout_policy"},
 	{SBX_CAP_VOLUMES, "volumes"}, {SBX_CAP_TTY, "tty"},
 	{SBX_CAP_CHECKPOINT, "checkpoint"}, {SBX_CAP_FORK, "fork"},
+	{SBX_CAP_HIBERNATE, "hibernate"},
 };
 
 json_object *sbx_caps_to_json(unsigned caps)

@@ -1,0 +1,35 @@
+/* local-hibernate.h - a sandbox's processes and memory to disk and back
+ * with CRIU (issue 33; docs/local.md, Hibernate).  Private to the local
+ * backend; only where local_criu_check passes.
+ *
+ * On disk, in the sandbox's folder: hibernate.tmp/ while a dump writes
+ * it, hibernate/ once it is whole (the rename is the commit), holding
+ * CRIU's images and sbx-hibernate.json (the old init's pid, the root
+ * overlay's options, the files the init held on host mounts).  A sandbox
+ * whose init is gone and that has hibernate/ is hibernated
+ * (local_rec_state; LOCAL_HIBERNATE_DIR is local-sb.h's); one whose
+ * init lives ignores a stale hibernate/. */
+#ifndef SBX_LOCAL_HIBERNATE_H
+#define SBX_LOCAL_HIBERNATE_H
+
+#include "backend.h"
+#include "local-sb.h"
+
+/* Dump the running sandbox `id`'s tree (its init and every descendant)
+ * into <dir>/hibernate, the tree killed by CRIU once the images are
+ * whole, its memory freed.  The caller thaws a paused one first (CRIU
+ * seizes the tasks) and freezes it again if this fails.  A hibernated one
+ * is left as it is.  Refused (unsupported) when a process of the sandbox
+ * is outside the init's tree (sbx-proc's, a running command) or it has a
+ * network policy.  A failed dump leaves the sandbox running as it was
+ * (CRIU lets the tree go on).  Under the sandbox's hibernate lock. */
+int local_hibernate_dump(struct sbx_backend *b, const char *id, struct sbx_err *err);
+
+/* Restore the hibernated sandbox `id`: leftovers of an earlier restore
+ * that died killed first, the tree restored from <dir>/hibernate, the
+ * record updated with the new init, then hibernate/ removed.  A crash at
+ * any point leaves it hibernated (restorable) or running.  Under the
+ * sandbox's hibernate lock; one already running is success. */
+int local_hibernate_restore(struct sbx_backend *b, const char *id, struct sbx_err *err);
+
+#endif

@@ -1,0 +1,93 @@
+#!/usr/bin/env bats
+# suite: local
+# Hibernate on the local backend (issue 33; docs/local.md, Hibernate):
+# offered only where `criu check` passes on the host, asked once per boot
+# and criu binary (<state>/local/criu-check), and refused elsewhere as
+# `unsupported` with the reason -- never a plain pause in its place.
+# The dump and restore themselves run only in the check-vm guest (CRIU
+# 3.17 fails `criu check` on newer kernels than Debian 12's):
+# tools/vm/hibernate-test.
+load lib/helpers
+bats_require_minimum_version 1.5.0
+
+setup_file() { sbx_setup_file; }
+teardown_file() { sbx_teardown_file; }
+
+CACHE() { echo "$SBX_STATE_DIR/local/criu-check"; }
+
+# What this host should say: criu missing, or `criu check` failing (its
+# first Error line); empty where it passes (hibernate is offered).
+expected_reason() {
+	local criu
+	criu=$(PATH="$PATH:/usr/sbin:/sbin:/usr/local/sbin" command -v criu) || { echo "CRIU is not installed"; return; }
+	"$criu" check >/dev/null 2>&1 || echo "\`$criu check\` fails on this host: Error"
+}
+
+@test "sbx-ctl caps reports hibernate only where criu check passes, and why not elsewhere" {
+	run --separate-stderr sbx-ctl caps
+	assert_success
+	if [ -z "$(expected_reason)" ]; then
+		[ "$(jqo .caps.hibernate)" = true ]
+		[ "$(jqo .unavailable)" = null ]
+	else
+		[ "$(jqo .caps.hibernate)" = false ]
+		[[ "$(jqo .unavailable.hibernate)" == *"$(expected_reason)"* ]]
+	fi
+}
+
+@test "sbx-ctl hibernate where CRIU cannot: unsupported (69) with the reason, and the sandbox is not paused" {
+	[ -n "$(expected_reason)" ] || skip "criu check passes here (tools/vm/hibernate-test covers hibernate)"
+	local id
+	id=$(sbx_new_id)
+	run --separate-stderr sbx-ctl hibernate --id "$id"
+	[ "$status" -eq 69 ]
+	[ "$(jqo .error.kind)" = unsupported ]
+	[[ "$(jqo .error.message)" == *"$(expected_reason)"* ]]
+	[[ "$stderr" == "sbx-ctl: error: unsupported: "*"$(expected_reason)"* ]]
+	[ "$(sbx-ls --id "$id" | jq -r .sandbox.state)" = running ]
+	run sbx-exec --id "$id" -- echo alive
+	[ "$(jqo .exec.stdout)" = alive ]
+	sbx-ctl kill --id "$id" >/dev/null
+}
+
+criu_path() { PATH="$PATH:/usr/sbin:/sbin:/usr/local/sbin" command -v criu; }
+
+@test "criu check is asked once per boot and criu binary: the verdict is kept, a changed key asks again" {
+	criu_path >/dev/null || skip "criu is not installed (tools/deps installs it)"
+	rm -f "$(CACHE)"
+	sbx-ctl caps >/dev/null
+	local key
+	key=$(sed -n 1p "$(CACHE)")
+	[[ "$key" == "boot=$(cat /proc/sys/kernel/random/boot_id) criu=$(stat -L -c '%d:%i:%s' "$(criu_path)"):"* ]]
+	# The kept verdict is what is reported (no new `criu check`) ...
+	printf '%s\nfail kept-verdict-marker\n' "$key" >"$(CACHE)"
+	run sbx-ctl caps
+	[[ "$(jqo .unavailable.hibernate)" == *kept-verdict-marker* ]]
+	# ... until the key changes (another boot, another criu): asked again.
+	printf '%s\nfail kept-verdict-marker\n' "${key/boot=/boot=x}" >"$(CACHE)"
+	run sbx-ctl caps
+	[[ "$(jqo .unavailable.hibernate)" != *kept-verdict-marker* ]]
+	[ "$(sed -n 1p "$(CACHE)")" = "$key" ]
+	# A malformed one is asked again too.
+	printf 'garbage' >"$(CACHE)"
+	run sbx-ctl caps
+	[[ "$(jqo .unavailable.hibernate)" != *kept-verdict-marker* ]]
+	[ "$(sed -n 1p "$(CACHE)")" = "$key" ]
+}
+
+@test "no criu on the host: unsupported, CRIU is not installed" {
+	local id criu
+	id=$(sbx_new_id)
+	if criu=$(criu_path); then
+		# hidden in a mount namespace of this command's own: a device,
+		# not a program, where criu was
+		run --separate-stderr unshare -m -- sh -c 'mount --bind /dev/null "$1" && shift && exec "$@"' sh \
+			"$criu" sbx-ctl hibernate --id "$id"
+	else
+		run --separate-stderr sbx-ctl hibernate --id "$id"
+	fi
+	[ "$status" -eq 69 ]
+	[ "$(jqo .error.kind)" = unsupported ]
+	[[ "$(jqo .error.message)" == *"CRIU is not installed"* ]]
+	sbx-ctl kill --id "$id" >/dev/null
+}
