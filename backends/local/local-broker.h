@@ -47,7 +47,13 @@
  * ranges.  The namespace must be configured (local_egress_install_broker).
  * Returns once the broker holds its sockets; -1 otherwise. */
 int local_broker_start(const struct local_rec *r, pid_t init, unsigned long long start,
-		       const char *resolver, char *const *allow, struct sbx_err *err);
+		       const char *resolver, char *const *allow, const char *keys,
+		       struct sbx_err *err);
+/* `keys` (the broker's keys document, sbx_egress_keys_doc; NULL none)
+ * is handed to the broker as its stdin: a memfd (CLOEXEC) the broker
+ * reads whole and closes, never argv or environ (local-l7.h).  The
+ * memfd for it: -1 when keys is NULL, -2 on error (err set). */
+int local_broker_keys_fd(const char *keys, struct sbx_err *err);
 
 /* The broker itself (backends/local/sbx-egress.c's main): argv as
  * local_broker_start passes it.  Returns the exit status. */

@@ -245,6 +245,30 @@ int sbx_np_add(struct sbx_netpolicy *p, enum sbx_np_action a, const char *text,
 	return 0;
 }
 
+int sbx_np_add_rule(struct sbx_netpolicy *p, const struct sbx_np_rule *src, struct sbx_err *err)
+{
+	struct sbx_np_rule *r = new_rule(p, src->action, err);
+	if (!r)
+		return -1;
+	*r = *src;
+	r->dest = sbx_xstrdup(src->dest);
+	r->ports = src->nports ? sbx_xmalloc(src->nports * sizeof(*r->ports)) : NULL;
+	if (src->nports)
+		memcpy(r->ports, src->ports, src->nports * sizeof(*r->ports));
+	r->path = src->path ? sbx_xstrdup(src->path) : NULL;
+	r->methods = NULL;
+	if (src->methods) {
+		size_t n = 0;
+		while (src->methods[n])
+			n++;
+		r->methods = sbx_xcalloc(n + 1, sizeof(char *));
+		for (size_t i = 0; i < n; i++)
+			r->methods[i] = sbx_xstrdup(src->methods[i]);
+	}
+	p->n++;
+	return 0;
+}
+
 void sbx_np_finish(struct sbx_netpolicy *p)
 {
 	if (p->dflt_set)

@@ -105,6 +105,8 @@ void sbx_np_clear(struct sbx_netpolicy *p);
 /* Append one rule in text form (see above).  0 / -1 invalid_request. */
 int sbx_np_add(struct sbx_netpolicy *p, enum sbx_np_action a, const char *text,
 	       struct sbx_err *err);
+/* Append a copy of rule `r` (of another policy).  0 / -1 too many rules. */
+int sbx_np_add_rule(struct sbx_netpolicy *p, const struct sbx_np_rule *r, struct sbx_err *err);
 /* Set the default from flags ("allow"/"deny") and fill it when unset. */
 void sbx_np_finish(struct sbx_netpolicy *p);
 
