@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# suite: local
+# suite: local docker
 # L7 rules and secrets outside the sandbox (issue 29 parts 1 and 2), local
 # backend: a policy rule may match scheme, method and path; HTTPS to a
 # name whose rules or secrets need it is intercepted by the broker (its
@@ -13,6 +13,12 @@
 # against it).  The servers write what they received to $SBX_TEST_DIR/seen
 # (tests/lib/egress-servers.py, EGRESS_LOG) and answer /v1/... without
 # echoing it, so the secret's value reaches the host's log only.
+#
+# On docker the broker is the same program, attached to the container's
+# namespace (docs/docker.md "Egress"); its base image is busybox, so the
+# cases that need curl, python3, pip or openssl inside run on local only,
+# and the "any backend" cases use busybox's wget (its TLS client does not
+# verify, so there they show what the server received, not the trust).
 
 load lib/helpers
 load lib/netns
@@ -97,6 +103,7 @@ inside() {
 }
 
 @test "l7: GET /v1/models is allowed, POST /v1/files refused with the rule named; the sandbox trusts the sbx CA" {
+	local_only "curl, python3 and openssl inside"
 	local id
 	id=$(new_sb --network-policy "$SBX_TEST_DIR/policy.json")
 	inside "$id" 'curl -sS https://api.sbx.test/v1/models'
@@ -119,6 +126,7 @@ inside() {
 }
 
 @test "l7: the server sees the secret's value; inside, as root, only the placeholder is found" {
+	local_only "curl, python3 and openssl inside"
 	local id
 	id=$(new_sb --network-policy "$SBX_TEST_DIR/policy.json")
 	: >"$SBX_TEST_DIR/seen"
@@ -147,6 +155,7 @@ inside() {
 }
 
 @test "l7: the placeholder sent to another allowed name is refused; over plain HTTP too" {
+	local_only "curl, python3 and openssl inside"
 	local id
 	id=$(new_sb --network-policy "$SBX_TEST_DIR/policy.json")
 	: >"$SBX_TEST_DIR/seen"
@@ -162,6 +171,7 @@ inside() {
 }
 
 @test "l7: a name without L7 rules or secrets is spliced: the sandbox sees the server's own certificate" {
+	local_only "curl, python3 and openssl inside"
 	local id
 	id=$(new_sb --network-policy "$SBX_TEST_DIR/policy.json")
 	inside "$id" 'echo | openssl s_client -connect plain.sbx.test:443 -servername plain.sbx.test 2>/dev/null | grep -E "^issuer="'
@@ -176,6 +186,7 @@ PEM"
 }
 
 @test "l7: pip and curl work through an intercepted destination (the CA in the sandbox's trust)" {
+	local_only "pip and curl inside"
 	/usr/bin/python3 -m pip --version >/dev/null 2>&1 || skip "python3-pip is not installed (tools/deps)"
 	local id
 	id=$(new_sb --network-policy "$SBX_TEST_DIR/policy.json")
@@ -191,6 +202,7 @@ PEM"
 }
 
 @test "l7: a sandbox with no L7 rule and no secret gets no CA in its trust" {
+	local_only "openssl inside"
 	local id
 	id=$(SBX_PROFILE=bare new_sb --allow-out api.sbx.test)
 	inside "$id" 'echo "cert=${SSL_CERT_FILE:-none} node=${NODE_EXTRA_CA_CERTS:-none} key=${API_KEY:-none}";
@@ -207,6 +219,7 @@ PEM"
 }
 
 @test "l7: hostile input is refused and the broker keeps serving" {
+	local_only "curl, python3 and openssl inside"
 	local id
 	id=$(new_sb --network-policy "$SBX_TEST_DIR/policy.json")
 	inside "$id" "python3 - <<'PY'
@@ -255,4 +268,52 @@ PY"
 	[[ "$output" == *"smuggle HTTP/1.1 200 OK | v1 GET /v1/models ok"* ]]
 	[[ "$output" == *"after HTTP/1.1 200 OK | v1 GET /v1/models ok"* ]]
 	run ! grep -q "POST /v1/files" "$SBX_TEST_DIR/seen"
+}
+
+# The cases every backend runs: on docker with the image's busybox wget,
+# on local with curl (it verifies: the CA is in the sandbox's trust).
+# $W fetches a URL to stdout, failing on an HTTP error; $P posts its data.
+client() {
+	if [ "$FIXTURE_BACKEND" = local ]; then
+		W='curl -sS --fail -m 20' P='--data'
+	else
+		W='wget -q -T 20 --no-check-certificate -O -' P='--post-data'
+	fi
+}
+
+@test "l7 (any backend): method and path rules, the secret injected, the placeholder refused elsewhere, only the placeholder inside" {
+	local id W P
+	client
+	id=$(new_sb --network-policy "$SBX_TEST_DIR/policy.json")
+	: >"$SBX_TEST_DIR/seen"
+	inside "$id" "$W https://api.sbx.test/v1/models"
+	[[ "$output" == *"v1 GET /v1/models ok"* ]]
+	grep -q "Authorization: Bearer $SECRET" "$SBX_TEST_DIR/seen"
+	inside "$id" "$W $P x=1 https://api.sbx.test/v1/files 2>&1; echo rc=\$?"
+	[[ "$output" == *403*rc=[1-9]* ]]
+	inside "$id" "$W --header \"X-Key: \$API_KEY\" https://other.sbx.test/v1/x 2>&1; echo rc=\$?"
+	[[ "$output" == *403*rc=[1-9]* ]]
+	run ! grep -q "POST /v1/files\|/v1/x" "$SBX_TEST_DIR/seen"
+	inside --root "$id" 'echo "env=$API_KEY"; echo sbx-canary-71 >/tmp/canary;
+		grep -rlsF -e '"'$SECRET'"' -e sbx-canary-71 /bin /etc /tmp /root /home /usr /var 2>/dev/null | head -5;
+		for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do grep -lsF '"'$SECRET'"' "$f"; done;
+		grep -c "BEGIN CERTIFICATE" '"$(printf %s /usr/local/share/ca-certificates/sbx-egress-ca.crt)"'; echo "cert=$SSL_CERT_FILE"'
+	[[ "$output" == "env=sbx-secret:API_KEY"* ]]
+	[[ "$output" == *"/tmp/canary"* ]]
+	[[ "$output" != *"$SECRET"* ]]
+	[[ "$output" == *$'\n1\ncert=/etc/ssl/certs/ca-certificates.crt'* ]]
+}
+
+@test "l7 (any backend): no L7 rule and no secret: no CA, no placeholder, spliced" {
+	local id W P
+	client
+	[ "$FIXTURE_BACKEND" = local ] && W="$W -k"     # spliced: the test CA is not trusted inside
+	id=$(SBX_PROFILE=bare new_sb --allow-out api.sbx.test)
+	: >"$SBX_TEST_DIR/seen"
+	inside "$id" 'echo "cert=${SSL_CERT_FILE:-none} key=${API_KEY:-none}"; ls /usr/local/share/ca-certificates/sbx-egress-ca.crt 2>&1'
+	[[ "$output" == *"cert=none key=none"* ]]
+	[[ "$output" == *"No such file"* ]]
+	inside "$id" "$W https://api.sbx.test/v1/models"
+	[[ "$output" == *"v1 GET /v1/models ok"* ]]
+	run ! grep -q "Authorization" "$SBX_TEST_DIR/seen"
 }

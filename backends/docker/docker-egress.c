@@ -19,6 +19,7 @@
 #include "docker-api.h"
 #include "docker-container.h"
 #include "doc.h"
+#include "egress-secrets.h"
 #include "helper.h"
 #include "util.h"
 
@@ -127,8 +128,23 @@ int docker_egress_start(struct sbx_backend *b, const char *id, long pid,
 	argv[k++] = c && c->egress_resolver ? c->egress_resolver : "host";
 	for (char *const *a = c ? c->egress_allow : NULL; a && *a; a++)
 		argv[k++] = *a;
+	/* The keys (CA folder, secrets) on the broker's stdin, as local's. */
+	char *keys = NULL;
+	if (sbx_egress_keys_doc(b->profile, p, &keys, err) < 0) {
+		free(argv);
+		return -1;
+	}
+	SBX_AUTOCLOSE int kfd = -1;
+	if (keys) {
+		kfd = sbx_helper_memfd(keys);
+		sbx_secret_free(keys);
+		if (kfd < 0) {
+			free(argv);
+			return sbx_fail_errno(err, SBX_INTERNAL, "create", "the egress broker's keys");
+		}
+	}
 	char why[512];
-	int rc = sbx_helper_start(exe, argv, fd, detach, NULL, why, sizeof(why));
+	int rc = sbx_helper_start_in(exe, argv, fd, kfd, detach, NULL, why, sizeof(why));
 	free(argv);
 	if (rc < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "create", "start the egress broker of %s", id);

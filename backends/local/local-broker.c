@@ -25,7 +25,6 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -64,27 +63,13 @@ static void detach(void *r)
 	local_net_helper_detach(r);
 }
 
-int local_broker_keys_fd(const char *keys, struct sbx_err *err)
-{
-	if (!keys)
-		return -1;
-	int fd = memfd_create("sbx-egress-keys", MFD_CLOEXEC);
-	if (fd < 0 || sbx_write_all(fd, keys, strlen(keys)) < 0 || lseek(fd, 0, SEEK_SET) != 0) {
-		if (fd >= 0)
-			close(fd);
-		sbx_fail_errno(err, SBX_INTERNAL, "create", "the egress broker's keys");
-		return -2;
-	}
-	return fd;
-}
-
 int local_broker_start(const struct local_rec *r, pid_t init, unsigned long long start,
 		       const char *resolver, char *const *allow, const char *keys,
 		       struct sbx_err *err)
 {
-	SBX_AUTOCLOSE int kfd = local_broker_keys_fd(keys, err);
-	if (kfd == -2)
-		return -1;
+	SBX_AUTOCLOSE int kfd = keys ? sbx_helper_memfd(keys) : -1;
+	if (keys && kfd < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "create", "the egress broker's keys");
 	SBX_AUTOCLOSE int exe = local_libexec_open("sbx-egress", "create", err);
 	if (exe < 0)
 		return -1;

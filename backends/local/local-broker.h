@@ -50,10 +50,8 @@ int local_broker_start(const struct local_rec *r, pid_t init, unsigned long long
 		       const char *resolver, char *const *allow, const char *keys,
 		       struct sbx_err *err);
 /* `keys` (the broker's keys document, sbx_egress_keys_doc; NULL none)
- * is handed to the broker as its stdin: a memfd (CLOEXEC) the broker
- * reads whole and closes, never argv or environ (local-l7.h).  The
- * memfd for it: -1 when keys is NULL, -2 on error (err set). */
-int local_broker_keys_fd(const char *keys, struct sbx_err *err);
+ * is handed to the broker as its stdin (sbx_helper_memfd): it reads it
+ * whole and closes it; never argv or environ (local-l7.h). */
 
 /* The broker itself (backends/local/sbx-egress.c's main): argv as
  * local_broker_start passes it.  Returns the exit status. */

@@ -670,6 +670,44 @@ static SSL *connect_tls(struct local_l7 *l, int sfd, const char *name, char *why
 	return s;
 }
 
+/* To the server: the rewritten head `out`, then exactly `clen` bytes of
+ * body (the first `extra` of them, or more, already read after the head);
+ * then the server's response to the client, to its end.  f->status from
+ * the response's status line. */
+static void pass(struct io *c, struct io *u, struct buf *out, const char *extra, size_t en,
+		 long long clen, struct local_l7_fact *f)
+{
+	long long left = clen > 0 ? clen : 0;
+	if ((long long)en > left)
+		en = (size_t)left;
+	if (io_write(u, out->b, out->n) < 0 || (en && io_write(u, extra, en) < 0))
+		return;
+	wipe(out);
+	left -= (long long)en;
+	char *b = sbx_xmalloc(65536);
+	while (left > 0) {
+		ssize_t r = io_read(c, b, left < 65536 ? (size_t)left : 65536);
+		if (r <= 0 || io_write(u, b, (size_t)r) < 0)
+			break;
+		left -= r;
+	}
+	char st[16];
+	size_t sn = 0;
+	while (left == 0) {
+		ssize_t r = io_read(u, b, 65536);
+		if (r <= 0)
+			break;
+		for (ssize_t k = 0; k < r && sn < sizeof(st) - 1; k++)
+			st[sn++] = b[k];
+		if (io_write(c, b, (size_t)r) < 0)
+			break;
+	}
+	free(b);
+	st[sn] = '\0';
+	if (sn >= 12 && !strncmp(st, "HTTP/1.", 7))
+		f->status = atoi(st + 9);
+}
+
 void local_l7_serve(struct local_l7 *l, int fd, int tls, const unsigned char *first, size_t n,
 		    const char *name, unsigned port, local_l7_dial_fn dial, void *ctx)
 {
@@ -749,39 +787,8 @@ void local_l7_serve(struct local_l7 *l, int fd, int tls, const unsigned char *fi
 		answer(&c, &f, 502, f.why);
 		goto done;
 	}
-	/* The head, then exactly Content-Length bytes of body, then the
-	 * response to the end. */
-	long long left = h.clen > 0 ? h.clen : 0;
-	size_t extra = hn - eoh;
-	if ((long long)extra > left)
-		extra = (size_t)left;
-	if (io_write(&u, out.b, out.n) < 0 || (extra && io_write(&u, head + eoh, extra) < 0))
-		goto done;
-	wipe(&out);
-	left -= (long long)extra;
-	char *b = sbx_xmalloc(65536);
-	while (left > 0) {
-		ssize_t r = io_read(&c, b, left < 65536 ? (size_t)left : 65536);
-		if (r <= 0 || io_write(&u, b, (size_t)r) < 0)
-			break;
-		left -= r;
-	}
-	char st[16];
-	size_t sn = 0;
 	relayed = 1;
-	while (left == 0) {
-		ssize_t r = io_read(&u, b, 65536);
-		if (r <= 0)
-			break;
-		for (ssize_t k = 0; k < r && sn < sizeof(st) - 1; k++)
-			st[sn++] = b[k];
-		if (io_write(&c, b, (size_t)r) < 0)
-			break;
-	}
-	free(b);
-	st[sn] = '\0';
-	if (sn >= 12 && !strncmp(st, "HTTP/1.", 7))
-		f.status = atoi(st + 9);
+	pass(&c, &u, &out, head + eoh, hn - eoh, h.clen, &f);
 done:
 	refused = !relayed && f.status >= 400;
 	local_l7_fact_done(&f);

@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <sys/wait.h>
 
@@ -82,4 +84,25 @@ int sbx_helper_start_in(int exe, const char **argv, char fd_slot[16], int in,
 	}
 	why[n] = '\0';
 	return why[0] == 'R' ? SBX_HELPER_READY : SBX_HELPER_FAILED;
+}
+
+int sbx_helper_memfd(const char *text)
+{
+	int fd = memfd_create("sbx-helper-in", MFD_CLOEXEC);
+	size_t n = strlen(text), off = 0;
+	while (fd >= 0 && off < n) {
+		ssize_t w = write(fd, text + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			close(fd);
+			return -1;
+		}
+		off += (size_t)w;
+	}
+	if (fd >= 0 && lseek(fd, 0, SEEK_SET) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
