@@ -275,6 +275,7 @@ PY"
 # ClientHello made on the host and sent with nc: in TLS 1.2 the
 # certificate comes back in clear, and its issuer's name shows who
 # answered, the broker with the profile's CA or the server itself).
+# hello12_to NAME ADDR: the ClientHello with SNI NAME, sent to ADDR.
 hello12_to() {
 	local oct
 	oct=$(python3 - "$1" <<'PY'
@@ -292,7 +293,9 @@ except ssl.SSLWantReadError:
 print(''.join('\\%03o' % b for b in o.read()))
 PY
 )
-	echo "printf '$oct' | busybox nc -w 10 $1 443 | busybox strings | busybox grep -o -e 'sbx egress CA (profile [a-z]*)' -e sbx-test-ca | busybox head -1"
+	# To the name's address (the broker judges and dials by the SNI); up
+	# to three tries.
+	echo "for t in 1 2 3; do r=\$(printf '$oct' | busybox nc -w 10 $2 443 | busybox strings | busybox grep -o -e 'sbx egress CA (profile [a-z]*)' -e sbx-test-ca | busybox head -1); [ -n \"\$r\" ] && break; sleep 1; done; echo \"\$r\""
 }
 
 @test "l7 (any backend): method and path rules over HTTP, the placeholder refused in clear, HTTPS intercepted only where needed, only the placeholder inside" {
@@ -306,9 +309,9 @@ PY
 	inside "$id" 'busybox wget -q -O - --header "X-Key: $API_KEY" http://other.sbx.test/v1/x 2>&1; echo rc=$?'
 	[[ "$output" == *403*rc=1* ]]
 	run ! grep -q "POST /v1/files\|/v1/x" "$SBX_TEST_DIR/seen"
-	inside "$id" "$(hello12_to api.sbx.test)"
+	inside "$id" "$(hello12_to api.sbx.test "$API")"
 	[ "$output" = "sbx egress CA (profile default)" ]
-	inside "$id" "$(hello12_to plain.sbx.test)"
+	inside "$id" "$(hello12_to plain.sbx.test "$PLAIN")"
 	[ "$output" = sbx-test-ca ]
 	inside --root "$id" 'echo "env=$API_KEY"; echo sbx-canary-71 >/tmp/canary;
 		busybox grep -rlsF -e '"'$SECRET'"' -e sbx-canary-71 /bin /etc /tmp /root /home /usr /var 2>/dev/null | busybox head -5;
@@ -327,6 +330,40 @@ PY
 	inside "$id" 'echo "cert=${SSL_CERT_FILE:-none} key=${API_KEY:-none}"; ls /usr/local/share/ca-certificates/sbx-egress-ca.crt 2>&1'
 	[[ "$output" == *"cert=none key=none"* ]]
 	[[ "$output" == *"No such file"* ]]
-	inside "$id" "$(hello12_to api.sbx.test)"
+	inside "$id" "$(hello12_to api.sbx.test "$API")"
 	[ "$output" = sbx-test-ca ]
+}
+
+@test "l7 (any backend): sbx-ctl egress-ca shows the CA (0600, on the host only) and --rotate replaces it for new sandboxes" {
+	local id1 id2 pem old new
+	id1=$(new_sb --network-policy "$SBX_TEST_DIR/policy.json")
+	run sbx-ctl egress-ca
+	assert_success
+	pem=$(jqo .egress_ca.path)
+	[ "$(jqo .egress_ca.exists)" = true ]
+	[ "$pem" = "$SBX_STATE_DIR/egress-ca/default/ca.pem" ]
+	[ "$(stat -c %a "$pem")" = 600 ]
+	[ "$(stat -c %a "$(dirname "$pem")")" = 700 ]
+	inside "$id1" 'cat /usr/local/share/ca-certificates/sbx-egress-ca.crt'
+	old=$output
+	[[ "$old" == *"BEGIN CERTIFICATE"* ]]
+	[[ "$old" != *PRIVATE* ]]
+	run sbx-ctl egress-ca --rotate
+	assert_success
+	[ "$(jqo .egress_ca.rotated)" = true ]
+	[ "$(jqo .egress_ca.exists)" = false ]
+	id2=$(new_sb --network-policy "$SBX_TEST_DIR/policy.json")
+	inside "$id2" 'cat /usr/local/share/ca-certificates/sbx-egress-ca.crt'
+	new=$output
+	[[ "$new" == *"BEGIN CERTIFICATE"* ]]
+	[ "$new" != "$old" ]
+	run sbx-ctl egress-ca
+	[ "$(jqo .egress_ca.exists)" = true ]
+	# Both sandboxes keep working, each with the CA its broker started with.
+	inside "$id1" 'busybox wget -q -O - http://api.sbx.test/v1/models'
+	[[ "$output" == *"v1 GET /v1/models ok"* ]]
+	inside "$id1" "$(hello12_to api.sbx.test "$API")"
+	[ "$output" = "sbx egress CA (profile default)" ]
+	inside "$id2" "$(hello12_to api.sbx.test "$API")"
+	[ "$output" = "sbx egress CA (profile default)" ]
 }

@@ -1,7 +1,9 @@
 /* egress-secrets.c - see egress-secrets.h. */
 #include "egress-secrets.h"
 
+#include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "config.h"
@@ -232,7 +234,7 @@ int sbx_egress_keys_doc(const struct sbx_profile *p, const struct sbx_netpolicy 
 	if (sbx_egress_secrets_read(p->raw, &sec, err) < 0)
 		return -1;
 	json_object *d = json_object_new_object();
-	SBX_AUTOFREE char *dir = sbx_xasprintf("%s/egress-ca/%s", p->state_dir, p->name);
+	SBX_AUTOFREE char *dir = sbx_egress_ca_dir(p);
 	json_object_object_add(d, "ca", json_object_new_string(dir));
 	json_object_object_add(d, "profile", json_object_new_string(p->name));
 	const char *up = sbx_json_str(p->raw, "egress_upstream_ca");
@@ -245,5 +247,20 @@ int sbx_egress_keys_doc(const struct sbx_profile *p, const struct sbx_netpolicy 
 	explicit_bzero((char *)t, strlen(t));     /* json-c's own copy */
 	json_object_put(d);
 	sbx_egress_secrets_free(sec);
+	return 0;
+}
+
+char *sbx_egress_ca_dir(const struct sbx_profile *p)
+{
+	return sbx_xasprintf("%s/egress-ca/%s", p->state_dir, p->name);
+}
+
+int sbx_egress_ca_rotate(const struct sbx_profile *p, int *had, struct sbx_err *err)
+{
+	SBX_AUTOFREE char *dir = sbx_egress_ca_dir(p);
+	SBX_AUTOFREE char *pem = sbx_xasprintf("%s/ca.pem", dir);
+	*had = unlink(pem) == 0;
+	if (!*had && errno != ENOENT)
+		return sbx_fail_errno(err, SBX_INTERNAL, "egress-ca", "remove %s", pem);
 	return 0;
 }

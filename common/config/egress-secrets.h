@@ -58,6 +58,15 @@ struct sbx_profile;
 int sbx_egress_keys_doc(const struct sbx_profile *p, const struct sbx_netpolicy *np, char **out,
 			struct sbx_err *err);
 
+/* The folder of profile `p`'s interception CA (local-ca.h):
+ * <state_dir>/egress-ca/<profile>; malloc'd. */
+char *sbx_egress_ca_dir(const struct sbx_profile *p);
+
+/* Rotate it (sbx-ctl egress-ca --rotate): remove its ca.pem, so that the
+ * next sandbox that needs one makes a new CA; running sandboxes keep the
+ * CA their broker loaded.  *had says whether there was one.  0 / -1. */
+int sbx_egress_ca_rotate(const struct sbx_profile *p, int *had, struct sbx_err *err);
+
 /* Where the CA certificate is seen inside such a sandbox, and the bundle
  * (the image's own plus it) that replaces the system bundle there. */
 #define SBX_EGRESS_CA_IN "/usr/local/share/ca-certificates/sbx-egress-ca.crt"
