@@ -367,3 +367,36 @@ PY
 	inside "$id2" "$(hello12_to api.sbx.test "$API")"
 	[ "$output" = "sbx egress CA (profile default)" ]
 }
+
+@test "l7 through sbx-serve: E2B's network.rules transform headers and \${e2b.secrets.NAME} are set on the intercepted requests" {
+	local_only "curl inside"
+	load lib/serve
+	printf '#!/bin/sh\nexec nsenter --net=%s sbx-serve "$@"\n' "$NS" >"$SBX_TEST_DIR/serve-in-ns"
+	chmod +x "$SBX_TEST_DIR/serve-in-ns"
+	SERVE_BIN=$SBX_TEST_DIR/serve-in-ns serve_start l7
+	napi() {
+		in_ns curl -sS -X "$1" "$SERVE_URL$2" -H "X-API-Key: $SERVE_KEY" \
+			-H 'Content-Type: application/json' -w '\nHTTP %{http_code}\n' "${@:3}"
+	}
+	run napi POST /v2/sandboxes -d '{"templateID":"base","network":{"allowOut":["api.sbx.test","other.sbx.test"],"denyOut":["0.0.0.0/0"],
+		"rules":{"other.sbx.test":[{"transform":{"headers":{"X-Api-Key":"k=${e2b.secrets.API_KEY};","X-Team":"team-7"}}}]}}}'
+	[[ "$output" == *"HTTP 201"* ]]
+	local id
+	id=$(head -1 <<<"$output" | jq -r .sandboxID)
+	: >"$SBX_TEST_DIR/seen"
+	# The sandbox's own X-Team is replaced; its env has no value.
+	inside "$id" 'curl -sS -H "X-Team: mine" https://other.sbx.test/v1/x; echo "key=${API_KEY:-none}"'
+	[[ "$output" == *"v1 GET /v1/x ok"* ]]
+	[[ "$output" == *"key=sbx-secret:API_KEY"* ]]
+	grep -q "X-Api-Key: k=$SECRET;" "$SBX_TEST_DIR/seen"
+	grep -q "X-Team: team-7" "$SBX_TEST_DIR/seen"
+	run ! grep -q "X-Team: mine" "$SBX_TEST_DIR/seen"
+	# Not on another name.
+	: >"$SBX_TEST_DIR/seen"
+	inside "$id" 'curl -sS https://api.sbx.test/v1/models'
+	run ! grep -q "X-Team\|X-Api-Key" "$SBX_TEST_DIR/seen"
+	# An unknown secret: 400, nothing made.
+	run napi POST /v2/sandboxes -d '{"templateID":"base","network":{"allowOut":["api.sbx.test"],"rules":{"api.sbx.test":[{"transform":{"headers":{"A":"${e2b.secrets.NOPE}"}}}]}}}'
+	[[ "$output" == *"secret NOPE is not one of the profile's egress_secrets"*"HTTP 400"* ]]
+	serve_stop l7
+}

@@ -101,7 +101,7 @@ static void detach(void *unused)
 }
 
 int docker_egress_start(struct sbx_backend *b, const char *id, long pid,
-			const struct sbx_netpolicy *p, struct sbx_err *err)
+			const struct sbx_netpolicy *p, json_object *headers, struct sbx_err *err)
 {
 	if (pid <= 0)
 		return sbx_fail(err, SBX_INTERNAL, "create", "the engine reports no init pid for %s", id);
@@ -130,7 +130,7 @@ int docker_egress_start(struct sbx_backend *b, const char *id, long pid,
 		argv[k++] = *a;
 	/* The keys (CA folder, secrets) on the broker's stdin, as local's. */
 	char *keys = NULL;
-	if (sbx_egress_keys_doc(b->profile, p, &keys, err) < 0) {
+	if (sbx_egress_keys_doc(b->profile, p, headers, &keys, err) < 0) {
 		free(argv);
 		return -1;
 	}

@@ -327,7 +327,7 @@ static int docker_create(struct sbx_backend *b, const struct sbx_create_req *req
 	}
 	/* An intercepted sandbox: its placeholders and CA variables
 	 * (egress-secrets.h) in the container's env. */
-	json_object *env = sbx_egress_l7_env(p ? p->raw : NULL, use, req->env);
+	json_object *env = sbx_egress_l7_env(p ? p->raw : NULL, use, req->net.headers, req->env);
 	json_object *body = create_body(req, image, !use ? NULL : named ? "policy" : "open", env, err);
 	json_object_put(env);
 	if (!body) {
@@ -369,7 +369,7 @@ static int docker_create(struct sbx_backend *b, const struct sbx_create_req *req
 	}
 	if (use) {
 		long pid = (long)sbx_json_int(sbx_json_obj(j, "State"), "Pid", 0);
-		rc = docker_egress_start(b, id, pid, use, err);
+		rc = docker_egress_start(b, id, pid, use, req->net.headers, err);
 		sbx_np_clear(&np);
 		if (rc < 0) {
 			json_object_put(j);

@@ -33,6 +33,7 @@ struct secret {
 	char *name, *value;
 	struct sbx_netpolicy to;   /* allow rules of its names: who may get it */
 	char *header, *format, *basic, *query;
+	int override;              /* its header replaces the sandbox's (E2B's transform) */
 };
 
 struct local_l7 {
@@ -82,6 +83,7 @@ static int load_secrets(struct local_l7 *l, json_object *arr, struct sbx_err *er
 		s->format = opt_dup(e, "format");
 		s->basic = opt_dup(e, "basic");
 		s->query = opt_dup(e, "query");
+		s->override = sbx_json_bool(e, "override", 0);
 		json_object_object_get_ex(e, "to", &to);
 		for (size_t k = 0; to && k < json_object_array_length(to); k++)
 			if (sbx_np_add(&s->to, SBX_NP_ALLOW, json_object_get_string(json_object_array_get_idx(to, k)), err) < 0)
@@ -567,6 +569,19 @@ static int hop(const struct hdr *x)
 	return 0;
 }
 
+/* 1 when header x is replaced by an overriding secret bound to the host
+ * (a TLS request only: nothing is injected in clear). */
+static int overridden(struct local_l7 *l, const struct local_l7_fact *f, const struct hdr *x)
+{
+	for (size_t i = 0; f->tls && i < l->nsec; i++) {
+		const struct secret *s = &l->sec[i];
+		if (s->override && s->header && strlen(s->header) == x->nl &&
+		    !strncasecmp(s->header, x->n, x->nl) && bound(s, f->host))
+			return 1;
+	}
+	return 0;
+}
+
 /* The head to send upstream: the request line (placeholders replaced in
  * the query), the end-to-end headers (replaced), the secrets' own headers
  * the request lacks, "Connection: close".  -1 with f->why: 403. */
@@ -584,7 +599,7 @@ static int rewrite(struct local_l7 *l, struct local_l7_fact *f, const struct hea
 	put(o, "\r\n", 2);
 	for (size_t i = 0; i < h->nh; i++) {
 		const struct hdr *x = &h->h[i];
-		if (hop(x))
+		if (hop(x) || overridden(l, f, x))
 			continue;
 		put(o, x->n, x->nl);
 		put(o, ": ", 2);
@@ -597,7 +612,7 @@ static int rewrite(struct local_l7 *l, struct local_l7_fact *f, const struct hea
 		if (!bound(s, f->host) || s->query)
 			continue;
 		const char *hn = s->header ? s->header : "Authorization";
-		if (find(h, hn))
+		if (!s->override && find(h, hn))
 			continue;
 		note_secret(f, s->name);
 		put(o, hn, strlen(hn));

@@ -173,7 +173,7 @@ static int create_record(struct sbx_backend *b, const struct sbx_create_req *req
 	/* A sandbox whose egress is intercepted: its secrets' placeholders
 	 * and the CA bundle's variables (egress-secrets.h) in its env. */
 	json_object *env = sbx_egress_l7_env(b->profile ? b->profile->raw : NULL, req->net.policy,
-					     req->env);
+					     req->net.headers, req->env);
 	if (env)
 		json_object_object_add(j, "env", env);
 	json_object *to = sbx_json_child(j, "timeout");
@@ -251,7 +251,7 @@ static int create_init(struct sbx_backend *b, const struct sbx_create_req *req, 
 					"a network policy needs a resolver: the host has no IPv4 nameserver "
 					"and the profile no egress_resolver");
 		char *keys = NULL;
-		int rc = sbx_egress_keys_doc(b->profile, req->net.policy, &keys, err);
+		int rc = sbx_egress_keys_doc(b->profile, req->net.policy, req->net.headers, &keys, err);
 		if (rc == 0)
 			rc = local_egress_install_broker(pid, start, id, err);
 		if (rc == 0)

@@ -187,10 +187,12 @@ int sbx_egress_secrets_read(json_object *o, json_object **out, struct sbx_err *e
 	return 0;
 }
 
-int sbx_egress_l7_needed(json_object *o, const struct sbx_netpolicy *np)
+int sbx_egress_l7_needed(json_object *o, const struct sbx_netpolicy *np, json_object *headers)
 {
 	if (!np)
 		return 0;
+	if (headers && json_object_array_length(headers))
+		return 1;
 	for (size_t i = 0; i < np->n; i++)
 		if (sbx_np_rule_l7(&np->rules[i]))
 			return 1;
@@ -199,9 +201,10 @@ int sbx_egress_l7_needed(json_object *o, const struct sbx_netpolicy *np)
 	       json_object_is_type(s, json_type_object) && json_object_object_length(s) > 0;
 }
 
-json_object *sbx_egress_l7_env(json_object *o, const struct sbx_netpolicy *np, json_object *env)
+json_object *sbx_egress_l7_env(json_object *o, const struct sbx_netpolicy *np, json_object *headers,
+			       json_object *env)
 {
-	if (!sbx_egress_l7_needed(o, np))
+	if (!sbx_egress_l7_needed(o, np, headers))
 		return env ? json_object_get(env) : NULL;
 	json_object *n = json_object_new_object();
 	static const char *const bundle_vars[] = {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT",
@@ -224,15 +227,95 @@ json_object *sbx_egress_l7_env(json_object *o, const struct sbx_netpolicy *np, j
 	return n;
 }
 
-int sbx_egress_keys_doc(const struct sbx_profile *p, const struct sbx_netpolicy *np, char **out,
-			struct sbx_err *err)
+/* The value of header entry `h` with each ${e2b.secrets.X} replaced by
+ * X's value from `sec` (checked to exist by sbx_egress_headers_from_e2b;
+ * one that is gone since is an error).  malloc'd, or NULL with err. */
+static char *header_value(json_object *h, json_object *sec, struct sbx_err *err)
+{
+	const char *v = sbx_json_str(h, "value");
+	size_t cap = strlen(v) + 1, n = 0;
+	char *o = sbx_xmalloc(cap);
+	while (*v) {
+		const char *p = strstr(v, "${e2b.secrets.");
+		const char *e = p ? strchr(p, '}') : NULL;
+		if (!p || !e) {
+			p = v + strlen(v);
+			e = NULL;
+		}
+		size_t lit = (size_t)(p - v);
+		const char *val = "";
+		if (e) {
+			size_t nl = (size_t)(e - p - 14);
+			for (size_t i = 0; sec && i < json_object_array_length(sec); i++) {
+				json_object *s = json_object_array_get_idx(sec, i);
+				const char *nm = sbx_json_str(s, "name");
+				if (nm && strlen(nm) == nl && !strncmp(nm, p + 14, nl))
+					val = sbx_json_str(s, "value");
+			}
+			if (!*val) {
+				explicit_bzero(o, cap);
+				free(o);
+				sbx_fail(err, SBX_INVALID_REQUEST, "create", "secret %.*s is not the profile's",
+					 (int)nl, p + 14);
+				return NULL;
+			}
+		}
+		size_t vl = strlen(val);
+		if (n + lit + vl + 1 > cap) {
+			size_t nc = (n + lit + vl + 1) * 2;
+			char *no = sbx_xmalloc(nc);
+			memcpy(no, o, n);
+			explicit_bzero(o, cap);
+			free(o);
+			o = no;
+			cap = nc;
+		}
+		memcpy(o + n, v, lit);
+		n += lit;
+		memcpy(o + n, val, vl);
+		n += vl;
+		v = e ? e + 1 : p;
+	}
+	o[n] = '\0';
+	return o;
+}
+
+int sbx_egress_keys_doc(const struct sbx_profile *p, const struct sbx_netpolicy *np,
+			json_object *headers, char **out, struct sbx_err *err)
 {
 	*out = NULL;
-	if (!p || !sbx_egress_l7_needed(p->raw, np))
+	if (!p || !sbx_egress_l7_needed(p->raw, np, headers))
 		return 0;
 	json_object *sec = NULL;
 	if (sbx_egress_secrets_read(p->raw, &sec, err) < 0)
 		return -1;
+	json_object *all = json_object_new_array();   /* the profile's, then the rules' */
+	for (size_t i = 0; sec && i < json_object_array_length(sec); i++)
+		json_object_array_add(all, json_object_get(json_object_array_get_idx(sec, i)));
+	for (size_t i = 0; headers && i < json_object_array_length(headers); i++) {
+		json_object *h = json_object_array_get_idx(headers, i);
+		char *v = header_value(h, sec, err);
+		if (!v) {
+			json_object_put(all);
+			sbx_egress_secrets_free(sec);
+			return -1;
+		}
+		json_object *e = json_object_new_object(), *to = json_object_new_array();
+		char nm[32];
+		snprintf(nm, sizeof(nm), "e2b-rule-%zu", i + 1);
+		json_object_object_add(e, "name", json_object_new_string(nm));
+		json_object_object_add(e, "value", json_object_new_string(v));
+		explicit_bzero(v, strlen(v));
+		free(v);
+		json_object_array_add(to, json_object_new_string(sbx_json_str(h, "to")));
+		json_object_object_add(e, "to", to);
+		json_object_object_add(e, "header", json_object_new_string(sbx_json_str(h, "header")));
+		json_object_object_add(e, "format", json_object_new_string("{}"));
+		json_object_object_add(e, "override", json_object_new_boolean(1));
+		json_object_array_add(all, e);
+	}
+	json_object_put(sec);      /* its entries live on in `all`, wiped with it */
+	sec = all;
 	json_object *d = json_object_new_object();
 	SBX_AUTOFREE char *dir = sbx_egress_ca_dir(p);
 	json_object_object_add(d, "ca", json_object_new_string(dir));
@@ -240,7 +323,7 @@ int sbx_egress_keys_doc(const struct sbx_profile *p, const struct sbx_netpolicy 
 	const char *up = sbx_json_str(p->raw, "egress_upstream_ca");
 	if (up)
 		json_object_object_add(d, "upstream_ca", json_object_new_string(up));
-	if (sec)
+	if (json_object_array_length(sec))
 		json_object_object_add(d, "secrets", json_object_get(sec));
 	const char *t = json_object_to_json_string_ext(d, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	*out = sbx_xstrdup(t);
@@ -262,5 +345,85 @@ int sbx_egress_ca_rotate(const struct sbx_profile *p, int *had, struct sbx_err *
 	*had = unlink(pem) == 0;
 	if (!*had && errno != ENOENT)
 		return sbx_fail_errno(err, SBX_INTERNAL, "egress-ca", "remove %s", pem);
+	return 0;
+}
+
+int sbx_egress_headers_from_e2b(json_object *rules, json_object *o, json_object **out,
+				struct sbx_err *err)
+{
+	*out = NULL;
+	if (!rules)
+		return 0;
+	if (!json_object_is_type(rules, json_type_object))
+		return sbx_fail(err, SBX_INVALID_REQUEST, "create",
+				"network.rules must be an object of names to rule lists");
+	json_object *sec = NULL, *arr = json_object_new_array();
+	if (o)
+		json_object_object_get_ex(o, "egress_secrets", &sec);
+	json_object_object_foreach(rules, name, list) {
+		struct sbx_netpolicy t = {0};
+		struct sbx_err e2 = {0};
+		int ok = !strchr(name, ':') && sbx_np_add(&t, SBX_NP_ALLOW, name, &e2) == 0 &&
+			 t.rules[0].kind != SBX_NP_CIDR;
+		sbx_np_clear(&t);
+		size_t n = ok && json_object_is_type(list, json_type_array) ? json_object_array_length(list) : 0;
+		if (!ok || !json_object_is_type(list, json_type_array)) {
+			json_object_put(arr);
+			return sbx_fail(err, SBX_INVALID_REQUEST, "create", "network.rules: '%.80s' must be "
+					"a name or '*.suffix' with a list of rules", name);
+		}
+		for (size_t i = 0; i < n; i++) {
+			json_object *r = json_object_array_get_idx(list, i), *tr = NULL, *hs = NULL;
+			int shape = json_object_is_type(r, json_type_object) && json_object_object_length(r) == 1 &&
+				    json_object_object_get_ex(r, "transform", &tr) &&
+				    json_object_is_type(tr, json_type_object) && json_object_object_length(tr) == 1 &&
+				    json_object_object_get_ex(tr, "headers", &hs) &&
+				    json_object_is_type(hs, json_type_object);
+			if (!shape) {
+				json_object_put(arr);
+				return sbx_fail(err, SBX_INVALID_REQUEST, "create", "network.rules['%.80s'][%zu]: "
+						"sbx-serve implements {\"transform\": {\"headers\": {...}}} only", name, i);
+			}
+			json_object_object_foreach(hs, hn, hv) {
+				const char *v = json_object_is_type(hv, json_type_string) ? json_object_get_string(hv) : NULL;
+				const char *why = !header_ok(hn) ? "is not a header name"
+						: !v || !*v || strlen(v) > VALUE_MAX || !printable(v) ? "must be a "
+						  "string of printable characters, at most 4 KiB" : NULL;
+				for (const char *p = v ? strstr(v, "${e2b.secrets.") : NULL; p && !why;
+				     p = strstr(p + 1, "${e2b.secrets.")) {
+					const char *e = strchr(p, '}');
+					char nm[72];
+					size_t nl = e ? (size_t)(e - p - 14) : 0;
+					if (!e || nl == 0 || nl >= sizeof(nm)) {
+						why = "holds a malformed ${e2b.secrets.NAME}";
+						break;
+					}
+					memcpy(nm, p + 14, nl);
+					nm[nl] = '\0';
+					if (!sec || !json_object_object_get_ex(sec, nm, NULL)) {
+						json_object_put(arr);
+						return sbx_fail(err, SBX_INVALID_REQUEST, "create",
+								"network.rules['%.80s']: secret %s is not one of the "
+								"profile's egress_secrets", name, nm);
+					}
+				}
+				if (why) {
+					json_object_put(arr);
+					return sbx_fail(err, SBX_INVALID_REQUEST, "create",
+							"network.rules['%.80s']: header '%.64s' %s", name, hn, why);
+				}
+				json_object *h = json_object_new_object();
+				json_object_object_add(h, "to", json_object_new_string(name));
+				json_object_object_add(h, "header", json_object_new_string(hn));
+				json_object_object_add(h, "value", json_object_new_string(v));
+				json_object_array_add(arr, h);
+			}
+		}
+	}
+	if (json_object_array_length(arr) == 0) {
+		json_object_put(arr);
+		return 0;
+	}
+	*out = arr;
 	return 0;
 }

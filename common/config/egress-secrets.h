@@ -48,15 +48,29 @@ void sbx_egress_secrets_free(json_object *secrets);
 
 /* 1 when a sandbox with policy `np` (NULL: none) under profile object `o`
  * needs interception: an L7 rule, or egress secrets (with a policy). */
-int sbx_egress_l7_needed(json_object *o, const struct sbx_netpolicy *np);
+int sbx_egress_l7_needed(json_object *o, const struct sbx_netpolicy *np, json_object *headers);
+
+/* E2B's network.rules ({"NAME": [{"transform": {"headers": {"H": "V"}}}]},
+ * SDK 2.39+; V may hold ${e2b.secrets.SECRET}, 2.43+) checked and
+ * flattened into *out (struct sbx_network's headers).  Strict: a name that
+ * is not a host name or "*.suffix", a rule with anything but
+ * transform.headers, a header name that is not a token, a value with a
+ * control character or over 4 KiB, a ${e2b.secrets.X} whose X the
+ * profile object `o` has no egress_secrets entry for: invalid_request
+ * naming it (a 400 from sbx-serve).  *out NULL when there are none. */
+int sbx_egress_headers_from_e2b(json_object *rules, json_object *o, json_object **out,
+				struct sbx_err *err);
 
 /* The egress broker's keys document for a sandbox of profile `p` with
  * policy `np`, in *out (malloc'd; wipe and free with sbx_secret_free), or
  * NULL when it needs no interception: {"ca": "<state_dir>/egress-ca/<profile>",
- * "profile", "upstream_ca"?, "secrets": [...]} (local-l7.h reads it). */
+ * "profile", "upstream_ca"?, "secrets": [...]} (local-l7.h reads it).
+ * `headers` (struct sbx_network's) become secrets of their own, named
+ * "e2b-rule-N" (no placeholder can name them), with "override": true,
+ * their ${e2b.secrets.X} replaced by X's value. */
 struct sbx_profile;
-int sbx_egress_keys_doc(const struct sbx_profile *p, const struct sbx_netpolicy *np, char **out,
-			struct sbx_err *err);
+int sbx_egress_keys_doc(const struct sbx_profile *p, const struct sbx_netpolicy *np,
+			json_object *headers, char **out, struct sbx_err *err);
 
 /* The folder of profile `p`'s interception CA (local-ca.h):
  * <state_dir>/egress-ca/<profile>; malloc'd. */
@@ -77,6 +91,7 @@ int sbx_egress_ca_rotate(const struct sbx_profile *p, int *had, struct sbx_err *
  * REQUESTS_CA_BUNDLE, PIP_CERT, GIT_SSL_CAINFO, CURL_CA_BUNDLE (the
  * bundle) and NODE_EXTRA_CA_CERTS (the CA alone).  A new object, or a new
  * reference to `env` when nothing is needed. */
-json_object *sbx_egress_l7_env(json_object *o, const struct sbx_netpolicy *np, json_object *env);
+json_object *sbx_egress_l7_env(json_object *o, const struct sbx_netpolicy *np, json_object *headers,
+			       json_object *env);
 
 #endif

@@ -89,7 +89,7 @@ int main(void)
 	struct sbx_netpolicy np = {0};
 	sbx_np_finish(&np);
 	json_object *mine = obj("{\"CURL_CA_BUNDLE\": \"/mine.pem\", \"X\": \"1\"}");
-	json_object *env = sbx_egress_l7_env(g, &np, mine);
+	json_object *env = sbx_egress_l7_env(g, &np, NULL, mine);
 	is_str(sbx_json_str(env, "API_KEY"), "sbx-secret:API_KEY", "the placeholder");
 	is_str(sbx_json_str(env, "PW"), "sbx-secret:PW", "another");
 	is_str(sbx_json_str(env, "SSL_CERT_FILE"), SBX_EGRESS_BUNDLE_IN, "SSL_CERT_FILE");
@@ -98,14 +98,14 @@ int main(void)
 	ok(!strstr(json_object_to_json_string(env), "pw-from-env") &&
 		   !strstr(json_object_to_json_string(env), "sk-file"), "no value in the env");
 	json_object_put(env);
-	env = sbx_egress_l7_env(g, NULL, mine);
+	env = sbx_egress_l7_env(g, NULL, NULL, mine);
 	ok(env == mine && !sbx_json_str(env, "API_KEY"), "no policy (no broker): nothing added");
 	json_object_put(env);
 	json_object *none = obj("{}");
-	ok(!sbx_egress_l7_needed(none, &np), "no secrets, no L7 rule: no interception");
+	ok(!sbx_egress_l7_needed(none, &np, NULL), "no secrets, no L7 rule: no interception");
 	static const char l7[] = "{\"rules\": [{\"action\": \"allow\", \"to\": \"a.example\", \"path\": \"/v1/\"}]}";
 	struct sbx_netpolicy q = {0};
-	ok(sbx_np_from_text(l7, strlen(l7), &q, &err) == 0 && sbx_egress_l7_needed(none, &q),
+	ok(sbx_np_from_text(l7, strlen(l7), &q, &err) == 0 && sbx_egress_l7_needed(none, &q, NULL),
 	   "an L7 rule: interception");
 	sbx_np_clear(&q);
 	json_object_put(none);
