@@ -125,6 +125,26 @@ inside() {
 	[ "$output" = 1.1 ]
 }
 
+@test "l7: a name read request by request is not reachable through CONNECT (a tunnel nobody judges)" {
+	local_only "curl inside"
+	# An L7 deny before an L4 allow of the same name: the connection as a
+	# whole is allowed, its POST /v1/files is not.
+	printf '%s' '{"rules": [{"action": "deny", "to": "api.sbx.test", "methods": ["POST"], "path": "/v1/files"},
+		{"action": "allow", "to": "api.sbx.test"}], "default": "deny"}' >"$SBX_TEST_DIR/p2.json"
+	local id
+	id=$(SBX_PROFILE=bare new_sb --network-policy "$SBX_TEST_DIR/p2.json")
+	: >"$SBX_TEST_DIR/seen"
+	inside "$id" "curl -sS -w ' code=%{http_code}' -X POST -d x=1 https://api.sbx.test/v1/files"
+	[[ "$output" == *"POST api.sbx.test:443/v1/files by rule 1"*code=403* ]]
+	inside "$id" "curl -sS -x http://10.0.2.3:3128 -X POST -d x=1 https://api.sbx.test/v1/files 2>&1; echo rc=\$?"
+	[[ "$output" == *"403"*rc=56* ]]
+	inside "$id" "curl -sS -x http://10.0.2.3:3128 -p -X POST -d x=1 http://api.sbx.test/v1/files 2>&1; echo rc=\$?"
+	[[ "$output" == *"403"*rc=56* ]]
+	run ! grep -q "POST /v1/files" "$SBX_TEST_DIR/seen"
+	inside "$id" "curl -sS https://api.sbx.test/v1/models"
+	[[ "$output" == *"v1 GET /v1/models ok"* ]]
+}
+
 @test "l7: the server sees the secret's value; inside, as root, only the placeholder is found" {
 	local_only "curl, python3 and openssl inside"
 	local id

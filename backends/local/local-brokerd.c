@@ -604,6 +604,15 @@ static void *conn_main(void *arg)
 		local_l7_serve(b->l7, fd, kind == F_TLS, buf, n, name, port, l7_dial, &x);
 		goto out;
 	}
+	/* A tunnel to such a name would carry requests nobody judges: the
+	 * sandbox connects to it directly instead. */
+	if (named && kind == F_CONNECT && local_l7_wants(b->l7, p, 1, name, port)) {
+		char cw[400];
+		snprintf(cw, sizeof(cw), "%s:%u is read request by request (L7 rules or secrets): "
+			 "connect to it directly, not through CONNECT", name, port);
+		refuse(fd, kind, cw);
+		goto out;
+	}
 
 	struct in_addr addrs[MAX_ADDRS];
 	int na = 0;

@@ -646,7 +646,8 @@ enum sbx_np_action sbx_np_judge_name(const struct sbx_netpolicy *p, const char *
 				     size_t *rule)
 {
 	for (size_t i = 0; i < p->n; i++)
-		if (p->rules[i].kind != SBX_NP_CIDR && name_match(&p->rules[i], name)) {
+		if (p->rules[i].kind != SBX_NP_CIDR && name_match(&p->rules[i], name) &&
+		    !(sbx_np_rule_l7(&p->rules[i]) && p->rules[i].action == SBX_NP_DENY)) {
 			*rule = i;
 			return p->rules[i].action;
 		}

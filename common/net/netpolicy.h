@@ -163,7 +163,8 @@ enum sbx_np_action sbx_np_judge_req(const struct sbx_netpolicy *p, const char *n
 int sbx_np_l7(const struct sbx_netpolicy *p, const char *name, unsigned port);
 
 /* May the sandbox resolve `name`?  The first domain rule that matches it
- * (on any port) decides; a name no domain rule matches may be resolved
+ * (on any port) decides, an L7 deny rule excepted (it refuses some
+ * requests, not the name); a name no domain rule matches may be resolved
  * only when the default is allow (a CIDR-only allow-list resolves no
  * names: a lookup would carry the name out).  *rule as above. */
 enum sbx_np_action sbx_np_judge_name(const struct sbx_netpolicy *p, const char *name,

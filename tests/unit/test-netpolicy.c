@@ -281,6 +281,15 @@ int main(void)
 			   r == SBX_NP_DEFAULT, "DELETE: the default");
 		ok(sbx_np_judge_name(&q, "api.example.com", &r) == SBX_NP_ALLOW,
 		   "a name an L7 allow rule names resolves");
+		{
+			static const char dl[] = "{\"rules\":[{\"action\":\"deny\",\"to\":\"a.example\",\"path\":\"/x\"},"
+						 "{\"action\":\"allow\",\"to\":\"a.example\"}]}";
+			struct sbx_netpolicy d2 = {0};
+			ok(sbx_np_from_text(dl, strlen(dl), &d2, &err) == 0 &&
+				   sbx_np_judge_name(&d2, "a.example", &r) == SBX_NP_ALLOW && r == 1,
+			   "an L7 deny rule does not refuse the name's lookup: the L4 allow after it decides");
+			sbx_np_clear(&d2);
+		}
 		json_object *a = NULL, *dd = NULL;
 		ok(sbx_np_to_e2b(&q, &a, &dd, &err) < 0 && strstr(err.msg, "no scheme, method or path"),
 		   "L7 rules are unsupported on E2B's lists: %s", err.msg);
