@@ -549,6 +549,28 @@ static int l7_dial(void *ctx, const char *name, unsigned port, const struct sbx_
 	return sfd;
 }
 
+/* A named connection whose rules or secrets need it is read request by
+ * request (local-l7.h) and judged per request, not here; a CONNECT to
+ * such a name is refused (a tunnel would carry requests nobody judges:
+ * the sandbox connects to it directly).  1 when it took (and closed) fd. */
+static int l7_take(struct broker *b, const struct sbx_netpolicy *p, int fd, enum first kind,
+		   const unsigned char *buf, size_t n, const char *name, unsigned port)
+{
+	if ((kind == F_TLS || kind == F_HTTP) && local_l7_wants(b->l7, p, kind == F_TLS, name, port)) {
+		struct l7_ctx x = {b, p};
+		local_l7_serve(b->l7, fd, kind == F_TLS, buf, n, name, port, l7_dial, &x);
+		return 1;
+	}
+	if (kind == F_CONNECT && local_l7_wants(b->l7, p, 1, name, port)) {
+		char cw[400];
+		snprintf(cw, sizeof(cw), "%s:%u is read request by request (L7 rules or secrets): "
+			 "connect to it directly, not through CONNECT", name, port);
+		refuse(fd, kind, cw);
+		return 1;
+	}
+	return 0;
+}
+
 static void *conn_main(void *arg)
 {
 	struct conn *cn = arg;
@@ -596,23 +618,8 @@ static void *conn_main(void *arg)
 		refuse(fd, kind, "CONNECT needs HOST:PORT");
 		goto out;
 	}
-	/* Read request by request (local-l7.h) when its rules or secrets
-	 * need it; the connection is then judged per request, not here. */
-	if (named && (kind == F_TLS || kind == F_HTTP) &&
-	    local_l7_wants(b->l7, p, kind == F_TLS, name, port)) {
-		struct l7_ctx x = {b, p};
-		local_l7_serve(b->l7, fd, kind == F_TLS, buf, n, name, port, l7_dial, &x);
+	if (named && l7_take(b, p, fd, kind, buf, n, name, port))
 		goto out;
-	}
-	/* A tunnel to such a name would carry requests nobody judges: the
-	 * sandbox connects to it directly instead. */
-	if (named && kind == F_CONNECT && local_l7_wants(b->l7, p, 1, name, port)) {
-		char cw[400];
-		snprintf(cw, sizeof(cw), "%s:%u is read request by request (L7 rules or secrets): "
-			 "connect to it directly, not through CONNECT", name, port);
-		refuse(fd, kind, cw);
-		goto out;
-	}
 
 	struct in_addr addrs[MAX_ADDRS];
 	int na = 0;
