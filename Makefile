@@ -51,9 +51,11 @@ SERVE_OBJ := $(SERVE_SRC:%.c=$(BUILD)/obj/%.o)
 SERVE_LIB := $(BUILD)/libsbx-serve.a
 # The sandbox init, the detached process's supervisor and the egress broker
 # live beside the local backend (backends/local/) but are programs of their own.
-# The broker's L7 side (TLS interception, its CA) is an archive of its
-# own too, linked into sbx-egress only: no other program loads libssl.
-EGRESS_SRC := backends/local/local-brokerd.c backends/local/local-ca.c backends/local/local-l7.c
+# The broker's process side (its connections, their record's queue and
+# spool writer, the L7 side: TLS interception, its CA) is an archive of
+# its own too, linked into sbx-egress only: no other program loads libssl.
+EGRESS_SRC := backends/local/local-brokerd.c backends/local/local-ca.c backends/local/local-l7.c \
+	backends/local/local-audit.c
 EGRESS_OBJ := $(EGRESS_SRC:%.c=$(BUILD)/obj/%.o)
 EGRESS_LIB := $(BUILD)/libsbx-egress.a
 LIBEXEC_SRC := backends/local/sbx-init.c backends/local/sbx-procd.c backends/local/sbx-forkd.c \
@@ -128,10 +130,11 @@ $(INIT): backends/local/sbx-init.c backends/local/local-idle.h backends/local/lo
 	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends/local -MF $(BUILD)/obj/libexec/sbx-init.d \
 	  -static -o $@ backends/local/sbx-init.c
 
-$(PROCD): backends/local/sbx-procd.c backends/local/local-procd.h backends/local/local-kfile.h common/base/fdpass.h
+$(PROCD): backends/local/sbx-procd.c backends/local/local-procd.h backends/local/local-kfile.h common/base/fdpass.h \
+	  common/base/spool.c common/base/spool.h
 	@mkdir -p $(dir $@) $(BUILD)/obj/libexec
 	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends/local -Icommon/base -MF $(BUILD)/obj/libexec/sbx-procd.d \
-	  -static -o $@ backends/local/sbx-procd.c
+	  -static -o $@ backends/local/sbx-procd.c common/base/spool.c
 
 $(FORKD): backends/local/sbx-forkd.c backends/local/local-forkd-proto.h common/base/fdpass.h
 	@mkdir -p $(dir $@) $(BUILD)/obj/libexec

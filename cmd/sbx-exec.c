@@ -136,6 +136,37 @@ static json_object *result_json(const struct exec_opts *o, const struct sbx_exec
 }
 
 /* Run the command in the sandbox of `doc`. */
+/* The exec's audit record (audit.h): the environment by name only, never
+ * its values. */
+static json_object *exec_audit(const struct exec_opts *o, const char *start,
+			       const struct sbx_exec_result *r)
+{
+	json_object *a = json_object_new_object(), *av = json_object_new_array(),
+		    *env = json_object_new_array();
+	for (char **p = o->argv; p && *p; p++)
+		json_object_array_add(av, json_object_new_string(*p));
+	json_object_object_add(a, "argv", av);
+	for (size_t i = 0; i < o->nenv; i++) {
+		const char *eq = strchr(o->env[i], '=');
+		json_object_array_add(env, json_object_new_string_len(
+						   o->env[i], eq ? (int)(eq - o->env[i]) : (int)strlen(o->env[i])));
+	}
+	json_object_object_add(a, "env", env);
+	sbx_json_set_str(a, "user", o->root ? "root" : "user");
+	if (o->cwd)
+		sbx_json_set_str(a, "cwd", o->cwd);
+	sbx_json_set_str(a, "start", start);
+	if (!r) {
+		sbx_json_set_str(a, "outcome", "error");
+		return a;
+	}
+	sbx_json_set_int(a, "exit_code", r->exit_code);
+	sbx_json_set_int(a, "signal", r->signal);
+	sbx_json_set_bool(a, "timed_out", r->timed_out);
+	sbx_json_set_int(a, "duration_ms", r->duration_ms);
+	return a;
+}
+
 static int run(struct exec_opts *o, json_object *doc, int raw_in, struct sbx_exec_result *res,
 	       struct sbx_err *err)
 {
@@ -165,7 +196,12 @@ static int run(struct exec_opts *o, json_object *doc, int raw_in, struct sbx_exe
 		.tty_rows = o->rows,
 		.tty_size_fd = o->winch_fd,
 	};
+	char start[40];
+	sbx_time_iso(sbx_now_ms() / 1000, start, sizeof(start));
 	int rc = sbx_call(b, exec, err, &sb, &req, res);
+	json_object *a = exec_audit(o, start, rc == 0 ? res : NULL);
+	sbx_cli_audit(&o->app, b, &sb, "exec", a);
+	json_object_put(a);
 	sbx_sandbox_clear(&sb);
 	if (rc == 0 && sbj)
 		sbx_json_set_str(sbj, "state", "running");

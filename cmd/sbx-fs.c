@@ -464,6 +464,27 @@ static int fs_sub(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *
 	return 0;
 }
 
+/* A transfer or a change is a record of the sandbox's audit (audit.h):
+ * op, path, bytes when known.  A look (ls, stat) is not. */
+static void fs_audit(struct fs_opts *o, struct sbx_backend *b, struct sbx_sandbox *sb,
+		     json_object *res)
+{
+	const char *op = subs[o->sub].name;
+	if (!strcmp(op, "ls") || !strcmp(op, "stat"))
+		return;
+	json_object *a = json_object_new_object();
+	sbx_json_set_str(a, "op", op);
+	const char *path = sbx_json_str(res, "path");
+	sbx_json_set_str(a, "path", path ? path : o->a);
+	if (sbx_json_str(res, "dest"))
+		sbx_json_set_str(a, "dest", sbx_json_str(res, "dest"));
+	json_object *size;
+	if (json_object_object_get_ex(res, "size", &size))
+		json_object_object_add(a, "bytes", json_object_get(size));
+	sbx_cli_audit(&o->app, b, sb, "file", a);
+	json_object_put(a);
+}
+
 static int fs_one(json_object *doc, void *ctx, struct sbx_err *err)
 {
 	struct fs_opts *o = ctx;
@@ -481,6 +502,8 @@ static int fs_one(json_object *doc, void *ctx, struct sbx_err *err)
 	json_object *res = json_object_new_object();
 	sbx_json_set_str(res, "op", subs[o->sub].name);
 	int rc = fs_sub(o, b, &sb, res, err);
+	if (rc >= 0)
+		fs_audit(o, b, &sb, res);
 	sbx_sandbox_clear(&sb);
 	if (rc != 0) {          /* an error, or raw bytes on stdout: no document */
 		json_object_put(res);

@@ -456,6 +456,17 @@ static int do_start(struct proc_opts *o, struct sbx_backend *b, struct sbx_sandb
 	json_object *j = json_object_new_object();
 	json_object_object_add(doc, "proc", j);
 	sbx_proc_info_json(&p, j);
+	json_object *a = json_object_new_object(), *av = json_object_new_array();
+	for (char **q = o->argv; q && *q; q++)
+		json_object_array_add(av, json_object_new_string(*q));
+	sbx_json_set_str(a, "event", "start");
+	json_object_object_add(a, "argv", av);
+	sbx_json_set_str(a, "user", o->root ? "root" : "user");
+	json_object *pid;
+	if (json_object_object_get_ex(j, "pid", &pid))
+		json_object_object_add(a, "pid", json_object_get(pid));
+	sbx_cli_audit(&o->app, b, sb, "process", a);
+	json_object_put(a);
 	sbx_proc_info_clear(&p);
 	return 0;
 }

@@ -184,6 +184,7 @@ run_man_page() { # run_man_page NAME [TEMPLATE]: TEMPLATE (busybox) imported fir
 @test "sbx-ls(1) EXAMPLES run" { run_man_page sbx-ls.1; }
 @test "sbx-lease(1) EXAMPLES run" { run_man_page sbx-lease.1; }
 @test "sbx-events(1) EXAMPLES run" { run_man_page sbx-events.1; }
+@test "sbx-audit(1) EXAMPLES run" { run_man_page sbx-audit.1; }
 @test "sbx-snap(1) EXAMPLES run" { run_man_page sbx-snap.1 busybox; }
 @test "sbx-tpl(1) EXAMPLES run" { run_man_page sbx-tpl.1; }
 @test "sbx-reap(1) EXAMPLES run" { run_man_page sbx-reap.1; }

@@ -21,6 +21,7 @@
 #include "doc.h"
 #include "egress-secrets.h"
 #include "helper.h"
+#include "spool.h"
 #include "util.h"
 
 #define POLICY_FILE "netpolicy.json"
@@ -106,7 +107,9 @@ int docker_egress_start(struct sbx_backend *b, const char *id, long pid,
 	if (pid <= 0)
 		return sbx_fail(err, SBX_INTERNAL, "create", "the engine reports no init pid for %s", id);
 	SBX_AUTOFREE char *dir = egress_dir(b, id);
-	if (sbx_mkdir_p(dir, 0700, err) < 0 || policy_write(dir, p, err) < 0)
+	if (sbx_mkdir_p(dir, 0700, err) < 0 || policy_write(dir, p, err) < 0 ||
+	    sbx_spool_conf_write(dir, b->profile ? b->profile->audit_maxlen : 0,
+				 b->profile && b->profile->audit_required, err) < 0)
 		return -1;
 	SBX_AUTOCLOSE int exe = broker_open(err);
 	if (exe < 0)
@@ -185,6 +188,11 @@ int docker_egress_set_network(struct sbx_backend *b, struct sbx_sandbox *sb,
 		return sbx_fail(err, SBX_UNSUPPORTED, "network",
 				"the egress broker of %s runs on another host (its policy is not here)", id);
 	return policy_write(dir, p, err);
+}
+
+char *docker_egress_audit_dir(struct sbx_backend *b, const char *id)
+{
+	return egress_dir(b, id);
 }
 
 json_object *docker_egress_policy_doc(struct sbx_backend *b, const char *id)

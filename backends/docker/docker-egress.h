@@ -65,4 +65,8 @@ json_object *docker_egress_policy_doc(struct sbx_backend *b, const char *id);
 /* Forget `id`'s stored policy (after its removal). */
 void docker_egress_forget(struct sbx_backend *b, const char *id);
 
+/* The folder of the container's broker, where it spools its audit
+ * records (spool.h); malloc'd, whether or not it exists. */
+char *docker_egress_audit_dir(struct sbx_backend *b, const char *id);
+
 #endif

@@ -26,17 +26,23 @@
 #include "docker-proc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "docker-container.h"
+#include "docker-egress.h"
 #include "docker-exec.h"
 #include "docker-gate.h"
 #include "doc.h"
 #include "proc.h"
+#include "spool.h"
 #include "util.h"
 
 #define ROOT DOCKER_PROC_ROOT
@@ -59,6 +65,7 @@ static const char start_script[] =
 	"d=$1; t=$2; shift 2\n"
 	"echo $$ >\"$d/sup\"\n"
 	"if [ -p \"$d/stdin\" ]; then exec 3<>\"$d/stdin\"; i=$d/stdin; else i=/dev/null; fi\n"
+	"read u0 _ </proc/uptime\n"
 	"setsid \"$@\" <\"$i\" >\"$d/out\" 2>\"$d/err\" 3<&- &\n"
 	"c=$!\n"
 	"echo $c >\"$d/pid\"\n"
@@ -69,12 +76,23 @@ static const char start_script[] =
 	"echo $c >\"$d/pidpipe\"\n"
 	"while :; do wait $c; st=$?; kill -0 $c 2>/dev/null || break; done\n"
 	"[ -z \"$k\" ] || kill -KILL -- \"-$k\" 2>/dev/null\n"
+	"read u1 _ </proc/uptime; echo \"$u0 $u1\" >\"$d/times\"\n"
 	"echo $st >\"$d/exit.t\" && mv \"$d/exit.t\" \"$d/exit\"\n"
 	/* the end is activity, as local's (the idle clock starts again) */
 	"touch " DOCKER_MARKER " 2>/dev/null\n"
 	"' sbx-procd \"$d\" \"$t\" \"$@\" </dev/null >/dev/null 2>&1 &\n"
 	"read c <\"$d/pidpipe\"; rm -f \"$d/pidpipe\"\n"
 	"echo \"$c ${d##*/}\"\n";
+
+/* As root: for each record token "$@" of the host's pending list, its
+ * end "@@ TOKEN PID EXIT TIMEDOUT U0 U1" (U*: /proc/uptime at its start
+ * and end) once it ended, "R TOKEN" while it runs, "G TOKEN" when the
+ * record is gone. */
+static const char ends_script[] =
+	"for t; do d=" ROOT "/$t; if [ ! -d \"$d\" ]; then echo \"G $t\"; "
+	"elif [ ! -s \"$d/exit\" ]; then echo \"R $t\"; "
+	"else printf '@@ %s %s %s %s %s\\n' \"$t\" \"$(cat \"$d/pid\")\" \"$(cat \"$d/exit\")\" "
+	"\"$([ -e \"$d/timed_out\" ] && echo t || echo -)\" \"$(cat \"$d/times\" 2>/dev/null || echo '- -')\"; fi; done";
 
 /* As root: the record root, made once, a real directory of root's. */
 static const char root_script[] =
@@ -235,6 +253,130 @@ static int tag_free(struct sbx_backend *b, struct sbx_sandbox *sb, const char *t
 		       : 0;
 }
 
+/* ---- the end of a process, for the session record ---- */
+
+/* The host's list of the container's records whose end is not yet in the
+ * audit spool (docker_proc_audit_collect): <audit dir>/procs.pending, one
+ * token a line, under its own flock.  Made with the spool's audit.json
+ * when the sandbox has none yet (no network policy: no broker made it). */
+#define PENDING "procs.pending"
+
+static int pending_open(const char *dir)
+{
+	SBX_AUTOFREE char *p = sbx_xasprintf("%s/" PENDING, dir);
+	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0 && flock(fd, LOCK_EX) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void pending_add(struct sbx_backend *b, const char *id, const char *token)
+{
+	SBX_AUTOFREE char *dir = docker_egress_audit_dir(b, id);
+	struct sbx_err e = {0};
+	if (!b->profile || b->profile->audit_maxlen == 0 || !dir || sbx_mkdir_p(dir, 0700, &e) < 0)
+		return;
+	if (sbx_spool_conf_max(dir) == 0 &&
+	    sbx_spool_conf_write(dir, b->profile->audit_maxlen, b->profile->audit_required, &e) < 0)
+		return;
+	int fd = pending_open(dir);
+	if (fd < 0)
+		return;
+	lseek(fd, 0, SEEK_END);
+	char line[32];
+	int n = snprintf(line, sizeof(line), "%s\n", token);
+	(void)!sbx_write_all(fd, line, (size_t)n);
+	close(fd);
+}
+
+/* One "@@" line of ends_script as the spool's record (audit.h: kind
+ * process, event end), appended to text. */
+static void end_line(const char *l, char **text, size_t *len)
+{
+	char token[16], ex[16], to[4], u0[32], u1[32];
+	long long pid;
+	if (sscanf(l, "@@ %15s %lld %15s %3s %31s %31s", token, &pid, ex, to, u0, u1) != 6)
+		return;
+	int st = atoi(ex), code = st, sig = 0;
+	if (st > 128 && st < 128 + NSIG)
+		code = -1, sig = st - 128;      /* the shell's 128+N */
+	char dur[48] = "";
+	if (strcmp(u0, "-") != 0)       /* an older supervisor's record has no times */
+		snprintf(dur, sizeof(dur), ",\"duration_ms\":%lld",
+			 (long long)((strtod(u1, NULL) - strtod(u0, NULL)) * 1000.0 + 0.5));
+	char *add = sbx_xasprintf("{\"kind\":\"process\",\"by\":\"sbx-procd\",\"data\":{\"event\":\"end\","
+				  "\"pid\":%lld,\"exit_code\":%d,\"signal\":%d,\"timed_out\":%s%s}}\n",
+				  pid, code, sig, to[0] == 't' ? "true" : "false", dur);
+	size_t n = strlen(add);
+	*text = sbx_xrealloc(*text, *len + n + 1);
+	memcpy(*text + *len, add, n + 1);
+	*len += n;
+	free(add);
+}
+
+int docker_proc_audit_collect(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err)
+{
+	SBX_AUTOFREE char *dir = sb->id ? docker_egress_audit_dir(b, sb->id) : NULL;
+	SBX_AUTOFREE char *path = dir ? sbx_xasprintf("%s/" PENDING, dir) : NULL;
+	struct stat st;
+	/* The common case, and a paused container (an exec would resume it):
+	 * nothing to do until it runs again. */
+	if (!path || stat(path, &st) < 0 || st.st_size == 0 || sb->state == SBX_STATE_PAUSED)
+		return 0;
+	SBX_AUTOCLOSE int fd = pending_open(dir);
+	if (fd < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "audit", "lock %s", path);
+	SBX_AUTOFREE char *list = NULL;
+	size_t len;
+	if (sbx_read_file(path, 1 << 20, &list, &len, err) < 0)
+		return -1;
+	const char *args[256];
+	size_t n = 0;
+	char *save = NULL;
+	for (char *t = strtok_r(list, "\n", &save); t && n + 1 < SBX_ARRAY_LEN(args);
+	     t = strtok_r(NULL, "\n", &save))
+		if (*t)
+			args[n++] = t;
+	args[n] = NULL;
+	if (n == 0)
+		return 0;
+	struct sbx_exec_result res;
+	if (docker_sh(b, sb, 1, ends_script, args, NULL, 0, -1, 1 << 20, &res, "audit", err) < 0)
+		return -1;
+	SBX_AUTOFREE char *text = NULL, *keep = sbx_xstrdup("");
+	size_t tlen = 0, klen = 0;
+	save = NULL;
+	for (char *l = strtok_r(res.out ? res.out : (char *)"", "\n", &save); l;
+	     l = strtok_r(NULL, "\n", &save)) {
+		if (!strncmp(l, "@@ ", 3)) {
+			end_line(l, &text, &tlen);
+		} else if (!strncmp(l, "R ", 2)) {
+			keep = sbx_xrealloc(keep, klen + strlen(l + 2) + 2);
+			klen += (size_t)sprintf(keep + klen, "%s\n", l + 2);
+		}
+	}
+	sbx_exec_result_clear(&res);
+	/* Spooled first, then forgotten: a crash between writes the ends
+	 * again (at least once, as the spool's takers). */
+	int64_t size, max = sbx_spool_conf_max(dir);
+	long put = tlen ? sbx_spool_append(dir, text, tlen, max, &size) : 0;
+	if (put < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "audit", "append to the spool in %s", dir);
+	unsigned long lost = 0;
+	for (size_t i = (size_t)put; i < tlen; i++)
+		lost += text[i] == '\n';
+	if (lost) {     /* a full spool: counted as the broker counts (audit.h) */
+		char line[96];
+		int k = snprintf(line, sizeof(line), "{\"kind\":\"dropped\",\"data\":{\"count\":%lu}}\n", lost);
+		sbx_spool_append(dir, line, (size_t)k, max + 1024, &size);
+	}
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, keep, klen, 0) != (ssize_t)klen)
+		return sbx_fail_errno(err, SBX_INTERNAL, "audit", "rewrite %s", path);
+	return 0;
+}
+
 int docker_proc_start(struct sbx_backend *b, struct sbx_sandbox *sb,
 		      const struct sbx_proc_req *req, struct sbx_proc_info *out,
 		      struct sbx_err *err)
@@ -288,6 +430,7 @@ int docker_proc_start(struct sbx_backend *b, struct sbx_sandbox *sb,
 	struct drec r;
 	if (find(b, sb, &sel, &r, err) < 0)
 		return -1;
+	pending_add(b, sb->id, r.token);
 	*out = r.i;
 	return 0;
 }

@@ -26,5 +26,13 @@ int docker_proc_output(struct sbx_backend *b, struct sbx_sandbox *sb,
 		       const struct sbx_proc_sel *sel, const struct sbx_proc_attach *a,
 		       sbx_proc_sink sink, void *ctx, struct sbx_proc_info *end,
 		       struct sbx_err *err);
+/* The vtable's audit_collect: the ends of the detached processes this
+ * host started (its pending list, beside the spool) that the
+ * container's supervisors recorded since, appended to the sandbox's
+ * audit spool as sbx-procd's records (kind process, event end).  One
+ * exec as root while any is pending and the container is not paused;
+ * none otherwise.  Weaker than local's, as the records are (docs/docker.md):
+ * the process's user can change its own end before it is collected. */
+int docker_proc_audit_collect(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err);
 
 #endif

@@ -510,6 +510,14 @@ static int docker_remove(struct sbx_backend *b, const char *id, int *gone, struc
 
 /* ---- the vtable ---------------------------------------------------------- */
 
+/* The vtable's audit_dir: the folder of the container's broker. */
+static int docker_audit_dir(struct sbx_backend *b, const char *id, char **dir, struct sbx_err *err)
+{
+	(void)err;
+	*dir = id && *id ? docker_egress_audit_dir(b, id) : NULL;
+	return 0;
+}
+
 const struct sbx_backend_ops sbx_backend_docker = {
 	.name = "docker",
 	.config_keys = docker_config_keys,
@@ -529,6 +537,8 @@ const struct sbx_backend_ops sbx_backend_docker = {
 	.pause = docker_pause,
 	.set_timeout = NULL,     /* labels are immutable on a container */
 	.set_network = docker_egress_set_network,
+	.audit_dir = docker_audit_dir,
+	.audit_collect = docker_proc_audit_collect,
 	.exec = docker_exec,
 	.proc_start = docker_proc_start,
 	.proc_list = docker_proc_list,

@@ -35,6 +35,7 @@
 #include "egress-secrets.h"
 #include "fsconfine.h"
 #include "helper.h"
+#include "local-audit.h"
 #include "local-dns.h"
 #include "local-egress.h"
 #include "local-init.h"
@@ -373,8 +374,11 @@ static void egress_seen(void)
 		utimensat(AT_FDCWD, egress_path, NULL, 0);
 }
 
-/* Both directions until both ends are done; a half close is passed on. */
-static void relay(int a, int c)
+/* Both directions until both ends are done; a half close is passed on.
+ * *out, *in: the bytes relayed from a to c and back.  status not NULL:
+ * the status of the answer the first bytes from c begin (plain HTTP),
+ * 0 when they are no HTTP status line. */
+static void relay(int a, int c, uint64_t *out, uint64_t *in, int *status)
 {
 	char buf[65536];
 	int open_a = 1, open_c = 1;
@@ -405,6 +409,11 @@ static void relay(int a, int c)
 			}
 			if (sbx_write_all(to, buf, (size_t)n) < 0)
 				return;
+			if (i && status && *in == 0 && n >= 12 && memcmp(buf, "HTTP/1.", 7) == 0 &&
+			    buf[8] == ' ' && isdigit((unsigned char)buf[9]) &&
+			    isdigit((unsigned char)buf[10]) && isdigit((unsigned char)buf[11]))
+				*status = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
+			*(i ? in : out) += (uint64_t)n;
 			egress_seen();
 		}
 	}
@@ -467,12 +476,22 @@ static enum first peek(int fd, unsigned char *buf, size_t *np, char *name, int *
 	return kind;
 }
 
+/* A verdict's place in a connection's record: rule_txt (400 bytes) the
+ * verdict's text of the address dialled (or last judged), *used that
+ * address. */
+struct pick {
+	char rule_txt[400];
+	struct in_addr used;
+};
+
 /* The first of `addrs` that is neither always refused nor refused by the
- * policy, dialled: its socket, or -1 with the reason of the last refusal
- * in `why`. */
+ * policy (request rq, NULL: the connection), dialled: its socket, or -1
+ * with the reason of the last refusal in `why` (*denied: a refusal, not a
+ * failed connect); pk->used and pk->rule_txt (pick) as it goes. */
 static int pick_and_dial(struct broker *b, const struct sbx_netpolicy *p, const char *name,
 			 const struct in_addr *addrs, int na, unsigned port,
-			 const struct sbx_np_req *rq, int *denied, char *why, size_t wl)
+			 const struct sbx_np_req *rq, int *denied, char *why, size_t wl,
+			 struct pick *pk)
 {
 	*denied = 0;
 	int sfd = -1;
@@ -481,6 +500,7 @@ static int pick_and_dial(struct broker *b, const struct sbx_netpolicy *p, const 
 					 .sin_addr = addrs[i]};
 		char at[INET_ADDRSTRLEN];
 		inet_ntop(AF_INET, &addrs[i], at, sizeof(at));
+		pk->used = addrs[i];
 		const char *cls;
 		size_t rule;
 		if (local_egress_refused((struct sockaddr *)&to, b->allow, b->host, &cls)) {
@@ -489,9 +509,11 @@ static int pick_and_dial(struct broker *b, const struct sbx_netpolicy *p, const 
 			*denied = 1;
 			continue;
 		}
-		if (sbx_np_judge_req(p, name, (struct sockaddr *)&to, port, rq, &rule) != SBX_NP_ALLOW) {
-			SBX_AUTOFREE char *v = verdict_text(p, rule);
-			snprintf(why, wl, "%s%s%s:%u by %s", name ? name : "", name ? " at " : "", at, port, v);
+		int v = sbx_np_judge_req(p, name, (struct sockaddr *)&to, port, rq, &rule);
+		SBX_AUTOFREE char *vt = verdict_text(p, rule);
+		snprintf(pk->rule_txt, sizeof(pk->rule_txt), "%s", vt);
+		if (v != SBX_NP_ALLOW) {
+			snprintf(why, wl, "%s%s%s:%u by %s", name ? name : "", name ? " at " : "", at, port, vt);
 			*denied = 1;
 			continue;
 		}
@@ -513,9 +535,113 @@ static int resolve(struct broker *b, const char *name, struct in_addr *addrs, in
 	return na < 0 ? 0 : na;
 }
 
+/* The request line of a plain HTTP request in buf: the record's http
+ * entry {method, host, path} (the path without its query's values: a
+ * query is "?k=&k2=").  A spliced connection's first request only; a
+ * connection read request by request has its entry from local-l7.c's
+ * facts (l7_entry). */
+static json_object *http_entry(const unsigned char *buf, size_t n, const char *host)
+{
+	const char *b = (const char *)buf, *sp = memchr(b, ' ', n < 16 ? n : 16);
+	if (!sp)
+		return NULL;
+	const char *p = sp + 1, *e = memchr(p, ' ', n - (size_t)(p - b));
+	if (!e || e - p > 512)
+		return NULL;
+	json_object *h = json_object_new_object();
+	json_object_object_add(h, "method", json_object_new_string_len(b, (int)(sp - b)));
+	sbx_json_set_str(h, "host", host);
+	char path[600];
+	size_t k = 0;
+	int in_value = 0;
+	for (const char *c = p; c < e && k + 2 < sizeof(path); c++) {
+		if (*c == '?' || *c == '&')
+			in_value = 0;
+		else if (*c == '=' && memchr(p, '?', (size_t)(c - p)))
+			in_value = 2;
+		if (in_value == 1)
+			continue;
+		path[k++] = *c;
+		if (in_value == 2)
+			in_value = 1;
+	}
+	path[k] = '\0';
+	sbx_json_set_str(h, "path", path);
+	return h;
+}
+
+/* Send what the client said first (a CONNECT's head answered, not
+ * passed on), then relay both ways; both sockets closed.  *out, *in: the
+ * bytes passed each way; *status (not NULL): a plain HTTP answer's. */
+static void splice_conn(int fd, int sfd, enum first kind, unsigned char *buf, size_t n,
+			uint64_t *out, uint64_t *in, int *status)
+{
+	int one = 1;
+	setsockopt(sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	int ok_so_far = 1;
+	if (kind == F_CONNECT) {
+		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+		const char *eoh = memmem(buf, n, "\r\n\r\n", 4);
+		size_t head = (size_t)(eoh + 4 - (const char *)buf);
+		ok_so_far = sbx_write_all(fd, ok, sizeof(ok) - 1) == 0 &&
+			    (n <= head || sbx_write_all(sfd, buf + head, n - head) == 0);
+		*out += n > head ? n - head : 0;
+	} else if (n) {
+		ok_so_far = sbx_write_all(sfd, buf, n) == 0;
+		*out += n;
+	}
+	if (ok_so_far)
+		relay(fd, sfd, out, in, status);
+	close(sfd);
+	close(fd);
+}
+
+/* The record of one connection (local-audit.h), filled as it goes: the
+ * name the client sent (NULL: none), and a plain HTTP request's line. */
+static json_object *conn_record(unsigned port, const struct in_addr *to, enum first kind,
+				const char *name, const unsigned char *buf, size_t n)
+{
+	json_object *r = json_object_new_object();
+	sbx_json_set_str(r, "kind", "egress");
+	json_object *d = sbx_json_child(r, "data");
+	char at[40], a[INET_ADDRSTRLEN];
+	sbx_time_iso(sbx_now_ms() / 1000, at, sizeof(at));
+	sbx_json_set_str(d, "start", at);
+	inet_ntop(AF_INET, to, a, sizeof(a));
+	sbx_json_set_str(d, "address", a);
+	sbx_json_set_int(d, "port", port);
+	if (name) {
+		sbx_json_set_str(d, "name", name);
+		if (kind == F_TLS)
+			sbx_json_set_str(d, "sni", name);
+	}
+	json_object *http = json_object_new_array();
+	json_object_object_add(d, "http", http);
+	json_object *h = kind == F_HTTP && name ? http_entry(buf, n, name) : NULL;
+	if (h)
+		json_object_array_add(http, h);
+	return r;
+}
+
+static void conn_verdict(json_object *rec, const char *verdict, const char *why)
+{
+	json_object *d = sbx_json_obj(rec, "data");
+	sbx_json_set_str(d, "verdict", verdict);
+	if (why && *why)
+		sbx_json_set_str(d, verdict[0] == 'a' ? "rule" : "reason", why);
+}
+
+/* Refuse the connection and end its record with the reason. */
+static void conn_refuse(int fd, enum first kind, const char *why, json_object *rec)
+{
+	refuse(fd, kind, why);
+	conn_verdict(rec, "deny", why);
+}
+
 struct l7_ctx {
 	struct broker *b;
 	const struct sbx_netpolicy *p;
+	struct pick pk;          /* the address dialled, for the record */
 };
 
 /* local_l7_dial_fn: the request judged by name first (nothing leaves for
@@ -539,7 +665,8 @@ static int l7_dial(void *ctx, const char *name, unsigned port, const struct sbx_
 		snprintf(f->why, sizeof(f->why), "%s does not resolve", name);
 		return -1;
 	}
-	int sfd = pick_and_dial(x->b, x->p, name, addrs, na, port, rq, &denied, f->why, sizeof(f->why));
+	int sfd = pick_and_dial(x->b, x->p, name, addrs, na, port, rq, &denied, f->why, sizeof(f->why),
+				&x->pk);
 	if (sfd < 0 && denied)
 		f->verdict = SBX_NP_DENY;
 	if (sfd >= 0) {
@@ -554,10 +681,11 @@ static int l7_dial(void *ctx, const char *name, unsigned port, const struct sbx_
  * such a name is refused (a tunnel would carry requests nobody judges:
  * the sandbox connects to it directly).  1 when it took (and closed) fd. */
 static int l7_take(struct broker *b, const struct sbx_netpolicy *p, int fd, enum first kind,
-		   const unsigned char *buf, size_t n, const char *name, unsigned port)
+		   const unsigned char *buf, size_t n, const char *name, unsigned port,
+		   json_object *rec)
 {
 	if ((kind == F_TLS || kind == F_HTTP) && local_l7_wants(b->l7, p, kind == F_TLS, name, port)) {
-		struct l7_ctx x = {b, p};
+		struct l7_ctx x = {b, p, {"", {0}}};
 		local_l7_serve(b->l7, fd, kind == F_TLS, buf, n, name, port, l7_dial, &x);
 		return 1;
 	}
@@ -565,7 +693,7 @@ static int l7_take(struct broker *b, const struct sbx_netpolicy *p, int fd, enum
 		char cw[400];
 		snprintf(cw, sizeof(cw), "%s:%u is read request by request (L7 rules or secrets): "
 			 "connect to it directly, not through CONNECT", name, port);
-		refuse(fd, kind, cw);
+		conn_refuse(fd, kind, cw, rec);
 		return 1;
 	}
 	return 0;
@@ -591,6 +719,7 @@ static void *conn_main(void *arg)
 		close(fd);
 		return NULL;
 	}
+	int64_t t0 = sbx_mono_ms();
 	struct pref *pr = pref_get(b);
 	const struct sbx_netpolicy *p = &pr->p;
 	unsigned char *buf = sbx_xmalloc(PEEK_MAX);
@@ -599,11 +728,22 @@ static void *conn_main(void *arg)
 	char name[264] = "";
 	int named = 0;
 	unsigned cport = 0;
+	uint64_t out_b = 0, in_b = 0;
 	/* Read what the client says first, when a domain rule could decide. */
 	if (sbx_np_wants_name(p, port))
 		kind = peek(fd, buf, &n, name, &named, &cport);
 	if (kind == F_CONNECT && cport)
 		port = cport;
+	json_object *rec = conn_record(port, &orig.sin_addr, kind, named ? name : NULL, buf, n);
+	json_object *d = sbx_json_obj(rec, "data");
+	if (local_audit_begin() < 0) {
+		/* audit: required, and no room for the record: no connection. */
+		refuse(fd, kind, "its audit record cannot be written (audit: required)");
+		free(buf);
+		pref_put(b, pr);
+		json_object_put(rec);
+		return NULL;
+	}
 	/* An IP literal where a name goes is no name: the address is judged
 	 * (a CONNECT to one is to that address). */
 	struct in_addr lit;
@@ -615,10 +755,10 @@ static void *conn_main(void *arg)
 		named = 0;
 	}
 	if (kind == F_CONNECT && !named && !cport) {
-		refuse(fd, kind, "CONNECT needs HOST:PORT");
+		conn_refuse(fd, kind, "CONNECT needs HOST:PORT", rec);
 		goto out;
 	}
-	if (named && l7_take(b, p, fd, kind, buf, n, name, port))
+	if (named && l7_take(b, p, fd, kind, buf, n, name, port, rec))
 		goto out;
 
 	struct in_addr addrs[MAX_ADDRS];
@@ -632,13 +772,13 @@ static void *conn_main(void *arg)
 		if (sbx_np_judge(p, name, NULL, port, &rule) == SBX_NP_DENY) {
 			SBX_AUTOFREE char *v = verdict_text(p, rule);
 			snprintf(why, sizeof(why), "%s:%u by %s", name, port, v);
-			refuse(fd, kind, why);
+			conn_refuse(fd, kind, why, rec);
 			goto out;
 		}
 		na = resolve(b, name, addrs, MAX_ADDRS);
 		if (na <= 0) {
 			snprintf(why, sizeof(why), "%s does not resolve", name);
-			refuse(fd, kind, why);
+			conn_refuse(fd, kind, why, rec);
 			goto out;
 		}
 	} else {
@@ -646,33 +786,30 @@ static void *conn_main(void *arg)
 		na = 1;
 	}
 	int denied;
+	struct pick pk = {"", addrs[0]};
 	int sfd = pick_and_dial(b, p, named ? name : NULL, addrs, na, port, NULL, &denied, why,
-				sizeof(why));
+				sizeof(why), &pk);
+	char ua[INET_ADDRSTRLEN];
+	sbx_json_set_str(d, "address", inet_ntop(AF_INET, &pk.used, ua, sizeof(ua)));
 	if (sfd < 0) {
-		refuse(fd, kind, why);
+		conn_refuse(fd, kind, why, rec);
 		goto out;
 	}
+	conn_verdict(rec, "allow", pk.rule_txt);
 	pref_put(b, pr);
 	pr = NULL;
-	int one = 1;
-	setsockopt(sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (kind == F_CONNECT) {
-		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-		const char *eoh = memmem(buf, n, "\r\n\r\n", 4);
-		size_t head = (size_t)(eoh + 4 - (const char *)buf);
-		if (sbx_write_all(fd, ok, sizeof(ok) - 1) < 0 ||
-		    (n > head && sbx_write_all(sfd, buf + head, n - head) < 0))
-			goto done;
-	} else if (n && sbx_write_all(sfd, buf, n) < 0) {
-		goto done;
-	}
-	free(buf);
-	buf = NULL;
-	relay(fd, sfd);
-done:
-	close(sfd);
-	close(fd);
+	int status = 0;
+	json_object *http = NULL, *h0 = NULL;
+	if (json_object_object_get_ex(d, "http", &http) && json_object_array_length(http))
+		h0 = json_object_array_get_idx(http, 0);
+	splice_conn(fd, sfd, kind, buf, n, &out_b, &in_b, h0 ? &status : NULL);
+	if (h0 && status)
+		sbx_json_set_int(h0, "status", status);
 out:
+	sbx_json_set_int(d, "bytes_out", (int64_t)out_b);
+	sbx_json_set_int(d, "bytes_in", (int64_t)in_b);
+	sbx_json_set_int(d, "duration_ms", sbx_mono_ms() - t0);
+	local_audit_end(rec);
 	free(buf);
 	if (pr)
 		pref_put(b, pr);
@@ -850,6 +987,8 @@ int local_broker_main(int argc, char **argv)
 		return fail_ready(rfd, "setns back");
 	if (drop_caps() < 0)
 		return fail_ready(rfd, "dropping capabilities");
+	/* The writer thread after the drop: capabilities are per thread. */
+	local_audit_start(argv[1]);
 	(void)!write(rfd, "R", 1);
 	close(rfd);
 

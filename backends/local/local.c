@@ -46,6 +46,7 @@
 #include "local-devices.h"
 #include "local-broker.h"
 #include "egress-secrets.h"
+#include "spool.h"
 #include "netpolicy.h"
 #include "local-egress.h"
 #include "local-exec.h"
@@ -189,7 +190,11 @@ static int create_record(struct sbx_backend *b, const struct sbx_create_req *req
 	sbx_json_set_int(lim, "shm_bytes", req->limits.shm_bytes);
 	sbx_json_set_bool(sbx_json_child(j, "network"), "allow_internet",
 			  req->net.allow_internet || req->net.policy);
-	if (req->net.policy && local_broker_policy_write(r->dir, NULL, req->net.policy, err) < 0)
+	/* audit.json for every sandbox: its broker's and its detached
+	 * processes' supervisors' spool (sbx-procd). */
+	if ((req->net.policy && local_broker_policy_write(r->dir, NULL, req->net.policy, err) < 0) ||
+	    sbx_spool_conf_write(r->dir, b->profile ? b->profile->audit_maxlen : 0,
+				 b->profile && b->profile->audit_required, err) < 0)
 		return -1;
 	sbx_json_set_bool(sbx_json_child(j, "security"), "allow_userns",
 			  local_conf_of(b)->allow_userns);
@@ -657,6 +662,17 @@ static int local_hold(struct sbx_backend *b, const char *id, int64_t until_ms,
 	return 0;
 }
 
+/* The vtable's audit_dir: the sandbox's own folder (its broker spools
+ * there, local-audit.h). */
+static int local_audit_dir(struct sbx_backend *b, const char *id, char **dir, struct sbx_err *err)
+{
+	*dir = NULL;
+	if (!local_sb_valid_id(id))
+		return sbx_fail(err, SBX_NOT_FOUND, "audit", "no sandbox %s", id ? id : "(null)");
+	*dir = local_sb_dir(b, id);
+	return 0;
+}
+
 /* The vtable's idle_notes: take the init's log (local-idle.h) by
  * renaming it to a name of our own (two takers never share one), read at
  * most LOCAL_IDLE_LOG_MAX bytes of it, forget it.  A line not of the
@@ -722,6 +738,7 @@ const struct sbx_backend_ops sbx_backend_local = {
 	.set_timeout = local_set_timeout,
 	.hold = local_hold,
 	.idle_notes = local_idle_notes,
+	.audit_dir = local_audit_dir,
 	.set_network = local_broker_set_network,
 	.exec = local_exec,
 	.proc_start = local_proc_start,

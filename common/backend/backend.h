@@ -597,6 +597,15 @@ struct sbx_backend_ops {
 	 * NULL when the backend's timer is the caller's own (docker). */
 	int (*idle_notes)(struct sbx_backend *b, const char *id, struct sbx_idle_note **out,
 			  size_t *n, struct sbx_err *err);
+	/* The host folder where the sandbox's helpers (the egress broker)
+	 * spool audit records (spool.h), malloc'd into *dir; *dir NULL when
+	 * it has none.  A program with Redis takes them (audit.h).  NULL
+	 * when the backend has no such helper. */
+	int (*audit_dir)(struct sbx_backend *b, const char *id, char **dir, struct sbx_err *err);
+	/* Before a take of that spool: move the records the backend's helpers
+	 * keep elsewhere (docker: its supervisors' process ends, inside the
+	 * container) into it.  Never resumes a paused sandbox.  NULL: none. */
+	int (*audit_collect)(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err);
 };
 
 /* What keeps a sandbox awake that its backend cannot see: a held turn

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit.h"
 #include "cli.h"
+#include "metadata.h"
 #include "cliopt.h"
 #include "doc.h"
 #include "util.h"
@@ -17,6 +19,36 @@ json_object *sbx_cli_id_seed(const char *id)
 	json_object *seed = json_object_new_object();
 	sbx_json_set_str(sbx_json_child(seed, "sandbox"), "id", id);
 	return seed;
+}
+
+void sbx_cli_audit(struct sbx_app *app, struct sbx_backend *b, const struct sbx_sandbox *sb,
+		   const char *kind, json_object *data)
+{
+	if (!app->profile || !app->profile->redis_url || app->profile->audit_maxlen == 0 || !sb->id)
+		return;
+	/* A handle made from --id carries no owner: the backend's says it. */
+	const char *t = sb->tenant;
+	if ((!t || !*t) && sb->metadata)
+		t = sbx_json_str(sb->metadata, SBX_MD_TENANT);
+	struct sbx_sandbox full = {0};
+	struct sbx_err err = {0};
+	if (!t || !*t) {
+		if (sbx_call(b, get, &err, sb->id, &full) < 0 || !full.metadata ||
+		    !sbx_json_str(full.metadata, SBX_MD_TENANT)) {
+			sbx_sandbox_clear(&full);
+			return;
+		}
+		sb = &full;
+	}
+	struct sbx_redis *r;
+	if (sbx_app_redis(app, &r, &err) < 0) {
+		sbx_events_lost(&err);
+	} else {
+		if (kind)
+			sbx_audit_sandbox(r, sb, kind, data);
+		sbx_audit_drain(r, b, sb);
+	}
+	sbx_sandbox_clear(&full);
 }
 
 int sbx_cli_open_sandbox(struct sbx_app *app, json_object *handle, struct sbx_sandbox *sb,

@@ -24,6 +24,12 @@ json_object *sbx_cli_id_seed(const char *id);
  * into *sb, then open the backend it belongs to through `app` (--profile,
  * else the handle's profile, see app.h), in that order.  On success the
  * caller owns *sb and clears it; on failure *sb holds nothing. */
+/* A record of sandbox sb's audit (audit.h), kind and data (borrowed),
+ * and then the sandbox's spooled records taken: when the sandbox has a
+ * tenant and its profile a Redis (opened once per run); else nothing.
+ * Never fails: a failure is counted as an event's (the warning). */
+void sbx_cli_audit(struct sbx_app *app, struct sbx_backend *b, const struct sbx_sandbox *sb,
+		   const char *kind, json_object *data);
 int sbx_cli_open_sandbox(struct sbx_app *app, json_object *handle, struct sbx_sandbox *sb,
 			 struct sbx_backend **b, struct sbx_err *err);
 

@@ -80,7 +80,7 @@ static const char *const profile_keys[] = {
 	"allow_internet", "allow_public", "memory", "pids", "cpus", "disk", "shm",
 	"idle_timeout", "on_timeout", "auto_resume", "description", "options", "env",
 	"redis_nodes", "events_maxlen", "network_policy", "quota", "retain_paused", "volumes",
-	"checkpoints_keep",
+	"checkpoints_keep", "audit_maxlen", "audit_max_age", "audit",
 };
 
 /* "quota": {"running": N, "sandboxes": M, "paused_bytes": B}, counts >= 0,
@@ -219,6 +219,35 @@ int sbx_config_egress(const char *name, json_object *o, char **resolver, char **
 	return sbx_config_cidrs(name, o, "egress_allow", allow, err);
 }
 
+/* The audit record's keys (audit.h): audit_maxlen (a number >= 0; 0 turns
+ * the record off), audit_max_age (a duration; records older are trimmed),
+ * audit ("best-effort", the default, or "required"). */
+static int parse_audit(struct sbx_profile *p, json_object *o, struct sbx_err *err)
+{
+	json_object *v;
+	if (json_object_object_get_ex(o, "audit_maxlen", &v)) {
+		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0)
+			return sbx_fail_config(err, "config", "profile '%s': audit_maxlen must be a number >= 0",
+					       p->name);
+		p->audit_maxlen = json_object_get_int64(v);
+	}
+	if (json_object_object_get_ex(o, "audit_max_age", &v)) {
+		const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+		if (!s || sbx_parse_duration_ms(s, &p->audit_max_age_ms, err) < 0)
+			return sbx_fail_config(err, "config",
+					       "profile '%s': audit_max_age must be a duration (\"30d\", \"12h\")",
+					       p->name);
+	}
+	if (json_object_object_get_ex(o, "audit", &v)) {
+		const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+		if (!s || (strcmp(s, "required") && strcmp(s, "best-effort")))
+			return sbx_fail_config(err, "config", "profile '%s': audit must be required or best-effort",
+					       p->name);
+		p->audit_required = strcmp(s, "required") == 0;
+	}
+	return 0;
+}
+
 static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *err)
 {
 	if (check_env(p, o, err) < 0)
@@ -249,6 +278,8 @@ static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *
 	p->events_maxlen = sbx_json_int(o, "events_maxlen", p->events_maxlen);
 	if (p->events_maxlen < 0)
 		return sbx_fail_config(err, "config", "profile '%s': events_maxlen must be >= 0", p->name);
+	if (parse_audit(p, o, err) < 0)
+		return -1;
 	json_object *keep;
 	if (json_object_object_get_ex(o, "checkpoints_keep", &keep)) {
 		if (!json_object_is_type(keep, json_type_int) || json_object_get_int64(keep) < 0)
@@ -314,6 +345,7 @@ int sbx_config_load(const char *name, struct sbx_profile **out, struct sbx_err *
 	p->on_timeout_pause = 1;
 	p->events_maxlen = SBX_EVENTS_MAXLEN_DEFAULT;
 	p->checkpoints_keep = SBX_CHECKPOINTS_KEEP_DEFAULT;
+	p->audit_maxlen = SBX_AUDIT_MAXLEN_DEFAULT;
 	p->quota = SBX_QUOTA_NONE;
 	p->limits = (struct sbx_limits){.memory_bytes = SBX_DEFAULT_MEMORY, .pids = SBX_DEFAULT_PIDS,
 					.cpus = SBX_DEFAULT_CPUS, .disk_bytes = SBX_DEFAULT_DISK,

@@ -55,6 +55,7 @@ struct sbx_quota {
 #define SBX_EVENTS_MAXLEN_DEFAULT 10000     /* entries of a tenant's event stream (events.h) */
 
 #define SBX_CHECKPOINTS_KEEP_DEFAULT 20
+#define SBX_AUDIT_MAXLEN_DEFAULT 100000   /* records of a tenant's audit stream (audit.h) */
 
 struct sbx_profile {
 	char *name;             /* "default" when none is configured */
@@ -80,6 +81,10 @@ struct sbx_profile {
 	int on_timeout_pause;     /* 1 = pause when idle, 0 = kill */
 	int auto_resume;
 	int64_t events_maxlen;    /* the event stream's length (events.h); 0 = no events */
+	int64_t audit_maxlen;     /* the audit stream's length (audit.h); 0 = no record */
+	int64_t audit_max_age_ms; /* records older than this are trimmed; 0 = by length only */
+	int audit_required;       /* audit: required (egress refused while its record
+				   * cannot be kept) rather than best-effort (drops counted) */
 	struct sbx_quota quota;   /* per tenant; -1 = no limit (quota.h) */
 	int64_t retain_paused_ms; /* a paused session sandbox is ended this long
 				   * after its pause (the reaper); 0 = kept */

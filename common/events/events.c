@@ -15,6 +15,7 @@
 
 #include "doc.h"
 #include "keys.h"
+#include "sha.h"
 #include "metadata.h"
 #include "util.h"
 
@@ -115,8 +116,123 @@ void sbx_event_xadd_clear(struct sbx_event_xadd *x)
 	x->key = NULL;
 }
 
+/* ---- the audit record: a chained append ------------------------------ */
+
+/* KEYS[1] the stream, KEYS[2] its head ("ID HASH" of the last record);
+ * ARGV[1] MAXLEN (exact), ARGV[2] MINID or "", then per record its field
+ * count N and N field/value pairs.  Each record gets prev (the head's
+ * hash) and hash (events.h: SHA-1 over its fields), and becomes the
+ * head.  Returns the number of records appended. */
+static struct sbx_script audit_script = {.src =
+	"local head = redis.call('GET', KEYS[2])\n"
+	"local prev = ''\n"
+	"if head then prev = string.match(head, ' (.*)$') or '' end\n"
+	"local i, n = 3, 0\n"
+	"while i <= #ARGV do\n"
+	"  local nf = tonumber(ARGV[i]); i = i + 1\n"
+	"  local args = {'XADD', KEYS[1], 'MAXLEN', ARGV[1], '*'}\n"
+	"  local canon = {}\n"
+	"  for j = 0, nf - 1 do\n"
+	"    local k, v = ARGV[i + 2 * j], ARGV[i + 2 * j + 1]\n"
+	"    args[#args + 1] = k; args[#args + 1] = v\n"
+	"    canon[#canon + 1] = k .. ':' .. #v .. ':' .. v .. '\\n'\n"
+	"  end\n"
+	"  i = i + 2 * nf\n"
+	"  canon[#canon + 1] = 'prev:' .. #prev .. ':' .. prev .. '\\n'\n"
+	"  local h = redis.sha1hex(table.concat(canon))\n"
+	"  args[#args + 1] = 'prev'; args[#args + 1] = prev\n"
+	"  args[#args + 1] = 'hash'; args[#args + 1] = h\n"
+	"  local id = redis.call(unpack(args))\n"
+	"  redis.call('SET', KEYS[2], id .. ' ' .. h)\n"
+	"  prev = h; n = n + 1\n"
+	"end\n"
+	"if ARGV[2] ~= '' then redis.call('XTRIM', KEYS[1], 'MINID', ARGV[2]) end\n"
+	"return n\n"};
+
+#define AUDIT_FIELDS 11       /* pairs a record may have */
+
+/* The record's fields, in the stored order, after its field count. */
+static void audit_fields(const struct sbx_audit_rec *a, const char *when, const char **av, int *ac,
+			 char *count, size_t clen)
+{
+	int start = *ac;
+	*ac += 1;
+	const char *kv[AUDIT_FIELDS * 2] = {
+		"v", "1", "kind", a->kind, "time", when, "tenant", a->tenant,
+		"session", a->session, "sandbox", a->sandbox, "type", a->type, "how", a->how,
+		"why", a->why, "by", a->by ? a->by : program_invocation_short_name,
+		"data", a->data ? json_object_to_json_string_ext(a->data, JSON_C_TO_STRING_PLAIN |
+								 JSON_C_TO_STRING_NOSLASHESCAPE)
+				: NULL,
+	};
+	int nf = 0;
+	for (int i = 0; i < AUDIT_FIELDS * 2; i += 2) {
+		if (!kv[i + 1])
+			continue;
+		av[(*ac)++] = kv[i], av[(*ac)++] = kv[i + 1];
+		nf++;
+	}
+	snprintf(count, clen, "%d", nf);
+	av[start] = count;
+}
+
+int sbx_audit_append(struct sbx_redis *r, const char *tenant, const struct sbx_audit_rec *recs,
+		     size_t n, struct sbx_err *err)
+{
+	if (!r || !tenant || r->audit_maxlen == 0 || n == 0)
+		return 0;
+	if (sbx_ids_check(tenant, NULL, NULL, err) < 0)
+		return -1;
+	SBX_AUTOFREE char *key = stream_key(r, SBX_STREAM_AUDIT, tenant);
+	SBX_AUTOFREE char *head = sbx_key_tenant(r->prefix, tenant, strlen(tenant), SBX_KEY_AUDIT_HEAD);
+	char maxlen[24], minid[32] = "", when[40];
+	snprintf(maxlen, sizeof(maxlen), "%lld", (long long)r->audit_maxlen);
+	if (r->audit_max_age_ms > 0)
+		snprintf(minid, sizeof(minid), "%lld", (long long)(sbx_now_ms() - r->audit_max_age_ms));
+	now_iso_ms(when, sizeof(when));
+	const char **av = sbx_xcalloc(2 + n * (1 + AUDIT_FIELDS * 2), sizeof(*av));
+	char (*counts)[8] = sbx_xcalloc(n, sizeof(*counts));
+	int ac = 0;
+	av[ac++] = maxlen, av[ac++] = minid;
+	for (size_t i = 0; i < n; i++) {
+		if (recs[i].tenant && strcmp(recs[i].tenant, tenant) != 0) {
+			free(av), free(counts);
+			return sbx_fail(err, SBX_INTERNAL, "audit", "one append, one tenant");
+		}
+		audit_fields(&recs[i], when, av, &ac, counts[i], sizeof(counts[i]));
+	}
+	const char *keys[] = {key, head};
+	redisReply *rep = NULL;
+	int rc = sbx_redis_eval(r, &audit_script, &rep, 2, keys, ac, av, err);
+	free(av), free(counts);
+	if (rc < 0)
+		return sbx_err_prefix(err, "audit record of tenant %s not written", tenant), -1;
+	freeReplyObject(rep);
+	return 0;
+}
+
+void sbx_audit_emit(struct sbx_redis *r, const struct sbx_audit_rec *rec)
+{
+	struct sbx_err err = {0};
+	if (rec->tenant && sbx_audit_append(r, rec->tenant, rec, 1, &err) < 0)
+		failed++, last_err = err;
+}
+
+void sbx_event_audit(struct sbx_redis *r, const struct sbx_event *ev)
+{
+	if (ev->stream != SBX_STREAM_EVENTS)
+		return;
+	struct sbx_audit_rec a = {
+		.kind = "lifecycle", .tenant = ev->tenant, .session = ev->session,
+		.sandbox = ev->sandbox, .type = ev->type, .how = ev->how, .why = ev->why,
+		.data = ev->detail,
+	};
+	sbx_audit_emit(r, &a);
+}
+
 void sbx_event_emit(struct sbx_redis *r, const struct sbx_event *ev)
 {
+	sbx_event_audit(r, ev);
 	struct sbx_event_xadd x;
 	if (sbx_event_xadd(r, ev, &x) <= 0)
 		return;
@@ -186,7 +302,16 @@ static json_object *entry_json(const redisReply *e)
 		json_object *d;
 		if (strcmp(k, "detail") == 0 && (d = json_tokener_parse(v)))
 			json_object_object_add(o, k, d);
-		else
+		else if (strcmp(k, "data") == 0 && (d = json_tokener_parse(v)) &&
+			 json_object_is_type(d, json_type_object)) {
+			/* An audit record's kind fields, at the top level. */
+			json_object_object_foreach(d, dk, dv)
+				if (!json_object_object_get_ex(o, dk, NULL))
+					json_object_object_add(o, dk, json_object_get(dv));
+			json_object_put(d);
+		} else if (strcmp(k, "data") == 0 && d) {
+			json_object_object_add(o, k, d);
+		} else
 			sbx_json_set_str(o, k, v);
 	}
 	return o;
@@ -237,7 +362,9 @@ static int deliver(struct reader *rd, const redisReply *entries, size_t *n, stru
 		json_object *o = entry_json(e);
 		int rc = 0;
 		const char *s = o ? sbx_json_str(o, "session") : NULL;
-		if (o && (!rd->q->session || (s && strcmp(s, rd->q->session) == 0)))
+		const char *k = o ? sbx_json_str(o, "kind") : NULL;
+		if (o && (!rd->q->session || (s && strcmp(s, rd->q->session) == 0)) &&
+		    (!rd->q->kind || (k && strcmp(k, rd->q->kind) == 0)))
 			rc = rd->fn(o, rd->ctx, err);
 		json_object_put(o);
 		if (rc < 0)

@@ -48,6 +48,35 @@
 
 enum sbx_stream { SBX_STREAM_EVENTS, SBX_STREAM_AUDIT };
 
+/* The audit record (issue 29; audit.h has what writes it and the chain's
+ * contract).  One record of the tenant's audit stream:
+ *   v, kind, time, tenant, session?, sandbox?, by   as an event's
+ *   type, how, why                                  kind "lifecycle" only
+ *   data      a JSON object: the kind's fields (a reader sees them at the
+ *             top level of the record)
+ *   prev      the hash of the stream's record before it ("" for the first)
+ *   hash      SHA-1 (hex) of every field before it, each as
+ *             NAME ":" LENGTH ":" VALUE "\n", in the stored order
+ * Appended by one script with its predecessor's hash read from the
+ * tenant's audit-head key (the last record's "ID HASH"), so two writers
+ * never chain to the same record; the stream is trimmed to audit_maxlen
+ * (exact) and, with audit_max_age, to records younger than that. */
+struct sbx_audit_rec {
+	const char *kind;             /* egress, exec, process, file, lifecycle, dropped */
+	const char *tenant;           /* required: no tenant, no record */
+	const char *session, *sandbox; /* NULL: absent */
+	const char *type, *how, *why; /* lifecycle: the event's */
+	const char *by;               /* NULL: this program */
+	json_object *data;            /* borrowed; NULL: absent */
+};
+/* Append n records of one tenant in one round trip (one script run).
+ * 0 written (or audit off: r NULL, audit_maxlen 0), -1 with err. */
+int sbx_audit_append(struct sbx_redis *r, const char *tenant, const struct sbx_audit_rec *recs,
+		     size_t n, struct sbx_err *err);
+/* One record, under the events' failure policy: never fails the caller,
+ * a failed write is counted with the events' (sbx_events_failed). */
+void sbx_audit_emit(struct sbx_redis *r, const struct sbx_audit_rec *rec);
+
 struct sbx_event {
 	enum sbx_stream stream;
 	const char *type;
@@ -57,8 +86,13 @@ struct sbx_event {
 	json_object *detail;          /* borrowed; NULL: absent */
 };
 
+/* A lifecycle event's audit record (kind "lifecycle"), for an event that
+ * went out through sbx_event_xadd (a lock's rider). */
+void sbx_event_audit(struct sbx_redis *r, const struct sbx_event *ev);
 /* Append one event (r NULL: nothing).  Never fails the caller; see the
- * failure policy above. */
+ * failure policy above.  An SBX_STREAM_EVENTS event is a lifecycle change:
+ * it is also appended to the tenant's audit record (kind "lifecycle"),
+ * right after it (a second round trip; audit off: none). */
 void sbx_event_emit(struct sbx_redis *r, const struct sbx_event *ev);
 /* The append as a command for a script to run in its own round trip (a
  * resolve's release, lock.h): XADD's key and its arguments after the key.
@@ -99,6 +133,7 @@ struct sbx_event_query {
 	enum sbx_stream stream;
 	const char *tenant;
 	const char *session;    /* only this session's (not with group) */
+	const char *kind;       /* audit: only records of this kind */
 	const char *since;      /* an entry id; events after it.  NULL: all
 				 * kept.  With group: where a new group starts */
 	int follow;             /* then wait for new ones until fn stops it */

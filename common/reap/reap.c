@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit.h"
 #include "binding.h"
 #include "doc.h"
 #include "events.h"
@@ -517,15 +518,18 @@ static void do_images(struct run *run)
  * sandbox only. */
 static void do_idle_notes(struct run *run)
 {
-	if (!run->b->ops->idle_notes || run->o->dry_run)
+	if ((!run->b->ops->idle_notes && !run->b->ops->audit_dir) || run->o->dry_run)
 		return;
 	for (size_t i = 0; i < run->nitems; i++) {
 		struct sbx_sandbox *sb = &run->items[i].sb;
 		if (!meta(sb, SBX_MD_TENANT))
 			continue;
+		sbx_audit_drain(run->r, run->b, sb);   /* its broker's records (audit.h) */
 		struct sbx_idle_note *nt = NULL;
 		size_t n = 0;
 		struct sbx_err err = {0};
+		if (!run->b->ops->idle_notes)
+			continue;
 		if (run->b->ops->idle_notes(run->b, sb->id, &nt, &n, &err) < 0) {
 			if (err.kind != SBX_NOT_FOUND)
 				note_failure(run, sb->id, "idle_notes", &err);

@@ -19,6 +19,7 @@ static const char *const sess_suffix[] = {
 static const char *const tenant_suffix[] = {
 	[SBX_KEY_BOUND] = "bound", [SBX_KEY_IMAGE] = "image", [SBX_KEY_LEDGER] = "ledger",
 	[SBX_KEY_EVENTS] = "events", [SBX_KEY_AUDIT] = "audit",
+	[SBX_KEY_AUDIT_HEAD] = "audit-head",
 	[SBX_KEY_USAGE] = "usage", [SBX_KEY_QUOTA] = "quota",
 	[SBX_KEY_PAUSED] = "paused",
 	[SBX_KEY_VOLUMES] = "vols",

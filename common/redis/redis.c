@@ -294,6 +294,7 @@ static int redis_open_addr(struct sbx_redis_addr *a, char *safe, int64_t timeout
 	r->timeout_ms = timeout_ms > 0 ? timeout_ms : sbx_redis_default_timeout_ms();
 	r->prefix = sbx_xstrdup(prefix ? prefix : "sbx");
 	r->events_maxlen = SBX_EVENTS_MAXLEN_DEFAULT;
+	r->audit_maxlen = SBX_AUDIT_MAXLEN_DEFAULT;
 	wait_config(r);
 	int rc;
 	if (r->mode == SBX_REDIS_CLUSTER)
@@ -365,6 +366,8 @@ int sbx_redis_open(const struct sbx_profile *p, struct sbx_redis **out, struct s
 	free((*out)->prefix);
 	(*out)->prefix = sbx_xstrdup(prefix);
 	(*out)->events_maxlen = p ? p->events_maxlen : SBX_EVENTS_MAXLEN_DEFAULT;
+	(*out)->audit_maxlen = p ? p->audit_maxlen : SBX_AUDIT_MAXLEN_DEFAULT;
+	(*out)->audit_max_age_ms = p ? p->audit_max_age_ms : 0;
 	return 0;
 }
 
@@ -390,6 +393,8 @@ int sbx_redis_dup(const struct sbx_redis *r, struct sbx_redis **out, struct sbx_
 	(*out)->wait_replicas = r->wait_replicas;
 	(*out)->wait_ms = r->wait_ms;
 	(*out)->events_maxlen = r->events_maxlen;
+	(*out)->audit_maxlen = r->audit_maxlen;
+	(*out)->audit_max_age_ms = r->audit_max_age_ms;
 	return 0;
 }
 

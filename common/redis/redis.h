@@ -51,6 +51,9 @@ struct sbx_redis {
 	long long redirects;     /* MOVED/ASK followed (tests and benchmarks read it) */
 	/* Added by the events work (issue 30): */
 	int64_t events_maxlen;   /* the profile's events_maxlen (events.h); 0 = off */
+	/* Added by the audit work (issue 29): */
+	int64_t audit_maxlen;    /* the profile's audit_maxlen (audit.h); 0 = off */
+	int64_t audit_max_age_ms;  /* the profile's audit_max_age; 0 = by length only */
 };
 
 /* Cluster and Sentinel semantics (man sbx(7), FAILOVER):

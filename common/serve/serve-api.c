@@ -481,6 +481,7 @@ static int sandbox_op(const struct serve_req *r, struct serve_out *o, const char
 		status = 200;
 	} else if (!*op && !strcmp(r->method, "DELETE")) {
 		int gone;
+		serve_audit(r->cfg, b, &sb, NULL, NULL);   /* its spool outlives it */
 		rc = sbx_call(b, remove, &err, id, &gone);
 		if (rc == 0) {
 			serve_rec_remove(r->serve_dir, id);

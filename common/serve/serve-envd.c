@@ -70,13 +70,15 @@ static int files_get(const struct serve_req *r, struct serve_out *o, struct sbx_
 	const char *base = strrchr(path, '/');
 	serve_out_header(o, "Content-Disposition", "inline; filename=\"%s\"", base ? base + 1 : path);
 	int rc = serve_reply(o, 200, "application/octet-stream", data, len);
+	serve_audit(r->cfg, b, sb, "file", serve_audit_file("get", path, (int64_t)len));
 	free(data);
 	return rc;
 }
 
 /* Write one upload; the parent folders are made first (E2B makes them). */
-static int put_one(struct serve_out *o, struct sbx_backend *b, struct sbx_sandbox *sb, int as_root,
-		   const char *dest, const char *data, size_t len, json_object *arr)
+static int put_one(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
+		   struct sbx_sandbox *sb, int as_root, const char *dest, const char *data, size_t len,
+		   json_object *arr)
 {
 	struct sbx_err err = {0};
 	SBX_AUTOFREE char *path = serve_sandbox_path(dest, as_root, &err);
@@ -94,6 +96,7 @@ static int put_one(struct serve_out *o, struct sbx_backend *b, struct sbx_sandbo
 			return serve_reply_error(o, 507, "not enough disk space available"), -1;
 		return serve_reply_err(o, &err), -1;
 	}
+	serve_audit(r->cfg, b, sb, "file", serve_audit_file("put", path, (int64_t)len));
 	json_object *e = json_object_new_object();
 	const char *base = strrchr(path, '/');
 	sbx_json_set_str(e, "name", base ? base + 1 : path);
@@ -162,7 +165,7 @@ static int files_multipart(const struct serve_req *r, struct serve_out *o, struc
 			}
 			if (!dest || !*dest)
 				return serve_reply_error(o, 400, "a file part has no destination"), -1;
-			if (put_one(o, b, sb, as_root, dest, data, dlen, arr) < 0)
+			if (put_one(r, o, b, sb, as_root, dest, data, dlen, arr) < 0)
 				return -1;
 		}
 		cur = next;
@@ -250,7 +253,7 @@ static int files_post(const struct serve_req *r, struct serve_out *o, struct sbx
 			json_object_put(arr);
 			return serve_reply_error(o, 400, "path query parameter is required for raw body upload");
 		}
-		rc = put_one(o, b, sb, as_root, p, r->body ? r->body : "", r->body_len, arr);
+		rc = put_one(r, o, b, sb, as_root, p, r->body ? r->body : "", r->body_len, arr);
 	} else {
 		json_object_put(arr);
 		return serve_reply_error(o, 400, "unsupported content type: %.64s", ct ? ct : "");

@@ -170,6 +170,7 @@ int serve_envd_fs(const struct serve_req *r, struct serve_out *o, struct sbx_bac
 			} else if (sbx_file_mkdir(b, sb, path, 0755, as_root, &err) < 0) {
 				rc = serve_connect_from_err(o, 0, &err);
 			} else {
+				serve_audit(r->cfg, b, sb, "file", serve_audit_file("mkdir", path, -1));
 				rc = stat_reply(o, b, sb, path, as_root);
 			}
 		}
@@ -177,18 +178,24 @@ int serve_envd_fs(const struct serve_req *r, struct serve_out *o, struct sbx_bac
 		rc = 0;
 		if ((path = req_path(o, in, "source", as_root)) &&
 		    (to = req_path(o, in, "destination", as_root))) {
-			if (sbx_file_move(b, sb, path, to, as_root, &err) < 0)
+			if (sbx_file_move(b, sb, path, to, as_root, &err) < 0) {
 				rc = serve_connect_from_err(o, 0, &err);
-			else
+			} else {
+				json_object *a = serve_audit_file("mv", path, -1);
+				sbx_json_set_str(a, "dest", to);
+				serve_audit(r->cfg, b, sb, "file", a);
 				rc = stat_reply(o, b, sb, to, as_root);
+			}
 		}
 	} else if (!strcmp(method, "Remove")) {
 		rc = 0;
 		if ((path = req_path(o, in, "path", as_root))) {
-			if (sbx_file_remove(b, sb, path, 1, as_root, &err) < 0 && err.kind != SBX_NOT_FOUND)
+			if (sbx_file_remove(b, sb, path, 1, as_root, &err) < 0 && err.kind != SBX_NOT_FOUND) {
 				rc = serve_connect_from_err(o, 0, &err);
-			else
+			} else {
+				serve_audit(r->cfg, b, sb, "file", serve_audit_file("rm", path, -1));
 				rc = serve_connect_unary_ok(o, json_object_new_object());
+			}
 		}
 	} else {
 		rc = serve_connect_unary_err(o, "unimplemented", "filesystem.Filesystem/%.64s is not supported", method);

@@ -291,6 +291,15 @@ void serve_vol_note(const struct serve_vols *sv, json_object *meta);
 json_object *serve_vol_listed(const struct sbx_sandbox *sb);
 void serve_vols_clear(struct serve_vols *sv);
 
+/* ---- The session record (serve-audit.c) ---- */
+/* One record of `kind` (audit.h) about sb in the stream of its key's
+ * tenant, after the act, then the sandbox's spool taken; kind NULL: only
+ * the take.  Takes data.  Never fails the caller (events.h's policy). */
+void serve_audit(const struct sbx_serve_cfg *cfg, struct sbx_backend *b,
+		 const struct sbx_sandbox *sb, const char *kind, json_object *data);
+/* A file record's data: {op, path, bytes} (bytes < 0: absent). */
+json_object *serve_audit_file(const char *op, const char *path, int64_t bytes);
+
 /* ---- Events and webhooks (serve-events.c; the deliverer: serve-hooks.c) ---- */
 /* The tenant of a key: "e2b-<team>". */
 void serve_tenant(const char *team, char out[24]);

@@ -130,6 +130,31 @@ static int sink(void *ctx, int stream, const char *data, size_t len, int64_t off
 	return 0;
 }
 
+/* A process's record (audit.h) as sbx-proc start and sbx-exec write it:
+ * the client's cmd and args, the environment by name only, the user. */
+static json_object *audit_data(json_object *proc, int as_root)
+{
+	json_object *a = json_object_new_object(), *av = json_object_new_array(),
+		    *env = json_object_new_array();
+	json_object_array_add(av, json_object_new_string(sbx_json_str(proc, "cmd")));
+	json_object *args = serve_json_arr(proc, "args");
+	for (size_t i = 0; args && json_object_is_type(args, json_type_array) &&
+			   i < json_object_array_length(args); i++)
+		json_object_array_add(av, json_object_new_string(
+						  json_object_get_string(json_object_array_get_idx(args, i))));
+	json_object_object_add(a, "argv", av);
+	json_object *envs = sbx_json_obj(proc, "envs");
+	if (envs && json_object_is_type(envs, json_type_object)) {
+		json_object_object_foreach(envs, ek, ev) {
+			(void)ev;
+			json_object_array_add(env, json_object_new_string(ek));
+		}
+	}
+	json_object_object_add(a, "env", env);
+	sbx_json_set_str(a, "user", as_root ? "root" : "user");
+	return a;
+}
+
 static int end_event(struct serve_out *o, const struct sbx_proc_info *p)
 {
 	json_object *e = json_object_new_object();
@@ -182,8 +207,11 @@ static int follow(const struct serve_req *r, struct serve_out *o, struct sbx_bac
  * comes; it cannot be listed, signalled or given input, and it ends with
  * the stream (the exec is killed when the client goes away). */
 static int start_exec(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
-		      struct sbx_sandbox *sb, const struct sbx_proc_req *pr)
+		      struct sbx_sandbox *sb, const struct sbx_proc_req *pr, json_object *audit)
 {
+	char started[40];
+	sbx_time_iso(sbx_now_ms() / 1000, started, sizeof(started));
+	int64_t t0 = sbx_now_ms();
 	int po[2], pe[2], px[2];
 	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0 || pipe2(px, O_CLOEXEC) < 0)
 		return serve_connect_end(o, "internal", "pipe failed");
@@ -249,11 +277,24 @@ static int start_exec(const struct serve_req *r, struct serve_out *o, struct sbx
 		kill(c, SIGTERM);
 	if (c > 0)
 		waitpid(c, NULL, 0);
-	if (rc < 0)
-		return -1;
 	line[n > 0 ? n : 0] = '\0';
 	struct sbx_proc_info end = {0};
-	if (line[0] == 'X' && sscanf(line, "X %d %d %d", &end.exit_code, &end.signal, &end.timed_out) == 3)
+	int ended = line[0] == 'X' &&
+		    sscanf(line, "X %d %d %d", &end.exit_code, &end.signal, &end.timed_out) == 3;
+	/* The exec's record, as sbx-exec's: after it ended (or the client left). */
+	sbx_json_set_str(audit, "start", started);
+	if (ended) {
+		sbx_json_set_int(audit, "exit_code", end.exit_code);
+		sbx_json_set_int(audit, "signal", end.signal);
+		sbx_json_set_bool(audit, "timed_out", end.timed_out);
+	} else {
+		sbx_json_set_str(audit, "outcome", rc < 0 ? "disconnected" : "error");
+	}
+	sbx_json_set_int(audit, "duration_ms", sbx_now_ms() - t0);
+	serve_audit(r->cfg, b, sb, "exec", audit);
+	if (rc < 0)
+		return -1;
+	if (ended)
 		return end_event(o, &end);
 	char code[40] = "internal";
 	const char *msg = "the command did not run";
@@ -313,7 +354,7 @@ static int start(const struct serve_req *r, struct serve_out *o, struct sbx_back
 	struct sbx_proc_info info = {0};
 	struct sbx_err err = {0};
 	if (!b->ops->proc_start) {
-		int rc = start_exec(r, o, b, sb, &req);
+		int rc = start_exec(r, o, b, sb, &req, audit_data(proc, as_root));
 		strv_free(argv);
 		strv_free(env);
 		return rc;
@@ -330,6 +371,12 @@ static int start(const struct serve_req *r, struct serve_out *o, struct sbx_back
 	sbx_json_set_int(s, "pid", pid);
 	if (serve_connect_stream_begin(o) < 0 || serve_connect_frame(o, event("start", s)) < 0)
 		return -1;
+	/* Its start record, as sbx-proc start's, once the client has its pid
+	 * (its end: the backend's supervisor spools it, serve_audit). */
+	json_object *a = audit_data(proc, as_root);
+	sbx_json_set_str(a, "event", "start");
+	sbx_json_set_int(a, "pid", pid);
+	serve_audit(r->cfg, b, sb, "process", a);
 	return follow(r, o, b, sb, pid, pty != NULL, 0);
 }
 

@@ -587,6 +587,10 @@ static int release_resolved(struct rs *c, const char *id, const char *how, struc
 {
 	struct sbx_event ev = {.type = "resolved", .tenant = c->tenant, .session = c->session,
 			       .sandbox = id, .how = how};
+	/* A bound resolve changed nothing: no audit record (and no round
+	 * trip for it); a created, claimed or rebuilt one is a change. */
+	if (strcmp(how, "bound") != 0)
+		sbx_event_audit(c->r, &ev);
 	struct sbx_event_xadd x;
 	if (sbx_event_xadd(c->r, &ev, &x) <= 0)
 		return sbx_lock_release(c->lock, err);

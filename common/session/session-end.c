@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "audit.h"
 #include "binding.h"
 #include "doc.h"
 #include "events.h"
@@ -198,6 +199,7 @@ static int end_due(struct sbx_backend *b, struct sbx_redis *r, const struct sbx_
 	const char *tenant, *session;
 	*gone = 0;
 	*why = NULL;
+	sbx_audit_drain(r, b, sb);      /* the record outlives the sandbox */
 	if (!sbx_binding_owner(sb, &tenant, &session)) {
 		*why = "not-a-session";
 		return 0;
@@ -241,6 +243,7 @@ int sbx_session_end(struct sbx_backend *b, struct sbx_redis *r, const struct sbx
 	int owned = sbx_binding_owner(sb, &tenant, &session);
 	*gone = 0;
 	*why = NULL;
+	sbx_audit_drain(r, b, sb);      /* the record outlives the sandbox */
 	if (how == SBX_END_ORPHAN && owned)
 		return end_orphan(b, r, sb, tenant, session, gone, why, err);
 	if (sbx_call(b, remove, err, sb->id, gone) < 0)

@@ -68,6 +68,12 @@ int main(void)
 		 "\"inline\": {\"api_key\": \"e2b_inline_sekrit\"},"
 		 "\"badresume\": {\"on_timeout\": \"kill\", \"auto_resume\": true},"
 		 "\"keep3\": {\"checkpoints_keep\": 3},"
+		 "\"aud\": {\"audit_maxlen\": 50, \"audit_max_age\": \"2h\", \"audit\": \"required\"},"
+		 "\"aud_off\": {\"audit_maxlen\": 0, \"audit\": \"best-effort\"},"
+		 "\"aud_neg\": {\"audit_maxlen\": -1},"
+		 "\"aud_str\": {\"audit_maxlen\": \"50\"},"
+		 "\"aud_age\": {\"audit_max_age\": \"soon\"},"
+		 "\"aud_mode\": {\"audit\": \"strict\"},"
 		 "\"keep_neg\": {\"checkpoints_keep\": -1},"
 		 "\"keep_str\": {\"checkpoints_keep\": \"3\"},"
 		 "\"lim\": {\"pids\": 0, \"disk\": \"2G\", \"shm\": \"8M\", \"cgroup_parent\": \"x.slice\"},"
@@ -109,6 +115,27 @@ int main(void)
 	   "a negative checkpoints_keep is a configuration error");
 	ok(load("keep_str", &p, &err) < 0 && err.exit_status == 78,
 	   "a checkpoints_keep that is not a number is a configuration error");
+
+	ok(load("keep3", &p, &err) == 0, "profile keep3 again");
+	is_int(p->audit_maxlen, SBX_AUDIT_MAXLEN_DEFAULT, "audit_maxlen: 100000 unless set");
+	is_int(p->audit_max_age_ms, 0, "audit_max_age: none unless set");
+	is_int(p->audit_required, 0, "audit: best-effort unless set");
+	sbx_profile_free(p);
+	ok(load("aud", &p, &err) == 0, "profile aud");
+	is_int(p->audit_maxlen, 50, "audit_maxlen parsed");
+	is_int(p->audit_max_age_ms, 2 * 3600 * 1000, "audit_max_age parsed as a duration");
+	is_int(p->audit_required, 1, "audit: required parsed");
+	sbx_profile_free(p);
+	ok(load("aud_off", &p, &err) == 0, "profile aud_off");
+	is_int(p->audit_maxlen, 0, "audit_maxlen 0 turns the record off");
+	is_int(p->audit_required, 0, "audit: best-effort parsed");
+	sbx_profile_free(p);
+	p = NULL;
+	ok(load("aud_neg", &p, &err) < 0 && err.exit_status == 78, "a negative audit_maxlen is refused");
+	ok(load("aud_str", &p, &err) < 0 && err.exit_status == 78, "an audit_maxlen string is refused");
+	ok(load("aud_age", &p, &err) < 0 && err.exit_status == 78, "an audit_max_age not a duration is refused");
+	ok(load("aud_mode", &p, &err) < 0 && err.exit_status == 78 && strstr(err.msg, "required or best-effort"),
+	   "an audit mode but required or best-effort is refused");
 
 	ok(load("lim", &p, &err) == 0, "profile lim");
 	is_int(p->limits.pids, 0, "pids 0 turns the default off");
