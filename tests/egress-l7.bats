@@ -420,3 +420,50 @@ PY
 	[[ "$output" == *"secret NOPE is not one of the profile's egress_secrets"*"HTTP 400"* ]]
 	serve_stop l7
 }
+
+@test "l7: the session record holds each intercepted request (the secret's name) and each refused one, never the value; verify passes" {
+	local_only "curl inside (busybox's TLS client does not run on this build)"
+	local id
+	id=$(new_sb --tenant l7rec --session s1 --network-policy "$SBX_TEST_DIR/policy.json")
+	[ -n "$id" ]
+	: >"$SBX_TEST_DIR/seen"
+	inside "$id" 'curl -sS -H "Authorization: Bearer $API_KEY" "https://api.sbx.test/v1/models?key=abc"'
+	[[ "$output" == *"v1 GET /v1/models?key=abc ok"* ]]
+	grep -q "Authorization: Bearer $SECRET" "$SBX_TEST_DIR/seen"
+	inside "$id" "curl -sS -w ' code=%{http_code}' -H \"X-Key: \$API_KEY\" https://other.sbx.test/v1/x"
+	[[ "$output" == *"secret API_KEY is not bound"*code=403* ]]
+	inside "$id" "curl -sS -w ' code=%{http_code}' -X POST -d x=1 https://api.sbx.test/v1/files"
+	[[ "$output" == *code=403* ]]
+	# The broker's batch (200 ms), then an exec takes the spool.
+	sleep 0.5
+	in_ns sbx-exec --id "$id" -- true >/dev/null
+	run sbx-audit --tenant l7rec --session s1 --kind egress
+	assert_success
+	printf '%s\n' "$output"
+	local ok bad rule
+	ok=$(jq -sc '[.[] | select(.name == "api.sbx.test" and .http[0].method == "GET")] | .[0]' <<<"$output")
+	[ "$(jq -r '.http | length' <<<"$ok")" = 1 ]
+	[ "$(jq -r '.http[0] | [.method, .path, .host, .status, .secret, .verdict] | join(" ")' <<<"$ok")" = "GET /v1/models?key= api.sbx.test 200 API_KEY allow" ]
+	jq -e '.verdict == "allow" and .sni == "api.sbx.test" and .port == 443 and .address == "10.98.0.1" and .bytes_out > 0 and .bytes_in > 0 and (.http[0].rule | test("^rule 1 "))' <<<"$ok"
+	bad=$(jq -sc '[.[] | select(.name == "other.sbx.test")] | .[0]' <<<"$output")
+	jq -e '.verdict == "deny" and (.reason | test("secret API_KEY is not bound"))' <<<"$bad"
+	jq -e '.http[0] | .host == "other.sbx.test" and .method == "GET" and .path == "/v1/x" and .status == 403 and .secret == "API_KEY" and .verdict == "deny" and (.reason | test("not bound"))' <<<"$bad"
+	rule=$(jq -sc '[.[] | select(.http[0].method == "POST")] | .[0]' <<<"$output")
+	jq -e '.verdict == "deny" and .bytes_out == 0' <<<"$rule"
+	jq -e '.http[0] | .path == "/v1/files" and .status == 403 and .verdict == "deny" and .rule == "the policy'"'"'s default (deny)"' <<<"$rule"
+	run sbx-audit verify --tenant l7rec
+	assert_success
+	# The value is nowhere in Redis: the whole dump, and every stream and string.
+	rcli SAVE >/dev/null
+	local dump
+	dump=$(rcli CONFIG GET dir | tail -1)/$(rcli CONFIG GET dbfilename | tail -1)
+	[ -s "$dump" ]
+	grep -qa "API_KEY" "$dump"
+	run ! grep -qa "$SECRET" "$dump"
+	for k in $(rcli KEYS '*'); do
+		case $(rcli TYPE "$k") in
+		stream) run ! grep -qa "$SECRET" < <(rcli XRANGE "$k" - +) ;;
+		string) run ! grep -qa "$SECRET" < <(rcli GET "$k") ;;
+		esac
+	done
+}

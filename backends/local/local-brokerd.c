@@ -656,6 +656,7 @@ static int l7_dial(void *ctx, const char *name, unsigned port, const struct sbx_
 	f->rule = rule;
 	if (f->verdict == SBX_NP_DENY) {
 		SBX_AUTOFREE char *v = verdict_text(x->p, rule);
+		snprintf(x->pk.rule_txt, sizeof(x->pk.rule_txt), "%s", v);
 		snprintf(f->why, sizeof(f->why), "%s %s:%u%s by %s", rq->method, name, port, rq->path, v);
 		return -1;
 	}
@@ -676,17 +677,63 @@ static int l7_dial(void *ctx, const char *name, unsigned port, const struct sbx_
 	return sfd;
 }
 
+/* The record's http entry of a request local_l7_serve read: method,
+ * host, path (query values dropped), status (the server's or the
+ * broker's own answer's), the secrets' names, the verdict (allow, deny,
+ * or error: not judged, e.g. a malformed head) with the rule that
+ * decided (rule_txt, "" when no rule did: a secret refused) and the
+ * reason of a refusal.  The path is cut at 256 bytes. */
+static json_object *l7_entry(const struct local_l7_fact *f, const char *rule_txt)
+{
+	json_object *h = json_object_new_object();
+	if (f->method[0]) {
+		sbx_json_set_str(h, "method", f->method);
+		/* at most 256 bytes: the record stays under LOCAL_AUDIT_RECORD_MAX */
+		char path[257];
+		snprintf(path, sizeof(path), "%s", f->path);
+		sbx_json_set_str(h, "path", path);
+	}
+	sbx_json_set_str(h, "host", f->host);
+	if (f->status)
+		sbx_json_set_int(h, "status", f->status);
+	if (f->secret[0])
+		sbx_json_set_str(h, "secret", f->secret);
+	sbx_json_set_str(h, "verdict", f->verdict == SBX_NP_ALLOW ? "allow"
+				       : f->verdict == SBX_NP_DENY ? "deny" : "error");
+	if (*rule_txt)
+		sbx_json_set_str(h, "rule", rule_txt);
+	if (f->why[0])
+		sbx_json_set_str(h, "reason", f->why);
+	return h;
+}
+
 /* A named connection whose rules or secrets need it is read request by
  * request (local-l7.h) and judged per request, not here; a CONNECT to
  * such a name is refused (a tunnel would carry requests nobody judges:
- * the sandbox connects to it directly).  1 when it took (and closed) fd. */
+ * the sandbox connects to it directly).  1 when it took (and closed) fd,
+ * its record `rec` filled: the request's http entry, the connection's
+ * verdict (allow when the request went to the server), the address
+ * dialled and the bytes each way. */
 static int l7_take(struct broker *b, const struct sbx_netpolicy *p, int fd, enum first kind,
 		   const unsigned char *buf, size_t n, const char *name, unsigned port,
-		   json_object *rec)
+		   json_object *rec, uint64_t *out, uint64_t *in)
 {
 	if ((kind == F_TLS || kind == F_HTTP) && local_l7_wants(b->l7, p, kind == F_TLS, name, port)) {
+		json_object *d = sbx_json_obj(rec, "data"), *http = json_object_new_array();
 		struct l7_ctx x = {b, p, {"", {0}}};
-		local_l7_serve(b->l7, fd, kind == F_TLS, buf, n, name, port, l7_dial, &x);
+		struct local_l7_fact f;
+		local_l7_serve(b->l7, fd, kind == F_TLS, buf, n, name, port, l7_dial, &x, &f);
+		/* the entry conn_record made of a plain request line, replaced */
+		json_object_array_add(http, l7_entry(&f, x.pk.rule_txt));
+		json_object_object_add(d, "http", http);
+		if (x.pk.used.s_addr) {
+			char ua[INET_ADDRSTRLEN];
+			sbx_json_set_str(d, "address", inet_ntop(AF_INET, &x.pk.used, ua, sizeof(ua)));
+		}
+		int sent = f.verdict == SBX_NP_ALLOW && f.bytes_out;
+		conn_verdict(rec, sent ? "allow" : "deny", sent ? x.pk.rule_txt : f.why);
+		*out = f.bytes_out;
+		*in = f.bytes_in;
 		return 1;
 	}
 	if (kind == F_CONNECT && local_l7_wants(b->l7, p, 1, name, port)) {
@@ -758,7 +805,7 @@ static void *conn_main(void *arg)
 		conn_refuse(fd, kind, "CONNECT needs HOST:PORT", rec);
 		goto out;
 	}
-	if (named && l7_take(b, p, fd, kind, buf, n, name, port, rec))
+	if (named && l7_take(b, p, fd, kind, buf, n, name, port, rec, &out_b, &in_b))
 		goto out;
 
 	struct in_addr addrs[MAX_ADDRS];

@@ -43,11 +43,6 @@ struct local_l7 {
 	size_t nsec;
 };
 
-void local_l7_fact_done(const struct local_l7_fact *f)
-{
-	(void)f;   /* issue 29 part 3: the audit writer takes it here */
-}
-
 /* ---- set-up ------------------------------------------------------------ */
 
 static int alpn_h11(SSL *s, const unsigned char **out, unsigned char *outlen,
@@ -697,6 +692,7 @@ static void pass(struct io *c, struct io *u, struct buf *out, const char *extra,
 		en = (size_t)left;
 	if (io_write(u, out->b, out->n) < 0 || (en && io_write(u, extra, en) < 0))
 		return;
+	f->bytes_out = out->n + en;
 	wipe(out);
 	left -= (long long)en;
 	char *b = sbx_xmalloc(65536);
@@ -704,6 +700,7 @@ static void pass(struct io *c, struct io *u, struct buf *out, const char *extra,
 		ssize_t r = io_read(c, b, left < 65536 ? (size_t)left : 65536);
 		if (r <= 0 || io_write(u, b, (size_t)r) < 0)
 			break;
+		f->bytes_out += (unsigned long long)r;
 		left -= r;
 	}
 	char st[16];
@@ -716,6 +713,7 @@ static void pass(struct io *c, struct io *u, struct buf *out, const char *extra,
 			st[sn++] = b[k];
 		if (io_write(c, b, (size_t)r) < 0)
 			break;
+		f->bytes_in += (unsigned long long)r;
 	}
 	free(b);
 	st[sn] = '\0';
@@ -724,11 +722,15 @@ static void pass(struct io *c, struct io *u, struct buf *out, const char *extra,
 }
 
 void local_l7_serve(struct local_l7 *l, int fd, int tls, const unsigned char *first, size_t n,
-		    const char *name, unsigned port, local_l7_dial_fn dial, void *ctx)
+		    const char *name, unsigned port, local_l7_dial_fn dial, void *ctx,
+		    struct local_l7_fact *f)
 {
-	struct local_l7_fact f = {.tls = tls, .port = port, .rule = SBX_NP_DEFAULT};
+	*f = (struct local_l7_fact){.tls = tls, .port = port, .rule = SBX_NP_DEFAULT};
+	/* Before the first goto done: a cleanup variable a goto jumps over
+	 * is freed uninitialised at the function's end. */
+	SBX_AUTOFREE char *path = NULL;
 	int refused = 0, relayed = 0;
-	snprintf(f.host, sizeof(f.host), "%s", name);
+	snprintf(f->host, sizeof(f->host), "%s", name);
 	timeouts(fd);
 	struct io c = {.fd = fd}, u = {.fd = -1};
 	char *head = sbx_xmalloc(LOCAL_L7_HEAD_MAX + 1);
@@ -738,12 +740,12 @@ void local_l7_serve(struct local_l7 *l, int fd, int tls, const unsigned char *fi
 		if (!l->ca) {
 			static const unsigned char alert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 49};
 			(void)!write(fd, alert, sizeof(alert));
-			snprintf(f.why, sizeof(f.why), "an L7 rule covers %s but the sandbox was created "
+			snprintf(f->why, sizeof(f->why), "an L7 rule covers %s but the sandbox was created "
 				 "without interception", name);
 			goto done;
 		}
 		if (!(c.ssl = accept_tls(l, fd, first, n, name))) {
-			snprintf(f.why, sizeof(f.why), "TLS with the sandbox failed");
+			snprintf(f->why, sizeof(f->why), "TLS with the sandbox failed");
 			goto done;
 		}
 	} else {
@@ -758,12 +760,12 @@ void local_l7_serve(struct local_l7 *l, int fd, int tls, const unsigned char *fi
 			break;
 		}
 		if (hn >= LOCAL_L7_HEAD_MAX) {
-			answer(&c, &f, 431, "the request head is over 16 KiB");
+			answer(&c, f, 431, "the request head is over 16 KiB");
 			goto done;
 		}
 		ssize_t r = io_read(&c, head + hn, LOCAL_L7_HEAD_MAX - hn);
 		if (r <= 0) {
-			snprintf(f.why, sizeof(f.why), "the request head ended early");
+			snprintf(f->why, sizeof(f->why), "the request head ended early");
 			goto done;
 		}
 		hn += (size_t)r;
@@ -776,37 +778,36 @@ void local_l7_serve(struct local_l7 *l, int fd, int tls, const unsigned char *fi
 		why = "the Host header is not the name of the connection";
 	}
 	if (h.method[0]) {
-		snprintf(f.method, sizeof(f.method), "%s", h.method);
-		fact_path(&f, h.target, h.tl);
+		snprintf(f->method, sizeof(f->method), "%s", h.method);
+		fact_path(f, h.target, h.tl);
 	}
 	if (code) {
-		answer(&c, &f, code, why);
+		answer(&c, f, code, why);
 		goto done;
 	}
-	if (rewrite(l, &f, &h, &out) < 0) {
-		f.verdict = SBX_NP_DENY;
-		answer(&c, &f, 403, f.why);
+	if (rewrite(l, f, &h, &out) < 0) {
+		f->verdict = SBX_NP_DENY;
+		answer(&c, f, 403, f->why);
 		goto done;
 	}
 	char *q = memchr(h.target, '?', h.tl);
-	SBX_AUTOFREE char *path = strndup(h.target, q ? (size_t)(q - h.target) : h.tl);
+	path = strndup(h.target, q ? (size_t)(q - h.target) : h.tl);
 	struct sbx_np_req rq = {tls ? SBX_NP_HTTPS : SBX_NP_HTTP, h.method, path};
-	int sfd = dial(ctx, name, port, &rq, &f);
+	int sfd = dial(ctx, name, port, &rq, f);
 	if (sfd < 0) {
-		answer(&c, &f, f.verdict == SBX_NP_DENY ? 403 : 502, f.why);
+		answer(&c, f, f->verdict == SBX_NP_DENY ? 403 : 502, f->why);
 		goto done;
 	}
 	u.fd = sfd;
 	timeouts(sfd);
-	if (tls && !(u.ssl = connect_tls(l, sfd, name, f.why, sizeof(f.why)))) {
-		answer(&c, &f, 502, f.why);
+	if (tls && !(u.ssl = connect_tls(l, sfd, name, f->why, sizeof(f->why)))) {
+		answer(&c, f, 502, f->why);
 		goto done;
 	}
 	relayed = 1;
-	pass(&c, &u, &out, head + eoh, hn - eoh, h.clen, &f);
+	pass(&c, &u, &out, head + eoh, hn - eoh, h.clen, f);
 done:
-	refused = !relayed && f.status >= 400;
-	local_l7_fact_done(&f);
+	refused = !relayed && f->status >= 400;
 	wipe(&out);
 	explicit_bzero(head, LOCAL_L7_HEAD_MAX);
 	free(head);

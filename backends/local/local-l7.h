@@ -34,9 +34,10 @@
 
 #define LOCAL_L7_HEAD_MAX 16384
 
-/* The facts of one request the broker read: what the audit record of
- * issue 29 part 3 keeps.  Filled as the request goes; handed to
- * local_l7_fact_done once, when it ends. */
+/* The facts of one request the broker read: what the connection's audit
+ * record keeps of it (its `http` entry, local-brokerd.c).  Filled by
+ * local_l7_serve as the request goes, refused ones too; the secrets'
+ * names, never a value. */
 struct local_l7_fact {
 	int tls;                 /* https */
 	char host[256];          /* the name it was judged by */
@@ -48,11 +49,8 @@ struct local_l7_fact {
 	int verdict;             /* SBX_NP_ALLOW / SBX_NP_DENY; 0 not judged (malformed) */
 	size_t rule;             /* the deciding rule, SBX_NP_DEFAULT */
 	char why[300];           /* a refusal's reason, "" */
+	unsigned long long bytes_out, bytes_in;  /* to the server (head, body) and back */
 };
-
-/* The one place a finished request's facts go (the audit writer's hook;
- * today it keeps nothing). */
-void local_l7_fact_done(const struct local_l7_fact *f);
 
 struct local_l7;
 
@@ -79,8 +77,10 @@ typedef int (*local_l7_dial_fn)(void *ctx, const char *name, unsigned port,
 
 /* Serve connection `fd` (closed before it returns), of which the broker
  * read `first[0..n)` already (a ClientHello when tls, else a request
- * head), judged by `name`:`port`. */
+ * head), judged by `name`:`port`.  *f: the request's facts when it
+ * returns (overwritten), for the caller's record. */
 void local_l7_serve(struct local_l7 *l, int fd, int tls, const unsigned char *first, size_t n,
-		    const char *name, unsigned port, local_l7_dial_fn dial, void *ctx);
+		    const char *name, unsigned port, local_l7_dial_fn dial, void *ctx,
+		    struct local_l7_fact *f);
 
 #endif
