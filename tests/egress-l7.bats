@@ -467,3 +467,24 @@ PY
 		esac
 	done
 }
+
+@test "l7 through the official SDKs (JS, Python): network.rules transform headers with \${e2b.secrets.NAME} reach the server, the sandbox holds no value" {
+	local_only "curl inside"
+	load lib/serve
+	local sdk=$BATS_TEST_DIRNAME/sdk
+	if [ ! -f "$sdk/node_modules/.package-lock.json" ] ||
+	   [ "$sdk/package-lock.json" -nt "$sdk/node_modules/.package-lock.json" ]; then
+		(cd "$sdk" && npm ci --no-audit --no-fund >/dev/null 2>&1)
+	fi
+	"$sdk/python/install" >/dev/null 2>&1
+	printf '#!/bin/sh\nexec nsenter --net=%s sbx-serve "$@"\n' "$NS" >"$SBX_TEST_DIR/serve-in-ns"
+	chmod +x "$SBX_TEST_DIR/serve-in-ns"
+	SERVE_BIN=$SBX_TEST_DIR/serve-in-ns serve_start sdkl7
+	local envs=(E2B_API_URL="$SERVE_URL" E2B_SANDBOX_URL="$SERVE_URL" E2B_API_KEY="$SERVE_KEY"
+		SDK_L7_NAME=api.sbx.test SDK_L7_SEEN="$SBX_TEST_DIR/seen" SDK_L7_SECRET="$SECRET")
+	sdk_conformance in_ns env "${envs[@]}" node "$sdk/conformance.mjs" transform
+	[[ "$output" == *"ok 2 - a request to the rule's name reaches the server"* ]]
+	sdk_conformance in_ns env "${envs[@]}" "$sdk/python/.venv/bin/python" "$sdk/python/conformance.py" transform
+	[[ "$output" == *"ok 6 - the sandbox sees the placeholder"* ]]
+	serve_stop sdkl7
+}
