@@ -51,9 +51,16 @@ SERVE_OBJ := $(SERVE_SRC:%.c=$(BUILD)/obj/%.o)
 SERVE_LIB := $(BUILD)/libsbx-serve.a
 # The sandbox init, the detached process's supervisor and the egress broker
 # live beside the local backend (backends/local/) but are programs of their own.
+# The broker's process side (its connections, their record's queue and
+# spool writer, the L7 side: TLS interception, its CA) is an archive of
+# its own too, linked into sbx-egress only: no other program loads libssl.
+EGRESS_SRC := backends/local/local-brokerd.c backends/local/local-ca.c backends/local/local-l7.c \
+	backends/local/local-audit.c
+EGRESS_OBJ := $(EGRESS_SRC:%.c=$(BUILD)/obj/%.o)
+EGRESS_LIB := $(BUILD)/libsbx-egress.a
 LIBEXEC_SRC := backends/local/sbx-init.c backends/local/sbx-procd.c backends/local/sbx-forkd.c \
 	backends/local/sbx-egress.c
-LIB_SRC  := $(filter-out $(SERVE_SRC) $(LIBEXEC_SRC),$(wildcard common/*/*.c) $(wildcard backends/*/*.c))
+LIB_SRC  := $(filter-out $(SERVE_SRC) $(EGRESS_SRC) $(LIBEXEC_SRC),$(wildcard common/*/*.c) $(wildcard backends/*/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CMD_SRC  := $(wildcard cmd/*.c)
 PROGS    := $(CMD_SRC:cmd/%.c=$(BUILD)/bin/%)
@@ -135,9 +142,13 @@ $(FORKD): backends/local/sbx-forkd.c backends/local/local-forkd-proto.h backends
 	$(CC) $(CFLAGS) $(filter-out $(SANFLAGS),$(XCFLAGS)) -Ibackends/local -Icommon/base -MF $(BUILD)/obj/libexec/sbx-forkd.d \
 	  -static -o $@ backends/local/sbx-forkd.c
 
-$(EGRESS): $(BUILD)/obj/backends/local/sbx-egress.o $(LIB)
+$(EGRESS_LIB): $(EGRESS_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $< $(LINKLIB) $(LDLIBS)
+	rm -f $@ && ar rcs $@ $^
+
+$(EGRESS): $(BUILD)/obj/backends/local/sbx-egress.o $(EGRESS_LIB) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) $(LDFLAGS) -o $@ $< $(EGRESS_LIB) $(LINKLIB) $(LDLIBS) -lssl -lcrypto
 
 # Benchmark helpers in C (tests/bench/*.c), built by `make bench`.
 BENCH_SRC := $(wildcard tests/bench/*.c)

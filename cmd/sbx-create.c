@@ -198,10 +198,8 @@ static void build_request(struct create_opts *o, const struct sbx_profile *p,
 		struct sbx_netpolicy pp = {0};
 		if (sbx_np_from_json(pnp, &pp, &e) == 0) {
 			int keep = o->policy.dflt_set;
-			for (size_t i = 0; i < pp.n; i++) {
-				SBX_AUTOFREE char *t = sbx_np_rule_text(&pp.rules[i]);
-				(void)sbx_np_add(&o->policy, pp.rules[i].action, strchr(t, ' ') + 1, &e);
-			}
+			for (size_t i = 0; i < pp.n; i++)
+				(void)sbx_np_add_rule(&o->policy, &pp.rules[i], &e);
 			if (!keep && pp.dflt_set) {
 				o->policy.dflt = pp.dflt;
 				o->policy.dflt_set = 1;

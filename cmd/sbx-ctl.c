@@ -7,6 +7,7 @@
  *   sbx-ctl quota --tenant T [--running N|none|profile] [--sandboxes N|none|profile]
  *                 [--paused-bytes SIZE|none|profile] [--retain-paused DURATION|none|profile]
  *   sbx-ctl rewind --tenant T --session S --to N|LABEL [--in-turn]
+ *   sbx-ctl egress-ca [--rotate]
  *
  * Per input document it acts on the document's sandbox, refreshes the
  * handle and adds {"ctl": {"op": ...}}.  kill is idempotent: a sandbox
@@ -21,6 +22,7 @@
 #include "cliopt.h"
 #include "cliutil.h"
 #include "doc.h"
+#include "egress-secrets.h"
 #include "events.h"
 #include "lifecycle.h"
 #include "keys.h"
@@ -31,8 +33,9 @@
 
 enum { O_PROFILE, O_ID, O_SECONDS, O_ON_TIMEOUT, O_AUTO_RESUME, O_NO_AUTO_RESUME,
        O_ALLOW_OUT, O_DENY_OUT, O_POLICY, O_TENANT, O_RUNNING, O_SANDBOXES,
-       O_RETAIN, O_PAUSED_BYTES, O_SESSION, O_TO, O_IN_TURN };
-enum { S_PAUSE, S_RESUME, S_KILL, S_TIMEOUT, S_NETWORK, S_CAPS, S_QUOTA, S_REWIND, S_HIBERNATE };
+       O_RETAIN, O_PAUSED_BYTES, O_SESSION, O_TO, O_IN_TURN, O_ROTATE };
+enum { S_PAUSE, S_RESUME, S_KILL, S_TIMEOUT, S_NETWORK, S_CAPS, S_QUOTA, S_REWIND, S_HIBERNATE,
+       S_EGRESS_CA };
 
 static const struct sbx_sub subs[] = {
 	[S_PAUSE] = {"pause", "", 0, 0, "freeze the sandbox's processes", NULL},
@@ -46,6 +49,8 @@ static const struct sbx_sub subs[] = {
 		      "sandbox", "tenant session to"},
 	[S_HIBERNATE] = {"hibernate", "", 0, 0, "processes and memory to disk, memory freed (where "
 			 "sbx-ctl caps says hibernate; else unsupported)", NULL},
+	[S_EGRESS_CA] = {"egress-ca", "", 0, 0, "show or rotate the profile's egress interception CA",
+			 NULL},
 	{0},
 };
 
@@ -75,6 +80,8 @@ static const struct sbx_opt opts[] = {
 	 O_TO, SBX_SUB(S_REWIND)},
 	{"in-turn", 0, NULL, "rewind: the caller holds the session's turn lease (one reference)",
 	 O_IN_TURN, SBX_SUB(S_REWIND)},
+	{"rotate", 0, NULL, "egress-ca: remove the CA; the next sandbox that needs one makes a new one",
+	 O_ROTATE, SBX_SUB(S_EGRESS_CA)},
 	{"running", 0, "N", "quota: running sandboxes at most (none: no limit; profile: the profile's)",
 	 O_RUNNING, SBX_SUB(S_QUOTA)},
 	{"sandboxes", 0, "N", "quota: sandboxes at most, paused or running (none, profile)",
@@ -88,7 +95,7 @@ static const struct sbx_opt opts[] = {
 
 static const struct sbx_cmd cmd = {
 	.name = "sbx-ctl",
-	.synopsis = "pause|resume|kill|hibernate|timeout|network|caps|quota|rewind [OPTIONS]",
+	.synopsis = "pause|resume|kill|hibernate|timeout|network|caps|quota|rewind|egress-ca [OPTIONS]",
 	.summary = "Pause, resume, kill or re-time sandboxes; show the backend's capabilities.",
 	.opts = opts,
 	.subs = subs,
@@ -105,6 +112,7 @@ struct ctl_opts {
 	const char *tenant;      /* quota, rewind */
 	const char *session, *to;   /* rewind */
 	int in_turn;
+	int rotate;              /* egress-ca */
 	struct sbx_quota quota;  /* quota: SBX_QUOTA_KEEP unless given */
 	int64_t retain_ms;       /* quota: the same */
 };
@@ -161,6 +169,7 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 	case O_SESSION: o->session = arg; return 0;
 	case O_TO: o->to = arg; return 0;
 	case O_IN_TURN: o->in_turn = 1; return 0;
+	case O_ROTATE: o->rotate = 1; return 0;
 	case O_RUNNING: return quota_arg("running", arg, &o->quota.running, err);
 	case O_SANDBOXES: return quota_arg("sandboxes", arg, &o->quota.sandboxes, err);
 	case O_PAUSED_BYTES:
@@ -319,6 +328,33 @@ static int caps_main(struct ctl_opts *o)
 	return rc < 0 ? sbx_cli_report(cmd.name, &err) : 0;
 }
 
+/* egress-ca: the profile's interception CA (egress-secrets.h), removed
+ * first with --rotate.  It is profile state in the state folder, which
+ * sbx-ctl administers (quota is the other profile-wide verb); sbx-tpl
+ * is about images. */
+static int egress_ca_main(struct ctl_opts *o)
+{
+	struct sbx_err err = {0};
+	struct sbx_backend *b;
+	if (sbx_app_backend(&o->app, NULL, &b, &err) < 0)
+		return sbx_cli_fail(cmd.name, NULL, &err);
+	int had = 0;
+	if (o->rotate && sbx_egress_ca_rotate(o->app.profile, &had, &err) < 0)
+		return sbx_cli_report(cmd.name, &err);
+	SBX_AUTOFREE char *dir = sbx_egress_ca_dir(o->app.profile);
+	SBX_AUTOFREE char *pem = sbx_xasprintf("%s/ca.pem", dir);
+	json_object *doc = json_object_new_object(), *ca = json_object_new_object();
+	sbx_json_set_str(doc, "profile", o->app.profile->name);
+	sbx_json_set_str(ca, "path", pem);
+	sbx_json_set_bool(ca, "exists", access(pem, F_OK) == 0);
+	if (o->rotate)
+		sbx_json_set_bool(ca, "rotated", had);
+	json_object_object_add(doc, "egress_ca", ca);
+	int rc = sbx_emit(doc, &err);
+	json_object_put(doc);
+	return rc < 0 ? sbx_cli_report(cmd.name, &err) : 0;
+}
+
 /* quota: write the tenant's own limits (if any flag says so), then show
  * its use against the quota now in force, as sbx-ls --usage does. */
 static int quota_main(struct ctl_opts *o)
@@ -397,6 +433,8 @@ int main(int argc, char **argv)
 		st = quota_main(&o);
 	} else if (a.sub == S_REWIND) {
 		st = rewind_main(&o);
+	} else if (a.sub == S_EGRESS_CA) {
+		st = egress_ca_main(&o);
 	} else {
 		json_object *seed = sbx_cli_id_seed(o.id);
 		st = sbx_cli_run_docs(cmd.name, seed, ctl_one, &o);

@@ -100,6 +100,10 @@ new_sandbox() {
 	local body field
 	for body in '{"network":{"egressProxy":{"address":"proxy.example:1080"}}}=network.egressProxy' \
 		    '{"network":{"rules":{"api.example":[{"transform":{"headers":{"A":"b"}}}]}}}=network.rules' \
+		    '{"network":{"allowOut":["api.example"],"rules":{"api.example":[{"transform":{"headers":{"A":"${e2b.secrets.NOPE}"}}}]}}}=secret NOPE is not one of the profile' \
+		    '{"network":{"allowOut":["api.example"],"rules":{"api.example":[{"callback":"x"}]}}}=transform' \
+		    '{"network":{"allowOut":["api.example"],"rules":{"api.example":[{"transform":{"headers":{"Bad Name":"v"}}}]}}}=is not a header name' \
+		    '{"network":{"allowOut":["api.example"],"rules":{"10.0.0.0/8":[]}}}=a name or' \
 		    '{"network":{"maskRequestHost":"${PORT}.example"}}=network.maskRequestHost' \
 		    '{"network":{"httpsPorts":[443]}}=network.httpsPorts' \
 		    '{"mcp":{"github":{}}}=mcp' \

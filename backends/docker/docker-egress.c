@@ -19,6 +19,7 @@
 #include "docker-api.h"
 #include "docker-container.h"
 #include "doc.h"
+#include "egress-secrets.h"
 #include "helper.h"
 #include "spool.h"
 #include "util.h"
@@ -101,7 +102,7 @@ static void detach(void *unused)
 }
 
 int docker_egress_start(struct sbx_backend *b, const char *id, long pid,
-			const struct sbx_netpolicy *p, struct sbx_err *err)
+			const struct sbx_netpolicy *p, json_object *headers, struct sbx_err *err)
 {
 	if (pid <= 0)
 		return sbx_fail(err, SBX_INTERNAL, "create", "the engine reports no init pid for %s", id);
@@ -130,8 +131,23 @@ int docker_egress_start(struct sbx_backend *b, const char *id, long pid,
 	argv[k++] = c && c->egress_resolver ? c->egress_resolver : "host";
 	for (char *const *a = c ? c->egress_allow : NULL; a && *a; a++)
 		argv[k++] = *a;
+	/* The keys (CA folder, secrets) on the broker's stdin, as local's. */
+	char *keys = NULL;
+	if (sbx_egress_keys_doc(b->profile, p, headers, &keys, err) < 0) {
+		free(argv);
+		return -1;
+	}
+	SBX_AUTOCLOSE int kfd = -1;
+	if (keys) {
+		kfd = sbx_helper_memfd(keys);
+		sbx_secret_free(keys);
+		if (kfd < 0) {
+			free(argv);
+			return sbx_fail_errno(err, SBX_INTERNAL, "create", "the egress broker's keys");
+		}
+	}
 	char why[512];
-	int rc = sbx_helper_start(exe, argv, fd, detach, NULL, why, sizeof(why));
+	int rc = sbx_helper_start_in(exe, argv, fd, kfd, detach, NULL, why, sizeof(why));
 	free(argv);
 	if (rc < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "create", "start the egress broker of %s", id);

@@ -45,11 +45,12 @@ int docker_egress_plan(struct sbx_backend *b, const struct sbx_create_req *req,
 		       struct sbx_err *err);
 
 /* Store `p` for container `id` (<state_dir>/docker-egress/<id>/netpolicy.json)
- * and start its broker on the init `pid`; returns once the broker holds
- * its sockets in the container's namespace, -1 otherwise (the caller
- * removes the container: fail closed). */
+ * and start its broker on the init `pid`, with the profile's secrets and
+ * `headers` (struct sbx_network's) on its stdin when interception is
+ * needed; returns once the broker holds its sockets in the container's
+ * namespace, -1 otherwise (the caller removes the container: fail closed). */
 int docker_egress_start(struct sbx_backend *b, const char *id, long pid,
-			const struct sbx_netpolicy *p, struct sbx_err *err);
+			const struct sbx_netpolicy *p, json_object *headers, struct sbx_err *err);
 
 /* The backend's set_network: replace the policy of a running or paused
  * sandbox created with one (tmp, fsync, rename); the broker re-reads it on

@@ -33,6 +33,7 @@
 #include <arpa/inet.h>
 #include <string.h>
 
+#include "egress-secrets.h"
 #include "docker-api.h"
 #include "docker-container.h"
 #include "docker-egress.h"
@@ -60,7 +61,7 @@ static const char entry_script[] =
 /* ---- open, caps, health, fingerprint ---------------------------------- */
 
 static const char *const docker_config_keys[] = {"tls_cert_path", "egress_allow", "egress_resolver",
-						  NULL};
+						  "egress_secrets", "egress_upstream_ca", NULL};
 
 static void docker_config_free(void *conf)
 {
@@ -80,6 +81,8 @@ static int docker_config_load(const struct sbx_profile *p, json_object *o, void 
 	*conf = c;
 	const char *certs = sbx_json_str(o, "tls_cert_path");
 	c->tls_cert_path = certs ? sbx_xstrdup(certs) : NULL;
+	if (sbx_egress_secrets_check(p->name, o, err) < 0)
+		return -1;
 	return sbx_config_egress(p->name, o, &c->egress_resolver, &c->egress_allow, err);
 }
 
@@ -229,11 +232,11 @@ static json_object *create_host_config(const struct sbx_create_req *req, int egr
 /* The body of POST /containers/create, or NULL with err (invalid_request)
  * for an env name that is empty or holds '='. */
 static json_object *create_body(const struct sbx_create_req *req, const char *image,
-				const char *egress, struct sbx_err *err)
+				const char *egress, json_object *req_env, struct sbx_err *err)
 {
 	json_object *env = json_object_new_array();
-	if (req->env) {
-		json_object_object_foreach(req->env, k, v) {
+	if (req_env) {
+		json_object_object_foreach(req_env, k, v) {
 			if (!*k || strchr(k, '=')) {
 				json_object_put(env);
 				sbx_fail(err, SBX_INVALID_REQUEST, "create", "invalid env name '%s'", k);
@@ -322,7 +325,11 @@ static int docker_create(struct sbx_backend *b, const struct sbx_create_req *req
 		sbx_np_clear(&np);
 		return -1;
 	}
-	json_object *body = create_body(req, image, !use ? NULL : named ? "policy" : "open", err);
+	/* An intercepted sandbox: its placeholders and CA variables
+	 * (egress-secrets.h) in the container's env. */
+	json_object *env = sbx_egress_l7_env(p ? p->raw : NULL, use, req->net.headers, req->env);
+	json_object *body = create_body(req, image, !use ? NULL : named ? "policy" : "open", env, err);
+	json_object_put(env);
 	if (!body) {
 		sbx_np_clear(&np);
 		return -1;
@@ -362,7 +369,7 @@ static int docker_create(struct sbx_backend *b, const struct sbx_create_req *req
 	}
 	if (use) {
 		long pid = (long)sbx_json_int(sbx_json_obj(j, "State"), "Pid", 0);
-		rc = docker_egress_start(b, id, pid, use, err);
+		rc = docker_egress_start(b, id, pid, use, req->net.headers, err);
 		sbx_np_clear(&np);
 		if (rc < 0) {
 			json_object_put(j);

@@ -47,7 +47,11 @@
  * ranges.  The namespace must be configured (local_egress_install_broker).
  * Returns once the broker holds its sockets; -1 otherwise. */
 int local_broker_start(const struct local_rec *r, pid_t init, unsigned long long start,
-		       const char *resolver, char *const *allow, struct sbx_err *err);
+		       const char *resolver, char *const *allow, const char *keys,
+		       struct sbx_err *err);
+/* `keys` (the broker's keys document, sbx_egress_keys_doc; NULL none)
+ * is handed to the broker as its stdin (sbx_helper_memfd): it reads it
+ * whole and closes it; never argv or environ (local-l7.h). */
 
 /* The broker itself (backends/local/sbx-egress.c's main): argv as
  * local_broker_start passes it.  Returns the exit status. */

@@ -47,6 +47,7 @@
 #include "local-devices.h"
 #include "local-hibernate.h"
 #include "local-broker.h"
+#include "egress-secrets.h"
 #include "spool.h"
 #include "netpolicy.h"
 #include "local-egress.h"
@@ -172,8 +173,12 @@ static int create_record(struct sbx_backend *b, const struct sbx_create_req *req
 			json_object_object_add(md, k, json_object_get(v));
 	}
 	json_object_object_add(j, "metadata", md);
-	if (req->env)
-		json_object_object_add(j, "env", json_object_get(req->env));
+	/* A sandbox whose egress is intercepted: its secrets' placeholders
+	 * and the CA bundle's variables (egress-secrets.h) in its env. */
+	json_object *env = sbx_egress_l7_env(b->profile ? b->profile->raw : NULL, req->net.policy,
+					     req->net.headers, req->env);
+	if (env)
+		json_object_object_add(j, "env", env);
 	json_object *to = sbx_json_child(j, "timeout");
 	sbx_json_set_int(to, "seconds", req->timeout.seconds);
 	sbx_json_set_str(to, "on_timeout", req->timeout.on_timeout_pause ? "pause" : "kill");
@@ -252,8 +257,14 @@ static int create_init(struct sbx_backend *b, const struct sbx_create_req *req, 
 			return sbx_fail(err, SBX_UNSUPPORTED, "create",
 					"a network policy needs a resolver: the host has no IPv4 nameserver "
 					"and the profile no egress_resolver");
-		if (local_egress_install_broker(pid, start, id, err) < 0 ||
-		    local_broker_start(r, pid, start, res, local_conf_of(b)->egress_allow, err) < 0)
+		char *keys = NULL;
+		int rc = sbx_egress_keys_doc(b->profile, req->net.policy, req->net.headers, &keys, err);
+		if (rc == 0)
+			rc = local_egress_install_broker(pid, start, id, err);
+		if (rc == 0)
+			rc = local_broker_start(r, pid, start, res, local_conf_of(b)->egress_allow, keys, err);
+		sbx_secret_free(keys);
+		if (rc < 0)
 			return -1;
 	}
 	return 0;
@@ -541,7 +552,8 @@ static int local_set_timeout(struct sbx_backend *b, struct sbx_sandbox *sb,
 /* ---- configuration: the profile keys the local backend owns ---- */
 
 static const char *const local_config_keys[] = {
-	"allow_userns", "cgroup_parent", "egress_allow", "egress_resolver", NULL,
+	"allow_userns", "cgroup_parent", "egress_allow", "egress_resolver", "egress_secrets",
+	"egress_upstream_ca", NULL,
 };
 
 static void local_config_free(void *conf)
@@ -566,6 +578,8 @@ static int local_config_load(const struct sbx_profile *p, json_object *o, void *
 		return sbx_fail_config(err, "config", "profile '%s': cgroup_parent must be a path "
 				       "below the cgroup2 mount, without '..'", p->name);
 	c->cgroup_parent = cg ? sbx_xstrdup(cg) : NULL;
+	if (sbx_egress_secrets_check(p->name, o, err) < 0)
+		return -1;
 	return sbx_config_egress(p->name, o, &c->egress_resolver, &c->egress_allow, err);
 }
 

@@ -85,6 +85,13 @@ struct sbx_network {
 	 * allow_internet alone.  A backend that cannot enforce it refuses
 	 * the create (unsupported); one with a policy implies egress on. */
 	struct sbx_netpolicy *policy;
+	/* Headers set on the intercepted HTTPS requests to a name, replacing
+	 * the sandbox's own (E2B's network.rules transforms, as sbx-serve
+	 * checked them: sbx_egress_headers_from_e2b): an array of {"to",
+	 * "header", "value"}, a value perhaps holding ${e2b.secrets.NAME} of
+	 * the profile's egress_secrets; NULL none.  Local and docker only,
+	 * with a broker; the values never enter the sandbox or its record. */
+	json_object *headers;
 };
 
 /* A tenant's volume (volume.h) mounted at create.  The backend binds

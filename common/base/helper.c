@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <sys/wait.h>
 
@@ -25,8 +27,11 @@ void sbx_helper_detach(void)
 
 /* In the child: keep only the two descriptors (moved to 3 and up, past
  * stdio) and run the program. */
-static __attribute__((noreturn)) void run(int exe, int ready, const char **argv, char fd_slot[16])
+static __attribute__((noreturn)) void run(int exe, int ready, int in, const char **argv,
+					  char fd_slot[16])
 {
+	if (in >= 0 && dup2(in, 0) < 0)
+		_exit(127);
 	int rfd = fcntl(ready, F_DUPFD, 3);     /* without O_CLOEXEC: the helper writes it */
 	int efd = fcntl(exe, F_DUPFD, 3);
 	if (rfd < 0 || efd < 0)
@@ -47,6 +52,12 @@ static __attribute__((noreturn)) void run(int exe, int ready, const char **argv,
 int sbx_helper_start(int exe, const char **argv, char fd_slot[16],
 		     void (*detach)(void *), void *arg, char *why, size_t cap)
 {
+	return sbx_helper_start_in(exe, argv, fd_slot, -1, detach, arg, why, cap);
+}
+
+int sbx_helper_start_in(int exe, const char **argv, char fd_slot[16], int in,
+			void (*detach)(void *), void *arg, char *why, size_t cap)
+{
 	int ready[2];
 	if (pipe2(ready, O_CLOEXEC) < 0)
 		return -1;
@@ -58,7 +69,7 @@ int sbx_helper_start(int exe, const char **argv, char fd_slot[16],
 	}
 	if (c == 0) {
 		detach(arg);
-		run(exe, ready[1], argv, fd_slot);
+		run(exe, ready[1], in, argv, fd_slot);
 	}
 	close(ready[1]);
 	while (waitpid(c, NULL, 0) < 0 && errno == EINTR)
@@ -73,4 +84,25 @@ int sbx_helper_start(int exe, const char **argv, char fd_slot[16],
 	}
 	why[n] = '\0';
 	return why[0] == 'R' ? SBX_HELPER_READY : SBX_HELPER_FAILED;
+}
+
+int sbx_helper_memfd(const char *text)
+{
+	int fd = memfd_create("sbx-helper-in", MFD_CLOEXEC);
+	size_t n = strlen(text), off = 0;
+	while (fd >= 0 && off < n) {
+		ssize_t w = write(fd, text + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			close(fd);
+			return -1;
+		}
+		off += (size_t)w;
+	}
+	if (fd >= 0 && lseek(fd, 0, SEEK_SET) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }

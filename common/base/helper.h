@@ -30,4 +30,14 @@ void sbx_helper_detach(void);
 int sbx_helper_start(int exe, const char **argv, char fd_slot[16],
 		     void (*detach)(void *), void *arg, char *why, size_t cap);
 
+/* The same, with `in` (a descriptor of the caller's, e.g. a memfd at
+ * offset 0; -1 none) as the helper's stdin: how a helper gets what may
+ * not be in its argv or environment (the egress broker's secrets). */
+/* A memfd (CLOEXEC) holding `text`, at offset 0, for sbx_helper_start_in;
+ * -1 with errno. */
+int sbx_helper_memfd(const char *text);
+
+int sbx_helper_start_in(int exe, const char **argv, char fd_slot[16], int in,
+			void (*detach)(void *), void *arg, char *why, size_t cap);
+
 #endif

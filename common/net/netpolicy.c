@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,11 +14,20 @@
 #include "ssrf.h"
 #include "util.h"
 
+static void strv_free(char **v)
+{
+	for (char **e = v; e && *e; e++)
+		free(*e);
+	free(v);
+}
+
 void sbx_np_clear(struct sbx_netpolicy *p)
 {
 	for (size_t i = 0; i < p->n; i++) {
 		free(p->rules[i].dest);
 		free(p->rules[i].ports);
+		strv_free(p->rules[i].methods);
+		free(p->rules[i].path);
 	}
 	free(p->rules);
 	memset(p, 0, sizeof(*p));
@@ -136,6 +146,69 @@ static void drop_last(struct sbx_netpolicy *p)
 {
 	free(p->rules[p->n].dest);
 	free(p->rules[p->n].ports);
+	strv_free(p->rules[p->n].methods);
+	free(p->rules[p->n].path);
+}
+
+int sbx_np_rule_l7(const struct sbx_np_rule *r)
+{
+	return r->scheme || r->methods || r->path;
+}
+
+/* A method token (RFC 9110: tchar), upper-case letters here, 1-16. */
+static int method_ok(const char *m)
+{
+	size_t n = strlen(m);
+	if (n == 0 || n > 16)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!(m[i] >= 'A' && m[i] <= 'Z') && m[i] != '-' && m[i] != '_')
+			return 0;
+	return 1;
+}
+
+/* "scheme", "methods", "path" of a rule document into r (its dest parsed). */
+static int l7_from_json(json_object *scheme, json_object *methods, json_object *path,
+			struct sbx_np_rule *r, const char *what, struct sbx_err *err)
+{
+	if ((scheme || methods || path) && r->kind == SBX_NP_CIDR)
+		return sbx_fail(err, SBX_INVALID_REQUEST, "policy",
+				"%s: scheme, methods and path need a name in \"to\", not a CIDR", what);
+	if (scheme) {
+		const char *s = json_object_is_type(scheme, json_type_string) ? json_object_get_string(scheme) : "";
+		if (!strcmp(s, "http"))
+			r->scheme = SBX_NP_HTTP;
+		else if (!strcmp(s, "https"))
+			r->scheme = SBX_NP_HTTPS;
+		else
+			return sbx_fail(err, SBX_INVALID_REQUEST, "policy",
+					"%s: \"scheme\" is \"http\" or \"https\"", what);
+	}
+	if (methods) {
+		size_t n = json_object_is_type(methods, json_type_array) ? json_object_array_length(methods) : 0;
+		if (n == 0 || n > 16)
+			return sbx_fail(err, SBX_INVALID_REQUEST, "policy",
+					"%s: \"methods\" is an array of 1 to 16 methods", what);
+		r->methods = sbx_xcalloc(n + 1, sizeof(char *));
+		for (size_t i = 0; i < n; i++) {
+			json_object *e = json_object_array_get_idx(methods, i);
+			const char *m = json_object_is_type(e, json_type_string) ? json_object_get_string(e) : "";
+			if (!method_ok(m))
+				return sbx_fail(err, SBX_INVALID_REQUEST, "policy",
+						"%s: methods[%zu] is not an upper-case method", what, i);
+			r->methods[i] = sbx_xstrdup(m);
+		}
+	}
+	if (path) {
+		const char *s = json_object_is_type(path, json_type_string) ? json_object_get_string(path) : "";
+		if (s[0] != '/' || strlen(s) > 1024 || strpbrk(s, " \t\r\n?#"))
+			return sbx_fail(err, SBX_INVALID_REQUEST, "policy",
+					"%s: \"path\" starts with '/', has no space, '?' or '#', "
+					"at most 1024 bytes", what);
+		r->path = sbx_xstrdup(s);
+		r->path_glob = strpbrk(s, "*[") != NULL;
+	}
+	return 0;
 }
 
 int sbx_np_add(struct sbx_netpolicy *p, enum sbx_np_action a, const char *text,
@@ -172,6 +245,30 @@ int sbx_np_add(struct sbx_netpolicy *p, enum sbx_np_action a, const char *text,
 	return 0;
 }
 
+int sbx_np_add_rule(struct sbx_netpolicy *p, const struct sbx_np_rule *src, struct sbx_err *err)
+{
+	struct sbx_np_rule *r = new_rule(p, src->action, err);
+	if (!r)
+		return -1;
+	*r = *src;
+	r->dest = sbx_xstrdup(src->dest);
+	r->ports = src->nports ? sbx_xmalloc(src->nports * sizeof(*r->ports)) : NULL;
+	if (src->nports)
+		memcpy(r->ports, src->ports, src->nports * sizeof(*r->ports));
+	r->path = src->path ? sbx_xstrdup(src->path) : NULL;
+	r->methods = NULL;
+	if (src->methods) {
+		size_t n = 0;
+		while (src->methods[n])
+			n++;
+		r->methods = sbx_xcalloc(n + 1, sizeof(char *));
+		for (size_t i = 0; i < n; i++)
+			r->methods[i] = sbx_xstrdup(src->methods[i]);
+	}
+	p->n++;
+	return 0;
+}
+
 void sbx_np_finish(struct sbx_netpolicy *p)
 {
 	if (p->dflt_set)
@@ -198,10 +295,17 @@ static int rule_from_json(json_object *o, struct sbx_netpolicy *p, struct sbx_er
 	size_t i = p->n + 1;
 	if (!json_object_is_type(o, json_type_object))
 		return sbx_fail(err, SBX_INVALID_REQUEST, "policy", "rule %zu: not an object", i);
-	json_object *act = NULL, *to = NULL, *ports = NULL;
+	json_object *act = NULL, *to = NULL, *ports = NULL, *scheme = NULL, *methods = NULL,
+		    *path = NULL;
 	json_object_object_foreach(o, k, v) {
 		if (!strcmp(k, "action"))
 			act = v;
+		else if (!strcmp(k, "scheme"))
+			scheme = v;
+		else if (!strcmp(k, "methods"))
+			methods = v;
+		else if (!strcmp(k, "path"))
+			path = v;
 		else if (!strcmp(k, "to"))
 			to = v;
 		else if (!strcmp(k, "ports"))
@@ -225,7 +329,8 @@ static int rule_from_json(json_object *o, struct sbx_netpolicy *p, struct sbx_er
 	if (!r)
 		return -1;
 	SBX_AUTOFREE char *what = sbx_xasprintf("rule %zu ('%.80s')", i, dest);
-	if (parse_dest(dest, r, what, err) < 0) {
+	if (parse_dest(dest, r, what, err) < 0 ||
+	    l7_from_json(scheme, methods, path, r, what, err) < 0) {
 		drop_last(p);
 		return -1;
 	}
@@ -334,6 +439,16 @@ json_object *sbx_np_to_json(const struct sbx_netpolicy *p)
 			free(ports_text(r, a));
 			json_object_object_add(j, "ports", a);
 		}
+		if (r->scheme)
+			json_object_object_add(j, "scheme", json_object_new_string(r->scheme == SBX_NP_HTTP ? "http" : "https"));
+		if (r->methods) {
+			json_object *a = json_object_new_array();
+			for (char **m = r->methods; *m; m++)
+				json_object_array_add(a, json_object_new_string(*m));
+			json_object_object_add(j, "methods", a);
+		}
+		if (r->path)
+			json_object_object_add(j, "path", json_object_new_string(r->path));
 		json_object_array_add(rules, j);
 	}
 	json_object_object_add(o, "rules", rules);
@@ -341,12 +456,28 @@ json_object *sbx_np_to_json(const struct sbx_netpolicy *p)
 	return o;
 }
 
+/* An L7 rule reads "allow GET,HEAD https://api.example.com:443/v1/..."
+ * (methods, scheme, ports and path each only when set). */
 char *sbx_np_rule_text(const struct sbx_np_rule *r)
 {
 	const char *a = r->action == SBX_NP_ALLOW ? "allow" : "deny";
+	SBX_AUTOFREE char *ports = r->nports ? ports_text(r, NULL) : NULL;
+	if (sbx_np_rule_l7(r)) {
+		size_t ml = 1;
+		for (char **m = r->methods; m && *m; m++)
+			ml += strlen(*m) + 1;
+		SBX_AUTOFREE char *meth = sbx_xcalloc(1, ml);
+		for (char **m = r->methods; m && *m; m++) {
+			if (*meth)
+				strcat(meth, ",");
+			strcat(meth, *m);
+		}
+		return sbx_xasprintf("%s %s%s%s%s%s%s%s", a, meth, *meth ? " " : "",
+				     r->scheme == SBX_NP_HTTP ? "http://" : r->scheme == SBX_NP_HTTPS ? "https://" : "",
+				     r->dest, ports ? ":" : "", ports ? ports : "", r->path ? r->path : "");
+	}
 	if (!r->nports)
 		return sbx_xasprintf("%s %s", a, r->dest);
-	SBX_AUTOFREE char *ports = ports_text(r, NULL);
 	int br = r->kind == SBX_NP_CIDR && r->af == AF_INET6;
 	return sbx_xasprintf("%s %s%s%s:%s", a, br ? "[" : "", r->dest, br ? "]" : "", ports);
 }
@@ -414,6 +545,9 @@ int sbx_np_to_e2b(const struct sbx_netpolicy *p, json_object **allow_out, json_o
 		if (r->nports)
 			return sbx_fail(err, SBX_UNSUPPORTED, "policy",
 					"rule %zu (%s): E2B's lists have no ports", i + 1, t);
+		if (sbx_np_rule_l7(r))
+			return sbx_fail(err, SBX_UNSUPPORTED, "policy",
+					"rule %zu (%s): E2B's lists have no scheme, method or path", i + 1, t);
 		if (r->action == SBX_NP_DENY && r->kind != SBX_NP_CIDR)
 			return sbx_fail(err, SBX_UNSUPPORTED, "policy",
 					"rule %zu (%s): E2B's denyOut takes IPs and CIDRs only", i + 1, t);
@@ -457,12 +591,47 @@ static int addr_match(const struct sbx_np_rule *r, const struct sockaddr *sa)
 	return sbx_cidr_contains(r->dest, sa);
 }
 
+static int req_match(const struct sbx_np_rule *r, const struct sbx_np_req *rq)
+{
+	if (r->scheme && r->scheme != rq->scheme)
+		return 0;
+	if (r->methods) {
+		char **m = r->methods;
+		while (*m && strcmp(*m, rq->method))
+			m++;
+		if (!*m)
+			return 0;
+	}
+	if (r->path)
+		return r->path_glob ? fnmatch(r->path, rq->path, 0) == 0
+				    : strncmp(rq->path, r->path, strlen(r->path)) == 0;
+	return 1;
+}
+
 enum sbx_np_action sbx_np_judge(const struct sbx_netpolicy *p, const char *name,
 				const struct sockaddr *sa, unsigned port, size_t *rule)
+{
+	return sbx_np_judge_req(p, name, sa, port, NULL, rule);
+}
+
+int sbx_np_l7(const struct sbx_netpolicy *p, const char *name, unsigned port)
+{
+	for (size_t i = 0; name && i < p->n; i++)
+		if (sbx_np_rule_l7(&p->rules[i]) && port_in(&p->rules[i], port) &&
+		    name_match(&p->rules[i], name))
+			return 1;
+	return 0;
+}
+
+enum sbx_np_action sbx_np_judge_req(const struct sbx_netpolicy *p, const char *name,
+				    const struct sockaddr *sa, unsigned port,
+				    const struct sbx_np_req *rq, size_t *rule)
 {
 	for (size_t i = 0; i < p->n; i++) {
 		const struct sbx_np_rule *r = &p->rules[i];
 		if (!port_in(r, port))
+			continue;
+		if (sbx_np_rule_l7(r) && (!rq || !req_match(r, rq)))
 			continue;
 		if (r->kind == SBX_NP_CIDR ? (sa && addr_match(r, sa)) : (name && name_match(r, name))) {
 			*rule = i;
@@ -477,7 +646,8 @@ enum sbx_np_action sbx_np_judge_name(const struct sbx_netpolicy *p, const char *
 				     size_t *rule)
 {
 	for (size_t i = 0; i < p->n; i++)
-		if (p->rules[i].kind != SBX_NP_CIDR && name_match(&p->rules[i], name)) {
+		if (p->rules[i].kind != SBX_NP_CIDR && name_match(&p->rules[i], name) &&
+		    !(sbx_np_rule_l7(&p->rules[i]) && p->rules[i].action == SBX_NP_DENY)) {
 			*rule = i;
 			return p->rules[i].action;
 		}

@@ -29,6 +29,22 @@
  * The document (--network-policy FILE, stored with the sandbox):
  *   {"rules": [{"action": "allow", "to": "*.example.com", "ports": [443, "8000-8100"]}, ...],
  *    "default": "deny"}
+ *
+ * L7 fields (issue 29), on a rule whose "to" is a domain or "*.suffix"
+ * only (Cube's shape: a rule needs a host):
+ *   {"action": "allow", "to": "api.example.com", "scheme": "https",
+ *    "methods": ["GET", "HEAD"], "path": "/v1/models"}
+ * "scheme" is "http" or "https" (the connection: plain or TLS), "methods"
+ * upper-case tokens, "path" a prefix ("/v1/" matches "/v1/x") or, when it
+ * holds '*' or '?' or '[', an fnmatch(3) glob over the whole path (a '*'
+ * crosses '/').  The path matched is the request's, without its query.  A
+ * rule with any of them is an L7 rule: it matches a request, never a bare
+ * connection, so sbx_np_judge skips it; a connection whose name an L7 rule
+ * covers (sbx_np_l7) is read request by request (plain HTTP in the broker,
+ * HTTPS by terminating TLS there) and each request is judged by
+ * sbx_np_judge_req over every rule, first match wins.  The text forms
+ * (--allow-out) have no L7 fields: a document carries them.
+ *
  * parsed strictly: an unknown key, a wrong type, a malformed destination,
  * a port out of range, more than SBX_NP_MAX_RULES rules: each is an
  * invalid_request naming the rule.  sbx_np_to_json writes the canonical
@@ -61,6 +77,20 @@ struct sbx_np_rule {
 	unsigned char addr[16];
 	struct sbx_np_ports *ports;
 	size_t nports;             /* 0: every port */
+	/* L7 (none set: an L4 rule).  scheme 0 any, else SBX_NP_HTTP/HTTPS. */
+	int scheme;
+	char **methods;            /* NULL-terminated upper-case; NULL: any */
+	char *path;                /* prefix or glob; NULL: any */
+	int path_glob;
+};
+
+enum { SBX_NP_HTTP = 1, SBX_NP_HTTPS = 2 };
+
+/* One HTTP request as an L7 rule sees it (sbx_np_judge_req). */
+struct sbx_np_req {
+	int scheme;                /* SBX_NP_HTTP or SBX_NP_HTTPS */
+	const char *method;        /* as sent (tokens compare exactly) */
+	const char *path;          /* the target's path, no query, no fragment */
 };
 
 struct sbx_netpolicy {
@@ -75,6 +105,8 @@ void sbx_np_clear(struct sbx_netpolicy *p);
 /* Append one rule in text form (see above).  0 / -1 invalid_request. */
 int sbx_np_add(struct sbx_netpolicy *p, enum sbx_np_action a, const char *text,
 	       struct sbx_err *err);
+/* Append a copy of rule `r` (of another policy).  0 / -1 too many rules. */
+int sbx_np_add_rule(struct sbx_netpolicy *p, const struct sbx_np_rule *r, struct sbx_err *err);
 /* Set the default from flags ("allow"/"deny") and fill it when unset. */
 void sbx_np_finish(struct sbx_netpolicy *p);
 
@@ -115,8 +147,24 @@ char *sbx_np_rule_text(const struct sbx_np_rule *r);
 enum sbx_np_action sbx_np_judge(const struct sbx_netpolicy *p, const char *name,
 				const struct sockaddr *sa, unsigned port, size_t *rule);
 
+/* 1 when rule r has an L7 field. */
+int sbx_np_rule_l7(const struct sbx_np_rule *r);
+
+/* A request on a connection to `port` carrying `name` (as sbx_np_judge),
+ * judged by every rule in order: an L4 rule matches as for a connection,
+ * an L7 rule when its scheme, method and path match `rq` too.  With rq
+ * NULL this is sbx_np_judge (L7 rules never match). */
+enum sbx_np_action sbx_np_judge_req(const struct sbx_netpolicy *p, const char *name,
+				    const struct sockaddr *sa, unsigned port,
+				    const struct sbx_np_req *rq, size_t *rule);
+
+/* 1 when an L7 rule covers `name` on `port`: that connection is judged
+ * request by request, never spliced whole. */
+int sbx_np_l7(const struct sbx_netpolicy *p, const char *name, unsigned port);
+
 /* May the sandbox resolve `name`?  The first domain rule that matches it
- * (on any port) decides; a name no domain rule matches may be resolved
+ * (on any port) decides, an L7 deny rule excepted (it refuses some
+ * requests, not the name); a name no domain rule matches may be resolved
  * only when the default is allow (a CIDR-only allow-list resolves no
  * names: a lookup would carry the name out).  *rule as above. */
 enum sbx_np_action sbx_np_judge_name(const struct sbx_netpolicy *p, const char *name,

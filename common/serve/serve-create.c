@@ -3,6 +3,7 @@
  * fields checked (nothing a client asks for is silently dropped), the
  * key's sandbox limit under its team lock, the backend's create, the
  * record (with what a fork repeats) and the event. */
+#include "egress-secrets.h"
 #include "serve-int.h"
 
 #include <stdio.h>
@@ -92,7 +93,7 @@ static int refuse_unimplemented(json_object *in, int cube, struct sbx_err *err)
 					  "secure", "allow_internet_access", "network", "metadata",
 					  "envVars", "autoPauseMemory", "volumeMounts", NULL};
 	static const char *const cube_top[] = {"lifecycle", "auto_pause", "auto_resume", "envs", NULL};
-	static const char *const network[] = {"allowPublicTraffic", "allowOut", "denyOut", NULL};
+	static const char *const network[] = {"allowPublicTraffic", "allowOut", "denyOut", "rules", NULL};
 	json_object_object_foreach(in, k, v) {
 		if (name_in(k, top) || (cube && name_in(k, cube_top)) || serve_unset(v))
 			continue;
@@ -257,6 +258,21 @@ int serve_create_sandbox(const struct serve_req *r, json_object *in, int v2, jso
 	if (serve_vol_prepare(r, b, rc == 0 ? in : NULL, &sv, &req, err) < 0)
 		rc = -1;
 	int public_in = net ? sbx_json_bool(net, "allowPublicTraffic", 1) : 1;
+	/* E2B's network.rules: transform headers, ${e2b.secrets.NAME} of the
+	 * profile's egress_secrets (egress-secrets.h); local and docker only,
+	 * with allowOut/denyOut (so a broker); anything else is a 400. */
+	json_object *hdrs = NULL, *rules = net ? sbx_json_obj(net, "rules") : NULL;
+	if (rc == 0 && rules && !serve_unset(rules)) {
+		if (sbx_egress_headers_from_e2b(rules, r->cfg->profile->raw, &hdrs, err) < 0)
+			rc = -1;
+		else if (hdrs && strcmp(b->ops->name, "local") && strcmp(b->ops->name, "docker"))
+			rc = sbx_fail(err, SBX_INVALID_REQUEST, "create", "network.rules needs the local "
+				      "or docker backend (this is %s)", b->ops->name);
+		else if (hdrs && !req.net.allow_out && !req.net.deny_out)
+			rc = sbx_fail(err, SBX_INVALID_REQUEST, "create", "network.rules needs "
+				      "network.allowOut or denyOut (the egress broker applies them)");
+		req.net.headers = hdrs;
+	}
 	if (rc == 0) {
 		json_object *meta = create_metadata(md, r->team, &sv);
 		req.metadata = meta;
@@ -295,6 +311,7 @@ int serve_create_sandbox(const struct serve_req *r, json_object *in, int v2, jso
 	}
 	if (rc < 0 && checked != -2 && err->kind == SBX_NOT_FOUND)
 		err->kind = SBX_INVALID_REQUEST;         /* a missing template */
+	json_object_put(hdrs);
 	sbx_sandbox_clear(&sb);
 	sbx_backend_close(b);
 	return rc;

@@ -9,6 +9,10 @@
 # TCP port 7000 that writes "raw-<address>" and closes.  With EGRESS_ROOT
 # set, GET /r/PATH serves the file EGRESS_ROOT/PATH (a directory: its
 # index.html), for pip and git's dumb HTTP (404 when missing or not below it).
+# With EGRESS_LOG set, every request's line and headers are appended to
+# that file (one block per request, ended by a blank line) and GET or
+# POST of /v1/... answers "v1 METHOD PATH ok" only: what the server saw
+# stays on the host (egress-l7.bats looks for a secret there).
 # Writes its pid to
 # PIDFILE once every socket is bound; closes inherited descriptors; ends
 # itself after 10 minutes.  Standard library only.
@@ -29,7 +33,27 @@ pidfile, cert, key, addrs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"   # keep-alive: a test holds a connection open
 
+    def log_seen(self):
+        log = os.environ.get("EGRESS_LOG")
+        if log:
+            with open(log, "a") as f:
+                f.write("%s %s host=%s\n%s\n" % (self.command, self.path,
+                        self.connection.getsockname()[0], str(self.headers)))
+
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", "0") or 0)
+        self.rfile.read(n)
+        self.do_GET()
+
     def do_GET(self):
+        self.log_seen()
+        if self.path.startswith("/v1/"):
+            body = ("v1 %s %s ok\n" % (self.command, self.path)).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         body = ("answer-%s host=%s\n" % (self.connection.getsockname()[0],
                                          self.headers.get("Host", ""))).encode()
         docroot = os.environ.get("EGRESS_ROOT")

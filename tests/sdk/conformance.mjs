@@ -8,6 +8,11 @@
 // Groups (all by default): create commands background pty files timeout pause
 // list snapshot fork kill auth.  `process` groups need a backend with detached
 // processes (SBX_CAP_PROCESS); set SDK_SKIP=background,pause to leave them out.
+// `transform` runs only when named: it needs egress-l7.bats's test network
+// (SDK_L7_NAME an HTTPS name whose server, with the test CA, logs the heads
+// it receives to SDK_L7_SEEN; SDK_L7_SECRET the value of the profile's
+// egress secret API_KEY).
+import { readFileSync, writeFileSync } from 'node:fs'
 import { Sandbox, CommandExitError, AuthenticationError } from 'e2b'
 
 const want = process.argv.slice(2)
@@ -288,16 +293,39 @@ const groups = {
     eq(await sb.isRunning(), false, 'a killed sandbox is not running')
   },
 
+  // network.rules[NAME].transform.headers with ${e2b.secrets.API_KEY}: the
+  // server gets the real value, the sandbox only the placeholder.
+  async transform() {
+    const name = process.env.SDK_L7_NAME, seen = process.env.SDK_L7_SEEN, value = process.env.SDK_L7_SECRET
+    ok(name && seen && value, 'SDK_L7_NAME, SDK_L7_SEEN and SDK_L7_SECRET are set')
+    const sb = await create({
+      network: {
+        allowOut: [name], denyOut: ['0.0.0.0/0'],
+        rules: { [name]: [{ transform: { headers: { 'X-Api-Key': 'k=${e2b.secrets.API_KEY};', 'X-Team': 'team-js' } } }] },
+      },
+    })
+    writeFileSync(seen, '')
+    const r = await sb.commands.run(`curl -sS -H "X-Team: mine" https://${name}/v1/sdk-js`)
+    ok(r.stdout.includes('v1 GET /v1/sdk-js ok'), 'a request to the rule\'s name reaches the server', r.stdout)
+    const log = readFileSync(seen, 'utf8')
+    ok(log.includes(`X-Api-Key: k=${value};`), 'the server received the secret\'s value in the transform\'s header')
+    ok(log.includes('X-Team: team-js') && !log.includes('X-Team: mine'), 'the transform\'s header replaces the sandbox\'s own')
+    const env = await sb.commands.run('env; cat /proc/[0-9]*/environ 2>/dev/null | tr "\\0" "\\n"; true', { user: 'root' })
+    ok(!env.stdout.includes(value), 'no value in the sandbox\'s env nor any process\'s environ')
+    ok(env.stdout.includes('API_KEY=sbx-secret:API_KEY'), 'the sandbox sees the placeholder', env.stdout.split('\n').filter((l) => l.includes('API_KEY')))
+  },
+
   async auth() {
     await rejects(Sandbox.create({ apiKey: 'e2b_0000wrong' }), AuthenticationError,
       'a wrong API key is an AuthenticationError')
   },
 }
 
-const order = ['create', 'commands', 'background', 'pty', 'files', 'timeout', 'pause', 'list', 'snapshot', 'fork', 'kill', 'auth']
+const order = ['create', 'commands', 'background', 'pty', 'files', 'timeout', 'pause', 'list', 'snapshot', 'fork', 'kill', 'auth', 'transform']
 try {
   for (const g of order) {
     if ((want.length && !want.includes(g)) || skip.includes(g)) continue
+    if (g === 'transform' && !want.includes(g)) continue
     console.log(`# ${g}`)
     try {
       await groups[g]()

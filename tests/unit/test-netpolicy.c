@@ -244,6 +244,72 @@ int main(void)
 		   sbx_np_to_e2b(&t, &a, &d, &err) < 0 && strstr(err.msg, "an allow after a deny"),
 	   "an allow after a deny is unsupported: %s", err.msg);
 	sbx_np_clear(&t);
+
+	/* L7 fields (issue 29): parsed, canonical, first match wins per request. */
+	{
+		static const char l7[] =
+			"{\"rules\":[{\"action\":\"allow\",\"to\":\"api.example.com\",\"scheme\":\"https\","
+			"\"methods\":[\"GET\",\"HEAD\"],\"path\":\"/v1/models\"},"
+			"{\"action\":\"deny\",\"to\":\"api.example.com\",\"path\":\"/v1/*/secret\"},"
+			"{\"action\":\"allow\",\"to\":\"api.example.com\",\"methods\":[\"POST\"],\"path\":\"/v1/\"},"
+			"{\"action\":\"allow\",\"to\":\"plain.example.com\"}],\"default\":\"deny\"}";
+		struct sbx_netpolicy q = {0};
+		ok(sbx_np_from_text(l7, strlen(l7), &q, &err) == 0, "an L7 policy parses (%s)", err.msg);
+		SBX_AUTOFREE char *c = canon(&q);
+		is_str(c, l7, "its canonical form is itself");
+		SBX_AUTOFREE char *t0 = sbx_np_rule_text(&q.rules[0]);
+		is_str(t0, "allow GET,HEAD https://api.example.com/v1/models", "rule text");
+		ok(sbx_np_l7(&q, "api.example.com", 443) && !sbx_np_l7(&q, "plain.example.com", 443) &&
+			   !sbx_np_l7(&q, NULL, 443), "sbx_np_l7 names the names L7 rules cover");
+		size_t r;
+		ok(sbx_np_judge(&q, "api.example.com", NULL, 443, &r) == SBX_NP_DENY && r == SBX_NP_DEFAULT,
+		   "a bare connection skips L7 rules");
+		struct sbx_np_req g = {SBX_NP_HTTPS, "GET", "/v1/models"};
+		ok(sbx_np_judge_req(&q, "api.example.com", NULL, 443, &g, &r) == SBX_NP_ALLOW && r == 0,
+		   "GET /v1/models by rule 1");
+		g.scheme = SBX_NP_HTTP;
+		ok(sbx_np_judge_req(&q, "api.example.com", NULL, 80, &g, &r) == SBX_NP_DENY,
+		   "the same over plain HTTP: not rule 1");
+		struct sbx_np_req f = {SBX_NP_HTTPS, "POST", "/v1/files"};
+		ok(sbx_np_judge_req(&q, "api.example.com", NULL, 443, &f, &r) == SBX_NP_ALLOW && r == 2,
+		   "POST /v1/files by rule 3 (prefix)");
+		struct sbx_np_req s = {SBX_NP_HTTPS, "POST", "/v1/a/b/secret"};
+		ok(sbx_np_judge_req(&q, "api.example.com", NULL, 443, &s, &r) == SBX_NP_DENY && r == 1,
+		   "a glob's '*' crosses '/': rule 2 first");
+		struct sbx_np_req d = {SBX_NP_HTTPS, "DELETE", "/v1/models"};
+		ok(sbx_np_judge_req(&q, "api.example.com", NULL, 443, &d, &r) == SBX_NP_DENY &&
+			   r == SBX_NP_DEFAULT, "DELETE: the default");
+		ok(sbx_np_judge_name(&q, "api.example.com", &r) == SBX_NP_ALLOW,
+		   "a name an L7 allow rule names resolves");
+		{
+			static const char dl[] = "{\"rules\":[{\"action\":\"deny\",\"to\":\"a.example\",\"path\":\"/x\"},"
+						 "{\"action\":\"allow\",\"to\":\"a.example\"}]}";
+			struct sbx_netpolicy d2 = {0};
+			ok(sbx_np_from_text(dl, strlen(dl), &d2, &err) == 0 &&
+				   sbx_np_judge_name(&d2, "a.example", &r) == SBX_NP_ALLOW && r == 1,
+			   "an L7 deny rule does not refuse the name's lookup: the L4 allow after it decides");
+			sbx_np_clear(&d2);
+		}
+		json_object *a = NULL, *dd = NULL;
+		ok(sbx_np_to_e2b(&q, &a, &dd, &err) < 0 && strstr(err.msg, "no scheme, method or path"),
+		   "L7 rules are unsupported on E2B's lists: %s", err.msg);
+		sbx_np_clear(&q);
+		static const char *const bad7[][2] = {
+			{"{\"rules\":[{\"action\":\"allow\",\"to\":\"10.0.0.0/8\",\"path\":\"/\"}]}", "need a name"},
+			{"{\"rules\":[{\"action\":\"allow\",\"to\":\"a.example\",\"scheme\":\"ftp\"}]}", "\"http\" or \"https\""},
+			{"{\"rules\":[{\"action\":\"allow\",\"to\":\"a.example\",\"methods\":[\"get\"]}]}", "upper-case method"},
+			{"{\"rules\":[{\"action\":\"allow\",\"to\":\"a.example\",\"methods\":[]}]}", "1 to 16"},
+			{"{\"rules\":[{\"action\":\"allow\",\"to\":\"a.example\",\"path\":\"v1\"}]}", "starts with '/'"},
+			{"{\"rules\":[{\"action\":\"allow\",\"to\":\"a.example\",\"path\":\"/a?b=1\"}]}", "'?'"},
+		};
+		for (size_t i = 0; i < sizeof(bad7) / sizeof(bad7[0]); i++) {
+			struct sbx_netpolicy u = {0};
+			int rc = sbx_np_from_text(bad7[i][0], strlen(bad7[i][0]), &u, &err);
+			ok(rc < 0 && err.kind == SBX_INVALID_REQUEST && strstr(err.msg, bad7[i][1]),
+			   "L7 refused: %s", err.msg);
+			sbx_np_clear(&u);
+		}
+	}
 	sbx_np_clear(&p);
 	return tap_done();
 }

@@ -8,6 +8,10 @@ stdout; exit status 1 when a check fails.
 
 Groups (all by default): create commands background pty files timeout pause
 list snapshot fork kill auth.  SDK_SKIP=background,pause leaves groups out.
+`transform` runs only when named: it needs egress-l7.bats's test network
+(SDK_L7_NAME an HTTPS name whose server, with the test CA, logs the heads it
+receives to SDK_L7_SEEN; SDK_L7_SECRET the value of the profile's egress
+secret API_KEY).
 """
 import json
 import os
@@ -275,6 +279,28 @@ def g_kill():
     eq(sb.is_running(), False, "a killed sandbox is not running")
 
 
+def g_transform():
+    """network.rules[NAME].transform.headers with ${e2b.secrets.API_KEY}: the
+    server gets the real value, the sandbox only the placeholder."""
+    name, seen, value = (os.environ.get(k, "") for k in ("SDK_L7_NAME", "SDK_L7_SEEN", "SDK_L7_SECRET"))
+    ok(name and seen and value, "SDK_L7_NAME, SDK_L7_SEEN and SDK_L7_SECRET are set")
+    sb = create(network={
+        "allow_out": [name], "deny_out": ["0.0.0.0/0"],
+        "rules": {name: [{"transform": {"headers": {"X-Api-Key": "k=${e2b.secrets.API_KEY};", "X-Team": "team-py"}}}]},
+    })
+    open(seen, "w").close()
+    r = sb.commands.run(f'curl -sS -H "X-Team: mine" https://{name}/v1/sdk-py')
+    ok("v1 GET /v1/sdk-py ok" in r.stdout, "a request to the rule's name reaches the server", r.stdout)
+    with open(seen) as f:
+        log = f.read()
+    ok(f"X-Api-Key: k={value};" in log, "the server received the secret's value in the transform's header")
+    ok("X-Team: team-py" in log and "X-Team: mine" not in log, "the transform's header replaces the sandbox's own")
+    env = sb.commands.run('env; cat /proc/[0-9]*/environ 2>/dev/null | tr "\\0" "\\n"; true', user="root")
+    ok(value not in env.stdout, "no value in the sandbox's env nor any process's environ")
+    ok("API_KEY=sbx-secret:API_KEY" in env.stdout, "the sandbox sees the placeholder",
+       [l for l in env.stdout.split("\n") if "API_KEY" in l])
+
+
 def g_auth():
     try:
         Sandbox.create(api_key="e2b_0000wrong")
@@ -285,10 +311,12 @@ def g_auth():
         ok(False, "a wrong API key is an AuthenticationException", type(e).__name__ + ": " + str(e))
 
 
-order = ["create", "commands", "background", "pty", "files", "timeout", "pause", "list", "snapshot", "fork", "kill", "auth"]
+order = ["create", "commands", "background", "pty", "files", "timeout", "pause", "list", "snapshot", "fork", "kill", "auth", "transform"]
 try:
     for g in order:
         if (want and g not in want) or g in skip:
+            continue
+        if g == "transform" and g not in want:
             continue
         print(f"# {g}")
         try:
