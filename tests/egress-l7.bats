@@ -15,10 +15,13 @@
 # echoing it, so the secret's value reaches the host's log only.
 #
 # On docker the broker is the same program, attached to the container's
-# namespace (docs/docker.md "Egress"); its base image is busybox, so the
-# cases that need curl, python3, pip or openssl inside run on local only,
-# and the "any backend" cases use busybox's wget (its TLS client does not
-# verify, so there they show what the server received, not the trust).
+# namespace (docs/docker.md "Egress"); its base image is busybox, whose TLS
+# client crashes on this build, so there the HTTPS cases run the host's
+# curl, python3 and openssl in the container's network namespace with the
+# sandbox's resolver, trust and placeholder (client(), below): the same
+# path through the broker.  Only the cases about tools inside the sandbox
+# (pip, the SDKs' commands.run) stay local-only; the "any backend" cases
+# use busybox's wget and a ClientHello made on the host.
 
 load lib/helpers
 load lib/netns
