@@ -15,10 +15,13 @@
 # echoing it, so the secret's value reaches the host's log only.
 #
 # On docker the broker is the same program, attached to the container's
-# namespace (docs/docker.md "Egress"); its base image is busybox, so the
-# cases that need curl, python3, pip or openssl inside run on local only,
-# and the "any backend" cases use busybox's wget (its TLS client does not
-# verify, so there they show what the server received, not the trust).
+# namespace (docs/docker.md "Egress"); its base image is busybox, whose TLS
+# client crashes on this build, so there the HTTPS cases run the host's
+# curl, python3 and openssl in the container's network namespace with the
+# sandbox's resolver, trust and placeholder (client(), below): the same
+# path through the broker.  Only the cases about tools inside the sandbox
+# (pip, the SDKs' commands.run) stay local-only; the "any backend" cases
+# use busybox's wget and a ClientHello made on the host.
 
 load lib/helpers
 load lib/netns
@@ -102,31 +105,73 @@ inside() {
 	printf '%s\n' "$output"
 }
 
+# client [--root] ID LINE: run a shell line as the sandbox's own HTTPS
+# client.  On local that is the sandbox itself (inside: its curl, python3
+# and openssl).  On docker and podman the image is busybox, whose TLS
+# client crashes on this build, so the host's curl, python3 and openssl
+# run in exactly the container's network namespace (nsenter --net on the
+# engine's State.Pid): the same path through the broker as a process of
+# the sandbox.  What they are given is read from inside the container
+# (sbx-exec cat), never from the host's state folder, so the test shows
+# what the sandbox was given: its /etc/resolv.conf, bind-mounted over the
+# host's in a private mount namespace (the lookups go to the sandbox's
+# resolver, the broker, and are judged there: no --resolve shortcut), its
+# trust bundle ($SSL_CERT_FILE, else the image's bundle, else none) as
+# SSL_CERT_FILE and CURL_CA_BUNDLE, and its $API_KEY (the placeholder).
+# Stdout and stderr in $output; its exit status is not asserted (as
+# inside's).  --root is for inside only (the host's client is root).
+client() {
+	if [ "$FIXTURE_BACKEND" = local ]; then
+		inside "$@"
+		return
+	fi
+	[ "$1" != --root ] || shift
+	local id=$1 d pid
+	shift
+	d=$SBX_TEST_DIR/client-$id
+	if [ ! -s "$d/pid" ]; then
+		mkdir -p "$d"
+		inside "$id" 'cat /etc/resolv.conf' >/dev/null
+		printf '%s\n' "$output" >"$d/resolv.conf"
+		grep -q '^nameserver ' "$d/resolv.conf"
+		inside "$id" 'echo "${API_KEY-}"' >/dev/null
+		printf '%s' "$output" >"$d/api_key"
+		inside "$id" 'f=${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}; [ ! -f "$f" ] || cat "$f"' >/dev/null
+		printf '%s\n' "$output" >"$d/ca.pem"
+		pid=$(curl -sf --unix-socket "${DOCKER_HOST#unix://}" "http://docker/v1.41/containers/$id/json" | jq -r .State.Pid)
+		[ "${pid:-0}" -gt 0 ]
+		printf '%s\n' "$pid" >"$d/pid"
+	fi
+	pid=$(cat "$d/pid")
+	run nsenter --net="/proc/$pid/ns/net" unshare --mount -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root \
+		API_KEY="$(cat "$d/api_key")" SSL_CERT_FILE="$d/ca.pem" CURL_CA_BUNDLE="$d/ca.pem" \
+		sh -c 'mount --bind "$0" /etc/resolv.conf && exec sh -c "$1"' "$d/resolv.conf" "$*"
+	printf '%s\n' "$output"
+}
+
 @test "l7: GET /v1/models is allowed, POST /v1/files refused with the rule named; the sandbox trusts the sbx CA" {
-	local_only "curl, python3 and openssl inside"
 	local id
 	id=$(new_sb --network-policy "$SBX_TEST_DIR/policy.json")
-	inside "$id" 'curl -sS https://api.sbx.test/v1/models'
+	client "$id" 'curl -sS https://api.sbx.test/v1/models'
 	[[ "$output" == *"v1 GET /v1/models ok"* ]]
-	inside "$id" "curl -sS -w ' code=%{http_code}' -X POST -d x=1 https://api.sbx.test/v1/files"
+	client "$id" "curl -sS -w ' code=%{http_code}' -X POST -d x=1 https://api.sbx.test/v1/files"
 	[[ "$output" == *"refused: POST api.sbx.test:443/v1/files by the policy's default (deny)"*code=403* ]]
-	inside "$id" "curl -sS -w ' code=%{http_code}' -X POST -d '{}' https://api.sbx.test/v1/chat/completions"
+	client "$id" "curl -sS -w ' code=%{http_code}' -X POST -d '{}' https://api.sbx.test/v1/chat/completions"
 	[[ "$output" == *"v1 POST /v1/chat/completions ok"*code=200* ]]
 	# The server never saw the refused one.
 	run ! grep -q "POST /v1/files" "$SBX_TEST_DIR/seen"
 	# Over plain HTTP the scheme rule does not match: refused.
-	inside "$id" "curl -sS -w ' code=%{http_code}' -X POST -d '{}' http://api.sbx.test/v1/chat/completions"
+	client "$id" "curl -sS -w ' code=%{http_code}' -X POST -d '{}' http://api.sbx.test/v1/chat/completions"
 	[[ "$output" == *"by the policy's default (deny)"*code=403* ]]
 	# The certificate the sandbox saw is the broker's, issued by the profile's CA.
-	inside "$id" 'echo | openssl s_client -connect api.sbx.test:443 -servername api.sbx.test 2>/dev/null | grep -E "^(issuer|subject)="'
+	client "$id" 'echo | openssl s_client -connect api.sbx.test:443 -servername api.sbx.test 2>/dev/null | grep -E "^(issuer|subject)="'
 	[[ "$output" == *"issuer=CN = sbx egress CA (profile default)"* ]]
 	# ALPN: h2 offered, http/1.1 chosen.
-	inside "$id" 'curl -sS --http2 -o /dev/null -w "%{http_version}" https://api.sbx.test/v1/models'
+	client "$id" 'curl -sS --http2 -o /dev/null -w "%{http_version}" https://api.sbx.test/v1/models'
 	[ "$output" = 1.1 ]
 }
 
 @test "l7: a name read request by request is not reachable through CONNECT (a tunnel nobody judges)" {
-	local_only "curl inside"
 	# An L7 deny before an L4 allow of the same name: the connection as a
 	# whole is allowed, its POST /v1/files is not.
 	printf '%s' '{"rules": [{"action": "deny", "to": "api.sbx.test", "methods": ["POST"], "path": "/v1/files"},
@@ -134,79 +179,91 @@ inside() {
 	local id
 	id=$(SBX_PROFILE=bare new_sb --network-policy "$SBX_TEST_DIR/p2.json")
 	: >"$SBX_TEST_DIR/seen"
-	inside "$id" "curl -sS -w ' code=%{http_code}' -X POST -d x=1 https://api.sbx.test/v1/files"
+	client "$id" "curl -sS -w ' code=%{http_code}' -X POST -d x=1 https://api.sbx.test/v1/files"
 	[[ "$output" == *"POST api.sbx.test:443/v1/files by rule 1"*code=403* ]]
-	inside "$id" "curl -sS -x http://10.0.2.3:3128 -X POST -d x=1 https://api.sbx.test/v1/files 2>&1; echo rc=\$?"
+	client "$id" "curl -sS -x http://10.0.2.3:3128 -X POST -d x=1 https://api.sbx.test/v1/files 2>&1; echo rc=\$?"
 	[[ "$output" == *"403"*rc=56* ]]
-	inside "$id" "curl -sS -x http://10.0.2.3:3128 -p -X POST -d x=1 http://api.sbx.test/v1/files 2>&1; echo rc=\$?"
+	client "$id" "curl -sS -x http://10.0.2.3:3128 -p -X POST -d x=1 http://api.sbx.test/v1/files 2>&1; echo rc=\$?"
 	[[ "$output" == *"403"*rc=56* ]]
 	run ! grep -q "POST /v1/files" "$SBX_TEST_DIR/seen"
-	inside "$id" "curl -sS https://api.sbx.test/v1/models"
+	client "$id" "curl -sS https://api.sbx.test/v1/models"
 	[[ "$output" == *"v1 GET /v1/models ok"* ]]
 }
 
 @test "l7: the server sees the secret's value; inside, as root, only the placeholder is found" {
-	local_only "curl, python3 and openssl inside"
 	local id
 	id=$(new_sb --network-policy "$SBX_TEST_DIR/policy.json")
 	: >"$SBX_TEST_DIR/seen"
 	# Injected (the request carries no Authorization) and replaced (it
 	# carries the placeholder).
-	inside "$id" 'curl -sS https://api.sbx.test/v1/models; curl -sS -H "Authorization: Bearer $API_KEY" https://api.sbx.test/v1/models'
+	client "$id" 'curl -sS https://api.sbx.test/v1/models; curl -sS -H "Authorization: Bearer $API_KEY" https://api.sbx.test/v1/models'
 	[ "$(grep -c "Authorization: Bearer $SECRET" "$SBX_TEST_DIR/seen")" = 2 ]
 	run ! grep -q "sbx-secret:" "$SBX_TEST_DIR/seen"
 	# The search finds what is there: a canary written first is found.
-	inside --root "$id" 'echo "env=$API_KEY"; echo sbx-canary-71 >/tmp/canary;
-		grep -rlsaF -e '"'$SECRET'"' -e sbx-canary-71 / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev 2>/dev/null | head -5;
-		for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do grep -lsaF '"'$SECRET'"' "$f"; done;
-		cat /proc/[0-9]*/environ 2>/dev/null | tr "\0" "\n" | grep -c "^API_KEY=sbx-secret:API_KEY$"'
+	if [ "$FIXTURE_BACKEND" = local ]; then
+		inside --root "$id" 'echo "env=$API_KEY"; echo sbx-canary-71 >/tmp/canary;
+			grep -rlsaF -e '"'$SECRET'"' -e sbx-canary-71 / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev 2>/dev/null | head -5;
+			for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do grep -lsaF '"'$SECRET'"' "$f"; done;
+			cat /proc/[0-9]*/environ 2>/dev/null | tr "\0" "\n" | grep -c "^API_KEY=sbx-secret:API_KEY$"'
+	else
+		# busybox: every file but /proc, /sys and /dev (its grep has no
+		# --exclude-dir), then each process's environ and cmdline.
+		inside --root "$id" 'echo "env=$API_KEY"; echo sbx-canary-71 >/tmp/canary;
+			for d in /*; do case $d in /proc|/sys|/dev) ;; *) busybox grep -rlsF -e '"'$SECRET'"' -e sbx-canary-71 "$d";; esac; done 2>/dev/null | busybox head -5;
+			for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do busybox grep -lsF '"'$SECRET'"' "$f"; done;
+			busybox cat /proc/[0-9]*/environ 2>/dev/null | busybox tr "\0" "\n" | busybox grep -c "^API_KEY=sbx-secret:API_KEY$"'
+	fi
 	[[ "$output" == "env=sbx-secret:API_KEY"* ]]
 	[[ "$output" == *"/tmp/canary"* ]]
 	[[ "$output" != *"$SECRET"* ]]
 	[[ "$output" != *"/"*"environ"* ]]
 	# Nor on the host's side of the sandbox: its record, its broker's argv and environ.
 	local dir pid
-	dir=$SBX_STATE_DIR/local/sandboxes/$id
+	if [ "$FIXTURE_BACKEND" = local ]; then
+		dir=$SBX_STATE_DIR/local/sandboxes/$id
+		pid=$(pgrep -f "sbx-egress $dir" | head -1)
+	else
+		dir=$SBX_STATE_DIR/docker-egress/$id
+		pid=$(pgrep -f "sbx-egress --container $id" | head -1)
+	fi
+	[ -d "$dir" ]
 	run ! grep -rqsaF "$SECRET" "$dir"
-	pid=$(pgrep -f "sbx-egress $dir" | head -1)
 	[ -n "$pid" ]
 	grep -qaF "$dir" /proc/$pid/cmdline
 	run ! grep -qsaF "$SECRET" /proc/$pid/cmdline /proc/$pid/environ
 }
 
 @test "l7: the placeholder sent to another allowed name is refused; over plain HTTP too" {
-	local_only "curl, python3 and openssl inside"
 	local id
 	id=$(new_sb --network-policy "$SBX_TEST_DIR/policy.json")
 	: >"$SBX_TEST_DIR/seen"
-	inside "$id" "curl -sS -w ' code=%{http_code}' -H \"X-Key: \$API_KEY\" https://other.sbx.test/v1/x"
+	client "$id" "curl -sS -w ' code=%{http_code}' -H \"X-Key: \$API_KEY\" https://other.sbx.test/v1/x"
 	[[ "$output" == *"refused: secret API_KEY is not bound to this destination"*code=403* ]]
-	inside "$id" "curl -sS -w ' code=%{http_code}' 'https://other.sbx.test/v1/x?k=sbx-secret%3AAPI_KEY'"
+	client "$id" "curl -sS -w ' code=%{http_code}' 'https://other.sbx.test/v1/x?k=sbx-secret%3AAPI_KEY'"
 	[[ "$output" == *"secret API_KEY is not bound"*code=403* ]]
-	inside "$id" "curl -sS -w ' code=%{http_code}' -u \"me:\$API_KEY\" https://other.sbx.test/v1/x"
+	client "$id" "curl -sS -w ' code=%{http_code}' -u \"me:\$API_KEY\" https://other.sbx.test/v1/x"
 	[[ "$output" == *"secret API_KEY is not bound"*code=403* ]]
-	inside "$id" "curl -sS -w ' code=%{http_code}' -H \"Authorization: Bearer \$API_KEY\" http://api.sbx.test/v1/models"
+	client "$id" "curl -sS -w ' code=%{http_code}' -H \"Authorization: Bearer \$API_KEY\" http://api.sbx.test/v1/models"
 	[[ "$output" == *"secret API_KEY goes over HTTPS only"*code=403* ]]
 	run ! grep -q "other.sbx.test\|/v1/x" "$SBX_TEST_DIR/seen"
 }
 
 @test "l7: a name without L7 rules or secrets is spliced: the sandbox sees the server's own certificate" {
-	local_only "curl, python3 and openssl inside"
 	local id
 	id=$(new_sb --network-policy "$SBX_TEST_DIR/policy.json")
-	inside "$id" 'echo | openssl s_client -connect plain.sbx.test:443 -servername plain.sbx.test 2>/dev/null | grep -E "^issuer="'
+	client "$id" 'echo | openssl s_client -connect plain.sbx.test:443 -servername plain.sbx.test 2>/dev/null | grep -E "^issuer="'
 	[[ "$output" == *"issuer=CN = sbx-test-ca"* ]]
 	# The sandbox does not trust the test CA: curl fails on it (spliced, not re-signed).
-	inside "$id" 'curl -sS https://plain.sbx.test/ 2>&1; echo rc=$?'
+	client "$id" 'curl -sS https://plain.sbx.test/ 2>&1; echo rc=$?'
 	[[ "$output" == *rc=60* ]]
-	inside "$id" "curl -sS --cacert /dev/stdin https://plain.sbx.test/ <<'PEM'
+	client "$id" "curl -sS --cacert /dev/stdin https://plain.sbx.test/ <<'PEM'
 $(cat "$SBX_TEST_DIR/ca/ca.pem")
 PEM"
 	[[ "$output" == *"answer-$PLAIN host=plain.sbx.test"* ]]
 }
 
 @test "l7: pip and curl work through an intercepted destination (the CA in the sandbox's trust)" {
-	local_only "pip and curl inside"
+	local_only "pip inside the sandbox (its own tools and trust settings: the image is busybox elsewhere)"
 	/usr/bin/python3 -m pip --version >/dev/null 2>&1 || skip "python3-pip is not installed (tools/deps)"
 	local id
 	id=$(new_sb --network-policy "$SBX_TEST_DIR/policy.json")
@@ -222,27 +279,29 @@ PEM"
 }
 
 @test "l7: a sandbox with no L7 rule and no secret gets no CA in its trust" {
-	local_only "openssl inside"
 	local id
 	id=$(SBX_PROFILE=bare new_sb --allow-out api.sbx.test)
-	inside "$id" 'echo "cert=${SSL_CERT_FILE:-none} node=${NODE_EXTRA_CA_CERTS:-none} key=${API_KEY:-none}";
-		ls /usr/local/share/ca-certificates/sbx-egress-ca.crt 2>&1;
-		grep -c "BEGIN CERTIFICATE" /etc/ssl/certs/ca-certificates.crt'
-	[[ "$output" == *"cert=none node=none key=none"* ]]
-	[[ "$output" == *"No such file"* ]]
-	local host_n
-	host_n=$(grep -c "BEGIN CERTIFICATE" /etc/ssl/certs/ca-certificates.crt)
-	[[ "$output" == *"$host_n" ]]
+	# The trust of the sandbox's own tools is the host's on local (the
+	# image is busybox elsewhere: "any backend" below shows it has no CA).
+	if [ "$FIXTURE_BACKEND" = local ]; then
+		inside "$id" 'echo "cert=${SSL_CERT_FILE:-none} node=${NODE_EXTRA_CA_CERTS:-none} key=${API_KEY:-none}";
+			ls /usr/local/share/ca-certificates/sbx-egress-ca.crt 2>&1;
+			grep -c "BEGIN CERTIFICATE" /etc/ssl/certs/ca-certificates.crt'
+		[[ "$output" == *"cert=none node=none key=none"* ]]
+		[[ "$output" == *"No such file"* ]]
+		local host_n
+		host_n=$(grep -c "BEGIN CERTIFICATE" /etc/ssl/certs/ca-certificates.crt)
+		[[ "$output" == *"$host_n" ]]
+	fi
 	# Spliced: the server's own certificate.
-	inside "$id" 'echo | openssl s_client -connect api.sbx.test:443 -servername api.sbx.test 2>/dev/null | grep -E "^issuer="'
+	client "$id" 'echo | openssl s_client -connect api.sbx.test:443 -servername api.sbx.test 2>/dev/null | grep -E "^issuer="'
 	[[ "$output" == *"issuer=CN = sbx-test-ca"* ]]
 }
 
 @test "l7: hostile input is refused and the broker keeps serving" {
-	local_only "curl, python3 and openssl inside"
 	local id
 	id=$(new_sb --network-policy "$SBX_TEST_DIR/policy.json")
-	inside "$id" "python3 - <<'PY'
+	client "$id" "python3 - <<'PY'
 import socket, ssl
 ctx = ssl.create_default_context()
 def ask(raw, host='api.sbx.test'):
@@ -389,7 +448,6 @@ PY
 }
 
 @test "l7 through sbx-serve: E2B's network.rules transform headers and \${e2b.secrets.NAME} are set on the intercepted requests" {
-	local_only "curl inside"
 	load lib/serve
 	printf '#!/bin/sh\nexec nsenter --net=%s sbx-serve "$@"\n' "$NS" >"$SBX_TEST_DIR/serve-in-ns"
 	chmod +x "$SBX_TEST_DIR/serve-in-ns"
@@ -405,7 +463,7 @@ PY
 	id=$(head -1 <<<"$output" | jq -r .sandboxID)
 	: >"$SBX_TEST_DIR/seen"
 	# The sandbox's own X-Team is replaced; its env has no value.
-	inside "$id" 'curl -sS -H "X-Team: mine" https://other.sbx.test/v1/x; echo "key=${API_KEY:-none}"'
+	client "$id" 'curl -sS -H "X-Team: mine" https://other.sbx.test/v1/x; echo "key=${API_KEY:-none}"'
 	[[ "$output" == *"v1 GET /v1/x ok"* ]]
 	[[ "$output" == *"key=sbx-secret:API_KEY"* ]]
 	grep -q "X-Api-Key: k=$SECRET;" "$SBX_TEST_DIR/seen"
@@ -413,7 +471,7 @@ PY
 	run ! grep -q "X-Team: mine" "$SBX_TEST_DIR/seen"
 	# Not on another name.
 	: >"$SBX_TEST_DIR/seen"
-	inside "$id" 'curl -sS https://api.sbx.test/v1/models'
+	client "$id" 'curl -sS https://api.sbx.test/v1/models'
 	run ! grep -q "X-Team\|X-Api-Key" "$SBX_TEST_DIR/seen"
 	# An unknown secret: 400, nothing made.
 	run napi POST /v2/sandboxes -d '{"templateID":"base","network":{"allowOut":["api.sbx.test"],"rules":{"api.sbx.test":[{"transform":{"headers":{"A":"${e2b.secrets.NOPE}"}}}]}}}'
@@ -422,17 +480,16 @@ PY
 }
 
 @test "l7: the session record holds each intercepted request (the secret's name) and each refused one, never the value; verify passes" {
-	local_only "curl inside (busybox's TLS client does not run on this build)"
 	local id
 	id=$(new_sb --tenant l7rec --session s1 --network-policy "$SBX_TEST_DIR/policy.json")
 	[ -n "$id" ]
 	: >"$SBX_TEST_DIR/seen"
-	inside "$id" 'curl -sS -H "Authorization: Bearer $API_KEY" "https://api.sbx.test/v1/models?key=abc"'
+	client "$id" 'curl -sS -H "Authorization: Bearer $API_KEY" "https://api.sbx.test/v1/models?key=abc"'
 	[[ "$output" == *"v1 GET /v1/models?key=abc ok"* ]]
 	grep -q "Authorization: Bearer $SECRET" "$SBX_TEST_DIR/seen"
-	inside "$id" "curl -sS -w ' code=%{http_code}' -H \"X-Key: \$API_KEY\" https://other.sbx.test/v1/x"
+	client "$id" "curl -sS -w ' code=%{http_code}' -H \"X-Key: \$API_KEY\" https://other.sbx.test/v1/x"
 	[[ "$output" == *"secret API_KEY is not bound"*code=403* ]]
-	inside "$id" "curl -sS -w ' code=%{http_code}' -X POST -d x=1 https://api.sbx.test/v1/files"
+	client "$id" "curl -sS -w ' code=%{http_code}' -X POST -d x=1 https://api.sbx.test/v1/files"
 	[[ "$output" == *code=403* ]]
 	# The broker's batch (200 ms), then an exec takes the spool.
 	sleep 0.5
@@ -469,7 +526,7 @@ PY
 }
 
 @test "l7 through the official SDKs (JS, Python): network.rules transform headers with \${e2b.secrets.NAME} reach the server, the sandbox holds no value" {
-	local_only "curl inside"
+	local_only "the SDKs run curl inside the sandbox (commands.run; the image is busybox elsewhere)"
 	load lib/serve
 	local sdk=$BATS_TEST_DIRNAME/sdk
 	if [ ! -f "$sdk/node_modules/.package-lock.json" ] ||
