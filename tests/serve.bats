@@ -280,6 +280,38 @@ teardown_file() {
 	assert_output 'END {}'
 }
 
+# Each event reaches the client when it happens, not with the end: the
+# process waits for a file that the test writes only once it has read the
+# process's first line from the stream (a worker that held its answer
+# until the handler returned delivered that line after the process gave
+# up, exit 3, 20 s later).
+@test "process Start delivers output while the process runs" {
+	need_proc
+	local go=/home/user/go-$BATS_TEST_NUMBER
+	envelope "{\"process\":{\"cmd\":\"/bin/sh\",\"args\":[\"-c\",\"echo ready; for i in \$(seq 200); do [ -e $go ] && exit 0; sleep 0.1; done; exit 3\"]},\"stdin\":false}" >"$BATS_TEST_TMPDIR/req"
+	curl -sS -N "$SERVE_URL/process.Process/Start" -H "E2b-Sandbox-Id: $SB" -H "X-Access-Token: $TOK" \
+		-H 'Content-Type: application/connect+json' --data-binary "@$BATS_TEST_TMPDIR/req" |
+		python3 -c '
+import struct,sys
+r=sys.stdin.buffer
+while True:
+    h=r.read(5)
+    if len(h)<5: break
+    m=r.read(struct.unpack(">I",h[1:5])[0]).decode()
+    print(("END " if h[0]&2 else "")+m, flush=True)' |
+		while IFS= read -r line; do
+			printf '%s\n' "$line"
+			case $line in *'"stdout"'*) envd "$SB" "$TOK" "/files?path=$go" \
+				-H 'Content-Type: application/octet-stream' --data-binary x >/dev/null ;; esac
+		done >"$BATS_TEST_TMPDIR/ev"
+	run sh -c "grep -v '^END' '$BATS_TEST_TMPDIR/ev' | jq -r '.event.data.stdout // empty' | base64 -d"
+	assert_output ready
+	run sh -c "grep -v '^END' '$BATS_TEST_TMPDIR/ev' | jq -c '.event.end // empty | [.exitCode // 0, .exited]'"
+	assert_output '[0,true]'
+	run tail -1 "$BATS_TEST_TMPDIR/ev"
+	assert_output 'END {}'
+}
+
 # envd's terminal calls (the SDKs' pty.create, sendInput, resize: their
 # own checks are in serve-sdk*.bats); here what a client may get wrong.
 @test "process terminals: a size out of range is invalid_argument; pty input or a resize of a process without one is failed_precondition" {

@@ -78,7 +78,11 @@ static int frame(struct serve_out *o, unsigned char flag, json_object *msg)
 							  JSON_C_TO_STRING_NOSLASHESCAPE, &n);
 	unsigned char h[5] = {flag, (unsigned char)(n >> 24), (unsigned char)(n >> 16),
 			      (unsigned char)(n >> 8), (unsigned char)n};
+	int held = o->holding;
+	serve_out_hold(o);
 	int rc = serve_stream_write(o, h, 5) < 0 || serve_stream_write(o, s, n) < 0 ? -1 : 0;
+	if (!held && serve_out_flush(o) < 0)
+		rc = -1;
 	json_object_put(msg);
 	return rc;
 }
@@ -95,12 +99,18 @@ int serve_connect_frame(struct serve_out *o, json_object *msg)
 
 int serve_connect_end(struct serve_out *o, const char *code, const char *msg)
 {
-	if (!o->head_done && serve_connect_stream_begin(o) < 0)
-		return -1;
-	json_object *e = json_object_new_object();
-	if (code)
-		json_object_object_add(e, "error", err_obj(code, msg ? msg : code));
-	return frame(o, 2, e);
+	int held = o->holding;
+	serve_out_hold(o);               /* the head, if any, and the frame: one write */
+	int rc = !o->head_done && serve_connect_stream_begin(o) < 0 ? -1 : 0;
+	if (rc == 0) {
+		json_object *e = json_object_new_object();
+		if (code)
+			json_object_object_add(e, "error", err_obj(code, msg ? msg : code));
+		rc = frame(o, 2, e);
+	}
+	if (!held && serve_out_flush(o) < 0)
+		rc = -1;
+	return rc;
 }
 
 int serve_connect_from_err(struct serve_out *o, int streaming, const struct sbx_err *err)

@@ -69,7 +69,20 @@ struct serve_out {
 	char extra[1024];            /* headers added before the reply */
 	size_t extra_len;
 	int status;                  /* for the log line */
+	int holding;                 /* serve_out_hold: writes are kept in held */
+	char *held;
+	size_t held_len, held_cap;
 };
+
+/* Keep what is written to o (the head, frames) until serve_out_flush,
+ * which writes it in one write: what the client reads together (an
+ * envelope's prefix and message; a process's end event and the end of
+ * its stream) reaches the connection thread in one wake-up and the
+ * client in one segment, not one per piece.  Only our own frames are
+ * held (never a client-sized or sandbox-sized body), and a handler's
+ * caller flushes what it left held.  Holding while held is one hold. */
+void serve_out_hold(struct serve_out *o);
+int serve_out_flush(struct serve_out *o);
 
 void serve_out_header(struct serve_out *o, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -235,6 +235,8 @@ static __attribute__((noreturn)) void worker_main(struct serve_pool *p, int ctl)
 		int rc = p->fn(&r, &o);
 		if (!o.head_done)
 			serve_reply_error(&o, 500, "the request was not answered");
+		if (serve_out_flush(&o) < 0)
+			rc = -1;
 		close(fd);
 		serve_req_clear(&r);
 		char done = rc < 0 || o.status >= 500 || served + 1 == SERVE_POOL_REQUESTS ? 'x' : 'k';

@@ -40,6 +40,38 @@ void serve_out_header(struct serve_out *o, const char *name, const char *fmt, ..
 		o->extra_len += (size_t)n;
 }
 
+/* Every byte of a response goes through here. */
+static int out_write(struct serve_out *o, const void *data, size_t len)
+{
+	if (!o->holding)
+		return sbx_write_all(o->fd, data, len);
+	if (o->held_len + len > o->held_cap) {
+		size_t cap = o->held_cap ? o->held_cap : 512;
+		while (cap < o->held_len + len)
+			cap *= 2;
+		o->held = sbx_xrealloc(o->held, cap);
+		o->held_cap = cap;
+	}
+	memcpy(o->held + o->held_len, data, len);
+	o->held_len += len;
+	return 0;
+}
+
+void serve_out_hold(struct serve_out *o)
+{
+	o->holding = 1;
+}
+
+int serve_out_flush(struct serve_out *o)
+{
+	int rc = o->held_len ? sbx_write_all(o->fd, o->held, o->held_len) : 0;
+	free(o->held);
+	o->held = NULL;
+	o->held_len = o->held_cap = 0;
+	o->holding = 0;
+	return rc;
+}
+
 static int head(struct serve_out *o, int status, const char *ctype, long long len)
 {
 	if (o->head_done)
@@ -58,14 +90,14 @@ static int head(struct serve_out *o, int status, const char *ctype, long long le
 	if (len >= 0)
 		n += snprintf(h + n, sizeof(h) - (size_t)n, "X-Sbx-Length: %lld\n", len);
 	n += snprintf(h + n, sizeof(h) - (size_t)n, "\n");
-	return sbx_write_all(o->fd, h, (size_t)n);
+	return out_write(o, h, (size_t)n);
 }
 
 int serve_reply(struct serve_out *o, int status, const char *ctype, const void *body, size_t len)
 {
 	if (head(o, status, len ? ctype : NULL, (long long)len) < 0)
 		return -1;
-	return len ? sbx_write_all(o->fd, body, len) : 0;
+	return len ? out_write(o, body, len) : 0;
 }
 
 int serve_reply_json(struct serve_out *o, int status, json_object *j)
@@ -121,7 +153,7 @@ int serve_stream_begin(struct serve_out *o, int status, const char *ctype)
 
 int serve_stream_write(struct serve_out *o, const void *data, size_t len)
 {
-	return sbx_write_all(o->fd, data, len);
+	return out_write(o, data, len);
 }
 
 /* The request body as a JSON object ({} when empty), read strictly
