@@ -229,23 +229,35 @@ static int newest_first(const void *a, const void *b)
 	return strcmp(x->snapshot, y->snapshot);
 }
 
+/* The whole of one of the tenant's checkpoint hashes (HGETALL of `kind`,
+ * `what` naming it in errors): the reply, an array of field/value pairs,
+ * for the caller to free; NULL with err set. */
+static redisReply *tenant_hash(struct sbx_redis *r, const char *tenant, enum sbx_tenant_key kind,
+			       const char *what, struct sbx_err *err)
+{
+	if (sbx_ids_check(tenant, NULL, NULL, err) < 0)
+		return NULL;
+	SBX_AUTOFREE char *key = sbx_key_tenant(r->prefix, tenant, strlen(tenant), kind);
+	const char *argv[] = {"HGETALL", key};
+	redisReply *rep;
+	if (sbx_redis_cmd(r, &rep, err, 2, argv, NULL) < 0)
+		return NULL;
+	if (rep->type != REDIS_REPLY_ARRAY) {
+		freeReplyObject(rep);
+		sbx_fail(err, SBX_INTERNAL, "checkpoint", "the %s checkpoints are not a hash", what);
+		return NULL;
+	}
+	return rep;
+}
+
 int sbx_checkpoint_pending(struct sbx_redis *r, const char *tenant, struct sbx_ckpt_out **out,
 			   size_t *n, struct sbx_err *err)
 {
 	*out = NULL;
 	*n = 0;
-	if (sbx_ids_check(tenant, NULL, NULL, err) < 0)
+	redisReply *rep = tenant_hash(r, tenant, SBX_KEY_CHECKPOINTS_GC, "pending", err);
+	if (!rep)
 		return -1;
-	SBX_AUTOFREE char *pk = sbx_key_tenant(r->prefix, tenant, strlen(tenant),
-					       SBX_KEY_CHECKPOINTS_GC);
-	const char *argv[] = {"HGETALL", pk};
-	redisReply *rep;
-	if (sbx_redis_cmd(r, &rep, err, 2, argv, NULL) < 0)
-		return -1;
-	if (rep->type != REDIS_REPLY_ARRAY) {
-		freeReplyObject(rep);
-		return sbx_fail(err, SBX_INTERNAL, "checkpoint", "the pending checkpoints are not a hash");
-	}
 	*out = sbx_xcalloc(rep->elements / 2 + 1, sizeof(**out));
 	for (size_t i = 0; i + 1 < rep->elements; i += 2) {
 		redisReply *v = rep->element[i + 1];
@@ -339,18 +351,9 @@ int sbx_checkpoint_adopt(struct sbx_backend *b, struct sbx_redis *r, const char 
 	*out = NULL;
 	*n = 0;
 	*busy = 0;
-	if (sbx_ids_check(tenant, NULL, NULL, err) < 0)
+	redisReply *rep = tenant_hash(r, tenant, SBX_KEY_CHECKPOINTS_PLANNED, "planned", err);
+	if (!rep)
 		return -1;
-	SBX_AUTOFREE char *plk = sbx_key_tenant(r->prefix, tenant, strlen(tenant),
-						SBX_KEY_CHECKPOINTS_PLANNED);
-	const char *argv[] = {"HGETALL", plk};
-	redisReply *rep;
-	if (sbx_redis_cmd(r, &rep, err, 2, argv, NULL) < 0)
-		return -1;
-	if (rep->type != REDIS_REPLY_ARRAY) {
-		freeReplyObject(rep);
-		return sbx_fail(err, SBX_INTERNAL, "checkpoint", "the planned checkpoints are not a hash");
-	}
 	struct sbx_snapshot_ref *snaps = NULL;
 	size_t nsnaps = 0;
 	int listed = 0, rc = 0;
