@@ -32,9 +32,7 @@ void serve_audit(const struct sbx_serve_cfg *cfg, struct sbx_backend *b,
 			own.tenant = tenant;
 			own.session = NULL;
 			own.metadata = NULL;
-			if (kind)
-				sbx_audit_sandbox(r, &own, kind, data);
-			sbx_audit_drain(r, b, &own);
+			sbx_audit_sandbox_drain(r, b, &own, kind, data);
 		}
 	}
 	json_object_put(data);
