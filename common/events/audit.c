@@ -107,7 +107,9 @@ static long drain_with(struct sbx_redis *r, struct sbx_backend *b, const struct 
 		.session = owner(sb, sb->session, SBX_MD_SESSION), .sandbox = sb->id,
 	};
 	struct sbx_err err = {0};
-	SBX_AUTOFREE char *dir = NULL;
+	SBX_AUTOFREE char *dir = NULL, *text = NULL;   /* set before any goto */
+	size_t len;
+	int lk;
 	if (!r || !b->ops->audit_dir || !base.tenant || r->audit_maxlen == 0 ||
 	    b->ops->audit_dir(b, sb->id, &dir, &err) < 0 || !dir)
 		goto alone;
@@ -116,9 +118,6 @@ static long drain_with(struct sbx_redis *r, struct sbx_backend *b, const struct 
 		sbx_events_lost(&err);  /* what was spooled before is taken still */
 		sbx_err_clear(&err);
 	}
-	SBX_AUTOFREE char *text = NULL;
-	size_t len;
-	int lk;
 	if (sbx_spool_take(dir, DRAIN_MAX, &text, &len, &lk, &err) < 0) {
 		sbx_events_lost(&err);
 		if (first)
