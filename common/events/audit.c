@@ -25,17 +25,6 @@ static const char *owner(const struct sbx_sandbox *sb, const char *field, const 
 	return v && *v ? v : NULL;
 }
 
-void sbx_audit_sandbox(struct sbx_redis *r, const struct sbx_sandbox *sb, const char *kind,
-		       json_object *data)
-{
-	struct sbx_audit_rec a = {
-		.kind = kind, .tenant = owner(sb, sb->tenant, SBX_MD_TENANT),
-		.session = owner(sb, sb->session, SBX_MD_SESSION), .sandbox = sb->id, .data = data,
-	};
-	if (a.tenant)
-		sbx_audit_emit(r, &a);
-}
-
 static json_object *parse_line(const char *p, size_t n)
 {
 	json_tokener *t = json_tokener_new();

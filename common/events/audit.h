@@ -31,11 +31,6 @@
 #include "backend.h"
 #include "events.h"
 
-/* One record about sandbox sb (tenant and session from its handle or
- * metadata; no tenant: no record).  data borrowed. */
-void sbx_audit_sandbox(struct sbx_redis *r, const struct sbx_sandbox *sb, const char *kind,
-		       json_object *data);
-
 /* Take the sandbox's spooled records (the backend's audit_dir, spool.h)
  * and append them to its tenant's stream, 100 a round trip; taken files
  * are removed once written.  Redis away: they stay for the next taker.
@@ -43,7 +38,8 @@ void sbx_audit_sandbox(struct sbx_redis *r, const struct sbx_sandbox *sb, const 
  * the records written, or -1 (counted as an event failure too). */
 long sbx_audit_drain(struct sbx_redis *r, struct sbx_backend *b, const struct sbx_sandbox *sb);
 
-/* sbx_audit_sandbox's record (kind NULL: none) and then sbx_audit_drain's
+/* One record about sandbox sb (tenant and session from its handle or
+ * metadata; no tenant: no record; kind NULL: none) and then sbx_audit_drain's
  * take, in one round trip: the record goes first in the first batch of
  * the taken lines, so a process's start precedes its end in the chain;
  * with an empty spool (a stat), the record alone.  A failed batch keeps
