@@ -5,8 +5,9 @@
  * the sandbox's metadata, as serve-team.c finds a key's sandboxes).
  * Every record is written after its act, so no exec waits for Redis
  * before its command starts; each write also takes the sandbox's spool
- * (the egress broker's connections, sbx-procd's process ends), as
- * sbx_cli_audit does for the programs. */
+ * (the egress broker's connections, sbx-procd's process ends) in the
+ * same Redis call (sbx_audit_sandbox_drain: one round trip, the record
+ * first), as sbx_cli_audit does for the programs. */
 #include "serve-int.h"
 
 #include <string.h>
