@@ -83,3 +83,41 @@ key_tenant() { printf 'e2b-%s' "$(printf %s "$1" | sha256sum | cut -c1-16)"; }
 		esac
 	done
 }
+
+# start_proc ID TOKEN CMD: a process by Start, its stream read to the end.
+start_proc() {
+	envelope "{\"process\":{\"cmd\":\"/bin/sh\",\"args\":[\"-c\",\"$3\"]},\"stdin\":false}" >"$BATS_TEST_TMPDIR/req"
+	curl -sS "$SERVE_URL/process.Process/Start" -H "E2b-Sandbox-Id: $1" -H "X-Access-Token: $2" \
+		-H 'Content-Type: application/connect+json' --data-binary "@$BATS_TEST_TMPDIR/req" | frames
+}
+
+@test "a process's start and the spooled end of the one before it reach Redis in one script call, start before end" {
+	need_proc
+	local t mon n
+	serve_sandbox
+	t=$(key_tenant "$SERVE_KEY")
+	# The first outlives its own start record, so its end is spooled (by
+	# the backend's supervisor) for the next call to take.
+	start_proc "$SB" "$TOK" 'sleep 0.3' >/dev/null
+	sleep 1
+	rcli MONITOR >"$BATS_TEST_TMPDIR/monitor" 2>/dev/null &
+	mon=$!
+	sleep 0.2
+	start_proc "$SB" "$TOK" 'sleep 0.3' >/dev/null
+	sleep 0.2
+	kill "$mon"
+	wait "$mon" || true
+	# The calls of the client (not a script's own, "[0 lua]") on the audit head.
+	n=$(grep -v ' lua\]' "$BATS_TEST_TMPDIR/monitor" | grep -c 'audit-head' || true)
+	assert_equal "$n" 1
+	sleep 1
+	start_proc "$SB" "$TOK" true >/dev/null
+	run sbx-audit --tenant "$t" --kind process
+	assert_success
+	# Each end after its start; the third's end may come with it, or later.
+	[ "$(jq -sc --arg id "$SB" '[.[] | select(.sandbox == $id) | .event] | .[0:5]' <<<"$output")" = \
+		'["start","start","end","start","end"]' ]
+	run sbx-audit verify --tenant "$t"
+	assert_success
+	api DELETE "/sandboxes/$SB" >/dev/null
+}

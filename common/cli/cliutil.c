@@ -44,9 +44,7 @@ void sbx_cli_audit(struct sbx_app *app, struct sbx_backend *b, const struct sbx_
 	if (sbx_app_redis(app, &r, &err) < 0) {
 		sbx_events_lost(&err);
 	} else {
-		if (kind)
-			sbx_audit_sandbox(r, sb, kind, data);
-		sbx_audit_drain(r, b, sb);
+		sbx_audit_sandbox_drain(r, b, sb, kind, data);
 	}
 	sbx_sandbox_clear(&full);
 }

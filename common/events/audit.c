@@ -25,17 +25,6 @@ static const char *owner(const struct sbx_sandbox *sb, const char *field, const 
 	return v && *v ? v : NULL;
 }
 
-void sbx_audit_sandbox(struct sbx_redis *r, const struct sbx_sandbox *sb, const char *kind,
-		       json_object *data)
-{
-	struct sbx_audit_rec a = {
-		.kind = kind, .tenant = owner(sb, sb->tenant, SBX_MD_TENANT),
-		.session = owner(sb, sb->session, SBX_MD_SESSION), .sandbox = sb->id, .data = data,
-	};
-	if (a.tenant)
-		sbx_audit_emit(r, &a);
-}
-
 static json_object *parse_line(const char *p, size_t n)
 {
 	json_tokener *t = json_tokener_new();
@@ -44,14 +33,24 @@ static json_object *parse_line(const char *p, size_t n)
 	return o;
 }
 
-/* Append the lines of text[0..len) as records of sb; 0 all written. */
-static long drain_lines(struct sbx_redis *r, const struct sbx_audit_rec *base, char *text,
-			size_t len, struct sbx_err *err)
+/* Append first (when given) and then the lines of text[0..len) as
+ * records of sb, first in the same round trip as the first lines (the
+ * start of a process before the ends taken with it).  Returns the lines
+ * written, or -1 (first lost with the batch that failed). */
+static long drain_lines(struct sbx_redis *r, const struct sbx_audit_rec *base,
+			const struct sbx_audit_rec *first, char *text, size_t len,
+			struct sbx_err *err)
 {
 	struct sbx_audit_rec recs[DRAIN_BATCH];
 	json_object *objs[DRAIN_BATCH];
 	size_t n = 0;
 	long total = 0;
+	if (first) {
+		recs[0] = *first;
+		objs[0] = NULL;
+		n = 1;
+		total = -1;     /* counts lines only */
+	}
 	char *p = text, *end = text + len;
 	while (p < end || n) {
 		char *nl = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
@@ -85,33 +84,38 @@ static long drain_lines(struct sbx_redis *r, const struct sbx_audit_rec *base, c
 	return total;
 }
 
-long sbx_audit_drain(struct sbx_redis *r, struct sbx_backend *b, const struct sbx_sandbox *sb)
+/* The drain of sbx_audit_drain with an optional record of the caller's
+ * (first, its tenant the sandbox's) written before the taken lines in
+ * the same script call: one round trip where there were two.  With
+ * nothing to take, first is written alone. */
+static long drain_with(struct sbx_redis *r, struct sbx_backend *b, const struct sbx_sandbox *sb,
+		       const struct sbx_audit_rec *first)
 {
 	struct sbx_audit_rec base = {
 		.tenant = owner(sb, sb->tenant, SBX_MD_TENANT),
 		.session = owner(sb, sb->session, SBX_MD_SESSION), .sandbox = sb->id,
 	};
-	if (!r || !b->ops->audit_dir || !base.tenant || r->audit_maxlen == 0)
-		return 0;
 	struct sbx_err err = {0};
-	SBX_AUTOFREE char *dir = NULL;
-	if (b->ops->audit_dir(b, sb->id, &dir, &err) < 0 || !dir)
-		return 0;
+	SBX_AUTOFREE char *dir = NULL, *text = NULL;   /* set before any goto */
+	size_t len;
+	int lk;
+	if (!r || !b->ops->audit_dir || !base.tenant || r->audit_maxlen == 0 ||
+	    b->ops->audit_dir(b, sb->id, &dir, &err) < 0 || !dir)
+		goto alone;
 	struct sbx_sandbox s = *sb;     /* the backend's calls take it writable */
 	if (b->ops->audit_collect && b->ops->audit_collect(b, &s, &err) < 0) {
 		sbx_events_lost(&err);  /* what was spooled before is taken still */
 		sbx_err_clear(&err);
 	}
-	SBX_AUTOFREE char *text = NULL;
-	size_t len;
-	int lk;
 	if (sbx_spool_take(dir, DRAIN_MAX, &text, &len, &lk, &err) < 0) {
 		sbx_events_lost(&err);
+		if (first)
+			sbx_audit_emit(r, first);
 		return -1;
 	}
 	if (lk < 0)
-		return 0;
-	long n = drain_lines(r, &base, text ? text : "", len, &err);
+		goto alone;     /* an empty spool: a stat, no round trip of its own */
+	long n = drain_lines(r, &base, first, text ? text : "", len, &err);
 	if (n < 0) {
 		close(lk);      /* kept for the next taker */
 		sbx_events_lost(&err);
@@ -119,6 +123,25 @@ long sbx_audit_drain(struct sbx_redis *r, struct sbx_backend *b, const struct sb
 	}
 	sbx_spool_done(dir, lk);
 	return n;
+alone:
+	if (first)
+		sbx_audit_emit(r, first);
+	return 0;
+}
+
+long sbx_audit_drain(struct sbx_redis *r, struct sbx_backend *b, const struct sbx_sandbox *sb)
+{
+	return drain_with(r, b, sb, NULL);
+}
+
+void sbx_audit_sandbox_drain(struct sbx_redis *r, struct sbx_backend *b,
+			     const struct sbx_sandbox *sb, const char *kind, json_object *data)
+{
+	struct sbx_audit_rec a = {
+		.kind = kind, .tenant = owner(sb, sb->tenant, SBX_MD_TENANT),
+		.session = owner(sb, sb->session, SBX_MD_SESSION), .sandbox = sb->id, .data = data,
+	};
+	drain_with(r, b, sb, kind && a.tenant ? &a : NULL);
 }
 
 static void hex(const unsigned char *d, size_t n, char *out)

@@ -31,17 +31,22 @@
 #include "backend.h"
 #include "events.h"
 
-/* One record about sandbox sb (tenant and session from its handle or
- * metadata; no tenant: no record).  data borrowed. */
-void sbx_audit_sandbox(struct sbx_redis *r, const struct sbx_sandbox *sb, const char *kind,
-		       json_object *data);
-
 /* Take the sandbox's spooled records (the backend's audit_dir, spool.h)
  * and append them to its tenant's stream, 100 a round trip; taken files
  * are removed once written.  Redis away: they stay for the next taker.
  * Nothing to take, no tenant, a backend without audit_dir: 0.  Returns
  * the records written, or -1 (counted as an event failure too). */
 long sbx_audit_drain(struct sbx_redis *r, struct sbx_backend *b, const struct sbx_sandbox *sb);
+
+/* One record about sandbox sb (tenant and session from its handle or
+ * metadata; no tenant: no record; kind NULL: none) and then sbx_audit_drain's
+ * take, in one round trip: the record goes first in the first batch of
+ * the taken lines, so a process's start precedes its end in the chain;
+ * with an empty spool (a stat), the record alone.  A failed batch keeps
+ * the taken file for the next taker and loses the record (counted as an
+ * event failure).  data borrowed. */
+void sbx_audit_sandbox_drain(struct sbx_redis *r, struct sbx_backend *b,
+			     const struct sbx_sandbox *sb, const char *kind, json_object *data);
 
 /* Check the tenant's chain: each record's hash over its fields, each
  * prev equal to the hash before it, the last equal to the head key.

@@ -5,8 +5,9 @@
  * the sandbox's metadata, as serve-team.c finds a key's sandboxes).
  * Every record is written after its act, so no exec waits for Redis
  * before its command starts; each write also takes the sandbox's spool
- * (the egress broker's connections, sbx-procd's process ends), as
- * sbx_cli_audit does for the programs. */
+ * (the egress broker's connections, sbx-procd's process ends) in the
+ * same Redis call (sbx_audit_sandbox_drain: one round trip, the record
+ * first), as sbx_cli_audit does for the programs. */
 #include "serve-int.h"
 
 #include <string.h>
@@ -32,9 +33,7 @@ void serve_audit(const struct sbx_serve_cfg *cfg, struct sbx_backend *b,
 			own.tenant = tenant;
 			own.session = NULL;
 			own.metadata = NULL;
-			if (kind)
-				sbx_audit_sandbox(r, &own, kind, data);
-			sbx_audit_drain(r, b, &own);
+			sbx_audit_sandbox_drain(r, b, &own, kind, data);
 		}
 	}
 	json_object_put(data);
