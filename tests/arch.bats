@@ -316,3 +316,11 @@ build_fixture() {
 	assert_success
 	assert_output ""
 }
+
+@test "libssl is linked into sbx-egress alone (the L7 broker's TLS; every other program's digests are in-tree)" {
+	local f linked=
+	for f in "$BUILD"/bin/* "$BUILD"/libexec/sbx/*; do
+		readelf -d "$f" 2>/dev/null | grep -q 'NEEDED.*libssl' && linked="$linked ${f##*/}"
+	done
+	assert_equal "$linked" " sbx-egress"
+}
