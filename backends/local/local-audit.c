@@ -25,6 +25,18 @@ static struct {
 	unsigned long refused;  /* connections refused (required), not yet said */
 } q = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
+/* A count record ({"kind": KIND, "data": {"count": N}}) into the spool, in
+ * the slack above its bound; what is still to be said: 0 once written, N
+ * when the spool had no room (the caller keeps it for the next batch). */
+static unsigned long spool_count(const char *kind, unsigned long n, int64_t *size)
+{
+	if (!n)
+		return 0;
+	char line[96];
+	int len = snprintf(line, sizeof(line), "{\"kind\":\"%s\",\"data\":{\"count\":%lu}}\n", kind, n);
+	return sbx_spool_append(q.dir, line, (size_t)len, q.max + LOCAL_AUDIT_RECORD_MAX, size) == len ? 0 : n;
+}
+
 static void flush(char *buf, size_t len)
 {
 	pthread_mutex_lock(&q.mu);
@@ -34,20 +46,8 @@ static void flush(char *buf, size_t len)
 	int64_t size = 0;
 	/* The counts go first, in the slack above the bound: a spool kept
 	 * full (Redis away) still says what it lost and refused. */
-	if (dropped) {
-		char line[96];
-		int n = snprintf(line, sizeof(line), "{\"kind\":\"dropped\",\"data\":{\"count\":%lu}}\n",
-				 dropped);
-		if (sbx_spool_append(q.dir, line, (size_t)n, q.max + LOCAL_AUDIT_RECORD_MAX, &size) == n)
-			dropped = 0;
-	}
-	if (refused) {
-		char line[96];
-		int n = snprintf(line, sizeof(line), "{\"kind\":\"refused\",\"data\":{\"count\":%lu}}\n",
-				 refused);
-		if (sbx_spool_append(q.dir, line, (size_t)n, q.max + LOCAL_AUDIT_RECORD_MAX, &size) == n)
-			refused = 0;
-	}
+	dropped = spool_count("dropped", dropped, &size);
+	refused = spool_count("refused", refused, &size);
 	unsigned long lost = dropped;
 	long put = len ? sbx_spool_append(q.dir, buf, len, q.max, &size) : 0;
 	for (size_t i = put < 0 ? 0 : (size_t)put; i < len; i++)
