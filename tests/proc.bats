@@ -146,6 +146,24 @@ wait_out() {
 	sbx-proc kill --id "$SB" --pid "$pid" >/dev/null
 }
 
+@test "closing stdin as the process ends loses no exit status (stop 42's CI race)" {
+	# The close and the process's end land together, round after round.  On
+	# docker the supervisor's wait, interrupted by the close's signal, once
+	# read 138 for a cat that ended 0 (a rare race this does not force: the
+	# fix takes the signal away).  Each round's status must be the
+	# process's own.
+	local pid r
+	for r in $(seq 1 6); do
+		pid=$(start --stdin -- sh -c 'cat >/dev/null; exit 3')
+		run sbx-proc input --id "$SB" --pid "$pid" --close
+		assert_success
+		run sbx-proc output --id "$SB" --pid "$pid" --follow
+		assert_success
+		[ "$(jqo .output.exit_code)" = 3 ] || { echo "round $r: $output"; false; }
+		[ "$(jqo .output.signal)" = 0 ] || [ "$(jqo .output.signal)" = null ]
+	done
+}
+
 @test "unknown pids and tags are not_found; an exited process can be signalled harmlessly" {
 	run --separate-stderr sbx-proc kill --id "$SB" --pid 99999
 	[ "$status" -eq 66 ]

@@ -5,9 +5,12 @@
  * container (the parent root's, mode 1777; each record 0700 and owned by
  * the process's user): proc.json (what was asked, env names only, written
  * by us), pid, sup (the supervisor's pid), out, err, stdin (a FIFO, with
- * --stdin), stdin.closed (made by the input exec, which then sends the
- * supervisor SIGUSR1: it lets its write end of the FIFO go), timed_out,
- * exit.  The start exec forks the
+ * --stdin), hold (the pid of the process that holds the FIFO's write end
+ * open between inputs), stdin.closed (made by the input exec, which then
+ * kills the holder: the process reads EOF), timed_out, exit.  The
+ * supervisor takes no signal: a trap would interrupt its wait, and a
+ * status read after the interruption can be lost (stop 42's CI: exit 138
+ * for a cat that ended 0).  The start exec forks the
  * supervisor (setsid, its stdio away from the exec's streams, so the exec
  * returns at once) and waits on a FIFO for the process's pid; the
  * supervisor runs the command in its own session, waits for it and writes
@@ -64,7 +67,9 @@ static const char start_script[] =
 	"setsid sh -c '\n"
 	"d=$1; t=$2; shift 2\n"
 	"echo $$ >\"$d/sup\"\n"
-	"if [ -p \"$d/stdin\" ]; then exec 3<>\"$d/stdin\"; i=$d/stdin; else i=/dev/null; fi\n"
+	"h=; i=/dev/null\n"
+	"if [ -p \"$d/stdin\" ]; then sleep 2147483647 3<>\"$d/stdin\" </dev/null & h=$!; "
+	"echo $h >\"$d/hold\"; i=$d/stdin; fi\n"
 	"read u0 _ </proc/uptime\n"
 	"setsid \"$@\" <\"$i\" >\"$d/out\" 2>\"$d/err\" 3<&- &\n"
 	"c=$!\n"
@@ -72,10 +77,10 @@ static const char start_script[] =
 	"k=\n"
 	"if [ \"$t\" -gt 0 ]; then setsid sh -c '\\''sleep \"$1\"; : >\"$3/timed_out\"; "
 	"kill -KILL -- \"-$2\"'\\'' sbx-timeout \"$t\" \"$c\" \"$d\" 3<&- & k=$!; fi\n"
-	"trap '\\''exec 3>&-'\\'' USR1\n"
 	"echo $c >\"$d/pidpipe\"\n"
-	"while :; do wait $c; st=$?; kill -0 $c 2>/dev/null || break; done\n"
+	"wait $c; st=$?\n"
 	"[ -z \"$k\" ] || kill -KILL -- \"-$k\" 2>/dev/null\n"
+	"[ -z \"$h\" ] || [ -e \"$d/stdin.closed\" ] || kill $h 2>/dev/null\n"
 	"read u1 _ </proc/uptime; echo \"$u0 $u1\" >\"$d/times\"\n"
 	"echo $st >\"$d/exit.t\" && mv \"$d/exit.t\" \"$d/exit\"\n"
 	/* the end is activity, as local's (the idle clock starts again) */
@@ -477,7 +482,7 @@ int docker_proc_input(struct sbx_backend *b, struct sbx_sandbox *sb,
 	const char *args[] = {r.token, close_stdin ? "c" : "-", NULL};
 	static const char script[] =
 		"d=" ROOT "/$1; cat >\"$d/stdin\" || exit 1; [ \"$2\" = c ] || exit 0; "
-		": >\"$d/stdin.closed\"; kill -USR1 \"$(cat \"$d/sup\")\" 2>/dev/null; exit 0";
+		": >\"$d/stdin.closed\"; kill \"$(cat \"$d/hold\")\" 2>/dev/null; exit 0";
 	if (rc == 0) {
 		char *argv[] = {"/bin/sh", "-c", (char *)script, "sbx-proc", (char *)args[0],
 				(char *)args[1], NULL};
