@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
 # suite: local docker e2b cube
+# not-on: podman -- docker's code, covered by the docker run; a podman commit is slow: 238 s for this file against 50 s
 # Checkpoints and rewind (issue 32; local, docker, and e2b and cube through
 # the fixture's sbx-serve, where a checkpoint is the service's snapshot).  A
 # session over three turns with a checkpoint at the end of each; turn 3
@@ -24,12 +25,6 @@ T=ckpt
 
 setup_file() { sbx_setup_file; }
 teardown_file() { sbx_teardown_file; }
-# podman runs docker's backend code, which docker's run covers; this file
-# took 238 s there against docker's 50 s (a podman commit is slow), in a
-# CI run near its 90-minute bound (stop 42).
-setup() {
-	[ "$SBX_TEST_BACKEND" != podman ] || skip "podman: docker's code, covered by the docker run (a podman commit is slow: 238 s for this file against 50 s)"
-}
 
 # in S CMD: run CMD as root in the session's sandbox.
 in_s() {

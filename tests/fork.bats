@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
 # suite: local docker e2b cube
+# not-on: podman -- docker's code (a checkpoint and a create), covered by the docker run
 # Session fork (issue 32): `sbx-create --tenant T --session S2 --fork S1
 # [--at N|LABEL]`.  The new session starts from a checkpoint of the
 # source (taken now, in the source's history, or one named with --at), is

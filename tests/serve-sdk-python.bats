@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
 # suite: local docker
+# not-on: podman -- the SDK checks sbx-serve's wire, which the local and docker runs cover
 # The official Python e2b SDK (e2b==2.51.0 and its dependencies pinned in
 # tests/sdk/python/requirements.txt, in a private venv made by
 # tests/sdk/python/install) against sbx-serve on the real backend:

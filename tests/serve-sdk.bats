@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
 # suite: local docker
+# not-on: podman -- the SDK checks sbx-serve's wire, which the local and docker runs cover
 # The official e2b SDK (e2b@2.51.0, pinned in tests/sdk/package-lock.json)
 # against sbx-serve on the real local backend: tests/sdk/conformance.mjs
 # makes the SDK's own calls and asserts on what the SDK returns, one group
