@@ -26,30 +26,34 @@
 #include "lock.h"
 #include "util.h"
 
-/* KEYS: the history, the lock, the fence counter, the planned hash.
- * ARGV: token, fence, the entry as a JSON object without n, its planned
- * name.  The fence check is binding.c's. */
+/* The two scripts share their first KEYS and ARGV and their first two
+ * lines, the fence check (binding.c's): KEYS the lock, the fence counter,
+ * the planned hash; ARGV the token, the fence, the planned name.  -1 or
+ * -2: the lock was lost, nothing written (fenced_eval). */
+#define FENCE_CHECK \
+	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end\n" \
+	"if tonumber(redis.call('GET', KEYS[2]) or '0') ~= tonumber(ARGV[2]) then return -2 end\n"
+
+/* Then KEYS[4] the history; ARGV[4] the entry as a JSON object without n.
+ * Appends it with the next n, drops the planned record; returns n. */
 static struct sbx_script append_script = {.src =
-	"if redis.call('GET', KEYS[2]) ~= ARGV[1] then return -1 end\n"
-	"if tonumber(redis.call('GET', KEYS[3]) or '0') ~= tonumber(ARGV[2]) then return -2 end\n"
-	"redis.call('HDEL', KEYS[4], ARGV[4])\n"
+	FENCE_CHECK
+	"redis.call('HDEL', KEYS[3], ARGV[3])\n"
 	"local n = 1\n"
-	"local last = redis.call('LINDEX', KEYS[1], -1)\n"
+	"local last = redis.call('LINDEX', KEYS[4], -1)\n"
 	"if last then\n"
 	"  local ok, v = pcall(cjson.decode, last)\n"
 	"  if ok and type(v) == 'table' and tonumber(v.n) then n = tonumber(v.n) + 1\n"
-	"  else n = redis.call('LLEN', KEYS[1]) + 1 end\n"
+	"  else n = redis.call('LLEN', KEYS[4]) + 1 end\n"
 	"end\n"
 	"local e = '{\"n\":' .. n\n"
-	"if string.len(ARGV[3]) > 2 then e = e .. ',' .. string.sub(ARGV[3], 2) else e = e .. '}' end\n"
-	"redis.call('RPUSH', KEYS[1], e)\n"
+	"if string.len(ARGV[4]) > 2 then e = e .. ',' .. string.sub(ARGV[4], 2) else e = e .. '}' end\n"
+	"redis.call('RPUSH', KEYS[4], e)\n"
 	"return n\n", .durable = 1};
 
-/* KEYS: the lock, the fence counter, the planned hash.  ARGV: token,
- * fence, the planned name, its record. */
+/* Then ARGV[4] the planned record: sets it; returns 1. */
 static struct sbx_script plan_script = {.src =
-	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end\n"
-	"if tonumber(redis.call('GET', KEYS[2]) or '0') ~= tonumber(ARGV[2]) then return -2 end\n"
+	FENCE_CHECK
 	"redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])\n"
 	"return 1\n", .durable = 1};
 
@@ -203,33 +207,45 @@ static char *planned_key(struct sbx_redis *r, const char *tenant)
 	return sbx_key_tenant(r->prefix, tenant, strlen(tenant), SBX_KEY_CHECKPOINTS_PLANNED);
 }
 
+/* Under the lock: `script` (FENCE_CHECK first) with KEYS {lock, fence
+ * counter, the tenant's planned hash, history (when not NULL)} and ARGV
+ * {token, fence, name, arg}; its integer reply in *v.  The lock lost:
+ * conflict "lock ownership lost: <lost>", the holder marked lost. */
+static int fenced_eval(struct sbx_redis *r, struct sbx_lock *l, struct sbx_script *script,
+		       const char *tenant, const char *history, const char *name, const char *arg,
+		       const char *lost, long long *v, struct sbx_err *err)
+{
+	SBX_AUTOFREE char *pkey = planned_key(r, tenant);
+	char fence[24];
+	snprintf(fence, sizeof(fence), "%lld", (long long)l->fence);
+	const char *keys[] = {l->tk.key, l->fence_key, pkey, history};
+	const char *args[] = {l->tk.token, fence, name, arg};
+	redisReply *rep;
+	if (sbx_redis_eval(r, script, &rep, history ? 4 : 3, keys, 4, args, err) < 0)
+		return -1;
+	*v = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
+	freeReplyObject(rep);
+	if (*v < 0) {
+		l->tk.lost = 1;
+		return sbx_fail(err, SBX_CONFLICT, "lock", "lock ownership lost: %s", lost);
+	}
+	return 0;
+}
+
 /* Under the lock: record snapshot name `name` as planned for the session,
  * fenced (conflict when the lock was lost: nothing written). */
 static int plan(struct sbx_redis *r, struct sbx_lock *l, const char *tenant, const char *session,
 		const char *name, struct sbx_err *err)
 {
-	SBX_AUTOFREE char *key = planned_key(r, tenant);
 	json_object *o = json_object_new_object();
 	sbx_json_set_str(o, "session", session);
 	sbx_json_set_int(o, "planned_at_ns", sbx_now_ms() * 1000000LL);
 	SBX_AUTOFREE char *json =
 		sbx_xstrdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 	json_object_put(o);
-	char fence[24];
-	snprintf(fence, sizeof(fence), "%lld", (long long)l->fence);
-	const char *keys[] = {l->tk.key, l->fence_key, key};
-	const char *args[] = {l->tk.token, fence, name, json};
-	redisReply *rep;
-	if (sbx_redis_eval(r, &plan_script, &rep, 3, keys, 4, args, err) < 0)
-		return -1;
-	long long v = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
-	freeReplyObject(rep);
-	if (v < 0) {
-		l->tk.lost = 1;
-		return sbx_fail(err, SBX_CONFLICT, "lock",
-				"lock ownership lost: no checkpoint was taken");
-	}
-	return 0;
+	long long v;
+	return fenced_eval(r, l, &plan_script, tenant, NULL, name, json,
+			   "no checkpoint was taken", &v, err);
 }
 
 /* The planned record of `name` goes (its snapshot was never made, or was
@@ -253,25 +269,14 @@ static int append(struct sbx_redis *r, struct sbx_lock *l, const char *tenant,
 	if (sbx_lock_check(l, err) < 0)
 		return -1;
 	SBX_AUTOFREE char *key = history_key(r, tenant, session);
-	SBX_AUTOFREE char *pkey = planned_key(r, tenant);
 	json_object *o = entry_json(c);
 	SBX_AUTOFREE char *json =
 		sbx_xstrdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 	json_object_put(o);
-	char fence[24];
-	snprintf(fence, sizeof(fence), "%lld", (long long)l->fence);
-	const char *keys[] = {key, l->tk.key, l->fence_key, pkey};
-	const char *args[] = {l->tk.token, fence, json, name};
-	redisReply *rep;
-	if (sbx_redis_eval(r, &append_script, &rep, 4, keys, 4, args, err) < 0)
+	long long v;
+	if (fenced_eval(r, l, &append_script, tenant, key, name, json,
+			"the checkpoint was not recorded", &v, err) < 0)
 		return -1;
-	long long v = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
-	freeReplyObject(rep);
-	if (v < 0) {
-		l->tk.lost = 1;
-		return sbx_fail(err, SBX_CONFLICT, "lock",
-				"lock ownership lost: the checkpoint was not recorded");
-	}
 	if (v == 0)
 		return sbx_fail(err, SBX_INTERNAL, "checkpoint", "unexpected reply from the append");
 	c->n = v;
