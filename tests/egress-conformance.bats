@@ -94,23 +94,8 @@ teardown_file() {
 # there (on local and docker it changes nothing).
 sx() { in_ns "$@"; }
 
-new_sb() { in_ns sbx-create "${SBX_TEST_CREATE_ARGS[@]}" "$@" | jq -r .sandbox.id; }
-
 # The backend sends the policy as E2B's lists (e2b, cube).
 e2b_lists() { [ "$SBX_TEST_BACKEND" = e2b ] || [ "$SBX_TEST_BACKEND" = cube ]; }
-
-# Run a shell line inside sandbox $1 (uid 1000; --root first for root);
-# stdout and stderr in $output.
-inside() {
-	local root=()
-	if [ "$1" = --root ]; then root=(--root); shift; fi
-	local id=$1
-	shift
-	run sx sbx-exec "${root[@]}" --id "$id" --timeout 60s -- sh -c "$*"
-	assert_success
-	output=$(jqo .exec.stdout)$(jqo .exec.stderr)
-	printf '%s\n' "$output"
-}
 
 # An HTTP/1.0 request for Host $2 sent to address $1 port 80 by nc: the
 # answer's text.

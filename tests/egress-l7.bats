@@ -90,21 +90,6 @@ teardown_file() {
 	sbx_teardown_file
 }
 
-new_sb() { in_ns sbx-create "$@" | jq -r .sandbox.id; }
-
-# Run a shell line inside sandbox $1 (uid 1000; --root first for root);
-# stdout then stderr in $output.
-inside() {
-	local root=()
-	if [ "$1" = --root ]; then root=(--root); shift; fi
-	local id=$1
-	shift
-	run sbx-exec "${root[@]}" --id "$id" --timeout 60s -- sh -c "$*"
-	assert_success
-	output=$(jqo .exec.stdout)$(jqo .exec.stderr)
-	printf '%s\n' "$output"
-}
-
 # client [--root] ID LINE: run a shell line as the sandbox's own HTTPS
 # client.  On local that is the sandbox itself (inside: its curl, python3
 # and openssl).  On docker and podman the image is busybox, whose TLS

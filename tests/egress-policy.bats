@@ -77,22 +77,6 @@ except ConnectionResetError: print(sys.argv[1] + \":\" + sys.argv[2], \"reset\")
 except OSError as e: print(sys.argv[1] + \":\" + sys.argv[2], e.strerror)
 '"
 
-# A sandbox with the policy of the arguments, created inside the namespace.
-new_sb() { in_ns sbx-create "$@" | jq -r .sandbox.id; }
-
-# Run a shell line inside sandbox $1 (as uid 1000; --root before the id
-# for root); its stdout in $output.
-inside() {
-	local root=()
-	if [ "$1" = --root ]; then root=(--root); shift; fi
-	local id=$1
-	shift
-	run sbx-exec "${root[@]}" --id "$id" --timeout 60s -- sh -c "$*"
-	assert_success
-	output=$(jqo .exec.stdout)$(jqo .exec.stderr)
-	printf '%s\n' "$output"
-}
-
 @test "policy: an allowed name answers, as uid 1000 and as root; sbx-ls shows the policy" {
 	local id
 	id=$(new_sb --allow-out api.sbx.test --allow-out '*.api.sbx.test:443')

@@ -30,3 +30,23 @@ netns_teardown() {
 	done
 	[ -z "${NS:-}" ] || umount "$NS" 2>/dev/null || true
 }
+
+# new_sb ARGS...: a sandbox created from inside the namespace (after the
+# fixture's create arguments), its id.
+new_sb() { in_ns sbx-create "${SBX_TEST_CREATE_ARGS[@]}" "$@" | jq -r .sandbox.id; }
+
+# inside [--root] ID LINE: run a shell line in sandbox ID as uid 1000 (as
+# root with --root) and assert it succeeded; its stdout then its stderr in
+# $output, printed too.  From inside the namespace: on e2b and cube the
+# server is there; on local and docker that changes nothing.
+inside() {
+	local root=()
+	if [ "$1" = --root ]; then root=(--root); shift; fi
+	local id=$1
+	shift
+	run in_ns sbx-exec "${root[@]}" --id "$id" --timeout 60s -- sh -c "$*"
+	assert_success
+	output=$(jqo .exec.stdout)$(jqo .exec.stderr)
+	printf '%s
+' "$output"
+}
