@@ -4,6 +4,8 @@
 #   make check           unit tests (TAP) + bats suite; ends "N passed, N failed, N skipped"
 #                        (SBX_TEST_BACKEND=docker|podman: against that backend)
 #   make check SANITIZE=1  the same under ASan+UBSan (separate build dir)
+#   make check-valgrind  the unit tests under valgrind's memcheck (errors and
+#                        definite leaks fail)
 #   make check-vm        the limits, lifecycle and isolation suites inside a
 #                        stock Debian 12 guest (cgroup v2 only; qemu, cached
 #                        image in build/vm; docs/design.md)
@@ -83,7 +85,7 @@ LIB      := $(BUILD)/libsbx.a
 # linked whole: nothing in it is dropped for lack of a strong reference.
 LINKLIB  := -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
 
-.PHONY: deps all progs check check-scale check-vm bench demo fuzz install clean man unit completions deb check-deb
+.PHONY: deps all progs check check-valgrind check-scale check-vm bench demo fuzz install clean man unit completions deb check-deb
 all: $(PROGS) $(CMD_OBJ) $(INIT) $(PROCD) $(FORKD) $(EGRESS) $(UNITS) man
 # What is installed (make install, the package): no unit tests.
 progs: $(PROGS) $(INIT) $(PROCD) $(FORKD) $(EGRESS) man
@@ -188,6 +190,9 @@ check-vm: deps
 
 unit: $(UNITS)
 	BUILD=$(abspath $(BUILD)) tests/run --unit
+
+check-valgrind: $(UNITS)
+	SBX_VALGRIND=1 BUILD=$(abspath $(BUILD)) tests/run --unit
 
 bench: all $(BENCHES)
 	BUILD=$(abspath $(BUILD)) tests/bench/run

@@ -14,6 +14,7 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -219,6 +220,14 @@ static void live(const struct local_filter *f)
 int main(void)
 {
 	struct sbx_err err = {0};
+	/* libseccomp asks the kernel which actions it has (seccomp(2)) before
+	 * it builds; valgrind 3.19 does not know that call, so there is
+	 * nothing to check under it. */
+	unsigned int action = SECCOMP_RET_ERRNO;
+	if (syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) < 0 && errno == ENOSYS) {
+		printf("1..0 # SKIP seccomp(2) is not available here (valgrind?)\n");
+		return 0;
+	}
 	struct local_filter f, u;
 	ok(local_seccomp_build(0, &f, &err) == 0, "build the default filter %s", err.msg);
 	ok(local_seccomp_build(1, &u, &err) == 0, "build the allow_userns filter %s", err.msg);
