@@ -497,7 +497,7 @@ static int sandbox_op(const struct serve_req *r, struct serve_out *o, const char
 			sbx_fail(&err, SBX_CONFLICT, "pause",
 				 "Error pausing sandbox - sandbox '%s' is already paused", id);
 			rc = -1;
-		} else if ((rc = sbx_call(b, pause, &err, &sb)) == 0) {
+		} else if ((rc = serve_pause(b, &sb, &err)) == 0) {
 			serve_event(r->cfg, r->team, id, "paused", "command", NULL);
 			rec.end_at_ms = 0;             /* paused: no end time */
 			rc = serve_rec_save(r->serve_dir, id, &rec, &err);

@@ -323,6 +323,10 @@ json_object *serve_audit_file(const char *op, const char *path, int64_t bytes);
 void serve_tenant(const char *team, char out[24]);
 /* This process's Redis (the profile's), opened on first use; NULL with err. */
 struct sbx_redis *serve_redis(const struct sbx_serve_cfg *cfg, struct sbx_err *err);
+/* E2B's pause, on an API call or at an autoPause end (serve-state.c):
+ * hibernated where the backend can here, else frozen; 0 or -1. */
+int serve_pause(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err);
+
 /* Append an event of the key `team` about `sandbox` (events.h: never fails
  * the caller); takes detail. */
 void serve_event(const struct sbx_serve_cfg *cfg, const char *team, const char *sandbox,

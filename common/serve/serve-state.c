@@ -200,6 +200,26 @@ int serve_team_lock(const char *dir, const char *team, struct sbx_err *err)
 	return fd;
 }
 
+/* E2B's pause keeps the sandbox's memory: hibernated (processes and
+ * memory on disk, the RAM freed: issue 33) where the backend can here,
+ * else frozen in RAM.  A sandbox that the hibernate refuses (unsupported:
+ * it runs a detached process or has a network policy, docs/local.md) is
+ * frozen instead; either way the next command finds its processes as
+ * they were, which is what E2B's pause promises. */
+int serve_pause(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err)
+{
+	struct sbx_err why = {0};
+	if (sbx_backend_hibernate_check(b, &why) == 0) {
+		if (sbx_call(b, hibernate, &why, sb) == 0)
+			return 0;
+		if (why.kind != SBX_UNSUPPORTED) {
+			*err = why;
+			return -1;
+		}
+	}
+	return sbx_call(b, pause, err, sb);
+}
+
 /* One record past its end: pause it (autoPause) or kill it. */
 static void sweep_one(const char *dir, const struct sbx_serve_cfg *cfg, struct sbx_backend *b,
 		      const char *id, struct serve_rec *rec)
@@ -213,7 +233,7 @@ static void sweep_one(const char *dir, const struct sbx_serve_cfg *cfg, struct s
 	}
 	if (rec->auto_pause) {
 		int running = sb.state == SBX_STATE_RUNNING;
-		if (running && sbx_call(b, pause, &err, &sb) < 0) {
+		if (running && serve_pause(b, &sb, &err) < 0) {
 			sbx_sandbox_clear(&sb);
 			return;
 		}
