@@ -30,7 +30,7 @@ export PATH="$BUILD/bin:$PATH"
 . "$here/lib.sh"
 [ -d "$top/tests/sdk/node_modules" ] || (cd "$top/tests/sdk" && npm ci --no-audit --no-fund >/dev/null)
 
-W=$(mktemp -d /tmp/sbx-bench-serve.XXXXXX)
+W=$(mktemp -d "${TMPDIR:-/tmp}/sbx-bench-serve.XXXXXX")
 bench_local_redis "$W"
 key=e2b_$(openssl rand -hex 16)
 printf '%s\n' "$key" >"$W/keys"
