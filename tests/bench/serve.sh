@@ -87,7 +87,7 @@ done
 # ratio of its two medians; the row is the median of those ratios, with
 # its quartiles, beside the pooled medians (a 2-CPU host shared with
 # other jobs moves single rounds by 2x: docs/serve.md "Benchmarks").
-WARM=${WARM:-30} WARM_ROUNDS=${WARM_ROUNDS:-40} WARM_CHUNK=${WARM_CHUNK:-3}
+WARM=${WARM:-30} WARM_ROUNDS=${WARM_ROUNDS:-60} WARM_CHUNK=${WARM_CHUNK:-3}
 : >"$W/warm.sdk"; : >"$W/warm.prog"; : >"$W/warm.ratio"
 coproc WARMSDK { sdk warm "$id" "$WARM"; }
 warm_pid=$WARMSDK_PID warm_out=${WARMSDK[0]} warm_in=${WARMSDK[1]}
