@@ -107,6 +107,20 @@ static json_object *event(const char *kind, json_object *body)
 	return m;
 }
 
+/* The stream's head and its start event, in one write (serve_out_hold):
+ * the client reads them in one segment, one wake-up of its event loop
+ * and of the connection thread, not two. */
+static int stream_start(struct serve_out *o, int pid)
+{
+	json_object *s = json_object_new_object();
+	sbx_json_set_int(s, "pid", pid);
+	serve_out_hold(o);
+	int rc = serve_connect_stream_begin(o) < 0 || serve_connect_frame(o, event("start", s)) < 0 ? -1 : 0;
+	if (serve_out_flush(o) < 0)
+		rc = -1;
+	return rc;
+}
+
 struct sink_ctx { struct serve_out *o; int tty; };
 
 static int sink(void *ctx, int stream, const char *data, size_t len, int64_t offset)
@@ -159,7 +173,19 @@ static json_object *audit_data(json_object *proc, int as_root)
 	return a;
 }
 
+static int end_frames(struct serve_out *o, const struct sbx_proc_info *p);
+
+/* The end event and the end of the stream, in one write (as the start). */
 static int end_event(struct serve_out *o, const struct sbx_proc_info *p)
+{
+	serve_out_hold(o);
+	int rc = end_frames(o, p);
+	if (serve_out_flush(o) < 0)
+		rc = -1;
+	return rc;
+}
+
+static int end_frames(struct serve_out *o, const struct sbx_proc_info *p)
 {
 	json_object *e = json_object_new_object();
 	char st[64];
@@ -241,9 +267,7 @@ static int start_exec(const struct serve_req *r, struct serve_out *o, struct sbx
 	close(po[1]);
 	close(pe[1]);
 	close(px[1]);
-	json_object *s = json_object_new_object();
-	sbx_json_set_int(s, "pid", c > 0 ? c : 1);
-	int rc = serve_connect_stream_begin(o) < 0 || serve_connect_frame(o, event("start", s)) < 0 ? -1 : 0;
+	int rc = stream_start(o, c > 0 ? c : 1);
 	struct sink_ctx sc = {o, 0};
 	struct pollfd pf[2] = {{.fd = po[0], .events = POLLIN}, {.fd = pe[0], .events = POLLIN}};
 	int open_fds = 2;
@@ -371,9 +395,7 @@ static int start(const struct serve_req *r, struct serve_out *o, struct sbx_back
 	}
 	int pid = info.pid;
 	sbx_proc_info_clear(&info);
-	json_object *s = json_object_new_object();
-	sbx_json_set_int(s, "pid", pid);
-	if (serve_connect_stream_begin(o) < 0 || serve_connect_frame(o, event("start", s)) < 0)
+	if (stream_start(o, pid) < 0)
 		return -1;
 	/* Its start record, as sbx-proc start's, once the client has its pid
 	 * (its end: the backend's supervisor spools it, serve_audit). */
@@ -465,9 +487,7 @@ static int on_one(const struct serve_req *r, struct serve_out *o, struct sbx_bac
 	if (!strcmp(method, "Connect")) {
 		int pid = p.pid;
 		int running = p.running;
-		json_object *s = json_object_new_object();
-		sbx_json_set_int(s, "pid", pid);
-		if (serve_connect_stream_begin(o) < 0 || serve_connect_frame(o, event("start", s)) < 0)
+		if (stream_start(o, pid) < 0)
 			rc = -1;
 		else if (!running)
 			rc = end_event(o, &p);

@@ -30,7 +30,7 @@ export PATH="$BUILD/bin:$PATH"
 . "$here/lib.sh"
 [ -d "$top/tests/sdk/node_modules" ] || (cd "$top/tests/sdk" && npm ci --no-audit --no-fund >/dev/null)
 
-W=$(mktemp -d /tmp/sbx-bench-serve.XXXXXX)
+W=$(mktemp -d "${TMPDIR:-/tmp}/sbx-bench-serve.XXXXXX")
 bench_local_redis "$W"
 key=e2b_$(openssl rand -hex 16)
 printf '%s\n' "$key" >"$W/keys"
@@ -51,6 +51,7 @@ cleanup() {
 	rm -rf --one-file-system "$W"
 }
 trap cleanup EXIT
+load0=$(cut -d" " -f1 /proc/loadavg)
 for _ in $(seq 200); do port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$W/serve.log"); [ -n "$port" ] && break; sleep 0.05; done
 for _ in $(seq 200); do port_old=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$W/serve-old.log"); [ -n "$port_old" ] && break; sleep 0.05; done
 export E2B_API_URL=http://127.0.0.1:$port E2B_SANDBOX_URL=http://127.0.0.1:$port E2B_API_KEY=$key
@@ -80,20 +81,35 @@ for _ in $(seq $(((RUNS + CHUNK - 1) / CHUNK))); do
 	done
 done
 # The same from one warm node process: WARM untimed calls first, then
-# chunks of CHUNK timed calls asked for on its stdin, alternating with
-# sbx-exec.
-WARM=${WARM:-30}
-: >"$W/warm.sdk"; : >"$W/warm.prog"
+# WARM_ROUNDS rounds of WARM_CHUNK timed calls asked for on its stdin and
+# WARM_CHUNK sbx-exec runs, the order of the two swapped every round (a
+# drift of the machine's load falls on both sides).  Each round gives a
+# ratio of its two medians; the row is the median of those ratios, with
+# its quartiles, beside the pooled medians (a 2-CPU host shared with
+# other jobs moves single rounds by 2x: docs/serve.md "Benchmarks").
+WARM=${WARM:-30} WARM_ROUNDS=${WARM_ROUNDS:-60} WARM_CHUNK=${WARM_CHUNK:-3}
+: >"$W/warm.sdk"; : >"$W/warm.prog"; : >"$W/warm.ratio"
 coproc WARMSDK { sdk warm "$id" "$WARM"; }
 warm_pid=$WARMSDK_PID warm_out=${WARMSDK[0]} warm_in=${WARMSDK[1]}
 read -r _ <&"$warm_out"
-for _ in $(seq $(((RUNS + CHUNK - 1) / CHUNK))); do
-	echo "$CHUNK" >&"$warm_in"
-	while read -r line <&"$warm_out" && [ "$line" != . ]; do echo "$line"; done >>"$W/warm.sdk"
-	for _ in $(seq "$CHUNK"); do
-		ms sbx-exec --id "$id" -- /bin/bash -l -c true >>"$W/warm.prog"
-	done
+warm_sdk() {
+	echo "$WARM_CHUNK" >&"$warm_in"
+	while read -r line <&"$warm_out" && [ "$line" != . ]; do echo "$line"; done >"$W/round.sdk"
+}
+warm_prog() {
+	for _ in $(seq "$WARM_CHUNK"); do
+		ms sbx-exec --id "$id" -- /bin/bash -l -c true
+	done >"$W/round.prog"
+}
+warm_load0=$(cut -d" " -f1 /proc/loadavg)
+for r in $(seq "$WARM_ROUNDS"); do
+	if [ $((r % 2)) = 1 ]; then warm_sdk; warm_prog; else warm_prog; warm_sdk; fi
+	cat "$W/round.sdk" >>"$W/warm.sdk"
+	cat "$W/round.prog" >>"$W/warm.prog"
+	awk -v a="$(median <"$W/round.sdk")" -v b="$(median <"$W/round.prog")" \
+		'BEGIN {printf "%.4f\n", a/b}' >>"$W/warm.ratio"
 done
+warm_load1=$(cut -d" " -f1 /proc/loadavg)
 exec {warm_in}>&-
 wait "$warm_pid" || true
 # The same with GAP ms of quiet before each start, as calls come from an
@@ -118,11 +134,14 @@ R1=$(median <"$W/run.sdk"); R2=$(median <"$W/run.prog")
 O1=$(median <"$W/run.sdk.old"); O2=$(median <"$W/run.prog.old")
 G1=$(median <"$W/gap.sdk"); G0=$(median <"$W/gap.sdk.old")
 K1=$(median <"$W/warm.sdk"); K2=$(median <"$W/warm.prog")
+# quartile P of stdin's numbers (nearest rank)
+quart() { sort -n | awk -v p="$1" '{a[NR]=$1} END {i=int(p*NR+0.5); if (i<1) i=1; printf "%.2f", a[i]}'; }
+KR=$(median <"$W/warm.ratio"); KQ1=$(quart 0.25 <"$W/warm.ratio"); KQ3=$(quart 0.75 <"$W/warm.ratio")
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 {
 	echo "# sbx-serve benchmarks"
 	echo
-	echo "tests/bench/serve.sh, $(date -u +%Y-%m-%d), $(nproc) CPUs, load $(cut -d" " -f1 /proc/loadavg) at the end, local backend (host template),"
+	echo "tests/bench/serve.sh, $(date -u +%Y-%m-%d), $(nproc) CPUs, load $load0 at the start and $(cut -d" " -f1 /proc/loadavg) at the end, local backend (host template),"
 	echo "medians of $RUNS rounds; the two sides alternate within a round."
 	echo "Regenerate: \`BENCH=serve make bench\` (this file)."
 	echo
@@ -130,7 +149,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 	echo "|---|---|---|---|"
 	echo "| create + run \`true\` + kill (SDK / sbx-create \\| sbx-exec -- bash -l -c true \\| sbx-ctl kill) | $L1 ms | $L2 ms | $(ratio "$L1" "$L2") |"
 	echo "| \`commands.run('true')\` / \`sbx-exec -- /bin/bash -l -c true\` | $R1 ms | $R2 ms | $(ratio "$R1" "$R2") |"
-	echo "| \`commands.run('true')\` from a warm SDK (one node process for the run, $WARM calls before) / \`sbx-exec -- /bin/bash -l -c true\` | $K1 ms | $K2 ms | $(ratio "$K1" "$K2") |"
+	echo "| \`commands.run('true')\` from a warm SDK (one node process for the run, $WARM calls before) / \`sbx-exec -- /bin/bash -l -c true\`: median of $WARM_ROUNDS rounds' ratios (quartiles $KQ1-$KQ3), load $warm_load0 to $warm_load1 | $K1 ms | $K2 ms | $(awk -v r="$KR" 'BEGIN {printf "%.2f", r}') |"
 	echo "| the same, old start path (\`SBX_LOCAL_FORKD=0\`: no fork server, a cgroup move per start) | $O1 ms | $O2 ms | $(ratio "$O1" "$O2") |"
 	echo "| \`commands.run('true')\`, fork server / old path | $R1 ms | $O1 ms | $(ratio "$R1" "$O1") |"
 	echo "| \`sbx-exec -- /bin/bash -l -c true\`, fork server / old path | $R2 ms | $O2 ms | $(ratio "$R2" "$O2") |"

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# tests/bench/serve-state.sh - what the file system under the local
+# backend's state costs a warm commands.run('true'): two sbx-serve, each
+# with its own state, Redis and sandbox, one under TMPDIR's folder (/tmp
+# here, the root file system) and one on tmpfs (/dev/shm), one warm SDK
+# each (tests/sdk/bench.mjs warm), and sbx-exec against each sandbox.
+# ROUNDS rounds of CHUNK calls of the four, the order reversed every
+# round; a side's ratio is the median of its rounds' ratios (SDK median /
+# sbx-exec median).  A start writes its process record (a folder and
+# about 7 files, docs/serve.md "Benchmarks"), sbx-exec none: on an ext4
+# without a journal each new inode steps over the recently deleted ones.
+# Writes docs/bench/serve-state.md (OUT).  Needs root, node and
+# tests/sdk's node_modules (npm ci), /dev/shm.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+BUILD=${BUILD:-$top/build}
+ROUNDS=${ROUNDS:-60}
+CHUNK=${CHUNK:-3}
+OUT=${OUT:-$top/docs/bench/serve-state.md}
+export PATH="$BUILD/bin:$PATH"
+[ -d "$top/tests/sdk/node_modules" ] || (cd "$top/tests/sdk" && npm ci --no-audit --no-fund >/dev/null)
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+quart() { sort -n | awk -v p="$1" '{a[NR]=$1} END {i=int(p*NR+0.5); if (i<1) i=1; printf "%.2f", a[i]}'; }
+ms() { local t0=$EPOCHREALTIME; "$@" >/dev/null; awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.2f\n", (b-a)*1000}'; }
+
+# side NAME PARENT: a work folder under PARENT with the local backend's
+# state, a private Redis, a server and a sandbox; its environment in
+# ENV_NAME, its folder in W_NAME, its sandbox in ID_NAME.
+declare -A W ENVS SPID ID FS
+side() {
+	local s=$1 w port key
+	w=$(mktemp -d "$2/sbx-bench-state.XXXXXX")
+	W[$s]=$w
+	FS[$s]="$(findmnt -no FSTYPE -T "$w" | head -1) ($(findmnt -no TARGET -T "$w" | head -1))"
+	mkdir -p "$w/state"
+	echo '{}' >"$w/config.json"
+	redis-server --port 0 --unixsocket "$w/redis.sock" --unixsocketperm 700 --save '' \
+		--appendonly no --daemonize yes --pidfile "$w/redis.pid" --logfile "$w/redis.log" \
+		--dir "$w" >/dev/null
+	for _ in $(seq 100); do redis-cli -s "$w/redis.sock" ping >/dev/null 2>&1 && break; sleep 0.05; done
+	ENVS[$s]="SBX_STATE_DIR=$w/state SBX_CONFIG=$w/config.json SBX_BACKEND=local SBX_REDIS_URL=unix://$w/redis.sock"
+	key=e2b_$(openssl rand -hex 16)
+	printf '%s\n' "$key" >"$w/keys"
+	# shellcheck disable=SC2086
+	env ${ENVS[$s]} sbx-serve --listen 127.0.0.1:0 --api-key-file "$w/keys" --quiet \
+		--state-dir "$w/serve" 2>"$w/serve.log" &
+	SPID[$s]=$!
+	for _ in $(seq 200); do port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$w/serve.log"); [ -n "$port" ] && break; sleep 0.05; done
+	echo "E2B_API_URL=http://127.0.0.1:$port E2B_SANDBOX_URL=http://127.0.0.1:$port E2B_API_KEY=$key" >"$w/sdkenv"
+	ID[$s]=$(curl -sf -X POST "http://127.0.0.1:$port/v2/sandboxes" -H "X-API-Key: $key" \
+		-d '{"timeout":3600}' | jq -r .sandboxID)
+}
+cleanup() {
+	for s in disk shm; do
+		local w=${W[$s]:-}
+		[ -n "$w" ] || continue
+		kill "${SPID[$s]}" 2>/dev/null || true
+		wait "${SPID[$s]}" 2>/dev/null || true
+		# shellcheck disable=SC2086
+		env ${ENVS[$s]} sbx-ls --all 2>/dev/null | env ${ENVS[$s]} sbx-ctl kill >/dev/null 2>&1 || true
+		redis-cli -s "$w/redis.sock" shutdown nosave >/dev/null 2>&1 || true
+		rm -rf --one-file-system "$w"
+	done
+}
+trap cleanup EXIT
+load0=$(cut -d" " -f1 /proc/loadavg)
+side disk "${TMPDIR:-/tmp}"
+side shm /dev/shm
+# One warm SDK a side (30 untimed calls first: docs/serve.md).
+# shellcheck disable=SC2046
+coproc SDK_DISK { env $(cat "${W[disk]}/sdkenv") node "$top/tests/sdk/bench.mjs" warm "${ID[disk]}" 30; }
+disk_in=${SDK_DISK[1]} disk_out=${SDK_DISK[0]}
+# shellcheck disable=SC2046
+coproc SDK_SHM { env $(cat "${W[shm]}/sdkenv") node "$top/tests/sdk/bench.mjs" warm "${ID[shm]}" 30; }
+shm_in=${SDK_SHM[1]} shm_out=${SDK_SHM[0]}
+read -r _ <&"$disk_out"
+read -r _ <&"$shm_out"
+sdk() {   # side: CHUNK timed calls from its warm SDK
+	local i o
+	if [ "$1" = disk ]; then i=$disk_in o=$disk_out; else i=$shm_in o=$shm_out; fi
+	echo "$CHUNK" >&"$i"
+	while read -r line <&"$o" && [ "$line" != . ]; do echo "$line"; done >"${W[$1]}/round.sdk"
+}
+prog() {  # side: CHUNK sbx-exec runs of what the SDK sends
+	for _ in $(seq "$CHUNK"); do
+		# shellcheck disable=SC2086
+		ms env ${ENVS[$1]} sbx-exec --id "${ID[$1]}" -- /bin/bash -l -c true
+	done >"${W[$1]}/round.prog"
+}
+for r in $(seq "$ROUNDS"); do
+	if [ $((r % 2)) = 1 ]; then
+		sdk disk; prog disk; sdk shm; prog shm
+	else
+		prog shm; sdk shm; prog disk; sdk disk
+	fi
+	for s in disk shm; do
+		w=${W[$s]}
+		cat "$w/round.sdk" >>"$w/all.sdk"
+		cat "$w/round.prog" >>"$w/all.prog"
+		awk -v a="$(median <"$w/round.sdk")" -v b="$(median <"$w/round.prog")" \
+			'BEGIN {printf "%.4f\n", a/b}' >>"$w/ratio"
+	done
+done
+exec {disk_in}>&- {shm_in}>&-
+row() {
+	local w=${W[$1]}
+	echo "| state on ${FS[$1]} | $(median <"$w/all.sdk") ms | $(median <"$w/all.prog") ms | $(median <"$w/ratio" | awk '{printf "%.2f", $1}') ($(quart 0.25 <"$w/ratio")-$(quart 0.75 <"$w/ratio")) |"
+}
+{
+	echo "# sbx-serve: the state's file system"
+	echo
+	echo "tests/bench/serve-state.sh, $(date -u +%Y-%m-%d), $(nproc) CPUs, kernel $(uname -r), load $load0 at the start and $(cut -d" " -f1 /proc/loadavg) at the end, local backend (host template)."
+	echo "Two servers with their own state, one warm SDK each; $ROUNDS rounds of $CHUNK calls of each of the four (the order reversed every round)."
+	echo "Regenerate: \`BENCH=serve-state make bench\` (this file)."
+	echo
+	echo "| | \`commands.run('true')\`, warm SDK | \`sbx-exec -- /bin/bash -l -c true\` | ratio: median of the rounds' (quartiles) |"
+	echo "|---|---|---|---|"
+	row disk
+	row shm
+	echo
+	echo "Each start leaves a process record (a folder and its files) in the state; sbx-exec leaves none"
+	echo "(docs/serve.md \"Benchmarks\").  Timings on a shared host swing with its load; the ratios of one run are the result."
+} >"$OUT"
+cat "$OUT"
