@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # tests/bench/serve-state.sh - what the file system under the local
-# backend's state costs a warm commands.run('true'): two sbx-serve, each
+# backend's state costs a warm commands.run('true'): three sbx-serve, each
 # with its own state, Redis and sandbox, one under TMPDIR's folder (/tmp
-# here, the root file system) and one on tmpfs (/dev/shm), one warm SDK
-# each (tests/sdk/bench.mjs warm), and sbx-exec against each sandbox.
+# here, the root file system), one on a fresh ext4 with its journal (a
+# loop device: what mkfs.ext4 and a stock install make) and one on tmpfs
+# (/dev/shm), one warm SDK each (tests/sdk/bench.mjs warm), and sbx-exec
+# against each sandbox.
 # ROUNDS rounds of CHUNK calls of the four, the order reversed every
 # round; a side's ratio is the median of its rounds' ratios (SDK median /
 # sbx-exec median).  A start writes its process record (a folder and
 # about 7 files, docs/serve.md "Benchmarks"), sbx-exec none: on an ext4
 # without a journal each new inode steps over the recently deleted ones.
 # Writes docs/bench/serve-state.md (OUT).  Needs root, node and
-# tests/sdk's node_modules (npm ci), /dev/shm.
+# tests/sdk's node_modules (npm ci), /dev/shm, mkfs.ext4 and a loop device.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -51,8 +53,10 @@ side() {
 	ID[$s]=$(curl -sf -X POST "http://127.0.0.1:$port/v2/sandboxes" -H "X-API-Key: $key" \
 		-d '{"timeout":3600}' | jq -r .sandboxID)
 }
+SIDES=(disk journal shm)
+loopdir=
 cleanup() {
-	for s in disk shm; do
+	for s in "${SIDES[@]}"; do
 		local w=${W[$s]:-}
 		[ -n "$w" ] || continue
 		kill "${SPID[$s]}" 2>/dev/null || true
@@ -62,25 +66,38 @@ cleanup() {
 		redis-cli -s "$w/redis.sock" shutdown nosave >/dev/null 2>&1 || true
 		rm -rf --one-file-system "$w"
 	done
+	if [ -n "$loopdir" ]; then
+		umount -l "$loopdir/mnt" 2>/dev/null || true
+		rm -rf "$loopdir"
+	fi
 }
 trap cleanup EXIT
 load0=$(cut -d" " -f1 /proc/loadavg)
+loopdir=$(mktemp -d "${TMPDIR:-/tmp}/sbx-bench-ext4.XXXXXX")
+truncate -s 2G "$loopdir/img"
+mkfs.ext4 -q -F "$loopdir/img"
+mkdir "$loopdir/mnt"
+mount -o loop "$loopdir/img" "$loopdir/mnt"
 side disk "${TMPDIR:-/tmp}"
+side journal "$loopdir/mnt"
 side shm /dev/shm
-# One warm SDK a side (30 untimed calls first: docs/serve.md).
-# shellcheck disable=SC2046
-coproc SDK_DISK { env $(cat "${W[disk]}/sdkenv") node "$top/tests/sdk/bench.mjs" warm "${ID[disk]}" 30; }
-disk_in=${SDK_DISK[1]} disk_out=${SDK_DISK[0]}
-# shellcheck disable=SC2046
-coproc SDK_SHM { env $(cat "${W[shm]}/sdkenv") node "$top/tests/sdk/bench.mjs" warm "${ID[shm]}" 30; }
-shm_in=${SDK_SHM[1]} shm_out=${SDK_SHM[0]}
-read -r _ <&"$disk_out"
-read -r _ <&"$shm_out"
+# One warm SDK a side (30 untimed calls first: docs/serve.md), on a pipe
+# pair of its own: SIN/SOUT its ends.
+declare -A SIN SOUT
+for s in "${SIDES[@]}"; do
+	mkfifo "${W[$s]}/to" "${W[$s]}/from"
+	# shellcheck disable=SC2046
+	env $(cat "${W[$s]}/sdkenv") node "$top/tests/sdk/bench.mjs" warm "${ID[$s]}" 30 \
+		<"${W[$s]}/to" >"${W[$s]}/from" &
+	exec {fd}>"${W[$s]}/to"
+	SIN[$s]=$fd
+	exec {fd}<"${W[$s]}/from"
+	SOUT[$s]=$fd
+	read -r _ <&"${SOUT[$s]}"
+done
 sdk() {   # side: CHUNK timed calls from its warm SDK
-	local i o
-	if [ "$1" = disk ]; then i=$disk_in o=$disk_out; else i=$shm_in o=$shm_out; fi
-	echo "$CHUNK" >&"$i"
-	while read -r line <&"$o" && [ "$line" != . ]; do echo "$line"; done >"${W[$1]}/round.sdk"
+	echo "$CHUNK" >&"${SIN[$1]}"
+	while read -r line <&"${SOUT[$1]}" && [ "$line" != . ]; do echo "$line"; done >"${W[$1]}/round.sdk"
 }
 prog() {  # side: CHUNK sbx-exec runs of what the SDK sends
 	for _ in $(seq "$CHUNK"); do
@@ -90,11 +107,11 @@ prog() {  # side: CHUNK sbx-exec runs of what the SDK sends
 }
 for r in $(seq "$ROUNDS"); do
 	if [ $((r % 2)) = 1 ]; then
-		sdk disk; prog disk; sdk shm; prog shm
+		for s in "${SIDES[@]}"; do sdk "$s"; prog "$s"; done
 	else
-		prog shm; sdk shm; prog disk; sdk disk
+		for s in shm journal disk; do prog "$s"; sdk "$s"; done
 	fi
-	for s in disk shm; do
+	for s in "${SIDES[@]}"; do
 		w=${W[$s]}
 		cat "$w/round.sdk" >>"$w/all.sdk"
 		cat "$w/round.prog" >>"$w/all.prog"
@@ -102,21 +119,22 @@ for r in $(seq "$ROUNDS"); do
 			'BEGIN {printf "%.4f\n", a/b}' >>"$w/ratio"
 	done
 done
-exec {disk_in}>&- {shm_in}>&-
+for s in "${SIDES[@]}"; do eval "exec ${SIN[$s]}>&-"; done
 row() {
 	local w=${W[$1]}
-	echo "| state on ${FS[$1]} | $(median <"$w/all.sdk") ms | $(median <"$w/all.prog") ms | $(median <"$w/ratio" | awk '{printf "%.2f", $1}') ($(quart 0.25 <"$w/ratio")-$(quart 0.75 <"$w/ratio")) |"
+	echo "| state on ${FS[$1]}$([ "$1" = journal ] && echo ", journaled, fresh") | $(median <"$w/all.sdk") ms | $(median <"$w/all.prog") ms | $(median <"$w/ratio" | awk '{printf "%.2f", $1}') ($(quart 0.25 <"$w/ratio")-$(quart 0.75 <"$w/ratio")) |"
 }
 {
 	echo "# sbx-serve: the state's file system"
 	echo
 	echo "tests/bench/serve-state.sh, $(date -u +%Y-%m-%d), $(nproc) CPUs, kernel $(uname -r), load $load0 at the start and $(cut -d" " -f1 /proc/loadavg) at the end, local backend (host template)."
-	echo "Two servers with their own state, one warm SDK each; $ROUNDS rounds of $CHUNK calls of each of the four (the order reversed every round)."
+	echo "Three servers with their own state, one warm SDK each; $ROUNDS rounds of $CHUNK calls of each of the four (the order reversed every round)."
 	echo "Regenerate: \`BENCH=serve-state make bench\` (this file)."
 	echo
 	echo "| | \`commands.run('true')\`, warm SDK | \`sbx-exec -- /bin/bash -l -c true\` | ratio: median of the rounds' (quartiles) |"
 	echo "|---|---|---|---|"
 	row disk
+	row journal
 	row shm
 	echo
 	echo "Each start leaves a process record (a folder and its files) in the state; sbx-exec leaves none"
