@@ -294,6 +294,14 @@ static void log_error(const char *log, char *out, size_t cap)
 		return;
 	char line[512];
 	while (fgets(line, sizeof(line), f)) {
+		/* CRIU probes which iptables it has (iptables-save -V, then the
+		 * legacy ones): a missing tool is logged as three Errors (the
+		 * execvp, the child's status, "-V failed") but is not fatal (no
+		 * iptables: none to dump), so they are never the cause; nor is
+		 * a child's status line, which follows the line naming it. */
+		if (strstr(line, "tables-save") || strstr(line, "tables-legacy-save") ||
+		    strstr(line, "exited, status="))
+			continue;
 		if (strstr(line, "Error") || strncmp(line, "sbx: ", 5) == 0) {
 			line[strcspn(line, "\n")] = '\0';
 			snprintf(out, cap, "%s", line);
@@ -400,10 +408,14 @@ static int dump_locked(struct local_rec *r, const char *id, struct sbx_err *err)
 	if (rc != 0) {
 		char why[600];
 		SBX_AUTOFREE char *log = sbx_xasprintf("%s/dump.log", tmp);
-		log_error(log, why, sizeof(why));
+		/* The failed dump's log is kept (the last one) for whoever looks
+		 * into it; the images go. */
+		SBX_AUTOFREE char *kept = sbx_xasprintf("%s/" LOCAL_HIBERNATE_DIR "-dump.log", r->dir);
+		const char *shown = rename(log, kept) == 0 ? kept : log;
+		log_error(shown, why, sizeof(why));
 		(void)sbx_rm_rf(tmp, &e2);
-		return sbx_fail(err, SBX_INTERNAL, "hibernate", "criu dump of %s failed (%d): %s",
-				id, rc, why);
+		return sbx_fail(err, SBX_INTERNAL, "hibernate", "criu dump of %s failed (%d; %s): %s",
+				id, rc, shown, why);
 	}
 	if (rename(tmp, fin) < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "hibernate", "rename %s", tmp);
