@@ -14,6 +14,7 @@
 # sbx-exec, and sbx-ctl and its criu killed -9 in the middle of a restore
 # and of a dump.
 load lib/helpers
+load lib/serve
 bats_require_minimum_version 1.5.0
 
 setup_file() {
@@ -242,4 +243,32 @@ ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 	[[ "$(jqo .error.message)" == *"detached process"* ]]
 	[ "$(sbx-ls --id "$id" | jq -r .sandbox.state)" = running ]
 	sbx-ctl kill --id "$id" >/dev/null
+}
+
+# E2B's pause through sbx-serve keeps memory (serve_pause, docs/serve.md):
+# where the backend can hibernate, as here, the sandbox is hibernated, not
+# frozen; E2B's API still calls it paused, and a connect brings the same
+# process back.
+@test "sbx-serve: E2B's pause hibernates where the backend can; connect brings the process back" {
+	serve_start hib
+	run api POST /v2/sandboxes -d '{}'
+	assert_equal "$(status)" 201
+	local id p0
+	id=$(body | jq -r .sandboxID)
+	run sbx-exec --id "$id" -- sh -c 'setsid sleep 3600 </dev/null >/dev/null 2>&1 & echo $!'
+	assert_success
+	p0=$(jqo .exec.stdout)
+	[ "$p0" -gt 1 ]
+	run api POST "/sandboxes/$id/pause" -d '{}'
+	assert_equal "$(status)" 204
+	[ "$(sbx-ls --id "$id" | jq -r '.sandbox.state_word // .sandbox.state')" = hibernated ]
+	run api GET "/sandboxes/$id"
+	assert_equal "$(body | jq -r .state)" paused
+	run api POST "/v2/sandboxes/$id/connect" -d '{"timeout":60}'
+	assert_equal "$(status)" 201
+	run sbx-exec --id "$id" -- sh -c 'kill -0 "$1" && echo alive' sh "$p0"
+	assert_success
+	[ "$(jqo .exec.stdout)" = alive ]
+	api DELETE "/sandboxes/$id" >/dev/null
+	serve_stop hib
 }
