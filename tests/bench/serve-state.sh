@@ -22,6 +22,8 @@ CHUNK=${CHUNK:-3}
 OUT=${OUT:-$top/docs/bench/serve-state.md}
 export PATH="$BUILD/bin:$PATH"
 [ -d "$top/tests/sdk/node_modules" ] || (cd "$top/tests/sdk" && npm ci --no-audit --no-fund >/dev/null)
+# shellcheck source=tests/bench/lib.sh
+. "$here/lib.sh"
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 quart() { sort -n | awk -v p="$1" '{a[NR]=$1} END {i=int(p*NR+0.5); if (i<1) i=1; printf "%.2f", a[i]}'; }
 ms() { local t0=$EPOCHREALTIME; "$@" >/dev/null; awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.2f\n", (b-a)*1000}'; }
@@ -35,12 +37,9 @@ side() {
 	w=$(mktemp -d "$2/sbx-bench-state.XXXXXX")
 	W[$s]=$w
 	FS[$s]="$(findmnt -no FSTYPE -T "$w" | head -1) ($(findmnt -no TARGET -T "$w" | head -1))"
-	mkdir -p "$w/state"
-	echo '{}' >"$w/config.json"
-	redis-server --port 0 --unixsocket "$w/redis.sock" --unixsocketperm 700 --save '' \
-		--appendonly no --daemonize yes --pidfile "$w/redis.pid" --logfile "$w/redis.log" \
-		--dir "$w" >/dev/null
-	for _ in $(seq 100); do redis-cli -s "$w/redis.sock" ping >/dev/null 2>&1 && break; sleep 0.05; done
+	# Its state, config and Redis (lib.sh); the subshell keeps its
+	# exports to itself: each side's environment is ENVS[side].
+	(bench_local_redis "$w")
 	ENVS[$s]="SBX_STATE_DIR=$w/state SBX_CONFIG=$w/config.json SBX_BACKEND=local SBX_REDIS_URL=unix://$w/redis.sock"
 	key=e2b_$(openssl rand -hex 16)
 	printf '%s\n' "$key" >"$w/keys"
