@@ -173,18 +173,7 @@ static json_object *audit_data(json_object *proc, int as_root)
 	return a;
 }
 
-static int end_frames(struct serve_out *o, const struct sbx_proc_info *p);
-
-/* The end event and the end of the stream, in one write (as the start). */
-static int end_event(struct serve_out *o, const struct sbx_proc_info *p)
-{
-	serve_out_hold(o);
-	int rc = end_frames(o, p);
-	if (serve_out_flush(o) < 0)
-		rc = -1;
-	return rc;
-}
-
+/* The end event and the end of the stream (end_event writes them). */
 static int end_frames(struct serve_out *o, const struct sbx_proc_info *p)
 {
 	json_object *e = json_object_new_object();
@@ -210,6 +199,16 @@ static int end_frames(struct serve_out *o, const struct sbx_proc_info *p)
 	if (p->timed_out)
 		return serve_connect_end(o, "deadline_exceeded", "context deadline exceeded");
 	return serve_connect_end(o, NULL, NULL);
+}
+
+/* The end event and the end of the stream, in one write (as the start). */
+static int end_event(struct serve_out *o, const struct sbx_proc_info *p)
+{
+	serve_out_hold(o);
+	int rc = end_frames(o, p);
+	if (serve_out_flush(o) < 0)
+		rc = -1;
+	return rc;
 }
 
 static int follow(const struct serve_req *r, struct serve_out *o, struct sbx_backend *b,
