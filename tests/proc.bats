@@ -162,6 +162,20 @@ wait_out() {
 		[ "$(jqo .output.exit_code)" = 3 ] || { echo "round $r: $output"; false; }
 		[ "$(jqo .output.signal)" = 0 ] || [ "$(jqo .output.signal)" = null ]
 	done
+	# On docker a holder process keeps the stdin FIFO open between inputs:
+	# the close kills it, and so does the process's end without a close.
+	# None outlives its process.
+	if [ "$SBX_TEST_BACKEND" != local ]; then
+		pid=$(start --stdin -- true)
+		run sbx-proc output --id "$SB" --pid "$pid" --follow
+		assert_success
+		# Every ended record's holder (its pid in "hold") is gone.
+		run sbx-exec --root --id "$SB" -- sh -c 'for d in /run/sbx-procs/p-*; do
+			[ -s "$d/hold" ] && [ -e "$d/exit" ] && kill -0 "$(cat "$d/hold")" 2>/dev/null &&
+				echo "$d: holder $(cat "$d/hold") alive"; done; true'
+		assert_success
+		[ -z "$(jqo .exec.stdout)" ] || { echo "a holder outlived its process: $(jqo .exec.stdout)"; false; }
+	fi
 }
 
 @test "unknown pids and tags are not_found; an exited process can be signalled harmlessly" {
