@@ -249,7 +249,7 @@ ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 # where the backend can hibernate, as here, the sandbox is hibernated, not
 # frozen; E2B's API still calls it paused, and a connect brings the same
 # process back.
-@test "sbx-serve: E2B's pause hibernates where the backend can; connect brings the process back" {
+@test "sbx-serve: E2B's pause hibernates where the backend can, else freezes; connect brings the processes back" {
 	serve_start hib
 	run api POST /v2/sandboxes -d '{}'
 	assert_equal "$(status)" 201
@@ -269,6 +269,16 @@ ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 	run sbx-exec --id "$id" -- sh -c 'kill -0 "$1" && echo alive' sh "$p0"
 	assert_success
 	[ "$(jqo .exec.stdout)" = alive ]
+	# A sandbox the hibernate refuses (it runs a detached process, here
+	# one of sbx-proc) is frozen instead: paused, its process kept.
+	local dp
+	dp=$(sbx-proc start --id "$id" -- sleep 600 | jq -r .proc.pid)
+	run api POST "/sandboxes/$id/pause" -d '{}'
+	assert_equal "$(status)" 204
+	[ "$(sbx-ls --id "$id" | jq -r '.sandbox.state_word // .sandbox.state')" = paused ]
+	run api POST "/v2/sandboxes/$id/connect" -d '{"timeout":60}'
+	assert_equal "$(status)" 201
+	[ "$(sbx-proc ls --id "$id" | jq -r --argjson p "$dp" '.procs[] | select(.pid == $p) | .running')" = true ]
 	api DELETE "/sandboxes/$id" >/dev/null
 	serve_stop hib
 }

@@ -203,20 +203,16 @@ int serve_team_lock(const char *dir, const char *team, struct sbx_err *err)
 /* E2B's pause keeps the sandbox's memory: hibernated (processes and
  * memory on disk, the RAM freed: issue 33) where the backend can here,
  * else frozen in RAM.  A sandbox that the hibernate refuses (unsupported:
- * it runs a detached process or has a network policy, docs/local.md) is
- * frozen instead; either way the next command finds its processes as
- * they were, which is what E2B's pause promises. */
+ * it runs a detached process or has a network policy, docs/local.md) or
+ * fails on (a dump that fails leaves the tree running) is frozen instead:
+ * a pause must still pause, and the sweeper would otherwise try the same
+ * failing dump at every pass.  Either way the next command finds its
+ * processes as they were, which is what E2B's pause promises. */
 int serve_pause(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err)
 {
 	struct sbx_err why = {0};
-	if (sbx_backend_hibernate_check(b, &why) == 0) {
-		if (sbx_call(b, hibernate, &why, sb) == 0)
-			return 0;
-		if (why.kind != SBX_UNSUPPORTED) {
-			*err = why;
-			return -1;
-		}
-	}
+	if (sbx_backend_hibernate_check(b, &why) == 0 && sbx_call(b, hibernate, &why, sb) == 0)
+		return 0;
 	return sbx_call(b, pause, err, sb);
 }
 
