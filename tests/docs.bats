@@ -139,6 +139,28 @@ assert_clean_output() {
 	assert_line '{"seen":1,"kept":["bound"],"deleted":[]}'
 }
 
+@test "the README's redis block leaves redis answering when redis-server daemonizes before it listens" {
+	# redis-server --daemonize yes forks before it opens its socket; here
+	# the socket comes a second late, so a block that does not wait for it
+	# fails the sbx-ls right after it.
+	local script=$BATS_TEST_TMPDIR/redis-block.sh
+	{
+		echo 'redis-server() {'
+		echo '	local a=("$@") i'
+		echo '	for i in "${!a[@]}"; do [ "${a[$i]}" = --daemonize ] && a[$((i + 1))]=no; done'
+		echo '	( sleep 1; exec redis-server "${a[@]}" ) >/dev/null 2>&1 &'
+		echo '}'
+		"$SBX_TOP/tools/doc-examples" "$SBX_TOP/README.md" | awk '/^# --- /{n++} n==1'
+		echo 'sbx-ls --usage --tenant acme'
+	} >"$script"
+	grep -q '^redis-server --port 0 .*--daemonize yes' "$script"
+	cd "$SBX_TOP"
+	run run_examples fresh "$script"
+	echo "$output"
+	assert_success
+	assert_clean_output
+}
+
 # A scratch folder holding what the man pages' examples name.
 man_fixture() {
 	local d=$BATS_TEST_TMPDIR/man
