@@ -34,7 +34,7 @@ static const struct sbx_opt opts[] = {
 	{"label", 'l', "KEY=VALUE", "metadata stored with the sandbox (repeatable)", O_LABEL, SBX_ALL},
 	{"env", 'e', "KEY[=VALUE]", "environment variable for every command; a bare KEY copies our value (repeatable)", O_ENV, SBX_ALL},
 	{"timeout", 0, "DURATION", "idle time before the sandbox is paused or killed", O_TIMEOUT, SBX_ALL},
-	{"on-timeout", 0, "ACTION", "what the idle timer does: pause or kill", O_ON_TIMEOUT, SBX_ALL},
+	{"on-timeout", 0, "ACTION", "what the idle timer does: pause, kill or hibernate", O_ON_TIMEOUT, SBX_ALL},
 	{"auto-resume", 0, NULL, "resume a paused sandbox on the next command (the default)", O_AUTO_RESUME, SBX_ALL},
 	{"no-auto-resume", 0, NULL, "a paused sandbox waits for sbx-ctl resume", O_NO_AUTO_RESUME, SBX_ALL},
 	{"memory", 0, "SIZE", "memory limit (e.g. 512M)", O_MEMORY, SBX_ALL},
@@ -69,7 +69,7 @@ struct create_opts {
 	json_object *labels, *env;
 	int64_t timeout_ms;
 	int timeout_set;
-	int on_timeout_pause, on_timeout_set;
+	int on_timeout_pause, on_timeout_hibernate, on_timeout_set;
 	int auto_resume;         /* 1 --auto-resume, -1 --no-auto-resume, 0 the profile's */
 	struct sbx_limits limits;
 	int disk_set;            /* --disk: must be enforced, not best effort */
@@ -100,10 +100,9 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 		o->timeout_set = 1;
 		return sbx_parse_duration_ms(arg, &o->timeout_ms, err);
 	case O_ON_TIMEOUT:
-		if (strcmp(arg, "pause") && strcmp(arg, "kill"))
-			return sbx_usage_err(err, "--on-timeout must be pause or kill");
+		if (sbx_on_timeout_parse(arg, &o->on_timeout_pause, &o->on_timeout_hibernate) < 0)
+			return sbx_usage_err(err, "--on-timeout must be pause, kill or hibernate");
 		o->on_timeout_set = 1;
-		o->on_timeout_pause = strcmp(arg, "pause") == 0;
 		return 0;
 	case O_AUTO_RESUME: o->auto_resume = 1; return 0;
 	case O_NO_AUTO_RESUME: o->auto_resume = -1; return 0;
@@ -188,6 +187,8 @@ static void build_request(struct create_opts *o, const struct sbx_profile *p,
 	req->env = o->env_all;
 	req->timeout.seconds = (o->timeout_set ? o->timeout_ms : p->idle_timeout_ms) / 1000;
 	req->timeout.on_timeout_pause = o->on_timeout_set ? o->on_timeout_pause : p->on_timeout_pause;
+	req->timeout.on_timeout_hibernate = o->on_timeout_set ? o->on_timeout_hibernate
+							     : p->on_timeout_hibernate;
 	req->timeout.auto_resume = o->auto_resume ? o->auto_resume > 0 : p->auto_resume;
 	req->net.allow_internet = o->allow_internet || p->allow_internet;
 	/* The rules: the flags' (in order), then the profile's; the default
@@ -266,7 +267,7 @@ static int create_one(json_object *doc, void *ctx, struct sbx_err *err)
 		return -1;
 	build_request(o, o->app.profile, &req);
 	if (o->auto_resume > 0 && !req.timeout.on_timeout_pause)
-		return sbx_fail(err, SBX_INVALID_REQUEST, "create", "--auto-resume needs --on-timeout pause");
+		return sbx_fail(err, SBX_INVALID_REQUEST, "create", "--auto-resume needs --on-timeout pause or hibernate");
 
 	const char *specs[SBX_VOLUMES_MAX];
 	size_t nspec = 0;
@@ -316,7 +317,7 @@ static int create_one(json_object *doc, void *ctx, struct sbx_err *err)
 		};
 		rc = sbx_session_resolve(b, r, &rr, &sb, &how, err);
 	} else {
-		rc = sbx_call(b, create, err, &req, &sb);
+		rc = sbx_backend_create(b, &req, &sb, err);
 	}
 	if (rc == 0 && nspec)
 		rc = sbx_vol_attach_all(b, r, o->tenant, mounts, nspec, sb.id, err);

@@ -1,7 +1,7 @@
 /* sbx-ctl - pause, resume, kill or re-time sandboxes; show capabilities.
  *
  *   sbx-ctl pause|resume|kill|hibernate [--id ID]
- *   sbx-ctl timeout [--id ID] --seconds N [--on-timeout kill|pause] [--auto-resume]
+ *   sbx-ctl timeout [--id ID] --seconds N [--on-timeout kill|pause|hibernate] [--auto-resume]
  *   sbx-ctl network [--id ID] [--allow-out R]... [--deny-out R]... [--policy FILE]
  *   sbx-ctl caps
  *   sbx-ctl quota --tenant T [--running N|none|profile] [--sandboxes N|none|profile]
@@ -61,7 +61,7 @@ static const struct sbx_opt opts[] = {
 	{"id", 0, "ID", "act on this sandbox instead of reading documents", O_ID, ON_SANDBOX},
 	{"seconds", 0, "N", "timeout: idle seconds before the action (0 = never)", O_SECONDS,
 	 SBX_SUB(S_TIMEOUT)},
-	{"on-timeout", 0, "ACTION", "timeout: pause or kill when idle (default pause)", O_ON_TIMEOUT,
+	{"on-timeout", 0, "ACTION", "timeout: pause, kill or hibernate when idle (default pause)", O_ON_TIMEOUT,
 	 SBX_SUB(S_TIMEOUT)},
 	{"auto-resume", 0, NULL, "timeout: resume on the next command after a pause", O_AUTO_RESUME,
 	 SBX_SUB(S_TIMEOUT)},
@@ -106,7 +106,7 @@ struct ctl_opts {
 	const char *op;
 	const char *id;
 	int64_t seconds;
-	int pause;
+	int pause, hibernate;
 	int auto_resume;         /* 1 on, 0 off, -1 keep the sandbox's */
 	struct sbx_netpolicy policy;   /* network: the whole new policy */
 	const char *tenant;      /* quota, rewind */
@@ -152,9 +152,8 @@ static int on_opt(int key, const char *arg, void *ctx, struct sbx_err *err)
 		return 0;
 	}
 	case O_ON_TIMEOUT:
-		if (strcmp(arg, "pause") && strcmp(arg, "kill"))
-			return sbx_usage_err(err, "--on-timeout must be pause or kill");
-		o->pause = strcmp(arg, "pause") == 0;
+		if (sbx_on_timeout_parse(arg, &o->pause, &o->hibernate) < 0)
+			return sbx_usage_err(err, "--on-timeout must be pause, kill or hibernate");
 		return 0;
 	case O_AUTO_RESUME: o->auto_resume = 1; return 0;
 	case O_NO_AUTO_RESUME: o->auto_resume = 0; return 0;
@@ -256,11 +255,7 @@ static int ctl_one(json_object *doc, void *ctx, struct sbx_err *err)
 	} else if (strcmp(o->op, "pause") == 0) {
 		rc = sbx_lifecycle_pause(b, ctl_redis(&o->app, b, &sb), &sb, err);
 	} else if (strcmp(o->op, "hibernate") == 0) {
-		/* Refused with the reason where the backend cannot (here, or at
-		 * all): never a plain pause in its place. */
-		rc = sbx_backend_hibernate_check(b, err);
-		if (rc == 0)
-			rc = sbx_call(b, hibernate, err, &sb);
+		rc = sbx_lifecycle_hibernate(b, ctl_redis(&o->app, b, &sb), &sb, 0, "command", err);
 	} else if (strcmp(o->op, "resume") == 0) {
 		rc = sbx_lifecycle_resume(b, ctl_redis(&o->app, b, &sb), &sb, err);
 	} else if (strcmp(o->op, "network") == 0) {
@@ -270,12 +265,14 @@ static int ctl_one(json_object *doc, void *ctx, struct sbx_err *err)
 			json_object_object_add(res, "policy", sbx_np_to_json(&o->policy));
 	} else {
 		struct sbx_timeout_policy t = {
-			.seconds = o->seconds, .on_timeout_pause = o->pause, .auto_resume = o->auto_resume,
+			.seconds = o->seconds, .on_timeout_pause = o->pause,
+			.on_timeout_hibernate = o->hibernate, .auto_resume = o->auto_resume,
 		};
 		rc = sbx_lifecycle_timeout(b, ctl_redis(&o->app, b, &sb), &sb, &t, err);
 		if (rc == 0) {
 			sbx_json_set_int(res, "seconds", t.seconds);
-			sbx_json_set_str(res, "on_timeout", t.on_timeout_pause ? "pause" : "kill");
+			sbx_json_set_str(res, "on_timeout",
+					 sbx_on_timeout_word(t.on_timeout_pause, t.on_timeout_hibernate));
 			if (t.auto_resume >= 0)
 				sbx_json_set_bool(res, "auto_resume", t.auto_resume);
 		}
@@ -420,7 +417,7 @@ int main(int argc, char **argv)
 	struct sbx_args a;
 	int rc = sbx_cli_parse(&cmd, argc, argv, on_opt, &o, &a, &err);
 	if (rc == 0 && o.auto_resume == 1 && !o.pause)
-		rc = sbx_usage_err(&err, "--auto-resume needs --on-timeout pause");
+		rc = sbx_usage_err(&err, "--auto-resume needs --on-timeout pause or hibernate");
 	if (rc < 0) {
 		sbx_np_clear(&o.policy);
 		return sbx_cli_report(cmd.name, &err);

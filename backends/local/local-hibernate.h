@@ -15,15 +15,24 @@
 #include "backend.h"
 #include "local-sb.h"
 
-/* Dump the running sandbox `id`'s tree (its init and every descendant)
- * into <dir>/hibernate, the tree killed by CRIU once the images are
- * whole, its memory freed.  The caller thaws a paused one first (CRIU
- * seizes the tasks) and freezes it again if this fails.  A hibernated one
+/* Dump the running or paused sandbox `id`'s tree (its init and every
+ * descendant) into <dir>/hibernate, the tree killed by CRIU once the
+ * images are whole, its memory freed.  A paused one is thawed for the
+ * dump (CRIU seizes the tasks) and frozen again if it fails; with
+ * SBX_HIBERNATE_IF_PAUSED a running one is a conflict.  A hibernated one
  * is left as it is.  Refused (unsupported) when a process of the sandbox
  * is outside the init's tree (sbx-proc's, a running command) or it has a
- * network policy.  A failed dump leaves the sandbox running as it was
- * (CRIU lets the tree go on).  Under the sandbox's hibernate lock. */
-int local_hibernate_dump(struct sbx_backend *b, const char *id, struct sbx_err *err);
+ * network policy.  A failed dump leaves the sandbox as it was (CRIU lets
+ * the tree go on).  The state is read, and everything done, under the
+ * sandbox's hibernate lock, which a resume on use of a paused sandbox
+ * takes too (local_sb_running): so the check "still paused" holds until
+ * the dump is whole. */
+int local_hibernate_dump(struct sbx_backend *b, const char *id, unsigned flags,
+			 struct sbx_err *err);
+
+/* The sandbox folder `dir`'s hibernate lock, taken (blocking); the fd to
+ * close, or -1. */
+int local_hibernate_lock(const char *dir, struct sbx_err *err);
 
 /* Restore the hibernated sandbox `id`: leftovers of an earlier restore
  * that died killed first, the tree restored from <dir>/hibernate, the

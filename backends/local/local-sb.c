@@ -190,7 +190,8 @@ static void idle_show(const struct local_rec *r, enum local_state ls, json_objec
 }
 
 /* The keys of extra that local_rec_to_sandbox writes (idle_show's too). */
-static const char *const owned_extra[] = {"network_policy", "awake_by", "awake", "paused_by"};
+static const char *const owned_extra[] = {"network_policy", "awake_by", "awake", "paused_by",
+					  "on_timeout"};
 
 json_object *local_sb_extra_merge(json_object *kept, json_object *fresh)
 {
@@ -237,6 +238,13 @@ void local_rec_to_sandbox(struct sbx_backend *b, const struct local_rec *r,
 	sb->extra = json_object_new_object();
 	if (np)
 		json_object_object_add(sb->extra, "network_policy", np);
+	/* What its idle timer does, when it has one: "hibernate" is what the
+	 * reaper's hibernate pass looks for (reap.h). */
+	json_object *to = sbx_json_obj(r->j, "timeout");
+	const char *idle_act = to && sbx_json_int(to, "seconds", 0) > 0 ? sbx_json_str(to, "on_timeout")
+									   : NULL;
+	if (idle_act)
+		sbx_json_set_str(sb->extra, "on_timeout", idle_act);
 	idle_show(r, ls, sb->extra);
 }
 

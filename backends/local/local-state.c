@@ -158,14 +158,33 @@ int local_sb_running(struct sbx_backend *b, const char *id, int resume, pid_t *p
 			return -1;
 	}
 	if (st == LOCAL_PAUSED) {
-		/* Auto-resume.  Activity first, so the idle timer does not
-		 * freeze it again before the caller gets to use it. */
-		local_sb_touch(b, id);
-		if (local_sb_freeze(b, id, 0, err) < 0)
+		/* Auto-resume, under the hibernate lock: a hibernate of a
+		 * paused sandbox (the reaper's, SBX_HIBERNATE_IF_PAUSED) then
+		 * either took it whole before (hibernated: restored, once
+		 * more round) or finds it running after.  Activity first, so
+		 * the idle timer does not freeze it again before the caller
+		 * gets to use it. */
+		if (local_rec_load(b, id, &r, err) < 0)
 			return -1;
-		/* For the resumed event the reaper writes (idle_notes):
-		 * resume on use happens below every program's Redis. */
-		idle_log_resume(b, id);
+		int lk = local_hibernate_lock(r.dir, err);
+		rc = lk < 0 ? -1 : local_rec_state_cont(b, &r, "resume", &st, err);
+		local_rec_free(&r);
+		if (rc == 0 && st == LOCAL_PAUSED) {
+			local_sb_touch(b, id);
+			rc = local_sb_freeze(b, id, 0, err);
+			/* For the resumed event the reaper writes (idle_notes):
+			 * resume on use happens below every program's Redis. */
+			if (rc == 0)
+				idle_log_resume(b, id);
+		}
+		if (lk >= 0)
+			close(lk);
+		if (rc < 0)
+			return -1;
+		if (st == LOCAL_HIBERNATED)
+			return local_sb_running(b, id, resume, pid, start, err);
+		if (st != LOCAL_PAUSED && st != LOCAL_RUNNING)
+			return local_state_error(id, st, "resume", err);
 	} else if (st != LOCAL_RUNNING) {
 		return local_state_error(id, st, "resume", err);
 	}

@@ -181,7 +181,8 @@ static int create_record(struct sbx_backend *b, const struct sbx_create_req *req
 		json_object_object_add(j, "env", env);
 	json_object *to = sbx_json_child(j, "timeout");
 	sbx_json_set_int(to, "seconds", req->timeout.seconds);
-	sbx_json_set_str(to, "on_timeout", req->timeout.on_timeout_pause ? "pause" : "kill");
+	sbx_json_set_str(to, "on_timeout", sbx_on_timeout_word(req->timeout.on_timeout_pause,
+							     req->timeout.on_timeout_hibernate));
 	sbx_json_set_bool(to, "auto_resume", req->timeout.auto_resume);
 	sbx_json_set_bool(j, "resume_on_use", req->timeout.auto_resume);
 	json_object *lim = sbx_json_child(j, "limits");
@@ -533,7 +534,7 @@ static int local_set_timeout(struct sbx_backend *b, struct sbx_sandbox *sb,
 		pol.auto_resume = sbx_json_bool(r.j, "resume_on_use", 1);
 	t = &pol;
 	sbx_json_set_int(to, "seconds", t->seconds);
-	sbx_json_set_str(to, "on_timeout", t->on_timeout_pause ? "pause" : "kill");
+	sbx_json_set_str(to, "on_timeout", sbx_on_timeout_word(t->on_timeout_pause, t->on_timeout_hibernate));
 	sbx_json_set_bool(to, "auto_resume", t->auto_resume);
 	sbx_json_set_bool(r.j, "resume_on_use", t->auto_resume);
 	int rc = local_rec_write(r.dir, r.j, err);
@@ -618,30 +619,13 @@ static int local_hibernate_check(struct sbx_backend *b, struct sbx_err *err)
 	return local_criu_check(local_of(b)->dir, err);
 }
 
-/* Hibernate (local-hibernate.h): a paused sandbox is thawed for the dump
- * and frozen again if it fails; a hibernated one is left as it is. */
-static int local_hibernate_op(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err)
+/* Hibernate (local-hibernate.h, which takes the state under the
+ * sandbox's hibernate lock). */
+static int local_hibernate_op(struct sbx_backend *b, struct sbx_sandbox *sb, unsigned flags,
+			      struct sbx_err *err)
 {
-	struct local_rec r;
-	if (local_rec_load(b, sb->id, &r, err) < 0)
+	if (local_hibernate_dump(b, sb->id, flags, err) < 0)
 		return -1;
-	enum local_state st;
-	int rc = local_rec_state_cont(b, &r, "hibernate", &st, err);
-	local_rec_free(&r);
-	if (rc < 0)
-		return -1;
-	if (st == LOCAL_HIBERNATED)
-		return refresh(b, sb, err);
-	if (st != LOCAL_RUNNING && st != LOCAL_PAUSED)
-		return local_state_error(sb->id, st, "hibernate", err);
-	if (st == LOCAL_PAUSED && local_sb_freeze(b, sb->id, 0, err) < 0)
-		return -1;
-	if (local_hibernate_dump(b, sb->id, err) < 0) {
-		struct sbx_err e = {0};
-		if (st == LOCAL_PAUSED)
-			(void)local_sb_freeze(b, sb->id, 1, &e);
-		return -1;
-	}
 	return refresh(b, sb, err);
 }
 

@@ -142,6 +142,15 @@ int sbx_backend_hibernate_check(struct sbx_backend *b, struct sbx_err *err)
 	return 0;
 }
 
+int sbx_backend_create(struct sbx_backend *b, const struct sbx_create_req *req,
+		       struct sbx_sandbox *out, struct sbx_err *err)
+{
+	if (req->timeout.seconds > 0 && req->timeout.on_timeout_pause &&
+	    req->timeout.on_timeout_hibernate && sbx_backend_hibernate_check(b, err) < 0)
+		return sbx_err_prefix(err, "on_timeout hibernate"), -1;
+	return sbx_call(b, create, err, req, out);
+}
+
 int sbx_backend_require(struct sbx_backend *b, unsigned need, const char *op,
 			struct sbx_err *err)
 {

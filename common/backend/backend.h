@@ -68,9 +68,13 @@ json_object *sbx_sandbox_to_json(const struct sbx_sandbox *sb);
 /* From a document's `sandbox` object; needs at least "id". */
 int sbx_sandbox_from_json(json_object *o, struct sbx_sandbox *sb, struct sbx_err *err);
 
+#define SBX_HIBERNATE_IF_PAUSED 1u   /* hibernate's flags */
+
 struct sbx_timeout_policy {
 	int64_t seconds;         /* idle seconds; 0 = never */
 	int on_timeout_pause;    /* 1 pause, 0 kill */
+	int on_timeout_hibernate; /* with on_timeout_pause: the reaper's next
+				  * run hibernates the idle pause (reap.h) */
 	int auto_resume;         /* a paused sandbox resumes on the next command;
 				  * set_timeout: -1 keeps the sandbox's setting */
 };
@@ -435,8 +439,12 @@ struct sbx_backend_ops {
 	int (*hibernate_check)(struct sbx_backend *b, struct sbx_err *err);
 	/* Optional, only where hibernate_check passes: hibernate the sandbox
 	 * (a paused state, "hibernated"; a resume or the next command
-	 * restores it).  Local only (docs/local.md, Hibernate). */
-	int (*hibernate)(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err);
+	 * restores it).  Local only (docs/local.md, Hibernate).  With
+	 * SBX_HIBERNATE_IF_PAUSED only a paused sandbox is, checked where a
+	 * resume on use cannot slip in between (a running one: conflict),
+	 * so the reaper never takes a sandbox that a command just woke. */
+	int (*hibernate)(struct sbx_backend *b, struct sbx_sandbox *sb, unsigned flags,
+			 struct sbx_err *err);
 	int (*set_timeout)(struct sbx_backend *b, struct sbx_sandbox *sb,
 			   const struct sbx_timeout_policy *t, struct sbx_err *err);
 	/* Replace a running or paused sandbox's egress policy, atomically:
@@ -667,6 +675,12 @@ const char *const *sbx_backend_names(void);
 /* What the backend advertises (SBX_CAP_* bits, and the derived ones);
  * 0 when it has no caps operation.  The one place that reads ops->caps. */
 unsigned sbx_backend_caps(struct sbx_backend *b);
+/* The backend's create, after what every create asks of it: an idle
+ * timer whose action is hibernate needs a backend that can hibernate
+ * here (else unsupported with the reason: never a plain pause in its
+ * place).  Every create goes through here, never ops->create itself. */
+int sbx_backend_create(struct sbx_backend *b, const struct sbx_create_req *req,
+		       struct sbx_sandbox *out, struct sbx_err *err);
 /* 0 when the backend can hibernate sandboxes here (ops->hibernate_check
  * passes and it has ops->hibernate); else -1 with `unsupported` and the
  * reason: never a plain pause in its place. */

@@ -78,7 +78,7 @@ static const char *const profile_keys[] = {
 	"backend", "endpoint", "template", "state_dir", "redis_url", "redis_password_file",
 	"prefix", "api_key_file", "api_key_env", "allow_private",
 	"allow_internet", "allow_public", "memory", "pids", "cpus", "disk", "shm",
-	"idle_timeout", "on_timeout", "auto_resume", "description", "options", "env",
+	"idle_timeout", "on_timeout", "hibernate_paused", "auto_resume", "description", "options", "env",
 	"redis_nodes", "events_maxlen", "network_policy", "quota", "retain_paused", "volumes",
 	"checkpoints_keep", "audit_maxlen", "audit_max_age", "audit",
 };
@@ -295,16 +295,33 @@ static int apply_profile(struct sbx_profile *p, json_object *o, struct sbx_err *
 	if ((s = sbx_json_str(o, "retain_paused")) &&
 	    sbx_parse_duration_ms(s, &p->retain_paused_ms, err) < 0)
 		return sbx_err_prefix(err, "profile '%s': retain_paused", p->name), err->exit_status = SBX_EXIT_CONFIG, -1;
-	if ((s = sbx_json_str(o, "on_timeout"))) {
-		if (strcmp(s, "pause") && strcmp(s, "kill"))
-			return sbx_fail_config(err, "config", "profile '%s': on_timeout must be pause or kill", p->name);
-		p->on_timeout_pause = strcmp(s, "pause") == 0;
-	}
+	if ((s = sbx_json_str(o, "hibernate_paused")) &&
+	    sbx_parse_duration_ms(s, &p->hibernate_paused_ms, err) < 0)
+		return sbx_err_prefix(err, "profile '%s': hibernate_paused", p->name), err->exit_status = SBX_EXIT_CONFIG, -1;
+	if ((s = sbx_json_str(o, "on_timeout")) &&
+	    sbx_on_timeout_parse(s, &p->on_timeout_pause, &p->on_timeout_hibernate) < 0)
+		return sbx_fail_config(err, "config", "profile '%s': on_timeout must be pause, kill or hibernate",
+				       p->name);
 	if (sbx_json_bool(o, "auto_resume", 0) && !p->on_timeout_pause)
-		return sbx_fail_config(err, "config", "profile '%s': auto_resume needs on_timeout pause", p->name);
+		return sbx_fail_config(err, "config", "profile '%s': auto_resume needs on_timeout pause or hibernate",
+				       p->name);
 	if (check_netpolicy(p, o, err) < 0 || parse_quota(p, o, err) < 0)
 		return -1;
 	return sbx_config_cidrs(p->name, o, "redis_nodes", &p->redis_nodes, err);
+}
+
+int sbx_on_timeout_parse(const char *word, int *pause, int *hibernate)
+{
+	if (strcmp(word, "pause") && strcmp(word, "kill") && strcmp(word, "hibernate"))
+		return -1;
+	*pause = strcmp(word, "kill") != 0;
+	*hibernate = strcmp(word, "hibernate") == 0;
+	return 0;
+}
+
+const char *sbx_on_timeout_word(int pause, int hibernate)
+{
+	return !pause ? "kill" : hibernate ? "hibernate" : "pause";
 }
 
 int sbx_config_load(const char *name, struct sbx_profile **out, struct sbx_err *err)

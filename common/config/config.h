@@ -57,6 +57,14 @@ struct sbx_quota {
 #define SBX_CHECKPOINTS_KEEP_DEFAULT 20
 #define SBX_AUDIT_MAXLEN_DEFAULT 100000   /* records of a tenant's audit stream (audit.h) */
 
+/* The idle timer's action as documents and flags spell it: "pause",
+ * "kill", or "hibernate": a pause that the reaper's next run hibernates
+ * where the backend can (sbx-reap(1), HIBERNATION).  Sets *pause and
+ * *hibernate; -1 for any other word. */
+int sbx_on_timeout_parse(const char *word, int *pause, int *hibernate);
+/* The word of a (pause, hibernate) pair. */
+const char *sbx_on_timeout_word(int pause, int hibernate);
+
 struct sbx_profile {
 	char *name;             /* "default" when none is configured */
 	char *backend;          /* "local", "docker", "e2b", "cube" */
@@ -79,6 +87,11 @@ struct sbx_profile {
 	struct sbx_limits limits;
 	int64_t idle_timeout_ms;  /* idle timer; 0 = never */
 	int on_timeout_pause;     /* 1 = pause when idle, 0 = kill */
+	int on_timeout_hibernate; /* with on_timeout_pause: the idle pause is
+				   * then hibernated (sbx_on_timeout_parse) */
+	int64_t hibernate_paused_ms; /* a paused session sandbox is hibernated
+				   * this long after its pause (the reaper);
+				   * 0 = never */
 	int auto_resume;
 	int64_t events_maxlen;    /* the event stream's length (events.h); 0 = no events */
 	int64_t audit_maxlen;     /* the audit stream's length (audit.h); 0 = no record */

@@ -11,12 +11,13 @@
  *
  * Schema (every field a string; man sbx(7), EVENTS):
  *   v        "1", the schema version
- *   type     created, resolved, paused, resumed, stopped, killed,
- *            snapshot, published, stale, lease, timeout
+ *   type     created, resolved, paused, hibernated, resumed, stopped,
+ *            killed, snapshot, published, stale, lease, timeout
  *   time     ISO-8601 UTC with milliseconds, when it was appended
  *   tenant   always; session and sandbox when there is one
  *   how      resolved: bound, claimed, created, rebuilt; lease: begin, end
- *   why      paused: command, idle; killed: command, orphan, retired ...
+ *   why      paused: command, idle; hibernated: command, idle, retention;
+ *            killed: command, orphan, retired ...
  *   by       the program that did it (program_invocation_short_name)
  *   detail   a JSON object, when the event has more to say
  * A reader sees each entry as one JSON object: the fields above plus "id"

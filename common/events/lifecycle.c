@@ -58,6 +58,32 @@ int sbx_lifecycle_pause(struct sbx_backend *b, struct sbx_redis *r, struct sbx_s
 	return 0;
 }
 
+int sbx_lifecycle_hibernate(struct sbx_backend *b, struct sbx_redis *r, struct sbx_sandbox *sb,
+			    unsigned flags, const char *why, struct sbx_err *err)
+{
+	const char *t = NULL, *s = NULL;
+	SBX_AUTOFREE char *before = NULL;
+	int slot = 0;
+	if (sbx_backend_hibernate_check(b, err) < 0)
+		return -1;
+	if (r && sb->state == SBX_STATE_RUNNING && session_of(sb, &t, &s)) {
+		int64_t bytes = -1;
+		if (b->ops->paused_bytes && b->ops->paused_bytes(b, sb, &bytes, err) < 0)
+			return -1;
+		slot = sbx_quota_pause(r, b->profile ? &b->profile->quota : &no_quota, t, s, bytes,
+				       &before, err);
+		if (slot < 0)
+			return -1;
+	}
+	if (sbx_call(b, hibernate, err, sb, flags) < 0) {
+		if (slot > 0)
+			sbx_quota_restore(r, t, s, before);
+		return -1;
+	}
+	sbx_event_sandbox(r, sb, "hibernated", NULL, why, NULL);
+	return 0;
+}
+
 /* A session sandbox takes a running slot before it is thawed: over the
  * quota it stays paused (capacity, nothing done); a thaw that fails gives
  * the slot back. */
@@ -84,11 +110,13 @@ int sbx_lifecycle_resume(struct sbx_backend *b, struct sbx_redis *r, struct sbx_
 int sbx_lifecycle_timeout(struct sbx_backend *b, struct sbx_redis *r, struct sbx_sandbox *sb,
 			  struct sbx_timeout_policy *t, struct sbx_err *err)
 {
+	if (t->on_timeout_hibernate && sbx_backend_hibernate_check(b, err) < 0)
+		return sbx_err_prefix(err, "--on-timeout hibernate"), -1;
 	if (sbx_call(b, set_timeout, err, sb, t) < 0)
 		return -1;
 	json_object *d = json_object_new_object();
 	sbx_json_set_int(d, "seconds", t->seconds);
-	sbx_json_set_str(d, "on_timeout", t->on_timeout_pause ? "pause" : "kill");
+	sbx_json_set_str(d, "on_timeout", sbx_on_timeout_word(t->on_timeout_pause, t->on_timeout_hibernate));
 	if (t->auto_resume >= 0)
 		sbx_json_set_bool(d, "auto_resume", t->auto_resume);
 	sbx_event_sandbox(r, sb, "timeout", NULL, "command", d);

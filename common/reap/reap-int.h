@@ -33,6 +33,7 @@ struct item {
 	int installer;
 	int t;                /* index into run.tenants, -1 when none */
 	const char *reason;   /* why it is kept; NULL = orphan (to delete) */
+	int ours;             /* of this run's keyspace (keyspace_verdict) */
 };
 
 struct run {
@@ -47,6 +48,9 @@ struct run {
 	json_object *ledger, *snapshots, *idle;   /* sections, added at the end */
 	json_object *images;
 	json_object *checkpoints;  /* retention of the sessions' histories */
+	json_object *hibernated;   /* hibernation: done (or, dry, would be) */
+	char *hibernate_off;       /* why this host cannot hibernate, when a
+				    * sandbox was due (reap.hibernate_unavailable) */
 	struct sbx_err first;  /* first failure */
 	int nfailed;
 	long long deletions;  /* done (or planned, in a dry run) */
@@ -66,7 +70,9 @@ struct run {
 };
 
 /* Each is described where it is defined: do_snapshots in reap-snap.c,
- * do_checkpoints in reap-ckpt.c, the others in reap-run.c. */
+ * do_checkpoints in reap-ckpt.c, do_hibernate in reap-hib.c, entry in
+ * reap.c, the others in reap-run.c. */
+json_object *entry(const struct item *it, const char *reason);
 void note_failure(struct run *run, const char *id, const char *what,
 		  const struct sbx_err *e);
 int lease_keep(struct run *run);
@@ -75,5 +81,6 @@ void lease_release(struct run *run);
 const char *keyspace_verdict(struct run *run, const char *ks, const char *what);
 void do_snapshots(struct run *run);
 void do_checkpoints(struct run *run);
+void do_hibernate(struct run *run);
 
 #endif

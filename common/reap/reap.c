@@ -53,7 +53,7 @@
 /* The run's state is in reap-int.h; its failures, lease and keyspace
  * verdict in reap-run.c. */
 
-static json_object *entry(const struct item *it, const char *reason)
+json_object *entry(const struct item *it, const char *reason)
 {
 	json_object *e = json_object_new_object();
 	sbx_json_set_str(e, "id", it->sb.id);
@@ -206,6 +206,7 @@ static void classify_local(struct run *run)
 			it->reason = why;
 			continue;
 		}
+		it->ours = 1;
 		if (!it->tenant || sbx_id_check("tenant", it->tenant, it->tlen, &ignored) < 0) {
 			/* No tenant: nothing in Redis can vouch for it either way. */
 			it->reason = it->tenant ? "invalid-metadata" : "no-tenant";
@@ -466,7 +467,8 @@ static void do_expire(struct run *run)
 		const char *why = NULL;
 		rc = lease_keep(run) < 0 ? 0 : sbx_session_expire(run->b, run->r, &it->sb, &gone, &why,
 								  &err);
-		settle(run, it, e, run->expired, rc, why, "retention", &err);
+		if (settle(run, it, e, run->expired, rc, why, "retention", &err))
+			it->reason = "expired";     /* not hibernated after */
 	}
 }
 
@@ -606,6 +608,7 @@ static void run_free(struct run *run)
 		free(run->tenants[i].refused);
 	}
 	free(run->tenants);
+	free(run->hibernate_off);
 	sbx_sset_free(&run->tenant_idx);
 	sbx_sset_free(&run->templates_in_use);
 }
@@ -703,6 +706,9 @@ static int run_phases(struct run *run, json_object *refused, struct sbx_err *err
 	do_expire(run);
 	if (run->expired)
 		PHASE("retention");
+	do_hibernate(run);
+	if (run->hibernated)
+		PHASE("hibernate");
 	do_checkpoints(run);
 	PHASE("checkpoints");
 	do_ledger(run);
@@ -751,6 +757,11 @@ static void report_close(struct run *run, json_object *refused)
 		json_object_object_add(run->rep, "images", run->images);
 	if (run->checkpoints)
 		json_object_object_add(run->rep, "checkpoints", run->checkpoints);
+	if (run->hibernated)
+		json_object_object_add(run->rep, run->o->dry_run ? "would_hibernate" : "hibernated",
+				       run->hibernated);
+	if (run->hibernate_off)
+		sbx_json_set_str(run->rep, "hibernate_unavailable", run->hibernate_off);
 	if (run->keyspace[0])
 		sbx_json_set_str(run->rep, "keyspace", run->keyspace);
 	json_object_object_add(run->rep, "keyspaces", run->keyspaces);

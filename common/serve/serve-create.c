@@ -282,7 +282,7 @@ int serve_create_sandbox(const struct serve_req *r, json_object *in, int v2, jso
 		 * a backend without inbound access (local) serves E2B's default
 		 * allowPublicTraffic: true. */
 		req.net.allow_public = 0;
-		rc = sbx_call(b, create, err, &req, &sb);
+		rc = sbx_backend_create(b, &req, &sb, err);
 		json_object_put(meta);
 		if (rc == 0 && serve_vol_attach(r, b, &sv, sb.id, err) < 0)
 			rc = -1;

@@ -211,7 +211,7 @@ int serve_team_lock(const char *dir, const char *team, struct sbx_err *err)
 int serve_pause(struct sbx_backend *b, struct sbx_sandbox *sb, struct sbx_err *err)
 {
 	struct sbx_err why = {0};
-	if (sbx_backend_hibernate_check(b, &why) == 0 && sbx_call(b, hibernate, &why, sb) == 0)
+	if (sbx_backend_hibernate_check(b, &why) == 0 && sbx_call(b, hibernate, &why, sb, 0u) == 0)
 		return 0;
 	return sbx_call(b, pause, err, sb);
 }

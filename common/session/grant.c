@@ -39,6 +39,8 @@ json_object *sbx_grant_of(const struct sbx_create_req *cr)
 	json_object *t = json_object_new_object();
 	sbx_json_set_int(t, "seconds", cr->timeout.seconds);
 	sbx_json_set_bool(t, "pause", cr->timeout.on_timeout_pause);
+	if (cr->timeout.on_timeout_hibernate)
+		sbx_json_set_bool(t, "hibernate", 1);
 	sbx_json_set_bool(t, "auto_resume", cr->timeout.auto_resume > 0);
 	json_object_object_add(g, "timeout", t);
 	json_object *n = json_object_new_object();
@@ -75,6 +77,7 @@ static void from_profile(const struct sbx_profile *p, struct sbx_grant_req *g)
 	cr->limits = p->limits;
 	cr->timeout.seconds = p->idle_timeout_ms / 1000;
 	cr->timeout.on_timeout_pause = p->on_timeout_pause;
+	cr->timeout.on_timeout_hibernate = p->on_timeout_hibernate;
 	cr->timeout.auto_resume = p->auto_resume;
 	cr->net.allow_internet = p->allow_internet;
 	cr->net.allow_public = p->allow_public;
@@ -124,6 +127,7 @@ static int from_grant(json_object *g, struct sbx_grant_req *q, const char **spec
 	cr->limits.shm_bytes = sbx_json_int(l, "shm_bytes", 0);
 	cr->timeout.seconds = sbx_json_int(t, "seconds", 0);
 	cr->timeout.on_timeout_pause = sbx_json_bool(t, "pause", 0);
+	cr->timeout.on_timeout_hibernate = cr->timeout.on_timeout_pause && sbx_json_bool(t, "hibernate", 0);
 	cr->timeout.auto_resume = sbx_json_bool(t, "auto_resume", 0);
 	cr->net.allow_internet = sbx_json_bool(n, "allow_internet", 0);
 	cr->net.allow_public = sbx_json_bool(n, "allow_public", 0);

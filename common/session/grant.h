@@ -6,7 +6,7 @@
  *
  *   {"env": {...}, "volumes": ["NAME:/PATH[:ro]", ...],
  *    "limits": {"memory_bytes", "pids", "cpus", "disk_bytes", "shm_bytes"},
- *    "timeout": {"seconds", "pause", "auto_resume"},
+ *    "timeout": {"seconds", "pause", "hibernate"?, "auto_resume"},
  *    "network": {"allow_internet", "allow_public", "policy"?, "allow_out"?,
  *                "deny_out"?}}
  *

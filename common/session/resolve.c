@@ -481,7 +481,7 @@ static int create_and_bind(struct rs *c, struct sbx_sandbox *out, struct sbx_err
 	cr.metadata = ownership(c, cr.metadata);
 	point("resolve:before-create");
 	struct sbx_sandbox sb = {0};
-	int rc = sbx_call(c->b, create, err, &cr, &sb);
+	int rc = sbx_backend_create(c->b, &cr, &sb, err);
 	json_object_put(cr.metadata);
 	if (rc < 0)
 		return -1;
@@ -517,7 +517,7 @@ static int installer(struct rs *c, struct sbx_sandbox *out, const char **how,
 	char g[24];
 	snprintf(g, sizeof(g), "%lld", (long long)gen);
 	sbx_json_set_str(cr.metadata, SBX_MD_IMAGE_GENERATION, g);
-	int rc = sbx_call(c->b, create, err, &cr, out);
+	int rc = sbx_backend_create(c->b, &cr, out, err);
 	json_object_put(cr.metadata);
 	if (rc < 0)
 		return -1;

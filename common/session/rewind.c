@@ -109,7 +109,7 @@ static int rewind_locked(struct sbx_backend *b, struct sbx_redis *r, struct sbx_
 		rc = owned_like(r, b, q, &old, &g.cr.metadata, err);
 	struct sbx_sandbox nsb = {0};
 	if (rc == 0) {
-		rc = sbx_call(b, create, err, &g.cr, &nsb);
+		rc = sbx_backend_create(b, &g.cr, &nsb, err);
 		json_object_put(g.cr.metadata);
 		g.cr.metadata = NULL;
 	}

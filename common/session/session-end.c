@@ -112,26 +112,54 @@ static int end_orphan(struct sbx_backend *b, struct sbx_redis *r, const struct s
 	return rc < 0 ? -1 : rc == 2;
 }
 
-int sbx_session_retain_until(struct sbx_backend *b, struct sbx_redis *r,
-			     const struct sbx_sandbox *sb, int64_t *until, struct sbx_err *err)
+/* The clock of the paused tiers (retention, hibernation): when a paused
+ * session sandbox's pause began, in unix seconds: sbx's own pause (the
+ * quota's paused time), else its last use (a pause by its own idle
+ * timer); *own is the tenant's own retention (-1: none).  1 with *at; 0
+ * when not a paused session sandbox or no time is known; -1 err. */
+static int paused_since(const struct sbx_sandbox *sb, struct sbx_redis *r, int64_t *at,
+			int64_t *own, struct sbx_err *err)
 {
 	const char *tenant, *session;
-	int64_t keep = b->profile ? b->profile->retain_paused_ms : 0, at = 0, own = -1;
-	*until = 0;
+	*at = 0;
+	*own = -1;
 	if (sb->state != SBX_STATE_PAUSED || !sbx_binding_owner(sb, &tenant, &session))
 		return 0;
 	if (sbx_ids_check(tenant, "session", session, err) < 0 ||
-	    sbx_quota_retention(r, tenant, session, &at, &own, err) < 0)
+	    sbx_quota_retention(r, tenant, session, at, own, err) < 0)
 		return -1;
+	if (*at <= 0)
+		*at = sb->active_at;
+	return *at > 0;
+}
+
+int sbx_session_retain_until(struct sbx_backend *b, struct sbx_redis *r,
+			     const struct sbx_sandbox *sb, int64_t *until, struct sbx_err *err)
+{
+	int64_t keep = b->profile ? b->profile->retain_paused_ms : 0, at, own;
+	*until = 0;
+	int rc = paused_since(sb, r, &at, &own, err);
+	if (rc <= 0)
+		return rc;
 	if (own >= 0)
 		keep = own;             /* the tenant's own tier (sbx-ctl quota) */
 	if (keep <= 0)
 		return 0;
-	if (at <= 0)
-		at = sb->active_at;     /* paused by its own idle timer: its last use */
-	if (at <= 0)
-		return 0;
 	*until = at + (keep + 999) / 1000;
+	return 1;
+}
+
+int sbx_session_hibernate_at(struct sbx_backend *b, struct sbx_redis *r,
+			     const struct sbx_sandbox *sb, int64_t *when, struct sbx_err *err)
+{
+	int64_t after = b->profile ? b->profile->hibernate_paused_ms : 0, at, own;
+	*when = 0;
+	if (after <= 0 || !strcmp(sbx_sandbox_state(sb), "hibernated"))
+		return 0;
+	int rc = paused_since(sb, r, &at, &own, err);
+	if (rc <= 0)
+		return rc;
+	*when = at + (after + 999) / 1000;
 	return 1;
 }
 

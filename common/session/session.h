@@ -97,6 +97,13 @@ int sbx_session_end(struct sbx_backend *b, struct sbx_redis *r, const struct sbx
  * (no retention, not paused, no session, no time known); -1 err. */
 int sbx_session_retain_until(struct sbx_backend *b, struct sbx_redis *r,
 			     const struct sbx_sandbox *sb, int64_t *until, struct sbx_err *err);
+/* Hibernation (the profile's hibernate_paused): when a paused session
+ * sandbox is hibernated, in unix seconds, by the retention's clock (its
+ * pause by sbx, else its last use) plus the profile's hibernate_paused.
+ * 1 with *when; 0 when never (no such tier, not paused, hibernated
+ * already, no session, no time known); -1 err. */
+int sbx_session_hibernate_at(struct sbx_backend *b, struct sbx_redis *r,
+			     const struct sbx_sandbox *sb, int64_t *when, struct sbx_err *err);
 /* End a paused session sandbox past its retention (sbx-reap), as
  * sbx_session_retire ends an idle one: under the session's lock (tried
  * once), only while the binding still names sb and a fresh look finds it

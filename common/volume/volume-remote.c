@@ -59,7 +59,7 @@ static int helper_open(struct sbx_redis *r, struct sbx_backend *b, const struct 
 	sbx_json_set_str(md, "sbx.volume", v->name);
 	struct sbx_create_req req = {.timeout = {.seconds = 600}, .metadata = md,
 				     .volumes = &m, .nvolumes = 1};
-	int rc = sbx_call(b, create, err, &req, sb);
+	int rc = sbx_backend_create(b, &req, sb, err);
 	json_object_put(md);
 	if (rc == 0)
 		*full = sbx_xasprintf("%s%s", SBX_VOL_HELPER_DIR, np);
