@@ -15,6 +15,7 @@
 # and of a dump.
 load lib/helpers
 load lib/serve
+load lib/session
 bats_require_minimum_version 1.5.0
 
 setup_file() {
@@ -281,4 +282,92 @@ ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 	[ "$(sbx-proc ls --id "$id" | jq -r --argjson p "$dp" '.procs[] | select(.pid == $p) | .running')" = true ]
 	api DELETE "/sandboxes/$id" >/dev/null
 	serve_stop hib
+}
+
+# The idle timer's hibernate (--on-timeout hibernate) and the paused tier
+# (hibernate_paused): the timer inside the sandbox pauses it, and the
+# reaper's next run hibernates it (sbx-reap(1), HIBERNATION).
+# A bound session sandbox with a detached sleep (setsid: in the init's
+# tree) whose pid is the proof that the same process comes back.
+idle_session() { # TENANT TIMEOUT-FLAGS...: prints "ID PID"
+	local t=$1 id p
+	shift
+	id=$(sbx-create --tenant "$t" --session s1 "$@" | jq -r .sandbox.id)
+	p=$(sbx-exec --id "$id" -- sh -c 'setsid sleep 3600 </dev/null >/dev/null 2>&1 & echo $!' |
+		jq -r .exec.stdout)
+	echo "$id $p"
+}
+state_of() { sbx-ls --id "$1" | jq -r '.sandbox.state_word // .sandbox.state'; }
+wait_state() { # ID STATE
+	local i
+	for i in $(seq 1 150); do [ "$(state_of "$1")" = "$2" ] && return 0; sleep 0.2; done
+	fail "sandbox $1 is $(state_of "$1"), not $2"
+}
+alive_in() { sbx-exec --id "$1" -- sh -c 'kill -0 "$1" && echo alive' sh "$2" | jq -r .exec.stdout; }
+
+@test "--on-timeout hibernate: the idle timer pauses, the next sbx-reap hibernates (why idle), an sbx-exec restores the same process" {
+	local id p
+	read -r id p < <(idle_session hidle --timeout 2s --on-timeout hibernate)
+	[ "$p" -gt 1 ]
+	[ "$(sbx-ls --id "$id" | jq -r .sandbox.on_timeout)" = hibernate ]
+	wait_state "$id" paused
+	[ "$(sbx-ls --id "$id" | jq -r .sandbox.paused_by)" = idle ]
+	run --separate-stderr sbx-reap --tenant hidle --dry-run
+	assert_success
+	[ "$(jqo -c '[.reap.would_hibernate[] | [.id, .why]]')" = "[[\"$id\",\"idle\"]]" ]
+	[ "$(state_of "$id")" = paused ]
+	run --separate-stderr sbx-reap --tenant hidle
+	assert_success
+	[ "$(jqo -c '[.reap.hibernated[] | [.id, .why, .state]]')" = "[[\"$id\",\"idle\",\"hibernated\"]]" ]
+	[ "$(state_of "$id")" = hibernated ]
+	[ "$(sbx-events --tenant hidle | jq -r 'select(.type == "hibernated") | .why')" = idle ]
+	# The next run has nothing left to do.
+	run sbx-reap --tenant hidle
+	[ "$(jqo '.reap.hibernated // [] | length')" = 0 ]
+	[ "$(alive_in "$id" "$p")" = alive ]
+	[ "$(state_of "$id")" = running ]
+	sbx-ctl kill --id "$id" >/dev/null
+}
+
+@test "hibernate_paused: a paused session sandbox past the tier is hibernated by sbx-reap (why retention); before it, kept frozen" {
+	local c=$BATS_TEST_TMPDIR/config.json pr id p
+	pr=$(jq -r '.default_profile // "default"' "$SBX_CONFIG")
+	jq --arg p "$pr" '.profiles[$p] += {"hibernate_paused": "3s"}' "$SBX_CONFIG" >"$c"
+	export SBX_CONFIG=$c
+	read -r id p < <(idle_session htier)
+	sbx-ctl pause --id "$id" >/dev/null
+	run sbx-reap --tenant htier
+	assert_success
+	[ "$(jqo '.reap.hibernated // [] | length')" = 0 ]
+	[ "$(state_of "$id")" = paused ]
+	sleep 4                          # past the tier (its clock is in seconds)
+	run sbx-reap --tenant htier
+	assert_success
+	[ "$(jqo -c '[.reap.hibernated[] | [.id, .why]]')" = "[[\"$id\",\"retention\"]]" ]
+	[ "$(jqo -r '.reap.hibernated[0].hibernate_at')" != null ]
+	[ "$(state_of "$id")" = hibernated ]
+	run sbx-ctl resume --id "$id"
+	assert_success
+	[ "$(alive_in "$id" "$p")" = alive ]
+	sbx-ctl kill --id "$id" >/dev/null
+}
+
+@test "a command that wakes the sandbox between the reaper's look and its hibernate: skipped (not-paused), nothing dumped" {
+	local id p a st=0
+	read -r id p < <(idle_session hrace --timeout 2s --on-timeout hibernate)
+	wait_state "$id" paused
+	SBX_STOP=reap:before-hibernate sbx-reap --tenant hrace >"$BATS_TEST_TMPDIR/a.out" 2>&1 &
+	a=$!
+	wait_stopped "$a"
+	# The command resumes it on use while the reaper is stopped.
+	[ "$(alive_in "$id" "$p")" = alive ]
+	kill -CONT "$a"
+	wait "$a" || st=$?
+	[ "$st" -eq 0 ] || fail "sbx-reap: $(cat "$BATS_TEST_TMPDIR/a.out")"
+	[ "$(jq -r --arg id "$id" '.reap.skipped[] | select(.id == $id) | .reason' <"$BATS_TEST_TMPDIR/a.out")" = not-paused ]
+	[ "$(jq '.reap.hibernated | length' <"$BATS_TEST_TMPDIR/a.out")" = 0 ]
+	[ ! -e "$SBX_STATE_DIR/local/sandboxes/$id/hibernate" ]
+	[ "$(state_of "$id")" = running ]
+	[ "$(alive_in "$id" "$p")" = alive ]
+	sbx-ctl kill --id "$id" >/dev/null
 }

@@ -8,6 +8,7 @@
 # 3.17 fails `criu check` on newer kernels than Debian 12's):
 # tests/hibernate-vm.bats, which tests/vm-run runs there.
 load lib/helpers
+load lib/session
 bats_require_minimum_version 1.5.0
 
 setup_file() { sbx_setup_file; }
@@ -93,5 +94,72 @@ criu_path() { PATH="$PATH:/usr/sbin:/sbin:/usr/local/sbin" command -v criu; }
 	[ "$status" -eq 69 ]
 	[ "$(jqo .error.kind)" = unsupported ]
 	[[ "$(jqo .error.message)" == *"CRIU is not installed"* ]]
+	sbx-ctl kill --id "$id" >/dev/null
+}
+
+# The idle timer's third action and the paused tier (sbx-reap(1),
+# HIBERNATION) are refused or reported where CRIU cannot: never a plain
+# pause that looks like a hibernation.
+@test "--on-timeout hibernate where CRIU cannot: sbx-create refuses (69) with the reason, nothing is made" {
+	[ -n "$(expected_reason)" ] || skip "criu check passes here (tests/hibernate-vm.bats covers it)"
+	local n
+	n=$(sbx-ls --all | wc -l)
+	run --separate-stderr sbx-create --timeout 30s --on-timeout hibernate
+	[ "$status" -eq 69 ]
+	[ "$(jqo .error.kind)" = unsupported ]
+	[[ "$(jqo .error.message)" == "on_timeout hibernate: "*"$(expected_reason)"* ]]
+	[ "$(sbx-ls --all | wc -l)" = "$n" ]
+	# A word it does not know is a usage error.
+	run -64 sbx-create --timeout 30s --on-timeout sleep
+	# No idle timer, nothing to hibernate: made, with no timer.
+	run sbx-create --on-timeout hibernate
+	assert_success
+	sbx-ctl kill --id "$(jqo .sandbox.id)" >/dev/null
+}
+
+@test "sbx-ctl timeout --on-timeout hibernate where CRIU cannot: refused (69), the timer unchanged" {
+	[ -n "$(expected_reason)" ] || skip "criu check passes here (tests/hibernate-vm.bats covers it)"
+	local id
+	id=$(sbx-create --timeout 1h --on-timeout kill | jq -r .sandbox.id)
+	run --separate-stderr sbx-ctl timeout --id "$id" --seconds 60 --on-timeout hibernate
+	[ "$status" -eq 69 ]
+	[[ "$(jqo .error.message)" == *"$(expected_reason)"* ]]
+	[ "$(jq -r .timeout.on_timeout "$SBX_STATE_DIR/local/sandboxes/$id/sandbox.json")" = kill ]
+	[ "$(jq -r .timeout.seconds "$SBX_STATE_DIR/local/sandboxes/$id/sandbox.json")" = 3600 ]
+	run sbx-ctl timeout --id "$id" --seconds 60 --on-timeout pause
+	assert_success
+	[ "$(jqo .ctl.on_timeout)" = pause ]
+	sbx-ctl kill --id "$id" >/dev/null
+}
+
+@test "a profile's on_timeout hibernate where CRIU cannot: a session's create refuses; a bad word is a config error (78)" {
+	[ -n "$(expected_reason)" ] || skip "criu check passes here (tests/hibernate-vm.bats covers it)"
+	local c=$BATS_TEST_TMPDIR/config.json p
+	p=$(jq -r '.default_profile // "default"' "$SBX_CONFIG")
+	jq --arg p "$p" '.profiles[$p] += {"idle_timeout": "5m", "on_timeout": "hibernate"}' "$SBX_CONFIG" >"$c"
+	run --separate-stderr env SBX_CONFIG="$c" sbx-create --tenant hibp --session s1
+	[ "$status" -eq 69 ]
+	[[ "$(jqo .error.message)" == *"on_timeout hibernate: "*"$(expected_reason)"* ]]
+	[ "$(rcli exists "$(skey hibp s1 binding)")" = 0 ]
+	jq --arg p "$p" '.profiles[$p] += {"on_timeout": "nap"}' "$SBX_CONFIG" >"$c"
+	run --separate-stderr env SBX_CONFIG="$c" sbx-ls
+	[ "$status" -eq 78 ]
+	[[ "$stderr" == *"on_timeout must be pause, kill or hibernate"* ]]
+}
+
+@test "the reaper's hibernate tier where CRIU cannot: the report says why once, the paused sandbox stays paused" {
+	[ -n "$(expected_reason)" ] || skip "criu check passes here (tests/hibernate-vm.bats covers it)"
+	local c=$BATS_TEST_TMPDIR/config.json p id
+	p=$(jq -r '.default_profile // "default"' "$SBX_CONFIG")
+	jq --arg p "$p" '.profiles[$p] += {"hibernate_paused": "1s"}' "$SBX_CONFIG" >"$c"
+	export SBX_CONFIG=$c
+	id=$(sbx-create --tenant hibt --session s1 | jq -r .sandbox.id)
+	sbx-ctl pause --id "$id" >/dev/null
+	sleep 2.2                      # past the tier (the clock is in seconds)
+	run --separate-stderr sbx-reap --tenant hibt
+	assert_success
+	[[ "$(jqo .reap.hibernate_unavailable)" == *"$(expected_reason)"* ]]
+	[ "$(jqo '.reap.hibernated // "none"')" = none ]
+	[ "$(sbx-ls --id "$id" | jq -r '.sandbox.state_word // .sandbox.state')" = paused ]
 	sbx-ctl kill --id "$id" >/dev/null
 }

@@ -31,7 +31,6 @@
 
 #include "doc.h"
 #include "local-pid.h"
-#include "local-state.h"
 #include "util.h"
 
 #define MAX_EXT 32
@@ -423,33 +422,9 @@ static int dump_locked(struct local_rec *r, const char *id, struct sbx_err *err)
 	return 0;
 }
 
-int local_hibernate_dump(struct sbx_backend *b, const char *id, unsigned flags,
-			 struct sbx_err *err)
+int local_hibernate_dump_locked(struct local_rec *r, const char *id, struct sbx_err *err)
 {
-	struct local_rec r;
-	if (local_rec_load(b, id, &r, err) < 0)
-		return -1;
-	int lk = hib_lock(r.dir, err);
-	enum local_state st = LOCAL_DEAD;
-	int rc = lk < 0 ? -1 : local_rec_state_cont(b, &r, "hibernate", &st, err);
-	if (rc == 0 && st == LOCAL_HIBERNATED) {
-		/* already */
-	} else if (rc == 0 && st != LOCAL_RUNNING && st != LOCAL_PAUSED) {
-		rc = local_state_error(id, st, "hibernate", err);
-	} else if (rc == 0 && st == LOCAL_RUNNING && (flags & SBX_HIBERNATE_IF_PAUSED)) {
-		rc = sbx_fail(err, SBX_CONFLICT, "hibernate", "sandbox %s is no longer paused", id);
-	} else if (rc == 0) {
-		/* CRIU seizes the tasks: a paused sandbox is thawed for the
-		 * dump, frozen again when it fails. */
-		struct sbx_err e = {0};
-		rc = st == LOCAL_PAUSED ? local_sb_freeze(b, id, 0, err) : 0;
-		if (rc == 0 && (rc = dump_locked(&r, id, err)) < 0 && st == LOCAL_PAUSED)
-			(void)local_sb_freeze(b, id, 1, &e);
-	}
-	if (lk >= 0)
-		close(lk);
-	local_rec_free(&r);
-	return rc;
+	return dump_locked(r, id, err);
 }
 
 int local_hibernate_lock(const char *dir, struct sbx_err *err)

@@ -15,20 +15,16 @@
 #include "backend.h"
 #include "local-sb.h"
 
-/* Dump the running or paused sandbox `id`'s tree (its init and every
- * descendant) into <dir>/hibernate, the tree killed by CRIU once the
- * images are whole, its memory freed.  A paused one is thawed for the
- * dump (CRIU seizes the tasks) and frozen again if it fails; with
- * SBX_HIBERNATE_IF_PAUSED a running one is a conflict.  A hibernated one
- * is left as it is.  Refused (unsupported) when a process of the sandbox
- * is outside the init's tree (sbx-proc's, a running command) or it has a
- * network policy.  A failed dump leaves the sandbox as it was (CRIU lets
- * the tree go on).  The state is read, and everything done, under the
- * sandbox's hibernate lock, which a resume on use of a paused sandbox
- * takes too (local_sb_running): so the check "still paused" holds until
- * the dump is whole. */
-int local_hibernate_dump(struct sbx_backend *b, const char *id, unsigned flags,
-			 struct sbx_err *err);
+/* Dump the running sandbox of `r` (its init and every descendant) into
+ * <dir>/hibernate, the tree killed by CRIU once the images are whole, its
+ * memory freed.  A hibernated one is left as it is; any other state than
+ * running is a conflict.  Refused (unsupported) when a process of the
+ * sandbox is outside the init's tree (sbx-proc's, a running command) or
+ * it has a network policy.  A failed dump leaves the sandbox running as
+ * it was (CRIU lets the tree go on).  The caller holds the sandbox's
+ * hibernate lock (local_hibernate_lock) and has thawed a paused one
+ * (local.c's hibernate: CRIU seizes the tasks). */
+int local_hibernate_dump_locked(struct local_rec *r, const char *id, struct sbx_err *err);
 
 /* The sandbox folder `dir`'s hibernate lock, taken (blocking); the fd to
  * close, or -1. */

@@ -619,14 +619,38 @@ static int local_hibernate_check(struct sbx_backend *b, struct sbx_err *err)
 	return local_criu_check(local_of(b)->dir, err);
 }
 
-/* Hibernate (local-hibernate.h, which takes the state under the
- * sandbox's hibernate lock). */
+/* Hibernate (local-hibernate.h).  The state is read, a paused sandbox
+ * thawed for the dump (CRIU seizes the tasks) and frozen again when it
+ * fails, all under the sandbox's hibernate lock, which a resume on use of
+ * a paused sandbox takes too (local_sb_running): with
+ * SBX_HIBERNATE_IF_PAUSED, "still paused" holds until the dump is whole,
+ * and a command that comes meanwhile waits for it, then restores. */
 static int local_hibernate_op(struct sbx_backend *b, struct sbx_sandbox *sb, unsigned flags,
 			      struct sbx_err *err)
 {
-	if (local_hibernate_dump(b, sb->id, flags, err) < 0)
+	struct local_rec r;
+	if (local_rec_load(b, sb->id, &r, err) < 0)
 		return -1;
-	return refresh(b, sb, err);
+	int lk = local_hibernate_lock(r.dir, err);
+	enum local_state st = LOCAL_DEAD;
+	int rc = lk < 0 ? -1 : local_rec_state_cont(b, &r, "hibernate", &st, err);
+	if (rc == 0 && st == LOCAL_HIBERNATED) {
+		/* already */
+	} else if (rc == 0 && st != LOCAL_RUNNING && st != LOCAL_PAUSED) {
+		rc = local_state_error(sb->id, st, "hibernate", err);
+	} else if (rc == 0 && st == LOCAL_RUNNING && (flags & SBX_HIBERNATE_IF_PAUSED)) {
+		rc = sbx_fail(err, SBX_CONFLICT, "hibernate", "sandbox %s is no longer paused", sb->id);
+	} else if (rc == 0) {
+		struct sbx_err e = {0};
+		rc = st == LOCAL_PAUSED ? local_sb_freeze(b, sb->id, 0, err) : 0;
+		if (rc == 0 && (rc = local_hibernate_dump_locked(&r, sb->id, err)) < 0 &&
+		    st == LOCAL_PAUSED)
+			(void)local_sb_freeze(b, sb->id, 1, &e);
+	}
+	if (lk >= 0)
+		close(lk);
+	local_rec_free(&r);
+	return rc < 0 ? -1 : refresh(b, sb, err);
 }
 
 static int local_health(struct sbx_backend *b, struct sbx_err *err)

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "doc.h"
+#include "fault.h"
 #include "lifecycle.h"
 #include "session.h"
 #include "util.h"
@@ -76,6 +77,8 @@ void do_hibernate(struct run *run)
 			json_object_array_add(run->skipped, entry(it, "lease-lost"));
 			continue;
 		}
+		if (!run->o->dry_run)
+			sbx_fault("reap:before-hibernate");   /* a command may wake it here */
 		if (run->o->dry_run || sbx_lifecycle_hibernate(run->b, run->r, &it->sb,
 							       SBX_HIBERNATE_IF_PAUSED, why, &err) == 0) {
 			json_object *e = entry(it, NULL);     /* the state after */

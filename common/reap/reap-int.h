@@ -70,8 +70,8 @@ struct run {
 };
 
 /* Each is described where it is defined: do_snapshots in reap-snap.c,
- * do_checkpoints in reap-ckpt.c, do_hibernate in reap-hib.c, entry in
- * reap.c, the others in reap-run.c. */
+ * do_checkpoints in reap-ckpt.c, do_hibernate in reap-hib.c, the others
+ * in reap-run.c. */
 json_object *entry(const struct item *it, const char *reason);
 void note_failure(struct run *run, const char *id, const char *what,
 		  const struct sbx_err *e);

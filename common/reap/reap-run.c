@@ -111,3 +111,23 @@ const char *keyspace_verdict(struct run *run, const char *ks, const char *what)
 	}
 	return strcmp(ks, run->keyspace) ? "other-keyspace" : NULL;
 }
+
+/* A report entry for an item: id, tenant, session, purpose, state, and
+ * the reason when given. */
+json_object *entry(const struct item *it, const char *reason)
+{
+	json_object *e = json_object_new_object();
+	sbx_json_set_str(e, "id", it->sb.id);
+	if (it->tenant)
+		json_object_object_add(e, "tenant",
+				       json_object_new_string_len(it->tenant, (int)it->tlen));
+	if (it->session)
+		json_object_object_add(e, "session",
+				       json_object_new_string_len(it->session, (int)it->slen));
+	if (it->installer)
+		sbx_json_set_str(e, "purpose", SBX_PURPOSE_SKILL_INSTALL);
+	sbx_json_set_str(e, "state", sbx_sandbox_state(&it->sb));
+	if (reason)
+		sbx_json_set_str(e, "reason", reason);
+	return e;
+}

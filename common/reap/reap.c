@@ -53,24 +53,6 @@
 /* The run's state is in reap-int.h; its failures, lease and keyspace
  * verdict in reap-run.c. */
 
-json_object *entry(const struct item *it, const char *reason)
-{
-	json_object *e = json_object_new_object();
-	sbx_json_set_str(e, "id", it->sb.id);
-	if (it->tenant)
-		json_object_object_add(e, "tenant",
-				       json_object_new_string_len(it->tenant, (int)it->tlen));
-	if (it->session)
-		json_object_object_add(e, "session",
-				       json_object_new_string_len(it->session, (int)it->slen));
-	if (it->installer)
-		sbx_json_set_str(e, "purpose", SBX_PURPOSE_SKILL_INSTALL);
-	sbx_json_set_str(e, "state", sbx_sandbox_state(&it->sb));
-	if (reason)
-		sbx_json_set_str(e, "reason", reason);
-	return e;
-}
-
 /* Index of the tenant, added when new. */
 static int tenant_get(struct run *run, const char *name, size_t len)
 {

@@ -4,7 +4,7 @@ complete -c sbx-create -l template -s t -r -d 'template or snapshot id to start 
 complete -c sbx-create -l label -s l -r -d 'metadata stored with the sandbox (repeatable)'
 complete -c sbx-create -l env -s e -r -d 'environment variable for every command; a bare KEY copies our value (repeatable)'
 complete -c sbx-create -l timeout -r -d 'idle time before the sandbox is paused or killed'
-complete -c sbx-create -l on-timeout -r -d 'what the idle timer does: pause or kill'
+complete -c sbx-create -l on-timeout -r -d 'what the idle timer does: pause, kill or hibernate'
 complete -c sbx-create -l auto-resume -d 'resume a paused sandbox on the next command (the default)'
 complete -c sbx-create -l no-auto-resume -d 'a paused sandbox waits for sbx-ctl resume'
 complete -c sbx-create -l memory -r -d 'memory limit (e.g. 512M)'

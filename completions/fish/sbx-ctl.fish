@@ -3,7 +3,7 @@ complete -c sbx-ctl -n __fish_use_subcommand -f -a 'pause resume kill timeout ne
 complete -c sbx-ctl -l profile -s p -r -d 'use this configuration profile'
 complete -c sbx-ctl -n '__fish_seen_subcommand_from pause resume kill timeout network hibernate' -l id -r -d 'act on this sandbox instead of reading documents'
 complete -c sbx-ctl -n '__fish_seen_subcommand_from timeout' -l seconds -r -d 'timeout: idle seconds before the action (0 = never)'
-complete -c sbx-ctl -n '__fish_seen_subcommand_from timeout' -l on-timeout -r -d 'timeout: pause or kill when idle (default pause)'
+complete -c sbx-ctl -n '__fish_seen_subcommand_from timeout' -l on-timeout -r -d 'timeout: pause, kill or hibernate when idle (default pause)'
 complete -c sbx-ctl -n '__fish_seen_subcommand_from timeout' -l auto-resume -d 'timeout: resume on the next command after a pause'
 complete -c sbx-ctl -n '__fish_seen_subcommand_from timeout' -l no-auto-resume -d 'timeout: stay paused until sbx-ctl resume'
 complete -c sbx-ctl -n '__fish_seen_subcommand_from network' -l allow-out -d 'DEST[:PORTS] network: allow a CIDR, a domain or *.suffix (repeatable, in order)'
