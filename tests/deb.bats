@@ -54,7 +54,7 @@ mode_of() { awk -v p="$1" '$2 == p {print $1}' "$DEB_DIR/contents"; }
 	grep -q ' /usr/share/fish/vendor_completions.d/sbx-exec.fish$' "$DEB_DIR/contents"
 }
 
-@test "Depends: the linked libraries (libssl for sbx-egress), the dlopen'ed libcurl and libnftables, slirp4netns; Recommends: redis-server, docker.io" {
+@test "Depends: the linked libraries (libssl for sbx-egress), the dlopen'ed libcurl and libnftables, slirp4netns; Recommends: redis-server, docker.io, criu, nftables" {
 	run field Depends
 	assert_output --partial 'libhiredis0.14'
 	assert_output --partial 'libjson-c5'
@@ -67,7 +67,8 @@ mode_of() { awk -v p="$1" '$2 == p {print $1}' "$DEB_DIR/contents"; }
 	assert_output --partial 'libnftables1'
 	assert_output --partial 'slirp4netns'
 	run field Recommends
-	assert_output 'redis-server, docker.io'
+	# criu and nftables: what hibernate needs (docs/local.md, Hibernate).
+	assert_output 'redis-server, docker.io, criu, nftables'
 	# What the programs load at run time is what Depends names by hand.
 	run grep -ho 'dlopen("[^"]*"' "$BATS_TEST_DIRNAME"/../common/*/*.c "$BATS_TEST_DIRNAME"/../backends/*/*.c
 	assert_output $'dlopen("libcurl.so.4"\ndlopen("libnftables.so.1"'

@@ -427,6 +427,23 @@ int local_hibernate_dump_locked(struct local_rec *r, const char *id, struct sbx_
 	return dump_locked(r, id, err);
 }
 
+void local_hibernate_tidy(struct local_rec *r)
+{
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s/" LOCAL_HIBERNATE_DIR ".tmp", r->dir);
+	if (access(tmp, F_OK) < 0)
+		return;
+	SBX_AUTOFREE char *lp = sbx_xasprintf("%s/hibernate.lock", r->dir);
+	SBX_AUTOCLOSE int fd = open(lp, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	struct sbx_err e = {0};
+	/* A dump holds the lock for its whole run: one that does not is dead. */
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0 || access(tmp, F_OK) < 0 ||
+	    local_rec_state(r) != LOCAL_RUNNING)
+		return;
+	unlock_net(r->init_pid, r->init_pid);
+	(void)sbx_rm_rf(tmp, &e);
+}
+
 int local_hibernate_lock(const char *dir, struct sbx_err *err)
 {
 	return hib_lock(dir, err);

@@ -26,6 +26,13 @@
  * (local.c's hibernate: CRIU seizes the tasks). */
 int local_hibernate_dump_locked(struct local_rec *r, const char *id, struct sbx_err *err);
 
+/* What a dump killed midway left, deleted once no dump runs: its
+ * hibernate.tmp/ and CRIU's network lock table in the sandbox's netns
+ * (which drops every packet on its loopback).  One access() when there is
+ * nothing to do; called by every command on a running sandbox
+ * (local_sb_running). */
+void local_hibernate_tidy(struct local_rec *r);
+
 /* The sandbox folder `dir`'s hibernate lock, taken (blocking); the fd to
  * close, or -1. */
 int local_hibernate_lock(const char *dir, struct sbx_err *err);

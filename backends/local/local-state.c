@@ -134,6 +134,8 @@ int local_sb_running(struct sbx_backend *b, const char *id, int resume, pid_t *p
 	*pid = r.init_pid;
 	*start = (unsigned long long)sbx_json_int(r.j, "init_start", 0);
 	int on_use = sbx_json_bool(r.j, "resume_on_use", 1);
+	if (rc == 0 && st == LOCAL_RUNNING)
+		local_hibernate_tidy(&r);     /* a killed dump's leftovers */
 	local_rec_free(&r);
 	if (rc < 0)
 		return -1;
