@@ -31,25 +31,33 @@ static int commanded(int rc, struct sbx_redis *r, struct sbx_sandbox *sb, const 
  * its running one and holds the bytes its backend measured, against the
  * paused_bytes quota (quota.h).  Measure, check and mark come before the
  * backend's pause, so a pause the quota refuses leaves the sandbox
- * running; a pause that then fails puts the slot back.  What the sandbox
+ * running; a pause that then fails puts the slot back (*slot > 0: the
+ * caller's sbx_quota_restore with *t, *s and *before).  What the sandbox
  * writes between the measure and the freeze is not counted (the freeze
  * follows at once; measuring a frozen sandbox would mean a freeze and a
- * thaw for a refused pause). */
+ * thaw for a refused pause).  No quota (r NULL, not a session): *slot 0. */
+static int quota_pause(struct sbx_backend *b, struct sbx_redis *r, struct sbx_sandbox *sb,
+		       const char **t, const char **s, char **before, int *slot, struct sbx_err *err)
+{
+	*slot = 0;
+	if (!r || !session_of(sb, t, s))
+		return 0;
+	int64_t bytes = -1;
+	if (b->ops->paused_bytes && b->ops->paused_bytes(b, sb, &bytes, err) < 0)
+		return -1;
+	*slot = sbx_quota_pause(r, b->profile ? &b->profile->quota : &no_quota, *t, *s, bytes,
+				before, err);
+	return *slot < 0 ? -1 : 0;
+}
+
 int sbx_lifecycle_pause(struct sbx_backend *b, struct sbx_redis *r, struct sbx_sandbox *sb,
 			struct sbx_err *err)
 {
 	const char *t = NULL, *s = NULL;
 	SBX_AUTOFREE char *before = NULL;
-	int slot = 0;
-	if (r && session_of(sb, &t, &s)) {
-		int64_t bytes = -1;
-		if (b->ops->paused_bytes && b->ops->paused_bytes(b, sb, &bytes, err) < 0)
-			return -1;
-		slot = sbx_quota_pause(r, b->profile ? &b->profile->quota : &no_quota, t, s, bytes,
-				       &before, err);
-		if (slot < 0)
-			return -1;
-	}
+	int slot;
+	if (quota_pause(b, r, sb, &t, &s, &before, &slot, err) < 0)
+		return -1;
 	if (commanded(sbx_call(b, pause, err, sb), r, sb, "paused") < 0) {
 		if (slot > 0)
 			sbx_quota_restore(r, t, s, before);
@@ -58,23 +66,17 @@ int sbx_lifecycle_pause(struct sbx_backend *b, struct sbx_redis *r, struct sbx_s
 	return 0;
 }
 
+/* A running session sandbox takes the paused side of its quota as a
+ * pause does; a paused one has it already. */
 int sbx_lifecycle_hibernate(struct sbx_backend *b, struct sbx_redis *r, struct sbx_sandbox *sb,
 			    unsigned flags, const char *why, struct sbx_err *err)
 {
 	const char *t = NULL, *s = NULL;
 	SBX_AUTOFREE char *before = NULL;
 	int slot = 0;
-	if (sbx_backend_hibernate_check(b, err) < 0)
+	if (sbx_backend_hibernate_check(b, err) < 0 ||
+	    (sb->state == SBX_STATE_RUNNING && quota_pause(b, r, sb, &t, &s, &before, &slot, err) < 0))
 		return -1;
-	if (r && sb->state == SBX_STATE_RUNNING && session_of(sb, &t, &s)) {
-		int64_t bytes = -1;
-		if (b->ops->paused_bytes && b->ops->paused_bytes(b, sb, &bytes, err) < 0)
-			return -1;
-		slot = sbx_quota_pause(r, b->profile ? &b->profile->quota : &no_quota, t, s, bytes,
-				       &before, err);
-		if (slot < 0)
-			return -1;
-	}
 	if (sbx_call(b, hibernate, err, sb, flags) < 0) {
 		if (slot > 0)
 			sbx_quota_restore(r, t, s, before);
