@@ -404,10 +404,17 @@ static void set_flags(struct pstart *s, const struct sbx_proc_req *req)
 
 /* Fork twice: the grandchild becomes the supervisor, nobody's child of
  * ours.  0, or -1 when the first fork failed (a later failure shows as
- * a supervisor that never writes). */
+ * a supervisor that never writes).  The first is a vfork: the middle
+ * child only calls setsid and clone (raw system calls: no libc state
+ * of ours is touched, as glibc's fork would with its handlers) and
+ * exits, so it needs no copy of the caller's memory, which a fork made
+ * for nothing (a third of the worker's CPU per start went to copying
+ * page tables twice, perf); the grandchild is a real copy, as before.
+ * Its one write to *s (born_top) is read only by the grandchild, which
+ * copies it after the write. */
 static int spawn_supervisor(struct pstart *s, struct sbx_err *err)
 {
-	pid_t mid = fork();
+	pid_t mid = vfork();
 	if (mid < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "proc", "fork");
 	if (mid == 0) {
@@ -419,7 +426,7 @@ static int spawn_supervisor(struct pstart *s, struct sbx_err *err)
 		pid_t g = local_clone_into_cgroup(s->topdir);
 		if (g < 0) {
 			s->born_top = 0;
-			g = fork();
+			g = (pid_t)syscall(SYS_clone, (unsigned long)SIGCHLD, 0UL, 0UL, 0UL, 0UL);
 		}
 		if (g == 0)
 			become_supervisor(s);
