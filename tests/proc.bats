@@ -408,3 +408,48 @@ wait_out() {
 	[ "$status" -eq 66 ]
 	sbx-ctl kill --id "$sb" >/dev/null
 }
+
+# Pruned records are recycled, not deleted (a new inode on a journal-less
+# ext4 steps over every recently deleted one): the next start takes a
+# spare folder, emptied of the old output, and a start killed after
+# taking one leaves a young .new-* dir that goes once old.
+@test "a pruned record's folder is reused by the next start, with none of its old output" {
+	local_only "the record dirs on the host"
+	local sb i procs spares pid ino
+	sb=$(sbx_new_id)
+	procs="$SBX_STATE_DIR/local/sandboxes/$sb/procs"
+	for i in $(seq 1 130); do
+		sbx-proc start --id "$sb" -- sh -c "echo old-out-$i; echo old-err-$i >&2" >/dev/null
+	done
+	run compgen -G "$procs/.free-*"
+	assert_success
+	spares=$(stat -c %i "$procs"/.free-*)
+	[ "$(printf '%s\n' "$spares" | wc -l)" -le 64 ]
+	pid=$(sbx-proc start --id "$sb" -- sh -c 'echo new-err >&2' | jq -r .proc.pid)
+	ino=$(stat -c %i "$procs/$pid")
+	printf '%s\n' "$spares" | grep -qx "$ino"
+	for i in $(seq 1 100); do
+		[ "$(sbx-proc ls --id "$sb" | jq -r --argjson p "$pid" '.procs[] | select(.pid == $p) | .running')" = false ] && break
+		sleep 0.05
+	done
+	run sbx-proc output --id "$sb" --pid "$pid"
+	assert_success
+	[ "$(jqo .output.stdout)" = "" ]
+	[ "$(jqo .output.stderr)" = "new-err" ]
+	[ "$(jqo .output.exit_code)" = 0 ]
+	# a quiet stream has no file; the state is whole beside its previous one
+	[ ! -e "$procs/$pid/out" ]
+	grep -q '^err_start ' "$procs/$pid/state"
+	[ -e "$procs/$pid/.state" ]
+	# killed after it took a spare: its .new-* dir is young, then goes
+	run env SBX_FAULT=local:proc-recorded sbx-proc start --id "$sb" -- true
+	[ "$status" -eq 137 ]
+	local d
+	d=$(ls -d "$procs/.new-"*)
+	sbx-proc start --id "$sb" -- true >/dev/null
+	[ -d "$d" ]
+	touch -d '2 minutes ago' "$d"
+	sbx-proc start --id "$sb" -- true >/dev/null
+	[ ! -e "$d" ]
+	sbx-ctl kill --id "$sb" >/dev/null
+}

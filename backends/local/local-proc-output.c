@@ -47,6 +47,18 @@ static int64_t kept_start(const struct local_prec *p, int k)
 	return k == 0 ? p->i.out_start : p->i.err_start;
 }
 
+/* Stream k's file, opened once it has bytes (sbx-procd makes it at the
+ * first one: a missing file is an empty stream, local-procd.h). */
+static int open_stream(struct follow *f, int k, struct sbx_err *err)
+{
+	SBX_AUTOFREE char *path = sbx_xasprintf("%s/%s", f->p->dir, k == 0 ? "out" : "err");
+	f->fd[k] = open(path, O_RDONLY | O_CLOEXEC);
+	if (f->fd[k] < 0)
+		return sbx_fail_errno(err, errno == ENOENT ? SBX_NOT_FOUND : SBX_INTERNAL,
+				      "proc", "output of process %d", f->p->i.pid);
+	return 0;
+}
+
 /* Deliver what stream k has past its offset.  1 when something was
  * delivered, 0 when nothing, -1 on a read error (err filled). */
 static int deliver(struct follow *f, int k, struct sbx_err *err)
@@ -54,6 +66,8 @@ static int deliver(struct follow *f, int k, struct sbx_err *err)
 	int64_t end = k == 0 ? f->p->i.out_end : f->p->i.err_end;
 	int any = 0;
 	char buf[CHUNK];
+	if (f->fd[k] < 0 && f->off[k] < end && open_stream(f, k, err) < 0)
+		return -1;
 	while (!f->stopped && f->off[k] < end) {
 		if (f->off[k] < kept_start(f->p, k))
 			f->off[k] = kept_start(f->p, k);
@@ -84,16 +98,12 @@ static int deliver(struct follow *f, int k, struct sbx_err *err)
 
 static int open_streams(struct follow *f, const struct sbx_proc_attach *a, struct sbx_err *err)
 {
-	const char *names[2] = {"out", "err"};
 	int64_t want[2] = {a->out_offset, a->err_offset};
 	int64_t end[2] = {f->p->i.out_end, f->p->i.err_end};
 	for (int k = 0; k < 2; k++) {
-		SBX_AUTOFREE char *path = sbx_xasprintf("%s/%s", f->p->dir, names[k]);
-		f->fd[k] = open(path, O_RDONLY | O_CLOEXEC);
-		if (f->fd[k] < 0)
-			return sbx_fail_errno(err, errno == ENOENT ? SBX_NOT_FOUND : SBX_INTERNAL,
-					      "proc", "output of process %d", f->p->i.pid);
 		f->off[k] = want[k] < 0 || want[k] > end[k] ? end[k] : want[k];
+		if (end[k] > 0 && open_stream(f, k, err) < 0)
+			return -1;
 	}
 	return 0;
 }

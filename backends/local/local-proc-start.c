@@ -30,7 +30,18 @@
  *    records, the next start removes the oldest exited ones down to 64.
  *    A start reads only the directory, not every record, unless it has a
  *    tag to check or records to remove: loading 65 records was 3 ms of
- *    each start (sbx-serve's commands.run starts one per call). */
+ *    each start (sbx-serve's commands.run starts one per call).
+ *  - Records are recycled, not deleted: a pruned record (an exited
+ *    process's, whose supervisor wrote its last state) becomes a spare
+ *    folder, .free-<hex>, at most KEEP_EXITED of them, and a start takes one
+ *    (renamed to its .new-<hex>, its output files and FIFOs removed,
+ *    proc.json rewritten in place) before it makes a new one.  With the
+ *    state's two files swapped, not replaced (sbx-procd), and output
+ *    files made at the first byte, a start of a quiet command makes no
+ *    inode: on this host's journal-less ext4 each new inode steps over
+ *    every inode deleted in the last half minute or so (the kernel's
+ *    recently_deleted check), 0.2-0.5 ms each with a record's ~7 files
+ *    made and deleted per start (docs/local.md). */
 #include "local-proc-start.h"
 #include "local-proc.h"
 #include "local-procd.h"
@@ -68,6 +79,12 @@
  * the number of records past which a start removes the older ones. */
 #define KEEP_EXITED 64
 #define PRUNE_PAST (2 * KEEP_EXITED)
+
+/* The spare folders (.free-*) a look at procs/ found. */
+struct spares {
+	size_t n;
+	char take[64];               /* one of them, "" when none */
+};
 
 struct pstart {
 	struct local_spawn sp;
@@ -109,16 +126,30 @@ static void ps_free(struct pstart *s)
 
 /* .new-* dirs of starts that died before their fork (older than a
  * minute: a live start holds the lock while its dir is young) are
- * removed; returns the number of records (names of digits) there are. */
-static size_t remove_stale_new(const char *procs)
+ * removed, and spare folders past KEEP_EXITED; returns the number of
+ * records (names of digits) there are, the spares left in *sp. */
+static size_t remove_stale_new(const char *procs, struct spares *sp)
 {
 	DIR *d = opendir(procs);
 	struct dirent *e;
 	size_t records = 0;
+	sp->n = 0;
+	sp->take[0] = '\0';
 	while (d && (e = readdir(d))) {
 		struct stat st;
 		if (e->d_name[0] >= '0' && e->d_name[0] <= '9')
 			records++;
+		if (strncmp(e->d_name, ".free-", 6) == 0 && sp->n < KEEP_EXITED) {
+			if (sp->n++ == 0)
+				snprintf(sp->take, sizeof(sp->take), "%s", e->d_name);
+			continue;
+		}
+		if (strncmp(e->d_name, ".free-", 6) == 0) {
+			SBX_AUTOFREE char *p = sbx_xasprintf("%s/%s", procs, e->d_name);
+			struct sbx_err e2 = {0};
+			sbx_rm_rf(p, &e2);
+			continue;
+		}
 		if (strncmp(e->d_name, ".new-", 5) != 0 ||
 		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    st.st_mtime > time(NULL) - STALE_NEW_SECONDS)
@@ -132,12 +163,32 @@ static size_t remove_stale_new(const char *procs)
 	return records;
 }
 
+/* A pruned record becomes a spare folder while there are fewer than
+ * KEEP_EXITED; else it is removed. */
+static void retire(const char *procs, const char *dir, struct spares *sp)
+{
+	char hex[13];
+	struct sbx_err e2 = {0};
+	if (sp->n < KEEP_EXITED && sbx_random_hex(hex, 6, &e2) == 0) {
+		char name[32];
+		snprintf(name, sizeof(name), ".free-%s", hex);
+		SBX_AUTOFREE char *to = sbx_xasprintf("%s/%s", procs, name);
+		if (rename(dir, to) == 0) {
+			if (sp->n++ == 0)
+				snprintf(sp->take, sizeof(sp->take), "%s", name);
+			return;
+		}
+	}
+	sbx_rm_rf(dir, &e2);
+}
+
 /* Under procs/.lock: the leftovers of dead starts go; past PRUNE_PAST
  * records, those of exited processes beyond the newest KEEP_EXITED go
- * (oldest first); a tag held by a running process is refused. */
-static int under_lock(const char *procs, const char *tag, struct sbx_err *err)
+ * (oldest first) to the spares; a tag held by a running process is
+ * refused. */
+static int under_lock(const char *procs, const char *tag, struct spares *sp, struct sbx_err *err)
 {
-	if (remove_stale_new(procs) <= PRUNE_PAST && !tag)
+	if (remove_stale_new(procs, sp) <= PRUNE_PAST && !tag)
 		return 0;
 	struct local_prec *all;
 	size_t n, exited = 0;
@@ -147,9 +198,8 @@ static int under_lock(const char *procs, const char *tag, struct sbx_err *err)
 		exited += !all[k].i.running;
 	int rc = 0;
 	for (size_t k = 0; k < n; k++) {
-		struct sbx_err e2 = {0};
 		if (!all[k].i.running && exited > KEEP_EXITED) {
-			sbx_rm_rf(all[k].dir, &e2);
+			retire(procs, all[k].dir, sp);
 			exited--;
 		} else if (rc == 0 && tag && all[k].i.running && all[k].i.tag &&
 			   strcmp(all[k].i.tag, tag) == 0) {
@@ -161,28 +211,56 @@ static int under_lock(const char *procs, const char *tag, struct sbx_err *err)
 	return rc;
 }
 
-/* procs/.new-<hex>/ with proc.json: what was asked (env names only).
- * Written in place, not synced: a .new-* dir is no record until the
- * supervisor renames it (after this write is whole), a dead start's is
- * removed as stale, and no record outlives the machine's processes, so
- * neither a tmp + rename nor an fsync (tens of ms here) buys anything. */
+/* A spare folder made ready as s->dir: what a record has beyond
+ * proc.json, state and .state (which the start and the supervisor
+ * rewrite) goes, and its mtime is now's (a young .new-* dir is a live
+ * start's, remove_stale_new).  0, or -1 when there is none to take. */
+static int take_spare(struct pstart *s, const char *procs, const struct spares *sp)
+{
+	if (!sp->take[0])
+		return -1;
+	SBX_AUTOFREE char *from = sbx_xasprintf("%s/%s", procs, sp->take);
+	if (rename(from, s->dir) < 0)
+		return -1;
+	static const char *const extra[] = {"out", "err", "stdin", "stdin.closed",
+					    LOCAL_PROC_WINSIZE, LOCAL_PROC_ATTACH};
+	SBX_AUTOCLOSE int d = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d < 0)
+		return -1;   /* a start that dies here leaves a .new-* dir: stale later */
+	for (size_t i = 0; i < SBX_ARRAY_LEN(extra); i++)
+		unlinkat(d, extra[i], 0);
+	futimens(d, NULL);
+	return 0;
+}
+
+/* procs/.new-<hex>/ (a spare folder, or a new one) with proc.json: what
+ * was asked (env names only).  Written in place, not synced: a .new-* dir
+ * is no record until the supervisor renames it (after this write is
+ * whole), a dead start's is removed as stale, and no record outlives the
+ * machine's processes, so neither a tmp + rename (a new inode, and the
+ * old one freed) nor an fsync (a few ms here) buys anything. */
 static int write_request(struct pstart *s, const char *procs, const struct sbx_proc_req *req,
-			 struct sbx_err *err)
+			 const struct spares *sp, struct sbx_err *err)
 {
 	char hex[13];
 	if (sbx_random_hex(hex, 6, err) < 0)
 		return -1;
 	snprintf(s->name, sizeof(s->name), ".new-%s", hex);
 	s->dir = sbx_xasprintf("%s/%s", procs, s->name);
-	if (mkdir(s->dir, 0700) < 0)
+	if (take_spare(s, procs, sp) < 0 && mkdir(s->dir, 0700) < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "proc", "mkdir %s", s->dir);
 	json_object *j = sbx_proc_record(req);
+	size_t n;
+	const char *txt = json_object_to_json_string_length(j, JSON_C_TO_STRING_PLAIN, &n);
 	SBX_AUTOFREE char *path = sbx_xasprintf("%s/proc.json", s->dir);
-	/* A new folder nobody reads before the supervisor starts: not synced
-	 * (the fsync was a few ms of every start). */
-	int rc = sbx_json_write_file(path, j, 0600, SBX_WRITE_NOSYNC, err);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int rc = fd >= 0 && sbx_write_all(fd, txt, n) == 0 && sbx_write_all(fd, "\n", 1) == 0 ? 0 : -1;
+	if (fd >= 0 && close(fd) < 0)
+		rc = -1;
 	json_object_put(j);
-	return rc;
+	if (rc < 0)
+		return sbx_fail_errno(err, SBX_INTERNAL, "proc", "write %s", path);
+	return 0;
 }
 
 /* The stdio of the process: pipes to the supervisor, stdin a FIFO in the
@@ -326,10 +404,17 @@ static void set_flags(struct pstart *s, const struct sbx_proc_req *req)
 
 /* Fork twice: the grandchild becomes the supervisor, nobody's child of
  * ours.  0, or -1 when the first fork failed (a later failure shows as
- * a supervisor that never writes). */
+ * a supervisor that never writes).  The first is a vfork: the middle
+ * child only calls setsid and clone (raw system calls: no libc state
+ * of ours is touched, as glibc's fork would with its handlers) and
+ * exits, so it needs no copy of the caller's memory, which a fork made
+ * for nothing (a third of the worker's CPU per start went to copying
+ * page tables twice, perf); the grandchild is a real copy, as before.
+ * Its one write to *s (born_top) is read only by the grandchild, which
+ * copies it after the write. */
 static int spawn_supervisor(struct pstart *s, struct sbx_err *err)
 {
-	pid_t mid = fork();
+	pid_t mid = vfork();
 	if (mid < 0)
 		return sbx_fail_errno(err, SBX_INTERNAL, "proc", "fork");
 	if (mid == 0) {
@@ -341,7 +426,7 @@ static int spawn_supervisor(struct pstart *s, struct sbx_err *err)
 		pid_t g = local_clone_into_cgroup(s->topdir);
 		if (g < 0) {
 			s->born_top = 0;
-			g = fork();
+			g = (pid_t)syscall(SYS_clone, (unsigned long)SIGCHLD, 0UL, 0UL, 0UL, 0UL);
 		}
 		if (g == 0)
 			become_supervisor(s);
@@ -483,7 +568,8 @@ static int start_locked(struct pstart *s, struct sbx_sandbox *sb, const struct l
 				.cols = (unsigned short)(req->tty_cols > 0xffff ? 0xffff : req->tty_cols),
 				.rows = (unsigned short)(req->tty_rows > 0xffff ? 0xffff : req->tty_rows)};
 	SBX_AUTOFREE char *work = sbx_xasprintf("%s/work", r->cg[CG_V2]);
-	if (under_lock(procs, req->tag, err) < 0 || write_request(s, procs, req, err) < 0)
+	struct spares sp;
+	if (under_lock(procs, req->tag, &sp, err) < 0 || write_request(s, procs, req, &sp, err) < 0)
 		return -1;
 	sbx_fault("local:proc-recorded");
 	if (open_stdio(s, r, req, err) < 0 ||

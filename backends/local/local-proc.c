@@ -23,6 +23,7 @@
 #include <sys/file.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,9 +92,26 @@ int local_prec_refresh(struct local_prec *p, struct sbx_err *err)
 	SBX_AUTOFREE char *sp = sbx_xasprintf("%s/state", p->dir);
 	SBX_AUTOFREE char *buf = NULL;
 	size_t len;
-	struct sbx_err e2 = {0};
-	if (sbx_read_file(sp, 4096, &buf, &len, &e2) < 0)
-		return sbx_fail(err, SBX_NOT_FOUND, "proc", "no process %d", p->i.pid);
+	/* A whole state ends with its err_start line (local-procd.h); one
+	 * opened just before sbx-procd swapped it out can be emptied by its
+	 * next write: the name has a whole one again, read it anew.  (The
+	 * writer's open-write-swap is microseconds: 1000 tries are a
+	 * bound on a state a writer killed mid-way never leaves, not a
+	 * wait.) */
+	for (int tries = 0;; tries++) {
+		struct sbx_err e2 = {0};
+		free(buf);
+		buf = NULL;
+		if (sbx_read_file(sp, 4096, &buf, &len, &e2) < 0)
+			return sbx_fail(err, SBX_NOT_FOUND, "proc", "no process %d", p->i.pid);
+		char *last = len ? memrchr(buf, '\n', len - 1) : NULL;
+		last = last ? last + 1 : buf;
+		if ((len && buf[len - 1] == '\n' &&
+		     strncmp(last, LOCAL_PROC_K_ERR_START " ", strlen(LOCAL_PROC_K_ERR_START) + 1) == 0) ||
+		    tries >= 1000)
+			break;
+		sched_yield();
+	}
 	struct sbx_proc_info *i = &p->i;
 	p->host_pid = (pid_t)state_val(buf, LOCAL_PROC_K_HOST_PID);
 	p->host_start = (unsigned long long)state_val(buf, LOCAL_PROC_K_HOST_START);

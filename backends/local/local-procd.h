@@ -9,13 +9,23 @@
  *   <state>/local/sandboxes/<id>/procs/
  *       .lock           flock(LOCK_EX) held by proc_start (tags, pid dirs)
  *       .new-<hex>/     a process being started; sbx-procd renames it
+ *       .free-<hex>/    a spare folder: an exited record that was pruned,
+ *                       which a start renames to .new-<hex>
+ *                       and reuses (its proc.json, state and .state
+ *                       inodes; out, err and the FIFOs are removed)
  *       <pid>/          the process whose pid in the sandbox is <pid>
  *           proc.json     what was asked (the library, before the fork):
  *                         argv, env names (never values), cwd, tag,
  *                         as_root, keep_stdin, timeout_ms, started_at
  *           state         sbx-procd's, "key value" lines, replaced whole
- *                         (tmp + rename): the LOCAL_PROC_K_* keys below
- *           out, err      the output; bounded (see out_max): when a file
+ *                         (.state written, then swapped with it by
+ *                         RENAME_EXCHANGE): the LOCAL_PROC_K_* keys below,
+ *                         err_start last; a reader that finds it empty
+ *                         or without err_start (opened before a swap,
+ *                         emptied by the next write) reads it again
+ *           .state        the state before the last write (the next one)
+ *           out, err      the output, each made at its stream's first
+ *                         byte (none: nothing written); bounded (see out_max): when a file
  *                         passes it, the oldest half is punched out
  *                         (fallocate PUNCH_HOLE, the size and so every
  *                         offset stay), and `*_start` names the first

@@ -14,10 +14,12 @@
  * timeout, and writes the record's `state` whenever something changes.
  *
  * Promises:
- *  - `state` is always whole (tmp + rename) and says running until the
- *    process is reaped; after that it holds the exit status, and the
- *    output files hold everything the process wrote before it exited
- *    (what its pipes held; not what background children write later).
+ *  - `state` is always whole (written as .state, then swapped in) and
+ *    says running until the process is reaped; after that it holds the
+ *    exit status, and the output files hold everything the process wrote
+ *    before it exited (what its pipes held; not what background children
+ *    write later).  An output file is made at its stream's first byte:
+ *    none is an empty stream.
  *  - The output files never grow past OUT_MAX kept bytes: the oldest half
  *    is punched out, and `*_start` is moved before the punch.  Where the
  *    filesystem cannot punch holes, new output is dropped instead.
@@ -138,12 +140,21 @@ static void write_state(void)
 			 P.nspid, (int)P.child, P.child_start, (int)getpid(),
 			 start_time(getpid()), P.running, P.exit_code, P.sig, P.timed_out,
 			 P.ended_at, P.s[0].start, P.s[1].start);
+	/* Whole, never torn: .state is written, then swapped with state
+	 * (RENAME_EXCHANGE), so the record's two inodes serve every write
+	 * and, in a recycled folder (local-proc-start.c), every record after
+	 * it: a new inode on a journal-less ext4 steps over each recently
+	 * deleted one, and a rename over state freed one per write (two a
+	 * process).  Only the first write of a fresh folder, which has no
+	 * state yet, is a plain rename.  A reader that opened state before a
+	 * swap may see it emptied by the write after: it reads again
+	 * (local-proc.c). */
 	int fd = openat(P.dir, ".state", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
 	int ok = write(fd, buf, (size_t)n) == n;
 	close(fd);
-	if (ok)
+	if (ok && renameat2(P.dir, ".state", P.dir, "state", RENAME_EXCHANGE) < 0)
 		renameat(P.dir, ".state", P.dir, "state");
 }
 
@@ -169,7 +180,10 @@ static int make_room(struct stream *st, size_t len)
 }
 
 /* Move what the pipe has into the file: 1 after data, 0 at EOF, 2 when
- * there is nothing now. */
+ * there is nothing now.  The file is made at the stream's first byte: a
+ * silent stream has none (readers take a missing file for an empty one),
+ * two inodes fewer for most commands.  Where it cannot be made the bytes
+ * are dropped, as past the bound. */
 static int pump(struct stream *st)
 {
 	char buf[65536];
@@ -178,7 +192,11 @@ static int pump(struct stream *st)
 		return errno == EAGAIN || errno == EINTR ? 2 : 0;
 	if (n == 0)
 		return 0;
-	if (make_room(st, (size_t)n) && pwrite(st->file, buf, (size_t)n, st->end) == n)
+	if (st->file < 0)
+		st->file = openat(P.dir, st == &P.s[0] ? "out" : "err",
+				  O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (st->file >= 0 && make_room(st, (size_t)n) &&
+	    pwrite(st->file, buf, (size_t)n, st->end) == n)
 		st->end += n;
 	return 1;
 }
@@ -363,13 +381,10 @@ static int setup(char **argv)
 	P.started_at = now_ms() - (late > 0 && late < 3600000 ? late : 0);
 	P.nspid = ns_pid(P.child);
 	P.running = 1;
-	const char *files[2] = {"out", "err"};
 	for (int i = 0; i < 2; i++) {
 		P.s[i].in = LOCAL_PROC_FD_OUT + i;
 		fcntl(P.s[i].in, F_SETFL, O_NONBLOCK);
-		P.s[i].file = openat(P.dir, files[i], O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-		if (P.s[i].file < 0)
-			return -1;
+		P.s[i].file = -1;        /* made at the first byte (pump) */
 	}
 	if (!strchr(flags, 's'))
 		close(LOCAL_PROC_FD_STDIN);
@@ -378,14 +393,17 @@ static int setup(char **argv)
 		setup_tty();
 	write_state();
 	/* The record becomes <pid>; an older record of that pid (a process
-	 * that exited) is swapped out and removed. */
+	 * that exited) is swapped out and removed (not made a spare folder,
+	 * local-proc-start.c: its supervisor may not have written its last
+	 * state yet, and must not write it into a later record). */
 	char pid[32];
 	snprintf(pid, sizeof(pid), "%d", P.nspid);
 	if (renameat2(LOCAL_PROC_FD_DIR, P.name, LOCAL_PROC_FD_DIR, pid, RENAME_NOREPLACE) < 0 &&
 	    renameat2(LOCAL_PROC_FD_DIR, P.name, LOCAL_PROC_FD_DIR, pid, RENAME_EXCHANGE) == 0) {
 		int old = openat(LOCAL_PROC_FD_DIR, P.name, O_DIRECTORY | O_CLOEXEC);
 		static const char *const names[] = {"proc.json", "state", ".state", "out", "err",
-						    "stdin", "stdin.closed"};
+						    "stdin", "stdin.closed", LOCAL_PROC_WINSIZE,
+						    LOCAL_PROC_ATTACH};
 		for (size_t i = 0; old >= 0 && i < sizeof(names) / sizeof(names[0]); i++)
 			unlinkat(old, names[i], 0);
 		if (old >= 0)

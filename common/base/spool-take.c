@@ -71,10 +71,15 @@ int sbx_spool_take(const char *dir, int64_t max, char **text, size_t *len, int *
 	return 0;
 }
 
+/* audit.taken, its lines written, is emptied first and then renamed to
+ * the writer's spare (never a spare with lines: they would be written
+ * twice); where either step fails it is removed. */
 void sbx_spool_done(const char *dir, int lockfd)
 {
 	SBX_AUTOFREE char *taken = sbx_xasprintf("%s/" SBX_SPOOL_TAKEN, dir);
-	unlink(taken);
+	SBX_AUTOFREE char *spare = sbx_xasprintf("%s/" SBX_SPOOL_SPARE, dir);
+	if (truncate(taken, 0) < 0 || renameat2(AT_FDCWD, taken, AT_FDCWD, spare, RENAME_NOREPLACE) < 0)
+		unlink(taken);
 	if (lockfd >= 0)
 		close(lockfd);
 }

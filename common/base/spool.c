@@ -62,8 +62,16 @@ long sbx_spool_append(const char *dir, const char *lines, size_t len, int64_t ma
 	int fd = -1;
 	struct stat st;
 	long rc = -1;
+	char spare[PATH_MAX];
 	if ((size_t)snprintf(p, sizeof(p), "%s/" SBX_SPOOL_FILE, dir) >= sizeof(p) ||
-	    (fd = open(p, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600)) < 0 || fstat(fd, &st) < 0)
+	    (size_t)snprintf(spare, sizeof(spare), "%s/" SBX_SPOOL_SPARE, dir) >= sizeof(spare))
+		goto out;
+	/* No spool: a taker's emptied file, when there is one, becomes it
+	 * (under the lock, as a taker's rename of the spool), else a new one. */
+	if ((fd = open(p, O_WRONLY | O_APPEND | O_CLOEXEC)) < 0 && errno == ENOENT)
+		(void)rename(spare, p);
+	if ((fd < 0 && (fd = open(p, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600)) < 0) ||
+	    fstat(fd, &st) < 0)
 		goto out;
 	*size = st.st_size;
 	/* The longest run of whole lines that fits. */

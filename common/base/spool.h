@@ -13,10 +13,17 @@
  *   DIR/audit.lock    flock: the writer's append and the taker's rename
  *                     exclude each other, so no line lands in a file the
  *                     taker already read
+ *   DIR/audit.spare   an empty file: a finished audit.taken, emptied and
+ *                     then renamed, which the writer renames to
+ *                     audit.spool when there is none (on a journal-less
+ *                     ext4 a new inode steps over every recently deleted
+ *                     one: a spool made and deleted per process cost more
+ *                     the more processes had run, docs/local.md)
  * A taker holds audit.taken's own flock while it works on it, so two
  * takers (sbx-exec and the reaper) never write the same lines twice.  A
- * taker that dies between its write and the unlink leaves audit.taken: the
- * next one writes those lines again (at least once, never lost).  Both
+ * taker that dies between its write and emptying audit.taken leaves it:
+ * the next one writes those lines again (at least once, never lost); one
+ * that dies after leaves it empty (nothing to write again).  Both
  * files together hold at most twice the writer's bound. */
 #ifndef SBX_SPOOL_H
 #define SBX_SPOOL_H
@@ -29,6 +36,7 @@
 #define SBX_SPOOL_FILE "audit.spool"
 #define SBX_SPOOL_TAKEN "audit.taken"
 #define SBX_SPOOL_LOCK "audit.lock"
+#define SBX_SPOOL_SPARE "audit.spare"
 #define SBX_SPOOL_CONF "audit.json"
 
 /* DIR/audit.json, what a broker reads at its start: {required,

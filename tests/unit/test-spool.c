@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "spool.h"
@@ -43,6 +44,28 @@ int main(void)
 	sbx_spool_done(dir, lk);
 	ok(sbx_spool_take(dir, 1 << 20, &text, &len, &lk, &err) == 0 && lk < 0 && !text,
 	   "nothing left to take");
+	/* done leaves the taken file emptied as the writer's spare, which
+	 * the next append makes the spool: no inode made or deleted */
+	SBX_AUTOFREE char *spare = sbx_xasprintf("%s/" SBX_SPOOL_SPARE, dir);
+	SBX_AUTOFREE char *spool = sbx_xasprintf("%s/" SBX_SPOOL_FILE, dir);
+	struct stat st1, st2;
+	ok(stat(spare, &st1) == 0 && st1.st_size == 0, "done leaves an empty spare");
+	is_int(sbx_spool_append(dir, "ffff\n", 5, 12, &size), 5, "an append after done");
+	ok(stat(spool, &st2) == 0 && st2.st_ino == st1.st_ino && access(spare, F_OK) != 0,
+	   "the spare became the spool");
+	ok(sbx_spool_take(dir, 1 << 20, &text, &len, &lk, &err) == 0 && lk >= 0, "take the reused spool");
+	is_str(text, "ffff\n", "only the new line: the spare was empty");
+	free(text);
+	/* a taker that died after emptying, before its rename: an empty
+	 * taken, which the next take finishes (nothing written twice) */
+	SBX_AUTOFREE char *taken = sbx_xasprintf("%s/" SBX_SPOOL_TAKEN, dir);
+	ok(truncate(taken, 0) == 0, "emptied, not renamed");
+	close(lk);
+	ok(sbx_spool_take(dir, 1 << 20, &text, &len, &lk, &err) == 0 && lk >= 0 && len == 0,
+	   "the empty leftover is taken: no lines");
+	free(text);
+	sbx_spool_done(dir, lk);
+	ok(access(taken, F_OK) != 0 && access(spare, F_OK) == 0, "and done makes it the spare");
 	ok(sbx_spool_take("/nonexistent/sbx", 1 << 20, &text, &len, &lk, &err) == 0 && lk < 0,
 	   "no folder: nothing to take");
 
