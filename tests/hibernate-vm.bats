@@ -28,6 +28,9 @@ setup_file() {
 	fi
 }
 teardown_file() { sbx_teardown_file; }
+# A program a test ran in the background (and may have stopped) never
+# outlives it, failed or not: a stopped one would hold the file's output.
+teardown() { [ -z "${bg:-}" ] || { kill -CONT "$bg"; kill -9 "$bg"; } 2>/dev/null || true; }
 setup() {
 	[ ! -s "$SBX_TEST_DIR/skip" ] || skip "hibernate is unavailable here: $(cat "$SBX_TEST_DIR/skip")"
 }
@@ -207,14 +210,15 @@ ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 @test "a dump killed -9 once it locked the network: the next command unlocks it, the server answers" {
 	local init i
 	init=$(jq -r .init_pid "$(DIR)/sandbox.json")
-	sbx-ctl hibernate --id "$(ID)" >/dev/null 2>&1 &
-	local p=$!
-	for i in $(seq 1 600); do
+	sbx-ctl hibernate --id "$(ID)" >/dev/null 2>&1 3>&- &
+	bg=$!
+	for i in $(seq 1 2400); do
 		nsenter -t "$init" -n nft list table inet "CRIU-$init" >/dev/null 2>&1 && break
 		sleep 0.05
 	done
-	kill -9 "$p" $(pgrep -x criu) 2>/dev/null || true
-	wait "$p" 2>/dev/null || true
+	kill -9 "$bg" $(pgrep -x criu) 2>/dev/null || true
+	wait "$bg" 2>/dev/null || true
+	bg=
 	nsenter -t "$init" -n nft list table inet "CRIU-$init" >/dev/null 2>&1 ||
 		fail "the dump never locked the network (or was not killed in time)"
 	[ -d "$(DIR)/hibernate.tmp" ]
@@ -347,16 +351,25 @@ alive_in() { sbx-exec --id "$1" -- sh -c 'kill -0 "$1" && echo alive' sh "$2" | 
 }
 
 @test "a command that wakes the sandbox between the reaper's look and its hibernate: skipped (not-paused), nothing dumped" {
-	local id p a st=0
+	local id p i st=0
 	read -r id p < <(idle_session hrace --timeout 2s --on-timeout hibernate)
 	wait_state "$id" paused
-	SBX_STOP=reap:before-hibernate sbx-reap --tenant hrace >"$BATS_TEST_TMPDIR/a.out" 2>&1 &
-	a=$!
-	wait_stopped "$a"
-	# The command resumes it on use while the reaper is stopped.
+	SBX_STOP=reap:before-hibernate sbx-reap --tenant hrace >"$BATS_TEST_TMPDIR/a.out" 2>&1 3>&- &
+	bg=$!
+	for i in $(seq 1 2400); do
+		[ "$(awk '{print $3}' "/proc/$bg/stat" 2>/dev/null)" = T ] && break
+		sleep 0.05
+	done
+	[ "$(awk '{print $3}' "/proc/$bg/stat" 2>/dev/null)" = T ] ||
+		fail "sbx-reap did not stop at reap:before-hibernate: $(cat "$BATS_TEST_TMPDIR/a.out")"
+	# The command resumes it on use while the reaper is stopped; its
+	# timer is long first, so that it is not paused again before the
+	# reaper goes on, however slow this guest is.
+	sbx-ctl timeout --id "$id" --seconds 3600 --on-timeout hibernate >/dev/null
 	[ "$(alive_in "$id" "$p")" = alive ]
-	kill -CONT "$a"
-	wait "$a" || st=$?
+	kill -CONT "$bg"
+	wait "$bg" || st=$?
+	bg=
 	[ "$st" -eq 0 ] || fail "sbx-reap: $(cat "$BATS_TEST_TMPDIR/a.out")"
 	[ "$(jq -r --arg id "$id" '.reap.skipped[] | select(.id == $id) | .reason' <"$BATS_TEST_TMPDIR/a.out")" = not-paused ]
 	[ "$(jq '.reap.hibernated | length' <"$BATS_TEST_TMPDIR/a.out")" = 0 ]
