@@ -62,14 +62,20 @@ $(cat "$(DIR)/hibernate/restore-sbx.log" 2>/dev/null | tail -n 10)
 $(grep -E 'Error|Warn|BUG' "$(DIR)/hibernate/restore.log" 2>/dev/null | tail -n 25)"
 }
 # Run "$@" in the background, wait until its criu runs, let it work a
-# little, then kill -9 both (sbx-ctl and criu).
+# little, then kill -9 both (sbx-ctl and criu).  The caller's fd 9 (a
+# file of the test's) must not reach criu: a restore killed midway leaves
+# the tasks it forked holding what it held (local-hibernate.c, run()).
 kill_midway() {
-	"$@" >/dev/null 2>&1 &
-	local p=$! i
-	for i in $(seq 1 400); do pgrep -x criu >/dev/null && break; sleep 0.05; done
+	local mark=$BATS_TEST_TMPDIR/caller-fd p i c held=0
+	"$@" >/dev/null 2>&1 3>&- 9>"$mark" &
+	p=$!
+	for i in $(seq 1 400); do c=$(pgrep -x criu) && break; sleep 0.05; done
+	for i in $c; do ls -l "/proc/$i/fd" 2>/dev/null | grep -qF "$mark" && held=$i; done
 	sleep 0.5
 	kill -9 "$p" $(pgrep -x criu) 2>/dev/null || true
 	wait "$p" 2>/dev/null || true
+	[ -n "$c" ] || fail "no criu ran for: $*"
+	[ "$held" = 0 ] || fail "criu (pid $held) holds its caller's fd 9"
 }
 
 @test "a python3 process with 200 MB of computed data and an HTTP server runs in a sandbox" {

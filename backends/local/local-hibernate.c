@@ -259,9 +259,13 @@ static char *init_overlay_opts(pid_t init)
 	return opts;
 }
 
-/* Run argv (criu, nft), its output to `log` (or /dev/null); in the child,
- * `pre(arg)` first (NULL: none), which returns <0 to fail.  Returns the
- * exit status, or -1 when it could not be run. */
+/* Run argv (criu, nft), its output to `log` (or /dev/null), nothing else
+ * of the caller's open in it; in the child, `pre(arg)` first (NULL:
+ * none), which returns <0 to fail.  Returns the exit status, or -1 when
+ * it could not be run.  The caller's other descriptors stay out because
+ * CRIU's restore forks the sandbox's tasks from itself: one killed midway
+ * leaves them holding whatever it held (a caller's pipe never reaching
+ * EOF). */
 static int run(char *const argv[], const char *log, int (*pre)(void *), void *arg)
 {
 	pid_t c = fork();
@@ -272,6 +276,7 @@ static int run(char *const argv[], const char *log, int (*pre)(void *), void *ar
 		int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (o < 0 || nul < 0 || dup2(nul, 0) < 0 || dup2(o, 1) < 0 || dup2(o, 2) < 0)
 			_exit(127);
+		close_range(3, ~0U, 0);
 		if (pre && pre(arg) < 0)
 			_exit(126);
 		static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
