@@ -8,8 +8,10 @@
  * (local-sb.h), where nothing inside the sandbox can write:
  *
  *   activity   "command"  mtime: the last command that used the sandbox
- *   busy       "exec"     flock(LOCK_SH) held by every running exec;
- *                         mtime: the end of the last one
+ *   busy       "exec"     flock(LOCK_SH) held by every running exec,
+ *                         and by a hibernate's dump (local.c: the timer
+ *                         must not freeze what CRIU seizes); mtime: the
+ *                         end of the last exec
  *   busy-proc  "process"  flock(LOCK_SH) held by the sbx-procd of every
  *                         running detached process (sbx-proc start; a
  *                         terminal would be one: there is no PTY yet);

@@ -624,7 +624,13 @@ static int local_hibernate_check(struct sbx_backend *b, struct sbx_err *err)
  * fails, all under the sandbox's hibernate lock, which a resume on use of
  * a paused sandbox takes too (local_sb_running): with
  * SBX_HIBERNATE_IF_PAUSED, "still paused" holds until the dump is whole,
- * and a command that comes meanwhile waits for it, then restores. */
+ * and a command that comes meanwhile waits for it, then restores.
+ *
+ * From before the thaw to the end, the sandbox is held awake as an exec
+ * holds it (a shared flock on `busy`, local-idle.h; its mtime untouched:
+ * a dump is not work).  Otherwise its idle timer, whose time is up, would
+ * freeze the tree again within a second of the thaw, and a task frozen
+ * before CRIU stops it never stops: the dump waits for it forever. */
 static int local_hibernate_op(struct sbx_backend *b, struct sbx_sandbox *sb, unsigned flags,
 			      struct sbx_err *err)
 {
@@ -642,7 +648,13 @@ static int local_hibernate_op(struct sbx_backend *b, struct sbx_sandbox *sb, uns
 		rc = sbx_fail(err, SBX_CONFLICT, "hibernate", "sandbox %s is no longer paused", sb->id);
 	} else if (rc == 0) {
 		struct sbx_err e = {0};
+		SBX_AUTOFREE char *busyp = sbx_xasprintf("%s/busy", r.dir);
+		SBX_AUTOCLOSE int awake = open(busyp, O_RDONLY | O_CLOEXEC);
+		if (awake >= 0)
+			flock(awake, LOCK_SH);
 		rc = st == LOCAL_PAUSED ? local_sb_freeze(b, sb->id, 0, err) : 0;
+		if (rc == 0)
+			sbx_fault("local:hibernate-thawed");
 		if (rc == 0 && (rc = local_hibernate_dump_locked(&r, sb->id, err)) < 0 &&
 		    st == LOCAL_PAUSED)
 			(void)local_sb_freeze(b, sb->id, 1, &e);
