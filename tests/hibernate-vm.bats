@@ -250,6 +250,39 @@ ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 	sbx-ctl kill --id "$id" >/dev/null
 }
 
+# A refusal is known before the thaw: a paused sandbox the hibernate
+# refuses (here a command runs in it: not in the init's tree) is never
+# thawed, not even for a moment.  The watcher polls the frozen cgroup's
+# cgroup.events (the kernel wakes a poller on every change of it).
+@test "a paused sandbox whose hibernate is refused (a command runs in it) is never thawed" {
+	local id init ev i
+	id=$(sbx_new_id)
+	sbx-exec --id "$id" -- sleep 607 >/dev/null 2>&1 3>&- &
+	bg=$!
+	for i in $(seq 1 600); do pgrep -f '^sleep 607$' >/dev/null && break; sleep 0.1; done
+	sbx-ctl pause --id "$id" >/dev/null
+	init=$(jq -r .init_pid "$SBX_STATE_DIR/local/sandboxes/$id/sandbox.json")
+	ev=/sys/fs/cgroup$(sed -n 's/^0:://p' "/proc/$init/cgroup")/work/cgroup.events
+	grep -qx 'frozen 1' "$ev"
+	python3 -c '
+import select, sys
+f = open(sys.argv[1]); f.read()
+p = select.poll(); p.register(f, select.POLLPRI | select.POLLERR)
+open(sys.argv[2], "w").close()
+if p.poll(300000): open(sys.argv[3], "w").write(open(sys.argv[1]).read())
+' "$ev" "$BATS_TEST_TMPDIR/armed" "$BATS_TEST_TMPDIR/changed" 3>&- &
+	local w=$!
+	for i in $(seq 1 600); do [ -e "$BATS_TEST_TMPDIR/armed" ] && break; sleep 0.1; done
+	run --separate-stderr sbx-ctl hibernate --id "$id"
+	sleep 1
+	kill "$w" 2>/dev/null || true
+	[ "$status" -eq 69 ] || fail "sbx-ctl hibernate: $status $output $stderr"
+	[[ "$(jqo .error.message)" == *"or a command"* ]]
+	[ ! -e "$BATS_TEST_TMPDIR/changed" ] || fail "thawed during the refused hibernate: $(cat "$BATS_TEST_TMPDIR/changed")"
+	[ "$(state_of "$id")" = paused ]
+	sbx-ctl kill --id "$id" >/dev/null
+}
+
 # E2B's pause through sbx-serve keeps memory (serve_pause, docs/serve.md):
 # where the backend can hibernate, as here, the sandbox is hibernated, not
 # frozen; E2B's API still calls it paused, and a connect brings the same

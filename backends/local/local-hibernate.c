@@ -343,13 +343,6 @@ static int dump_locked(struct local_rec *r, const char *id, struct sbx_err *err)
 		return 0;
 	if (st != LOCAL_RUNNING)
 		return sbx_fail(err, SBX_CONFLICT, "hibernate", "sandbox %s is no longer running", id);
-	SBX_AUTOFREE char *np = sbx_xasprintf("%s/netpolicy.json", r->dir);
-	if (access(np, F_OK) == 0)
-		return sbx_fail(err, SBX_UNSUPPORTED, "hibernate",
-				"sandbox %s has a network policy (its egress broker and slirp live "
-				"outside it): not hibernated yet (docs/local.md, Hibernate)", id);
-	if (tree_is_whole(r, id, err) < 0)
-		return -1;
 	pid_t init = r->init_pid;
 	struct ext e[MAX_EXT];
 	int n;
@@ -430,6 +423,16 @@ static int dump_locked(struct local_rec *r, const char *id, struct sbx_err *err)
 int local_hibernate_dump_locked(struct local_rec *r, const char *id, struct sbx_err *err)
 {
 	return dump_locked(r, id, err);
+}
+
+int local_hibernate_refused(const struct local_rec *r, const char *id, struct sbx_err *err)
+{
+	SBX_AUTOFREE char *np = sbx_xasprintf("%s/netpolicy.json", r->dir);
+	if (access(np, F_OK) == 0)
+		return sbx_fail(err, SBX_UNSUPPORTED, "hibernate",
+				"sandbox %s has a network policy (its egress broker and slirp live "
+				"outside it): not hibernated yet (docs/local.md, Hibernate)", id);
+	return tree_is_whole(r, id, err);
 }
 
 void local_hibernate_tidy(struct local_rec *r)

@@ -15,15 +15,23 @@
 #include "backend.h"
 #include "local-sb.h"
 
+/* Why the sandbox of `r` cannot be hibernated, as an error (unsupported;
+ * terminal when its init is gone): a process of the sandbox outside the
+ * init's tree (sbx-proc's, a running command), which CRIU would not
+ * dump, or a network policy.  0 when it can.  Asked before a paused
+ * sandbox is thawed for the dump, so that a refused one stays frozen
+ * as it was (its idle marker kept); the answer holds while the caller
+ * holds the hibernate lock and the sandbox is frozen. */
+int local_hibernate_refused(const struct local_rec *r, const char *id, struct sbx_err *err);
+
 /* Dump the running sandbox of `r` (its init and every descendant) into
  * <dir>/hibernate, the tree killed by CRIU once the images are whole, its
  * memory freed.  A hibernated one is left as it is; any other state than
- * running is a conflict.  Refused (unsupported) when a process of the
- * sandbox is outside the init's tree (sbx-proc's, a running command) or
- * it has a network policy.  A failed dump leaves the sandbox running as
+ * running is a conflict.  A failed dump leaves the sandbox running as
  * it was (CRIU lets the tree go on).  The caller holds the sandbox's
- * hibernate lock (local_hibernate_lock) and has thawed a paused one
- * (local.c's hibernate: CRIU seizes the tasks). */
+ * hibernate lock (local_hibernate_lock), asked local_hibernate_refused
+ * and has thawed a paused one (local.c's hibernate: CRIU seizes the
+ * tasks). */
 int local_hibernate_dump_locked(struct local_rec *r, const char *id, struct sbx_err *err);
 
 /* What a dump killed midway left, deleted once no dump runs: its

@@ -619,9 +619,10 @@ static int local_hibernate_check(struct sbx_backend *b, struct sbx_err *err)
 	return local_criu_check(local_of(b)->dir, err);
 }
 
-/* Hibernate (local-hibernate.h).  The state is read, a paused sandbox
- * thawed for the dump (CRIU seizes the tasks) and frozen again when it
- * fails, all under the sandbox's hibernate lock, which a resume on use of
+/* Hibernate (local-hibernate.h).  The state is read, the refusals asked
+ * (a refused paused sandbox is never thawed), a paused sandbox thawed
+ * for the dump (CRIU seizes the tasks) and frozen again when it fails,
+ * all under the sandbox's hibernate lock, which a resume on use of
  * a paused sandbox takes too (local_sb_running): with
  * SBX_HIBERNATE_IF_PAUSED, "still paused" holds until the dump is whole,
  * and a command that comes meanwhile waits for it, then restores.
@@ -652,7 +653,9 @@ static int local_hibernate_op(struct sbx_backend *b, struct sbx_sandbox *sb, uns
 		SBX_AUTOCLOSE int awake = open(busyp, O_RDONLY | O_CLOEXEC);
 		if (awake >= 0)
 			flock(awake, LOCK_SH);
-		rc = st == LOCAL_PAUSED ? local_sb_freeze(b, sb->id, 0, err) : 0;
+		rc = local_hibernate_refused(&r, sb->id, err);
+		if (rc == 0 && st == LOCAL_PAUSED)
+			rc = local_sb_freeze(b, sb->id, 0, err);
 		if (rc == 0)
 			sbx_fault("local:hibernate-thawed");
 		if (rc == 0 && (rc = local_hibernate_dump_locked(&r, sb->id, err)) < 0 &&

@@ -112,7 +112,10 @@ const groups = {
     const h = await sb.pty.create({ cols: 100, rows: 30, onData: (d) => { out += dec.decode(d) } })
     ok(h.pid > 0, 'pty.create returns a pid')
     await sb.pty.sendInput(h.pid, enc('stty size; tty; echo "term=$TERM"\n'))
-    ok(await until(() => out.includes('30 100')), 'the terminal has the size pty.create asked for', out)
+    // The three answers may come in separate reads: wait for the last
+    // line (at a line's start, so not the echoed command).
+    await until(() => /\nterm=/.test(out))
+    ok(out.includes('30 100'), 'the terminal has the size pty.create asked for', out)
     ok(/\/dev\/pts\/\d+/.test(out), 'its stdin is a terminal', out)
     ok(out.includes('term=xterm-256color'), "the SDK's TERM reaches the shell", out)
     await sb.pty.resize(h.pid, { cols: 120, rows: 40 })
