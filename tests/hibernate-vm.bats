@@ -78,6 +78,13 @@ kill_midway() {
 	[ "$held" = 0 ] || fail "criu (pid $held) holds its caller's fd 9"
 }
 
+# The cgroup.events of sandbox $1's work cgroup (its processes but the
+# init's: what a pause freezes).
+work_events() {
+	local init
+	init=$(jq -r .init_pid "$SBX_STATE_DIR/local/sandboxes/$1/sandbox.json")
+	echo "/sys/fs/cgroup$(sed -n 's/^0:://p' "/proc/$init/cgroup")/work/cgroup.events"
+}
 @test "a python3 process with 200 MB of computed data and an HTTP server runs in a sandbox" {
 	local id
 	id=$(sbx_new_id)
@@ -255,14 +262,13 @@ ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 # thawed, not even for a moment.  The watcher polls the frozen cgroup's
 # cgroup.events (the kernel wakes a poller on every change of it).
 @test "a paused sandbox whose hibernate is refused (a command runs in it) is never thawed" {
-	local id init ev i
+	local id ev i
 	id=$(sbx_new_id)
 	sbx-exec --id "$id" -- sleep 607 >/dev/null 2>&1 3>&- &
 	bg=$!
 	for i in $(seq 1 600); do pgrep -f '^sleep 607$' >/dev/null && break; sleep 0.1; done
 	sbx-ctl pause --id "$id" >/dev/null
-	init=$(jq -r .init_pid "$SBX_STATE_DIR/local/sandboxes/$id/sandbox.json")
-	ev=/sys/fs/cgroup$(sed -n 's/^0:://p' "/proc/$init/cgroup")/work/cgroup.events
+	ev=$(work_events "$id")
 	grep -qx 'frozen 1' "$ev"
 	python3 -c '
 import select, sys
@@ -347,19 +353,16 @@ alive_in() { sbx-exec --id "$1" -- sh -c 'kill -0 "$1" && echo alive' sh "$2" | 
 # wait forever for a task it cannot stop (stop 44's landing check-vm hung
 # so in the next test, under load).  The dump holds it awake (local.c).
 @test "the idle timer never freezes a tree that a hibernate thawed to dump; the dump ends" {
-	local id p i st=0 init
+	local id p st=0
 	read -r id p < <(idle_session hhold --timeout 1s --on-timeout pause)
 	wait_state "$id" paused
-	init=$(jq -r .init_pid "$SBX_STATE_DIR/local/sandboxes/$id/sandbox.json")
-	local ev=/sys/fs/cgroup$(sed -n 's/^0:://p' "/proc/$init/cgroup")/work/cgroup.events
+	local ev
+	ev=$(work_events "$id")
 	grep -qx 'frozen 1' "$ev"
 	SBX_STOP=local:hibernate-thawed sbx-ctl hibernate --id "$id" >"$BATS_TEST_TMPDIR/h.out" 2>&1 3>&- &
 	bg=$!
-	for i in $(seq 1 2400); do
-		[ "$(awk '{print $3}' "/proc/$bg/stat" 2>/dev/null)" = T ] && break
-		sleep 0.05
-	done
-	[ "$(awk '{print $3}' "/proc/$bg/stat" 2>/dev/null)" = T ] ||
+	# 2 minutes: a loaded guest is slow to get there.
+	wait_stopped "$bg" 2400 ||
 		fail "sbx-ctl hibernate did not stop at local:hibernate-thawed: $(cat "$BATS_TEST_TMPDIR/h.out")"
 	grep -qx 'frozen 0' "$ev"
 	# The timer looks at least once a second; its time is long up.
@@ -428,16 +431,12 @@ alive_in() { sbx-exec --id "$1" -- sh -c 'kill -0 "$1" && echo alive' sh "$2" | 
 }
 
 @test "a command that wakes the sandbox between the reaper's look and its hibernate: skipped (not-paused), nothing dumped" {
-	local id p i st=0
+	local id p st=0
 	read -r id p < <(idle_session hrace --timeout 2s --on-timeout hibernate)
 	wait_state "$id" paused
 	SBX_STOP=reap:before-hibernate sbx-reap --tenant hrace >"$BATS_TEST_TMPDIR/a.out" 2>&1 3>&- &
 	bg=$!
-	for i in $(seq 1 2400); do
-		[ "$(awk '{print $3}' "/proc/$bg/stat" 2>/dev/null)" = T ] && break
-		sleep 0.05
-	done
-	[ "$(awk '{print $3}' "/proc/$bg/stat" 2>/dev/null)" = T ] ||
+	wait_stopped "$bg" 2400 ||
 		fail "sbx-reap did not stop at reap:before-hibernate: $(cat "$BATS_TEST_TMPDIR/a.out")"
 	# The command resumes it on use while the reaper is stopped; its
 	# timer is long first, so that it is not paused again before the

@@ -162,10 +162,11 @@ sbx_clean_images() {
 # jq on the last `run` output.
 jqo() { printf '%s\n' "$output" | jq -r "$@"; }
 
-# Wait until process $1 is stopped (state T), e.g. by SBX_STOP.
+# Wait until process $1 is stopped (state T), e.g. by SBX_STOP; $2 tries
+# 50 ms apart (400: 20 s).
 wait_stopped() {
 	local i
-	for i in $(seq 1 400); do
+	for i in $(seq 1 "${2:-400}"); do
 		[ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = T ] && return 0
 		sleep 0.05
 	done
